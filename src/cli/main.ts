@@ -1,0 +1,103 @@
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "../config.ts";
+import { openDatabase } from "../db/database.ts";
+import { GatewayError } from "../errors.ts";
+import { createLogger } from "../logger.ts";
+import { createMerchantService } from "../modules/merchants/service.ts";
+
+/** Operator commands: npm run cli -- <command>. Output is JSON on stdout; errors are one line on stderr. */
+const usage = `Usage: npm run cli -- <command>
+  merchant create --name <name> --email <email> [--currency KES]
+  merchant list
+  key create --merchant <id> --mode test|live
+  key revoke <prefix>
+  db deploy`;
+
+class UsageError extends Error {}
+
+function required(values: Record<string, string | boolean | undefined>, name: string): string {
+  const value = values[name];
+  if (typeof value !== "string" || value.trim() === "") throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+async function run(argv: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: "string" },
+      email: { type: "string" },
+      currency: { type: "string" },
+      merchant: { type: "string" },
+      mode: { type: "string" },
+    },
+  });
+  const [group, action, arg] = positionals;
+  const command = `${group ?? ""} ${action ?? ""}`.trim();
+  const known = ["merchant create", "merchant list", "key create", "key revoke", "db deploy"];
+  if (!known.includes(command)) throw new UsageError(command ? `Unknown command: ${command}` : "No command given");
+
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
+  const db = await openDatabase(config, logger, { migrate: true });
+  try {
+    const merchants = createMerchantService(db.prisma);
+    switch (command) {
+      case "db deploy":
+        return { status: "migrations applied", backend: db.backend };
+      case "merchant create": {
+        const { merchant, keys } = await merchants.createMerchant({
+          name: required(values, "name"),
+          email: required(values, "email"),
+          ...(values.currency ? { defaultCurrency: values.currency } : {}),
+        });
+        return { merchant: { id: merchant.id, name: merchant.name }, keys: { test: keys.test.plaintext, live: keys.live.plaintext } };
+      }
+      case "merchant list":
+        return {
+          merchants: (await merchants.listMerchants()).map((m) => ({
+            id: m.id,
+            name: m.name,
+            email: m.email,
+            default_currency: m.defaultCurrency,
+            created_at: m.createdAt.toISOString(),
+            keys: m.apiKeys.map((k) => ({ prefix: k.prefix, mode: k.mode, revoked: k.revokedAt !== null })),
+          })),
+        };
+      case "key create": {
+        const merchantId = Number(required(values, "merchant"));
+        if (!Number.isSafeInteger(merchantId) || merchantId <= 0) throw new UsageError("--merchant must be a merchant id");
+        const mode = required(values, "mode");
+        if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
+        const key = await merchants.createKey(merchantId, mode);
+        return { merchant_id: merchantId, mode, prefix: key.prefix, key: key.plaintext };
+      }
+      case "key revoke": {
+        if (!arg) throw new UsageError("key revoke needs the key's prefix, e.g. sk_test_Ab12Cd34");
+        const key = await merchants.revokeKey(arg);
+        return { revoked: key.prefix, merchant_id: key.merchantId, mode: key.mode };
+      }
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (output) => {
+    process.stdout.write(`${JSON.stringify(output)}\n`);
+  },
+  (error) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n${usage}\n`);
+      process.exitCode = 2;
+    } else if (error instanceof GatewayError || error instanceof ConfigError || (error as Error).name === "DataDirLockedError") {
+      process.stderr.write(`${(error as Error).message}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`cli failed: ${(error as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,116 @@
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPg } from "@prisma/adapter-pg";
+import type { SqlDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import pg from "pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import type { Config } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import { lockDataDir } from "./data-dir-lock.ts";
+import { PrismaClient } from "./generated/prisma/client.ts";
+import { applyMigrations, type SqlConnection } from "./migrate.ts";
+
+export type { PrismaClient };
+export type Backend = "pglite" | "postgres";
+
+export interface Database {
+  prisma: PrismaClient;
+  backend: Backend;
+  /** Throws when the database cannot answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Apply pending migrations before returning (startup and `db deploy` do; nothing else needs to). */
+  migrate?: boolean;
+  /** Called with every SQL statement Prisma sends (tests count them to catch N+1 queries). */
+  onQuery?: (sql: string) => void;
+  poolSize?: number;
+}
+
+type DbConfig = Pick<Config, "databaseUrl" | "dataDir">;
+
+export async function openDatabase(config: DbConfig, logger: Logger, options: OpenOptions = {}): Promise<Database> {
+  return config.databaseUrl
+    ? openPostgres(config.databaseUrl, logger, options)
+    : openPglite(config.dataDir, logger, options);
+}
+
+function createClient(adapter: SqlDriverAdapterFactory, options: OpenOptions): PrismaClient {
+  const { onQuery } = options;
+  if (!onQuery) return new PrismaClient({ adapter });
+  const client = new PrismaClient({ adapter, log: [{ emit: "event", level: "query" }] });
+  client.$on("query", (e) => onQuery(e.query));
+  return client as unknown as PrismaClient;
+}
+
+async function openPostgres(url: string, logger: Logger, options: OpenOptions): Promise<Database> {
+  if (options.migrate) {
+    // Migrations get their own connection: the advisory lock lives and dies with it.
+    const conn = new pg.Client({ connectionString: url });
+    await conn.connect();
+    try {
+      const applied = await applyMigrations({
+        query: async (sql, params) => (await conn.query(sql, params)).rows,
+        exec: async (script) => {
+          await conn.query(script);
+        },
+      });
+      if (applied.length) logger.info({ applied }, "applied database migrations");
+    } finally {
+      await conn.end();
+    }
+  }
+  const prisma = createClient(new PrismaPg({ connectionString: url, max: options.poolSize ?? 10 }), options);
+  await prisma.$connect();
+  return {
+    prisma,
+    backend: "postgres",
+    ping: async () => {
+      await prisma.$queryRawUnsafe("SELECT 1");
+    },
+    close: () => prisma.$disconnect(),
+  };
+}
+
+async function openPglite(dataDir: string, logger: Logger, options: OpenOptions): Promise<Database> {
+  const lock = lockDataDir(dataDir);
+  let pglite: PGlite | undefined;
+  try {
+    pglite = await PGlite.create(join(dataDir, "pglite"));
+    if (options.migrate) {
+      const db = pglite;
+      const conn: SqlConnection = {
+        query: async <T,>(sql: string, params?: unknown[]) => (await db.query<T>(sql, params)).rows,
+        exec: async (script) => {
+          await db.exec(script);
+        },
+      };
+      const applied = await applyMigrations(conn);
+      if (applied.length) logger.info({ applied }, "applied database migrations");
+    }
+    const prisma = createClient(new PrismaPGlite(pglite), options);
+    await prisma.$connect();
+    const db = pglite;
+    return {
+      prisma,
+      backend: "pglite",
+      ping: async () => {
+        await db.query("SELECT 1");
+      },
+      close: async () => {
+        try {
+          await prisma.$disconnect();
+          await db.close();
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (error) {
+    await pglite?.close().catch(() => {});
+    lock.release();
+    throw error;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The one error catalogue: every failure the gateway reports has a stable machine-readable code,
+ * an HTTP status and a default message. REST renders {status:"error", message, code}; GraphQL renders
+ * the same codes as typed error results.
+ */
+export const errorCatalogue = {
+  invalid_api_key: { status: 401, message: "Invalid API key" },
+  validation_failed: { status: 400, message: "Invalid request" },
+  malformed_json: { status: 400, message: "Malformed JSON in request body" },
+  unsupported_media_type: { status: 415, message: "Content-Type must be application/json" },
+  payload_too_large: { status: 413, message: "Request body is larger than 1 MB" },
+  route_not_found: { status: 404, message: "Route not found" },
+  method_not_allowed: { status: 405, message: "Method not allowed" },
+  not_found: { status: 404, message: "Not found" },
+  forbidden: { status: 403, message: "Not permitted" },
+  conflict: { status: 409, message: "Conflict" },
+  channel_inactive: { status: 400, message: "Payment channel is inactive" },
+  unsupported_currency: { status: 400, message: "Currency is not supported" },
+  rate_limited: { status: 429, message: "Rate limit exceeded" },
+  idempotency_key_in_use: { status: 409, message: "A request with this Idempotency-Key is in progress" },
+  idempotency_key_reused: { status: 422, message: "Idempotency-Key was used with a different request" },
+  provider_error: { status: 502, message: "The payment provider returned an error" },
+  provider_unavailable: { status: 503, message: "The payment provider is unavailable" },
+  service_unavailable: { status: 503, message: "Service unavailable" },
+  internal_error: { status: 500, message: "Internal server error" },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export class GatewayError extends Error {
+  override name = "GatewayError";
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** The input field at fault, for validation errors. */
+  readonly field: string | undefined;
+
+  constructor(code: ErrorCode, message?: string, options?: { field?: string; cause?: unknown }) {
+    super(message ?? errorCatalogue[code].message, { cause: options?.cause });
+    this.code = code;
+    this.status = errorCatalogue[code].status;
+    this.field = options?.field;
+  }
+}
+
+/** A bad value in one input field; the message names the field. */
+export class ValidationError extends GatewayError {
+  override name = "ValidationError";
+  constructor(field: string, problem: string) {
+    super("validation_failed", `${field}: ${problem}`, { field });
+  }
+}
+
+export class NotFoundError extends GatewayError {
+  override name = "NotFoundError";
+  constructor(what: string) {
+    super("not_found", `${what} not found`);
+  }
+}
+
+export class ConflictError extends GatewayError {
+  override name = "ConflictError";
+  constructor(message: string, field?: string) {
+    super("conflict", message, { field });
+  }
+}
+
+export interface ErrorEnvelope {
+  status: "error";
+  message: string;
+  code: ErrorCode;
+}
+
+export function errorEnvelope(error: GatewayError): ErrorEnvelope {
+  return { status: "error", message: error.message, code: error.code };
+}
+
+/** Anything that is not a GatewayError is masked: no stack trace or SQL leaves the process. */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  return new GatewayError("internal_error", undefined, { cause: error });
+}

@@ -1,0 +1,70 @@
+import SchemaBuilder from "@pothos/core";
+import ErrorsPlugin from "@pothos/plugin-errors";
+import PrismaPlugin from "@pothos/plugin-prisma";
+import RelayPlugin from "@pothos/plugin-relay";
+import ScopeAuthPlugin from "@pothos/plugin-scope-auth";
+import ValidationPlugin from "@pothos/plugin-validation";
+import { GraphQLError } from "graphql";
+import type { Principal } from "../auth.ts";
+import { getDatamodel } from "../db/generated/pothos-types.ts";
+import type PrismaTypes from "../db/generated/pothos-types.ts";
+import type { GraphQLContext } from "./context.ts";
+
+export const builder = new SchemaBuilder<{
+  Context: GraphQLContext;
+  PrismaTypes: PrismaTypes;
+  AuthScopes: { merchant: boolean };
+  AuthContexts: { merchant: GraphQLContext & { principal: Principal } };
+  DefaultFieldNullability: false;
+  Scalars: {
+    DateTime: { Input: Date; Output: Date | string };
+    BigInt: { Input: bigint; Output: bigint | number };
+  };
+}>({
+  // scope-auth first so authorization runs before anything else wraps a resolver.
+  plugins: [ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  scopeAuth: {
+    authScopes: (ctx) => ({ merchant: ctx.principal !== null }),
+    unauthorizedError: () => new GraphQLError("Invalid API key", { extensions: { code: "invalid_api_key" } }),
+  },
+  relay: {
+    clientMutationId: "omit",
+    cursorType: "String",
+  },
+  prisma: {
+    client: (ctx) => ctx.prisma,
+    dmmf: getDatamodel(),
+    filterConnectionTotalCount: true,
+    onUnusedQuery: null,
+  },
+  errors: { defaultTypes: [] },
+});
+
+builder.queryType({ authScopes: { merchant: true } });
+
+builder.scalarType("DateTime", {
+  description: "ISO 8601 timestamp in UTC with milliseconds, e.g. 2024-01-31T09:15:00.000Z",
+  serialize: (value) => (value instanceof Date ? value.toISOString() : String(value)),
+  parseValue: (value) => {
+    const date = new Date(String(value));
+    if (Number.isNaN(date.getTime())) throw new GraphQLError("DateTime must be an ISO 8601 timestamp");
+    return date;
+  },
+});
+
+builder.scalarType("BigInt", {
+  description:
+    "Integer amount in the currency's minor unit (KES 10.00 is 1000). Serialized as a JSON number; " +
+    "amounts are bounded far below 2^53 so no precision is lost.",
+  serialize: (value) => {
+    const n = typeof value === "bigint" ? Number(value) : value;
+    if (!Number.isSafeInteger(n)) throw new GraphQLError("BigInt value is outside the safe integer range");
+    return n;
+  },
+  parseValue: (value) => {
+    if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
+    if (typeof value === "string" && /^-?\d{1,16}$/.test(value)) return BigInt(value);
+    throw new GraphQLError("BigInt must be an integer");
+  },
+});

@@ -1,0 +1,10 @@
+import type { Principal } from "../auth.ts";
+import type { PrismaClient } from "../db/database.ts";
+import type { Services } from "../services.ts";
+
+export interface GraphQLContext {
+  /** Null only for requests that never reach a resolver (rejected at the transport). */
+  principal: Principal | null;
+  prisma: PrismaClient;
+  services: Services;
+}

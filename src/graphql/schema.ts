@@ -1,0 +1,12 @@
+import { lexicographicSortSchema, printSchema, type GraphQLSchema } from "graphql";
+import { builder } from "./builder.ts";
+import "./errors.ts";
+// Each feature registers its types and root fields with the builder.
+import "../modules/merchants/schema.ts";
+
+export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
+
+/** The SDL checked in as schema.graphql; a test fails when the file is stale. */
+export function printSortedSchema(): string {
+  return `${printSchema(schema)}\n`;
+}

@@ -1,0 +1,93 @@
+import { z } from "zod";
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
+import { generateApiKey, hashApiKey, looksLikeApiKey, type KeyMode } from "../../security/api-keys.ts";
+
+const merchantInput = z.object({
+  name: z.string().trim().min(1, "is required").max(200, "must be at most 200 characters"),
+  email: z.email("must be a valid e-mail address").max(254),
+  defaultCurrency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as KES")
+    .default("KES"),
+});
+
+export interface IssuedKey {
+  mode: KeyMode;
+  prefix: string;
+  /** Shown once; only its hash is stored. */
+  plaintext: string;
+}
+
+export function createMerchantService(prisma: PrismaClient) {
+  async function issueKey(db: Pick<PrismaClient, "apiKey">, merchantId: number, mode: KeyMode): Promise<IssuedKey> {
+    const key = generateApiKey(mode);
+    await db.apiKey.create({ data: { merchantId, mode, prefix: key.prefix, hash: key.hash } });
+    return { mode, prefix: key.prefix, plaintext: key.plaintext };
+  }
+
+  return {
+    /** Creates a merchant with one test and one live key, in one database transaction. */
+    async createMerchant(input: { name: string; email: string; defaultCurrency?: string }) {
+      const parsed = merchantInput.safeParse(input);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw new ValidationError(String(issue.path[0] ?? "input"), issue.message);
+      }
+      const { name, email, defaultCurrency } = parsed.data;
+      if (await prisma.merchant.findUnique({ where: { email }, select: { id: true } })) {
+        throw new ConflictError(`A merchant with email ${email} already exists`, "email");
+      }
+      return prisma.$transaction(async (tx) => {
+        const merchant = await tx.merchant.create({ data: { name, email, defaultCurrency } });
+        const test = await issueKey(tx, merchant.id, "test");
+        const live = await issueKey(tx, merchant.id, "live");
+        return { merchant, keys: { test, live } };
+      });
+    },
+
+    listMerchants() {
+      return prisma.merchant.findMany({
+        orderBy: { id: "asc" },
+        include: { apiKeys: { orderBy: { id: "asc" }, select: { prefix: true, mode: true, revokedAt: true } } },
+      });
+    },
+
+    async createKey(merchantId: number, mode: KeyMode): Promise<IssuedKey> {
+      if (!(await prisma.merchant.findUnique({ where: { id: merchantId }, select: { id: true } }))) {
+        throw new NotFoundError(`Merchant ${merchantId}`);
+      }
+      return issueKey(prisma, merchantId, mode);
+    },
+
+    /** Revokes by the visible prefix; revoking twice is a no-op that still reports the key. */
+    async revokeKey(prefix: string) {
+      const key = await prisma.apiKey.findUnique({ where: { prefix } });
+      if (!key) throw new NotFoundError(`API key ${prefix}`);
+      if (key.revokedAt) return key;
+      return prisma.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+    },
+
+    /** The principal for a presented key, or null when it is missing, unknown or revoked. */
+    async authenticate(presented: string | undefined): Promise<Principal | null> {
+      if (!presented || !looksLikeApiKey(presented)) return null;
+      const key = await prisma.apiKey.findUnique({
+        where: { hash: hashApiKey(presented) },
+        select: { id: true, merchantId: true, mode: true, prefix: true, revokedAt: true },
+      });
+      if (!key || key.revokedAt) return null;
+      return { merchantId: key.merchantId, mode: key.mode, keyId: key.id, keyPrefix: key.prefix };
+    },
+
+    getMerchant(id: number) {
+      return prisma.merchant.findUnique({ where: { id } });
+    },
+
+    async hasAnyMerchant() {
+      return (await prisma.merchant.count()) > 0;
+    },
+  };
+}
+
+export type MerchantService = ReturnType<typeof createMerchantService>;

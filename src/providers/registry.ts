@@ -1,0 +1,43 @@
+import { z } from "zod";
+
+/**
+ * The connectors a payment channel can use, with the credentials each needs. Config is validated
+ * here on channel creation, then encrypted at rest; nothing outside a connector reads it.
+ */
+const nonEmpty = z.string().trim().min(1, "is required").max(500, "must be at most 500 characters");
+
+export const connectorConfigSchemas = {
+  sandbox: z.object({}).passthrough(),
+  paystack: z.object({
+    public_key: nonEmpty.regex(/^pk_(test|live)_/, "must start with pk_test_ or pk_live_"),
+    secret_key: nonEmpty.regex(/^sk_(test|live)_/, "must start with sk_test_ or sk_live_"),
+  }),
+  mpesa: z
+    .object({
+      consumer_key: nonEmpty,
+      consumer_secret: nonEmpty,
+      shortcode: z.string().regex(/^\d{5,7}$/, "must be a 5 to 7 digit M-Pesa shortcode"),
+      passkey: nonEmpty,
+      environment: z.enum(["sandbox", "production"], "must be sandbox or production"),
+      transaction_type: z.enum(["paybill", "till"], "must be paybill or till"),
+      till_number: z.string().regex(/^\d{5,7}$/, "must be a 5 to 7 digit till number").optional(),
+    })
+    .refine((c) => c.transaction_type !== "till" || c.till_number !== undefined, {
+      message: "is required when transaction_type is till",
+      path: ["till_number"],
+    }),
+} as const;
+
+export type ProviderName = keyof typeof connectorConfigSchemas;
+export const providerNames = Object.keys(connectorConfigSchemas) as ProviderName[];
+
+/** ISO 4217 currencies each connector can collect in. */
+export const connectorCurrencies: Record<ProviderName, readonly string[]> = {
+  sandbox: ["KES", "NGN", "GHS", "ZAR", "USD", "UGX", "TZS"],
+  paystack: ["NGN", "GHS", "ZAR", "KES", "USD"],
+  mpesa: ["KES"],
+};
+
+export function isProviderName(value: string): value is ProviderName {
+  return Object.hasOwn(connectorConfigSchemas, value);
+}

@@ -1,0 +1,79 @@
+import { execute, parse, validate, type DocumentNode, type GraphQLSchema } from "graphql";
+import { GatewayError, errorCatalogue, type ErrorCode } from "../errors.ts";
+import type { GraphQLContext } from "../graphql/context.ts";
+
+/**
+ * The REST compatibility layer as data: each row names the documented method and path, the GraphQL
+ * operation it runs against the same schema frontends use, how the legacy request becomes variables,
+ * and how the result becomes the documented body. Authorization, validation and business rules
+ * therefore live once, behind the schema.
+ */
+export interface RestRequest {
+  body: Record<string, unknown>;
+  query: Record<string, unknown>;
+  params: Record<string, string>;
+}
+
+export interface RestResponse {
+  statusCode?: number;
+  /** An object is serialized as JSON; a string is sent as-is (for bodies JSON.stringify cannot express). */
+  body: Record<string, unknown> | string;
+}
+
+export interface RestRoute<TData = any> {
+  method: "GET" | "POST";
+  /** Fastify path syntax, e.g. /api/transactions/verify/:reference */
+  path: string;
+  /** The GraphQL document; business failures must select `... on Error { code message }`. */
+  operation: string;
+  variables(request: RestRequest): Record<string, unknown>;
+  respond(data: TData, request: RestRequest): RestResponse;
+}
+
+export function defineRoute<TData>(route: RestRoute<TData>): RestRoute<TData> {
+  return route;
+}
+
+export interface CompiledRoute extends RestRoute {
+  document: DocumentNode;
+}
+
+/** Parses and validates every row's operation at startup, so a broken row fails the boot, not a request. */
+export function compileRoutes(schema: GraphQLSchema, routes: RestRoute[]): CompiledRoute[] {
+  return routes.map((route) => {
+    const document = parse(route.operation);
+    const errors = validate(schema, document);
+    if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join("; ")}`);
+    return { ...route, document };
+  });
+}
+
+function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(errorCatalogue, value);
+}
+
+/**
+ * Runs a row's operation. A typed error result in any root field becomes the GatewayError it stands
+ * for; any other GraphQL error is unexpected and is thrown for the transport to mask.
+ */
+export async function runOperation(
+  schema: GraphQLSchema,
+  route: CompiledRoute,
+  variables: Record<string, unknown>,
+  context: GraphQLContext,
+): Promise<Record<string, unknown>> {
+  const result = await execute({ schema, document: route.document, variableValues: variables, contextValue: context });
+  if (result.errors?.length) {
+    const first = result.errors[0]!;
+    const code = first.extensions?.code;
+    if (isErrorCode(code)) throw new GatewayError(code, first.message);
+    throw first.originalError ?? first;
+  }
+  const data = (result.data ?? {}) as Record<string, unknown>;
+  for (const value of Object.values(data)) {
+    if (value && typeof value === "object" && "code" in value && "message" in value && isErrorCode(value.code)) {
+      throw new GatewayError(value.code, String(value.message));
+    }
+  }
+  return data;
+}

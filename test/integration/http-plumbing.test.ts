@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+
+/** Responses must never carry a stack trace, SQL, or a file path. */
+function expectNoInternals(text: string) {
+  expect(text).not.toMatch(/\bat .+:\d+:\d+|SELECT |INSERT |prisma|node_modules|\/src\//i);
+}
+
+describe("HTTP plumbing", () => {
+  let gw: TestGateway;
+  let merchant: TestMerchant;
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    merchant = await gw.createMerchant();
+  });
+  afterAll(() => gw?.close());
+
+  it("GET /health answers without a key", async () => {
+    const res = await apiClient(gw.url).get("/health");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "success" });
+  });
+
+  it("GET /ready reports the database reachable", async () => {
+    const res = await apiClient(gw.url).get("/ready");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "success", database: "ok", backend: process.env.TEST_BACKEND });
+  });
+
+  it("an unknown route is a 404 envelope", async () => {
+    const res = await apiClient(gw.url, merchant.testKey).get("/api/nothing/here");
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ status: "error", message: "Route not found", code: "route_not_found" });
+    const outside = await apiClient(gw.url).get("/nope");
+    expect(outside.status).toBe(404);
+    expect(outside.body).toMatchObject({ status: "error", code: "route_not_found" });
+  });
+
+  it("malformed JSON is a 400 envelope", async () => {
+    const res = await apiClient(gw.url, merchant.testKey).post("/graphql", '{"query": "{ viewer { name } }"');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ status: "error", message: "Malformed JSON in request body", code: "malformed_json" });
+    expectNoInternals(res.text);
+  });
+
+  it("a wrong content type is a 415 envelope", async () => {
+    const res = await apiClient(gw.url, merchant.testKey).raw("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/xml" },
+      body: "<query/>",
+    });
+    expect(res.status).toBe(415);
+    expect(res.body).toMatchObject({ status: "error", code: "unsupported_media_type" });
+  });
+
+  it("a body over 1 MB is a 413 envelope", async () => {
+    const big = JSON.stringify({ query: "{ viewer { name } }", padding: "x".repeat(1024 * 1024 + 10) });
+    const res = await apiClient(gw.url, merchant.testKey).post("/graphql", big);
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ status: "error", code: "payload_too_large" });
+  });
+
+  it("a body just under 1 MB is accepted", async () => {
+    const body = JSON.stringify({ query: "{ viewer { name } }", variables: { pad: "x".repeat(1000 * 1000) } });
+    const res = await apiClient(gw.url, merchant.testKey).post("/graphql", body);
+    expect(res.status).toBe(200);
+  });
+
+  it("a GraphQL syntax error is an ordinary GraphQL error, not a 500", async () => {
+    const client = apiClient(gw.url, merchant.testKey);
+    // GraphQL over HTTP: legacy application/json answers 200, the newer media type answers 400.
+    const legacy = await client.post("/graphql", { query: "{ viewer { " });
+    expect(legacy.status).toBe(200);
+    expect(legacy.body.errors[0].message).toMatch(/Syntax Error/);
+    const modern = await client.post("/graphql", { query: "{ viewer { " }, { accept: "application/graphql-response+json" });
+    expect(modern.status).toBe(400);
+    expectNoInternals(legacy.text);
+  });
+
+  it("every JSON body carries a status field or is a GraphQL response", async () => {
+    const res = await apiClient(gw.url, merchant.testKey).get("/v1/status");
+    expect(res.headers.get("content-type")).toMatch(/application\/json/);
+    expect(res.body.status).toBe("success");
+  });
+
+  it("serves GraphiQL outside production without a key", async () => {
+    const res = await fetch(`${gw.url}/graphql`, { headers: { accept: "text/html" } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/graphiql/i);
+  });
+});

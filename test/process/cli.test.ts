@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { apiClient } from "../support/gateway.ts";
+import { runCli, startGatewayProcess } from "../support/process.ts";
+
+describe("operator CLI", () => {
+  let database: TestDatabase;
+  let merchantId: number;
+  let testKey: string;
+  let extraKey: string;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(() => database?.drop());
+
+  it("merchant create prints one JSON object with the merchant and both keys", async () => {
+    const { code, output } = await runCli(["merchant", "create", "--name", "Acme", "--email", "ops@acme.test"], database.env);
+    expect(code).toBe(0);
+    const parsed = JSON.parse(output.trim());
+    expect(Object.keys(parsed)).toEqual(["merchant", "keys"]);
+    expect(parsed.merchant).toEqual({ id: expect.any(Number), name: "Acme" });
+    expect(parsed.keys.test).toMatch(/^sk_test_/);
+    expect(parsed.keys.live).toMatch(/^sk_live_/);
+    merchantId = parsed.merchant.id;
+    testKey = parsed.keys.test;
+  });
+
+  it("refuses a duplicate e-mail and bad input with one line and a non-zero exit", async () => {
+    const dup = await runCli(["merchant", "create", "--name", "Again", "--email", "ops@acme.test"], database.env);
+    expect(dup.code).toBe(1);
+    expect(dup.output.trim()).toBe("A merchant with email ops@acme.test already exists");
+    const bad = await runCli(["merchant", "create", "--name", "X", "--email", "not-an-email"], database.env);
+    expect(bad.code).toBe(1);
+    expect(bad.output).toMatch(/^email: must be a valid e-mail address/);
+    const missing = await runCli(["merchant", "create", "--name", "X"], database.env);
+    expect(missing.code).toBe(2);
+    expect(missing.output).toMatch(/--email is required/);
+  });
+
+  it("merchant list shows key prefixes, never whole keys", async () => {
+    const { code, output } = await runCli(["merchant", "list"], database.env);
+    expect(code).toBe(0);
+    const { merchants } = JSON.parse(output.trim());
+    expect(merchants).toHaveLength(1);
+    expect(merchants[0]).toMatchObject({ id: merchantId, name: "Acme", email: "ops@acme.test" });
+    expect(merchants[0].keys.map((k: { mode: string }) => k.mode).sort()).toEqual(["live", "test"]);
+    expect(output).not.toContain(testKey);
+    expect(testKey.startsWith(merchants[0].keys.find((k: { mode: string }) => k.mode === "test").prefix)).toBe(true);
+  });
+
+  it("key create issues another key for the merchant", async () => {
+    const { code, output } = await runCli(["key", "create", "--merchant", String(merchantId), "--mode", "test"], database.env);
+    expect(code).toBe(0);
+    const parsed = JSON.parse(output.trim());
+    expect(parsed).toMatchObject({ merchant_id: merchantId, mode: "test" });
+    expect(parsed.key.startsWith(parsed.prefix)).toBe(true);
+    extraKey = parsed.key;
+    const unknown = await runCli(["key", "create", "--merchant", "9999", "--mode", "test"], database.env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.output.trim()).toBe("Merchant 9999 not found");
+    const badMode = await runCli(["key", "create", "--merchant", String(merchantId), "--mode", "prod"], database.env);
+    expect(badMode.code).toBe(2);
+  });
+
+  it("key revoke <prefix> makes that key fail with 401 while the others keep working", async () => {
+    const prefix = extraKey.slice(0, "sk_test_".length + 8);
+    const { code, output } = await runCli(["key", "revoke", prefix], database.env);
+    expect(code).toBe(0);
+    expect(JSON.parse(output.trim())).toEqual({ revoked: prefix, merchant_id: merchantId, mode: "test" });
+    const server = await startGatewayProcess(database.env);
+    try {
+      expect((await apiClient(server.url, extraKey).get("/v1/status")).status).toBe(401);
+      expect((await apiClient(server.url, testKey).get("/v1/status")).status).toBe(200);
+      // A database that already has merchants gets no demo merchant.
+      expect(server.output()).not.toMatch(/Test API key/);
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
+  it("unknown commands print usage and exit 2", async () => {
+    const { code, output } = await runCli(["merchant", "delete"], database.env);
+    expect(code).toBe(2);
+    expect(output).toMatch(/Unknown command: merchant delete/);
+    expect(output).toMatch(/Usage: npm run cli/);
+  });
+});

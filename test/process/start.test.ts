@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { apiClient } from "../support/gateway.ts";
+import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+
+describe("npm start on an empty database", () => {
+  let database: TestDatabase;
+  let first: StartedGatewayProcess | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    first?.child.kill("SIGKILL");
+    await database?.drop();
+  });
+
+  it("creates a demo merchant, prints its test key once, and the key works on GraphQL and REST", async () => {
+    first = await startGatewayProcess(database.env);
+    const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
+    // The key goes to the terminal, never into a log line.
+    const logLines = first.output().split("\n").filter((l) => l.startsWith("{"));
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) expect(line).not.toContain(key!);
+
+    const health = await apiClient(first.url).get("/health");
+    expect(health.status).toBe(200);
+    const viewer = await apiClient(first.url, key).post("/graphql", { query: "{ viewer { name } }" });
+    expect(viewer.body).toEqual({ data: { viewer: { name: "Demo Merchant" } } });
+    const wrong = await apiClient(first.url, "sk_test_wrongwrongwrongwrongwrongwrong").post("/graphql", { query: "{ viewer { name } }" });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body).toEqual({ status: "error", message: "Invalid API key", code: "invalid_api_key" });
+    const status = await apiClient(first.url, key).get("/v1/status");
+    expect(status.body.data).toMatchObject({ merchant: { name: "Demo Merchant", default_currency: "KES" }, mode: "test" });
+  });
+
+  it("shuts down gracefully on SIGTERM: exit code 0 and the database closed", async () => {
+    first!.child.kill("SIGTERM");
+    expect(await first!.exited).toBe(0);
+    expect(first!.output()).toMatch(/shutdown complete/);
+    first = undefined;
+  });
+
+  it("does not create or print a demo key again on the next start", async () => {
+    const second = await startGatewayProcess(database.env);
+    try {
+      expect(second.output()).not.toMatch(/Test API key/);
+      expect((await apiClient(second.url).get("/ready")).status).toBe(200);
+    } finally {
+      second.child.kill("SIGINT");
+      expect(await second.exited).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface RunningProcess {
+  child: ChildProcess;
+  /** Everything written to stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the first match of pattern in the output, or rejects after timeoutMs. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or the signal name). */
+  exited: Promise<number | string>;
+}
+
+/** Runs a TypeScript entry of this repo (src/main.ts, src/cli/main.ts) as its own process. */
+export function runEntry(entry: string, args: string[], env: Record<string, string>): RunningProcess {
+  // One process, as `npm start` runs it (node --import tsx), so pids and signals reach the gateway itself.
+  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "test", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let buffer = "";
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    buffer += chunk.toString("utf8");
+    for (const listener of listeners) listener();
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  const exited = new Promise<number | string>((resolve) => {
+    child.on("exit", (code, signal) => {
+      resolve(code ?? signal ?? "unknown");
+      for (const listener of listeners) listener();
+    });
+  });
+  return {
+    child,
+    output: () => buffer,
+    exited,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = buffer.match(pattern);
+          if (match) {
+            cleanup();
+            resolve(match);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            cleanup();
+            reject(new Error(`process exited before ${pattern} appeared; output:\n${buffer}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output:\n${buffer}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+export interface StartedGatewayProcess extends RunningProcess {
+  url: string;
+}
+
+/** `npm start` as a process: resolves once it listens, with its URL. */
+export async function startGatewayProcess(env: Record<string, string>): Promise<StartedGatewayProcess> {
+  const proc = runEntry("src/main.ts", [], { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+  const match = await proc.waitFor(/"address":"(http:\/\/[^"]+)"/, 60_000);
+  return { ...proc, url: match[1]! };
+}
+
+/** Runs the operator CLI to completion. */
+export async function runCli(args: string[], env: Record<string, string>) {
+  const proc = runEntry("src/cli/main.ts", args, { LOG_LEVEL: "warn", ...env });
+  const code = await proc.exited;
+  return { code, output: proc.output() };
+}

@@ -1,0 +1,42 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * Three projects: `unit` (no server), and the integration suite twice, once on the embedded PGlite and
+ * once on a real PostgreSQL that test/support/postgres-global-setup.ts starts from the machine's binaries.
+ */
+const integration = ["test/integration/**/*.test.ts", "test/process/**/*.test.ts"];
+
+export default defineConfig({
+  // Pothos loads graphql's CommonJS build; make the tests use that one copy too ("another module or realm").
+  resolve: { alias: { graphql: "graphql/index.js" } },
+  test: {
+    root: new URL("..", import.meta.url).pathname,
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    teardownTimeout: 30_000,
+    pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["test/unit/**/*.test.ts", "test/db/**/*.test.ts", "test/support/**/*.test.ts"] },
+      },
+      {
+        extends: true,
+        test: {
+          name: "pglite",
+          include: [...integration, "test/pglite/**/*.test.ts"],
+          env: { TEST_BACKEND: "pglite" },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres",
+          include: integration,
+          env: { TEST_BACKEND: "postgres" },
+          globalSetup: ["test/support/postgres-global-setup.ts"],
+        },
+      },
+    ],
+  },
+});
