@@ -1,5 +1,6 @@
 import type { PrismaClient } from "./db/database.ts";
 import { createChannelService } from "./modules/channels/service.ts";
+import { createCustomerService } from "./modules/customers/service.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import type { SecretBox } from "./security/encryption.ts";
 
@@ -8,6 +9,7 @@ export function createServices(deps: { prisma: PrismaClient; secrets: SecretBox 
   return {
     merchants: createMerchantService(deps.prisma),
     channels: createChannelService(deps.prisma, deps.secrets),
+    customers: createCustomerService(deps.prisma),
   };
 }
 

@@ -32,7 +32,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "postgres",
-          include: integration,
+          include: [...integration, "test/postgres/**/*.test.ts"],
           env: { TEST_BACKEND: "postgres" },
           globalSetup: ["test/support/postgres-global-setup.ts"],
         },

@@ -42,6 +42,7 @@ export const builder = new SchemaBuilder<{
 });
 
 builder.queryType({ authScopes: { merchant: true } });
+builder.mutationType({ authScopes: { merchant: true } });
 
 builder.scalarType("DateTime", {
   description: "ISO 8601 timestamp in UTC with milliseconds, e.g. 2024-01-31T09:15:00.000Z",

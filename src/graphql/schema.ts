@@ -3,6 +3,9 @@ import { builder } from "./builder.ts";
 import "./errors.ts";
 // Each feature registers its types and root fields with the builder.
 import "../modules/merchants/schema.ts";
+import "../modules/channels/schema.ts";
+import "../modules/customers/schema.ts";
+import "../modules/transactions/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

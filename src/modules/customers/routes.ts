@@ -1,0 +1,3 @@
+import type { RestRoute } from "../../rest/route-table.ts";
+
+export const customerRoutes: RestRoute[] = [];

@@ -1,0 +1,48 @@
+import { ValidationError } from "../errors.ts";
+
+/**
+ * Legacy query strings arrive as text; these turn them into typed GraphQL variables, or a 400 that
+ * names the parameter. Semantic rules (ranges, enums) stay in the services so GraphQL shares them.
+ */
+function single(query: Record<string, unknown>, name: string): string | undefined {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) throw new ValidationError(name, "must be given once");
+  return String(value);
+}
+
+export function intParam(query: Record<string, unknown>, name: string): number | undefined {
+  const value = single(query, name);
+  if (value === undefined || value === "") return undefined;
+  if (!/^-?\d{1,15}$/.test(value)) throw new ValidationError(name, "must be an integer");
+  return Number(value);
+}
+
+export function boolParam(query: Record<string, unknown>, name: string): boolean | undefined {
+  const value = single(query, name);
+  if (value === undefined || value === "") return undefined;
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new ValidationError(name, "must be true or false");
+}
+
+export function stringParam(query: Record<string, unknown>, name: string): string | undefined {
+  const value = single(query, name);
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/** A JSON body field that must be an integer when present (amount, payment_channel_id, ...). */
+export function intField(body: Record<string, unknown>, name: string): number | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value)) throw new ValidationError(name, "must be an integer");
+  return value;
+}
+
+/** A JSON body field that must be a string when present. */
+export function stringField(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new ValidationError(name, "must be a string");
+  return value;
+}
