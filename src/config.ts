@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 
 /** Every environment variable the gateway reads, parsed and validated once at startup. */
@@ -8,6 +9,20 @@ const optionalString = z
   .trim()
   .transform((v) => (v === "" ? undefined : v))
   .optional();
+
+/** A positive whole number, e.g. a per-minute budget or a GraphQL limit. */
+const positiveInt = (fallback: number) =>
+  optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(1, "must be at least 1").optional()).transform((v) => v ?? fallback);
+
+/** "true"/"false" (also 1/0, yes/no); unset means the given default (which may depend on NODE_ENV). */
+const booleanFlag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(z.enum(["true", "false", "1", "0", "yes", "no"], { message: "must be true or false" }).optional())
+  .transform((v) => (v === undefined ? undefined : v === "true" || v === "1" || v === "yes"));
 
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
@@ -34,7 +49,43 @@ const envSchema = z.object({
       .regex(/^[0-9a-fA-F]{64}$/, "must be 64 hexadecimal characters (32 bytes)")
       .optional(),
   ),
+  /** Fastify's trustProxy: false, true (trust every hop), or comma-separated addresses/CIDRs of the proxies. */
+  TRUST_PROXY: optionalString.refine(
+    (v) => v === undefined || v === "true" || v === "false" || v.split(",").every((p) => isProxyAddress(p.trim())),
+    "must be true, false, or comma-separated IP addresses, CIDR ranges, loopback, linklocal or uniquelocal",
+  ),
+  RATE_LIMIT_ENABLED: booleanFlag,
+  RATE_LIMIT_PER_MINUTE: positiveInt(100),
+  RATE_LIMIT_IP_PER_MINUTE: positiveInt(30),
+  GRAPHQL_MAX_DEPTH: positiveInt(8),
+  GRAPHQL_MAX_COST: positiveInt(5000),
+  GRAPHQL_MAX_ALIASES: positiveInt(15),
+  GRAPHQL_MAX_TOKENS: positiveInt(1000),
+  GRAPHQL_MAX_DIRECTIVES: positiveInt(50),
+  GRAPHQL_INTROSPECTION: booleanFlag,
+  /** Overrides the Daraja base URL of every mpesa channel (a proxy, or a loopback fake in tests). */
+  MPESA_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  SANDBOX_STK_DELAY_MS: positiveInt(2000),
+  RECONCILE_INTERVAL_MS: positiveInt(10_000),
+  STK_CALLBACK_OVERDUE_MS: positiveInt(30_000),
+  STK_QUERY_BACKOFF_MS: positiveInt(10_000),
+  STK_LIFETIME_MS: positiveInt(180_000),
+  C2B_VALIDATION_TIMEOUT_MS: positiveInt(5000),
 });
+
+function isProxyAddress(value: string): boolean {
+  if (["loopback", "linklocal", "uniquelocal"].includes(value)) return true;
+  const [address = "", bits, ...rest] = value.split("/");
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  return bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+function parseTrustProxy(value: string | undefined): boolean | string[] {
+  if (value === undefined || value === "false") return false;
+  if (value === "true") return true;
+  return value.split(",").map((v) => v.trim()).filter(Boolean);
+}
 
 export interface Config {
   nodeEnv: "development" | "production" | "test";
@@ -48,6 +99,43 @@ export interface Config {
   logLevel: (typeof logLevels)[number];
   /** 32-byte key for provider credentials; when unset the embedded default keeps one in DATA_DIR. */
   encryptionKey: Buffer | undefined;
+  /** Which proxies may set X-Forwarded-For; without it, every client behind a proxy shares one IP budget. */
+  trustProxy: boolean | string[];
+  rateLimit: {
+    /** Off only where something in front of the gateway limits already (and for benchmarks). */
+    enabled: boolean;
+    /** Requests per minute per API key, across REST, GraphQL and subscriptions. */
+    perKeyPerMinute: number;
+    /** Requests per minute per client IP without a valid key (key guessing). */
+    perIpPerMinute: number;
+  };
+  graphql: {
+    maxDepth: number;
+    maxCost: number;
+    maxAliases: number;
+    maxTokens: number;
+    maxDirectives: number;
+    /** Introspection and "Did you mean ...?" suggestions both reveal the schema; off in production by default. */
+    introspection: boolean;
+  };
+  momo: MomoConfig;
+}
+
+/** M-Pesa timing knobs (milliseconds) and the Daraja base URL override. */
+export interface MomoConfig {
+  mpesaBaseUrl: string | undefined;
+  /** How long the sandbox connector waits before "the customer answers" an STK push. */
+  sandboxStkDelayMs: number;
+  /** How often the reconciler looks for overdue STK pushes. */
+  reconcileIntervalMs: number;
+  /** A pending STK push with no callback after this long is queried. */
+  stkCallbackOverdueMs: number;
+  /** First wait between two queries of one push; doubles each time, capped at 60 s. */
+  stkQueryBackoffMs: number;
+  /** After this long with no answer an STK push is failed as expired (1019). */
+  stkLifetimeMs: number;
+  /** How long a merchant's C2B validation URL has to answer. */
+  c2bValidationTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -77,5 +165,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === "test" ? "warn" : "info"),
     encryptionKey: e.ENCRYPTION_KEY ? Buffer.from(e.ENCRYPTION_KEY, "hex") : undefined,
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
+    rateLimit: {
+      enabled: e.RATE_LIMIT_ENABLED ?? true,
+      perKeyPerMinute: e.RATE_LIMIT_PER_MINUTE,
+      perIpPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
+    },
+    graphql: {
+      maxDepth: e.GRAPHQL_MAX_DEPTH,
+      maxCost: e.GRAPHQL_MAX_COST,
+      maxAliases: e.GRAPHQL_MAX_ALIASES,
+      maxTokens: e.GRAPHQL_MAX_TOKENS,
+      maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
+      introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== "production",
+    },
+    momo: {
+      mpesaBaseUrl: e.MPESA_BASE_URL?.replace(/\/+$/, ""),
+      sandboxStkDelayMs: e.SANDBOX_STK_DELAY_MS,
+      reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
+      stkCallbackOverdueMs: e.STK_CALLBACK_OVERDUE_MS,
+      stkQueryBackoffMs: e.STK_QUERY_BACKOFF_MS,
+      stkLifetimeMs: e.STK_LIFETIME_MS,
+      c2bValidationTimeoutMs: e.C2B_VALIDATION_TIMEOUT_MS,
+    },
   };
 }

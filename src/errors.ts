@@ -15,6 +15,7 @@ export const errorCatalogue = {
   forbidden: { status: 403, message: "Not permitted" },
   conflict: { status: 409, message: "Conflict" },
   channel_inactive: { status: 400, message: "Payment channel is inactive" },
+  payment_declined: { status: 402, message: "The payment was declined" },
   unsupported_currency: { status: 400, message: "Currency is not supported" },
   rate_limited: { status: 429, message: "Rate limit exceeded" },
   idempotency_key_in_use: { status: 409, message: "A request with this Idempotency-Key is in progress" },

@@ -1,12 +1,23 @@
+import websocket from "@fastify/websocket";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import type { Principal } from "./auth.ts";
+import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import type { Config } from "./config.ts";
+import { registerMomoCallbackRoutes } from "./modules/momo/callbacks.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
+import { graphqlHardening } from "./graphql/hardening.ts";
+import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
+import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
+import { registerIdempotency } from "./idempotency/hooks.ts";
+import { createIdempotencyStore } from "./idempotency/store.ts";
+import { RedisConnections } from "./infra/redis.ts";
 import type { Logger } from "./logger.ts";
+import { registerRateLimit } from "./rate-limit/hook.ts";
+import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, runOperation, type RestRequest } from "./rest/route-table.ts";
 import { restRoutes } from "./rest/routes.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
@@ -25,6 +36,10 @@ export interface Gateway {
   db: Database;
   services: Services;
   config: Config;
+  /** Shared Redis connections (one client per purpose), when REDIS_URL is set. */
+  redis: RedisConnections | undefined;
+  /** Request budgets (undefined when disabled); a WebSocket subscribe calls chargeOperation() from rate-limit/limiter.ts. */
+  rateLimiter: GatewayRateLimiter | undefined;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
   close(): Promise<void>;
 }
@@ -51,6 +66,21 @@ function sendError(reply: FastifyReply, error: GatewayError) {
   return reply.code(error.status).type("application/json; charset=utf-8").send(errorEnvelope(error));
 }
 
+/** The API surface: every request here needs a key and is rate limited (/health, /ready are not). */
+function isApiPath(path: string): boolean {
+  return path.startsWith("/api/") || path.startsWith("/v1/") || path === "/graphql" || path.startsWith("/graphql?");
+}
+
+/** A WebSocket upgrade authenticates in graphql-ws's connection_init and is limited per operation. */
+function isWebSocketUpgrade(request: FastifyRequest): boolean {
+  return (request.headers.upgrade ?? "").toLowerCase() === "websocket";
+}
+
+/** A request that needs an API key in its headers and counts against the key's budget. */
+function isKeyedApiRequest(request: FastifyRequest): boolean {
+  return isApiPath(request.url) && !isWebSocketUpgrade(request);
+}
+
 function isGraphiqlPageRequest(request: FastifyRequest): boolean {
   return request.method === "GET" && (request.headers.accept ?? "").includes("text/html");
 }
@@ -58,30 +88,46 @@ function isGraphiqlPageRequest(request: FastifyRequest): boolean {
 export async function createGateway(config: Config, logger: Logger, dbOptions: OpenOptions = {}): Promise<Gateway> {
   const db = await openDatabase(config, logger, { migrate: true, ...dbOptions });
   const secrets = new SecretBox(config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir));
-  const services = createServices({ prisma: db.prisma, secrets });
+  const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
+  const services = createServices({ prisma: db.prisma, secrets, config, redis, logger });
+  const stopReconciler = services.momo.startReconciler();
   const routes = compileRoutes(schema, restRoutes);
+  const rateLimiter = config.rateLimit.enabled
+    ? await createRateLimiter({ perKeyPerMinute: config.rateLimit.perKeyPerMinute, perIpPerMinute: config.rateLimit.perIpPerMinute, redis, logger })
+    : undefined;
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     forceCloseConnections: "idle",
     return503OnClosing: true,
+    trustProxy: config.trustProxy,
   });
 
-  const contextFor = (principal: Principal | null): GraphQLContext => ({ principal, prisma: db.prisma, services });
+  // Aborted first on close: open subscriptions end, so WebSocket and SSE connections close cleanly.
+  const shutdown = new AbortController();
+  const contextFor = (principal: Principal | null): GraphQLContext => ({
+    principal,
+    prisma: db.prisma,
+    services,
+    shutdownSignal: shutdown.signal,
+  });
 
   const yoga: YogaServerInstance<{ req: FastifyRequest; reply: FastifyReply }, GraphQLContext> = createYoga({
     schema,
     graphqlEndpoint: "/graphql",
     graphiql: config.nodeEnv !== "production",
     landingPage: false,
+    maskedErrors: { maskError },
+    plugins: graphqlHardening(config.graphql),
     logging: {
       debug: (...args) => logger.debug(args),
       info: (...args) => logger.info(args),
       warn: (...args) => logger.warn(args),
       error: (...args) => logger.error(args),
     },
-    context: ({ req }) => contextFor(req.principal),
+    // Over HTTP the principal comes from the request's key; over WebSocket from connection_init.
+    context: (initial) => contextFor((initial as { principal?: Principal }).principal ?? initial.req.principal),
   });
 
   app.decorateRequest("principal", null);
@@ -95,16 +141,27 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, new GatewayError("route_not_found")));
 
+  // Registered first: rate limiting runs before authentication, idempotency and any database work.
+  const rateLimit = registerRateLimit(app, rateLimiter, isKeyedApiRequest);
+
   /** Every /api, /v1 and /graphql request needs a valid key, checked before any other work. */
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url;
-    const guarded = path.startsWith("/api/") || path.startsWith("/v1/") || path === "/graphql" || path.startsWith("/graphql?");
-    if (!guarded) return;
+    if (!isKeyedApiRequest(request)) return;
     if (path.startsWith("/graphql") && isGraphiqlPageRequest(request) && config.nodeEnv !== "production") return;
     const header = request.headers["x-api-key"];
     const principal = await services.merchants.authenticate(Array.isArray(header) ? header[0] : header);
-    if (!principal) return sendError(reply, new GatewayError("invalid_api_key"));
+    if (!principal) {
+      await rateLimit.authenticationFailed(request, reply);
+      return sendError(reply, new GatewayError("invalid_api_key"));
+    }
     request.principal = principal;
+  });
+
+  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma), {
+    logger,
+    graphqlPath: "/graphql",
+    graphqlMaxTokens: config.graphql.maxTokens,
   });
 
   app.get("/health", async () => ({ status: "success", service: "payment-gateway", uptime_seconds: Math.round(process.uptime()) }));
@@ -119,19 +176,33 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     }
   });
 
+  await app.register(websocket, { options: { maxPayload: BODY_LIMIT_BYTES } });
+
+  const handleGraphql = async (req: FastifyRequest, reply: FastifyReply) => {
+    const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
+    response.headers.forEach((value, key) => {
+      reply.header(key, value);
+    });
+    reply.status(response.status);
+    reply.send(response.body);
+    return reply;
+  };
+
+  // GET serves GraphiQL, GraphQL over HTTP and SSE, and the graphql-ws upgrade on the same path.
   app.route({
     url: "/graphql",
-    method: ["GET", "POST", "OPTIONS"],
-    handler: async (req, reply) => {
-      const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
-      response.headers.forEach((value, key) => {
-        reply.header(key, value);
-      });
-      reply.status(response.status);
-      reply.send(response.body);
-      return reply;
-    },
+    method: "GET",
+    handler: handleGraphql,
+    wsHandler: graphqlWebSocketHandler({
+      yoga,
+      authenticate: (key) => services.merchants.authenticate(key),
+      chargeOperation: (key) => chargeOperation(rateLimiter, key),
+    }),
   });
+  app.route({ url: "/graphql", method: ["POST", "OPTIONS"], handler: handleGraphql });
+
+  registerCheckoutRoutes(app, services);
+  registerMomoCallbackRoutes(app, services);
 
   for (const route of routes) {
     app.route({
@@ -157,9 +228,15 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     db,
     services,
     config,
+    redis,
+    rateLimiter,
     close() {
       closing ??= (async () => {
+        shutdown.abort();
         await app.close();
+        await idempotency.close();
+        await stopReconciler();
+        await redis?.close();
         await db.close();
       })();
       return closing;

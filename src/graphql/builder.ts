@@ -4,7 +4,7 @@ import PrismaPlugin from "@pothos/plugin-prisma";
 import RelayPlugin from "@pothos/plugin-relay";
 import ScopeAuthPlugin from "@pothos/plugin-scope-auth";
 import ValidationPlugin from "@pothos/plugin-validation";
-import { GraphQLError } from "graphql";
+import { GraphQLError, valueFromASTUntyped } from "graphql";
 import type { Principal } from "../auth.ts";
 import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
@@ -19,6 +19,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date | string };
     BigInt: { Input: bigint; Output: bigint | number };
+    JSON: { Input: unknown; Output: unknown };
   };
 }>({
   // scope-auth first so authorization runs before anything else wraps a resolver.
@@ -68,4 +69,12 @@ builder.scalarType("BigInt", {
     if (typeof value === "string" && /^-?\d{1,16}$/.test(value)) return BigInt(value);
     throw new GraphQLError("BigInt must be an integer");
   },
+});
+
+/** Free-form JSON, e.g. provider credentials, whose shape the owning service validates. */
+builder.scalarType("JSON", {
+  description: "Any JSON value. Used for provider credentials, which are validated per provider.",
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (ast, variables) => valueFromASTUntyped(ast, variables ?? undefined),
 });

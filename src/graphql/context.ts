@@ -7,4 +7,6 @@ export interface GraphQLContext {
   principal: Principal | null;
   prisma: PrismaClient;
   services: Services;
+  /** Aborted when the server shuts down: open subscriptions end so connections close cleanly. */
+  shutdownSignal: AbortSignal;
 }

@@ -6,6 +6,8 @@ import "../modules/merchants/schema.ts";
 import "../modules/channels/schema.ts";
 import "../modules/customers/schema.ts";
 import "../modules/transactions/schema.ts";
+import "../modules/momo/schema.ts";
+import "../modules/events/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

@@ -46,3 +46,9 @@ export function stringField(body: Record<string, unknown>, name: string): string
   if (typeof value !== "string") throw new ValidationError(name, "must be a string");
   return value;
 }
+
+/** For fields the GraphQL input marks required: a missing value is a 400 naming the field, not a coercion error. */
+export function required<T>(value: T | undefined, name: string): T {
+  if (value === undefined) throw new ValidationError(name, "is required");
+  return value;
+}

@@ -65,8 +65,11 @@ export async function runOperation(
   const result = await execute({ schema, document: route.document, variableValues: variables, contextValue: context });
   if (result.errors?.length) {
     const first = result.errors[0]!;
+    if (first.originalError instanceof GatewayError) throw first.originalError;
     const code = first.extensions?.code;
     if (isErrorCode(code)) throw new GatewayError(code, first.message);
+    // No data at all means the request itself was refused (variables that do not coerce): a client error.
+    if (result.data === undefined) throw new GatewayError("validation_failed", first.message);
     throw first.originalError ?? first;
   }
   const data = (result.data ?? {}) as Record<string, unknown>;

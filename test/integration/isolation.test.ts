@@ -22,6 +22,30 @@ const ViewerId = graphql(`
   }
 `);
 
+const IsolationSetDefault = graphql(`
+  mutation IsolationSetDefault($id: Int!) {
+    setDefaultPaymentChannel(id: $id) {
+      __typename
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
+
+const IsolationDeactivate = graphql(`
+  mutation IsolationDeactivate($id: Int!) {
+    deactivatePaymentChannel(id: $id) {
+      __typename
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
+
 describe("tenant isolation", () => {
   let gw: TestGateway;
   let a: TestMerchant;
@@ -51,14 +75,23 @@ describe("tenant isolation", () => {
     expect(foreign.body.data?.node).toBeNull();
   });
 
-  it("merchant B's key cannot list merchant A's payment channels", async () => {
-    const principal = (m: TestMerchant, mode: "test" | "live") => ({ merchantId: m.id, mode, keyId: 0, keyPrefix: "" });
-    await gw.gateway.services.channels.createChannel(principal(a, "test"), { name: "A sandbox", provider: "sandbox" });
-    const forB = await gw.gateway.services.channels.listChannels(principal(b, "test"));
-    const forALive = await gw.gateway.services.channels.listChannels(principal(a, "live"));
-    const forATest = await gw.gateway.services.channels.listChannels(principal(a, "test"));
-    expect(forB).toEqual([]);
-    expect(forALive).toEqual([]);
-    expect(forATest.map((c) => c.name)).toEqual(["A sandbox"]);
+  it("merchant B's key cannot see or change merchant A's payment channels, nor can A's live key", async () => {
+    const created = await apiClient(gw.url, a.testKey).post("/api/payment-channels/create", { name: "A sandbox", provider: "sandbox" });
+    expect(created.status).toBe(201);
+    const channelId: number = created.body.channel.id;
+
+    const listFor = async (key: string) => (await apiClient(gw.url, key).get("/api/payment-channels/list")).body;
+    expect(await listFor(b.testKey)).toEqual({ status: "success", channels: [] });
+    expect(await listFor(a.liveKey)).toEqual({ status: "success", channels: [] });
+    expect((await listFor(a.testKey)).channels.map((c: { name: string }) => c.name)).toEqual(["A sandbox"]);
+
+    const notFound = { __typename: "NotFoundError", code: "not_found", message: `Payment channel ${channelId} not found` };
+    for (const key of [b.testKey, a.liveKey]) {
+      const setDefault = await apiClient(gw.url, key).graphql(IsolationSetDefault, { id: channelId });
+      expect(setDefault.body.data?.setDefaultPaymentChannel).toEqual(notFound);
+    }
+    const deactivate = await apiClient(gw.url, b.testKey).graphql(IsolationDeactivate, { id: channelId });
+    expect(deactivate.body.data?.deactivatePaymentChannel).toEqual(notFound);
+    expect((await listFor(a.testKey)).channels).toMatchObject([{ id: channelId, is_active: true, is_default: true }]);
   });
 });

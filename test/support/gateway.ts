@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { print } from "graphql";
 import { loadConfig } from "../../src/config.ts";
-import { createLogger } from "../../src/logger.ts";
+import { createLogger, type Logger } from "../../src/logger.ts";
 import { createGateway, type Gateway } from "../../src/server.ts";
 import { createTestDatabase, type TestDatabase } from "./backend.ts";
 
@@ -27,6 +27,8 @@ export interface StartOptions {
   onQuery?: (sql: string) => void;
   /** Reuse a database (for a second instance on the same one); by default each gateway gets a fresh one. */
   database?: TestDatabase;
+  /** Logger for the gateway (e.g. one writing to memory, to assert on log lines); by default LOG_LEVEL's. */
+  logger?: Logger;
 }
 
 /** The real server, in this process, listening on an ephemeral loopback port. */
@@ -41,7 +43,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     ENCRYPTION_KEY: database.encryptionKeyHex,
     ...options.env,
   });
-  const gateway = await createGateway(config, createLogger(config.logLevel), options.onQuery ? { onQuery: options.onQuery } : {});
+  const gateway = await createGateway(config, options.logger ?? createLogger(config.logLevel), options.onQuery ? { onQuery: options.onQuery } : {});
   const address = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
   const ownsDatabase = !options.database;
   return {

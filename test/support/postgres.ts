@@ -204,22 +204,49 @@ let exitHandlersInstalled = false;
 function installExitHandlers(): void {
   if (exitHandlersInstalled) return;
   exitHandlersInstalled = true;
-  const cleanup = () => {
+  onProcessExit(() => {
     for (const cluster of [...liveClusters]) destroyClusterSync(cluster);
-  };
-  process.on("exit", cleanup);
-  if (!isMainThread) return; // signals are only delivered to the main thread
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    const onSignal = () => {
-      cleanup();
-      // If nobody else handles this signal, restore the default behaviour (terminate) by re-raising it.
-      if (process.listenerCount(signal) === 1) {
-        process.removeListener(signal, onSignal);
-        process.kill(process.pid, signal);
+  });
+}
+
+/**
+ * Cleanup on exit, shared through globalThis with the other test/support server helpers (and with re-evaluated copies
+ * of this module under vitest's isolation), so that there is exactly one exit hook and one listener per signal.
+ */
+type CleanupRegistry = { cleanups: Set<() => void> };
+const REGISTRY_KEY = Symbol.for("payment-gateway.test-support.cleanup-on-exit");
+
+function onProcessExit(cleanup: () => void): void {
+  const global = globalThis as { [REGISTRY_KEY]?: CleanupRegistry };
+  let registry = global[REGISTRY_KEY];
+  if (!registry) {
+    const reg: CleanupRegistry = (registry = global[REGISTRY_KEY] = { cleanups: new Set() });
+    const runAll = () => {
+      for (const fn of [...reg.cleanups]) {
+        try {
+          fn();
+        } catch {
+          // best effort
+        }
       }
     };
-    process.on(signal, onSignal);
+    process.on("exit", runAll);
+    if (isMainThread) {
+      // signals are only delivered to the main thread
+      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+        const onSignal = () => {
+          runAll();
+          // If nobody else handles this signal, restore the default behaviour (terminate) by re-raising it.
+          if (process.listenerCount(signal) === 1) {
+            process.removeListener(signal, onSignal);
+            process.kill(process.pid, signal);
+          }
+        };
+        process.on(signal, onSignal);
+      }
+    }
   }
+  registry.cleanups.add(cleanup);
 }
 
 /** Removes clusters whose owning test process died without cleaning up (e.g. killed with SIGKILL). */
@@ -260,6 +287,7 @@ function isAlive(pid: number): boolean {
 class AdminConnection {
   #config: pg.ClientConfig;
   #client: Promise<pg.Client> | undefined;
+  #queue: Promise<void> = Promise.resolve();
 
   constructor(config: pg.ClientConfig) {
     this.#config = config;
@@ -297,7 +325,14 @@ class AdminConnection {
     if (client) await (await client.catch(() => undefined))?.end().catch(() => {});
   }
 
-  async #query(sql: string): Promise<void> {
+  /** One statement at a time: pg.Client deprecates overlapping query() calls. */
+  #query(sql: string): Promise<void> {
+    const result = this.#queue.then(() => this.#run(sql));
+    this.#queue = result.catch(() => {});
+    return result;
+  }
+
+  async #run(sql: string): Promise<void> {
     this.#client ??= (async () => {
       const client = new pg.Client(this.#config);
       client.on("error", () => {}); // the server going away must not crash the test process

@@ -14,7 +14,38 @@ describe("configuration", () => {
       logLevel: "info",
       nodeEnv: "development",
       encryptionKey: undefined,
+      trustProxy: false,
+      rateLimit: { enabled: true, perKeyPerMinute: 100, perIpPerMinute: 30 },
+      graphql: { maxDepth: 8, maxCost: 5000, maxAliases: 15, maxTokens: 1000, maxDirectives: 50, introspection: true },
     });
+  });
+
+  it("reads the rate limit and GraphQL limits", () => {
+    const config = loadConfig({
+      RATE_LIMIT_ENABLED: "false",
+      RATE_LIMIT_PER_MINUTE: "250",
+      RATE_LIMIT_IP_PER_MINUTE: "10",
+      GRAPHQL_MAX_DEPTH: "12",
+      GRAPHQL_MAX_COST: "20000",
+      GRAPHQL_MAX_ALIASES: "5",
+      GRAPHQL_MAX_TOKENS: "3000",
+      GRAPHQL_MAX_DIRECTIVES: "10",
+    });
+    expect(config.rateLimit).toEqual({ enabled: false, perKeyPerMinute: 250, perIpPerMinute: 10 });
+    expect(config.graphql).toMatchObject({ maxDepth: 12, maxCost: 20000, maxAliases: 5, maxTokens: 3000, maxDirectives: 10 });
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "" }).rateLimit.perKeyPerMinute).toBe(100);
+  });
+
+  it("turns introspection (and field suggestions) off in production unless GRAPHQL_INTROSPECTION says otherwise", () => {
+    expect(loadConfig({ NODE_ENV: "production" }).graphql.introspection).toBe(false);
+    expect(loadConfig({ NODE_ENV: "production", GRAPHQL_INTROSPECTION: "true" }).graphql.introspection).toBe(true);
+    expect(loadConfig({ GRAPHQL_INTROSPECTION: "false" }).graphql.introspection).toBe(false);
+  });
+
+  it("reads TRUST_PROXY as true, false or a list of proxy addresses", () => {
+    expect(loadConfig({ TRUST_PROXY: "true" }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: "false" }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: "10.0.0.0/8, loopback, ::1" }).trustProxy).toEqual(["10.0.0.0/8", "loopback", "::1"]);
   });
 
   it("derives PUBLIC_BASE_URL from PORT and strips a trailing slash from an explicit one", () => {
@@ -31,6 +62,17 @@ describe("configuration", () => {
     [{ NODE_ENV: "staging" }, /NODE_ENV/],
     [{ ENCRYPTION_KEY: "abc" }, /ENCRYPTION_KEY: must be 64 hexadecimal/],
     [{ PUBLIC_BASE_URL: "ftp://x" }, /PUBLIC_BASE_URL/],
+    [{ RATE_LIMIT_PER_MINUTE: "0" }, /RATE_LIMIT_PER_MINUTE: must be at least 1/],
+    [{ RATE_LIMIT_PER_MINUTE: "lots" }, /RATE_LIMIT_PER_MINUTE/],
+    [{ RATE_LIMIT_IP_PER_MINUTE: "2.5" }, /RATE_LIMIT_IP_PER_MINUTE: must be a whole number/],
+    [{ RATE_LIMIT_ENABLED: "maybe" }, /RATE_LIMIT_ENABLED: must be true or false/],
+    [{ GRAPHQL_MAX_DEPTH: "-1" }, /GRAPHQL_MAX_DEPTH/],
+    [{ GRAPHQL_MAX_COST: "x" }, /GRAPHQL_MAX_COST/],
+    [{ GRAPHQL_MAX_ALIASES: "0" }, /GRAPHQL_MAX_ALIASES/],
+    [{ GRAPHQL_MAX_TOKENS: "1e9x" }, /GRAPHQL_MAX_TOKENS/],
+    [{ GRAPHQL_MAX_DIRECTIVES: "0" }, /GRAPHQL_MAX_DIRECTIVES/],
+    [{ GRAPHQL_INTROSPECTION: "on" }, /GRAPHQL_INTROSPECTION: must be true or false/],
+    [{ TRUST_PROXY: "proxy.example.com" }, /TRUST_PROXY/],
   ])("rejects %j with a message naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -1,3 +1,60 @@
-import type { RestRoute } from "../../rest/route-table.ts";
+import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
+import { boolParam, required, stringField } from "../../rest/params.ts";
 
-export const channelRoutes: RestRoute[] = [];
+interface ChannelData {
+  databaseId: number;
+  name: string;
+  provider: string;
+  isActive: boolean;
+  isDefault: boolean;
+  createdAt: string;
+}
+
+const channelFields = "databaseId name provider isActive isDefault createdAt";
+
+/** The documented channel object; config is write-only and never part of it. */
+const toLegacyChannel = (c: ChannelData) => ({
+  id: c.databaseId,
+  name: c.name,
+  provider: c.provider,
+  is_active: c.isActive,
+  is_default: c.isDefault,
+  created_at: c.createdAt,
+});
+
+function createVariables({ body }: RestRequest) {
+  return {
+    input: {
+      name: required(stringField(body, "name"), "name"),
+      provider: required(stringField(body, "provider"), "provider"),
+      config: body.config ?? null,
+    },
+  };
+}
+
+export const channelRoutes = [
+  defineRoute<{ createPaymentChannel: { data: ChannelData } }>({
+    method: "POST",
+    path: "/api/payment-channels/create",
+    operation: `mutation RestCreatePaymentChannel($input: CreatePaymentChannelInput!) {
+      createPaymentChannel(input: $input) {
+        ... on MutationCreatePaymentChannelSuccess { data { ${channelFields} } }
+        ... on Error { code message }
+      }
+    }`,
+    variables: createVariables,
+    respond: ({ createPaymentChannel }) => ({
+      statusCode: 201,
+      body: { status: "success", message: "Payment channel created", channel: toLegacyChannel(createPaymentChannel.data) },
+    }),
+  }),
+  defineRoute<{ paymentChannels: ChannelData[] }>({
+    method: "GET",
+    path: "/api/payment-channels/list",
+    operation: `query RestListPaymentChannels($activeOnly: Boolean) {
+      paymentChannels(activeOnly: $activeOnly) { ${channelFields} }
+    }`,
+    variables: ({ query }) => ({ activeOnly: boolParam(query, "active_only") ?? false }),
+    respond: ({ paymentChannels }) => ({ body: { status: "success", channels: paymentChannels.map(toLegacyChannel) } }),
+  }),
+];

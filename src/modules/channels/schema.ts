@@ -1,3 +1,75 @@
+import type { Principal } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
 
-void builder;
+/** Channels are scoped by merchant and mode everywhere, including node(id). */
+const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
+
+export const PaymentChannel = builder.prismaNode("PaymentChannel", {
+  id: { field: "id" },
+  description: "A connection to an upstream payment provider. Its credentials are write-only.",
+  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  // configEncrypted and callbackToken are deliberately not exposed.
+  fields: (t) => ({
+    databaseId: t.exposeInt("id", { description: "The integer id used by the REST API and in mutation inputs." }),
+    name: t.exposeString("name"),
+    provider: t.exposeString("provider", { description: "sandbox, mpesa or paystack." }),
+    isActive: t.exposeBoolean("isActive"),
+    isDefault: t.exposeBoolean("isDefault", { description: "Used by payments that name no channel. At most one per merchant and mode." }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const CreatePaymentChannelInput = builder.inputType("CreatePaymentChannelInput", {
+  fields: (t) => ({
+    name: t.string({ required: true, description: "1 to 100 characters." }),
+    provider: t.string({ required: true, description: "sandbox, mpesa or paystack." }),
+    config: t.field({ type: "JSON", description: "The provider's credentials, e.g. public_key and secret_key for paystack." }),
+  }),
+});
+
+const UpdatePaymentChannelInput = builder.inputType("UpdatePaymentChannelInput", {
+  fields: (t) => ({
+    id: t.int({ required: true, description: "The channel's databaseId." }),
+    name: t.string(),
+    config: t.field({ type: "JSON", description: "Replaces the whole config; validated against the channel's provider." }),
+  }),
+});
+
+builder.queryField("paymentChannels", (t) =>
+  t.field({
+    type: [PaymentChannel],
+    args: { activeOnly: t.arg.boolean({ defaultValue: false }) },
+    resolve: (_root, { activeOnly }, ctx) => ctx.services.channels.listChannels(ctx.principal!, { activeOnly }),
+  }),
+);
+
+builder.mutationFields((t) => ({
+  createPaymentChannel: t.field({
+    type: PaymentChannel,
+    description: "Creates an active channel and makes it the default.",
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: CreatePaymentChannelInput, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.services.channels.createChannel(ctx.principal!, input),
+  }),
+  updatePaymentChannel: t.field({
+    type: PaymentChannel,
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: UpdatePaymentChannelInput, required: true }) },
+    resolve: (_root, { input: { id, ...changes } }, ctx) => ctx.services.channels.updateChannel(ctx.principal!, id, changes),
+  }),
+  setDefaultPaymentChannel: t.field({
+    type: PaymentChannel,
+    description: "Makes an active channel the default, clearing the previous one.",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.channels.setDefaultChannel(ctx.principal!, id),
+  }),
+  deactivatePaymentChannel: t.field({
+    type: PaymentChannel,
+    description: "Deactivates a channel; it also stops being the default.",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.channels.deactivateChannel(ctx.principal!, id),
+  }),
+}));

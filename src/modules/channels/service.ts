@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
-import { NotFoundError, ValidationError } from "../../errors.ts";
+import type { PaymentChannel, Prisma } from "../../db/generated/prisma/client.ts";
+import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { connectorConfigSchemas, isProviderName, providerNames, type ProviderName } from "../../providers/registry.ts";
 import type { SecretBox } from "../../security/encryption.ts";
+
+export type { PaymentChannel };
 
 export interface CreateChannelInput {
   name: string;
@@ -11,42 +14,90 @@ export interface CreateChannelInput {
   config?: unknown;
 }
 
-function validateConfig(provider: ProviderName, config: unknown): unknown {
-  const parsed = connectorConfigSchemas[provider].safeParse(config ?? {});
+export interface UpdateChannelInput {
+  name?: string | null;
+  /** Replaces the whole config; validated against the channel's provider. */
+  config?: unknown;
+}
+
+const MAX_NAME_LENGTH = 100;
+
+function validateName(value: string | null | undefined): string {
+  const name = value?.trim();
+  if (!name) throw new ValidationError("name", "is required");
+  if (name.length > MAX_NAME_LENGTH) throw new ValidationError("name", `must be at most ${MAX_NAME_LENGTH} characters`);
+  return name;
+}
+
+/** "sandbox, mpesa, paystack": the credential-free sandbox first, then the real providers alphabetically. */
+const providerList = [...providerNames].sort((a, b) => Number(b === "sandbox") - Number(a === "sandbox") || a.localeCompare(b)).join(", ");
+
+function validateProvider(value: string | null | undefined): ProviderName {
+  if (!value || !isProviderName(value)) throw new ValidationError("provider", `must be one of ${providerList}`);
+  return value;
+}
+
+function valueAt(root: unknown, path: PropertyKey[]): unknown {
+  let value = root;
+  for (const key of path) value = value && typeof value === "object" ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+  return value;
+}
+
+/** The provider's credentials, checked by its schema; the first problem is reported as config.<field>. */
+function validateConfig(provider: ProviderName, input: unknown): unknown {
+  const config = input ?? {};
+  const parsed = connectorConfigSchemas[provider].safeParse(config);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  const path = issue.path.length ? `config.${issue.path.join(".")}` : "config";
-  const problem = issue.code === "invalid_type" && issue.input === undefined ? "is required" : issue.message;
-  throw new ValidationError(path, problem);
+  if (issue.path.length === 0) throw new ValidationError("config", "must be an object");
+  const field = `config.${issue.path.join(".")}`;
+  if (issue.code === "invalid_type" || issue.code === "invalid_value") {
+    // zod does not echo the input, so "missing" is decided by looking at the value itself.
+    if (valueAt(config, issue.path) === undefined) throw new ValidationError(field, "is required");
+    if (issue.code === "invalid_type") throw new ValidationError(field, `must be a ${issue.expected}`);
+  }
+  throw new ValidationError(field, issue.message);
 }
 
 export function createChannelService(prisma: PrismaClient, secrets: SecretBox) {
+  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+
+  /**
+   * Serializes default-flag changes per merchant: without the row lock two concurrent transactions
+   * would each clear the (not yet visible) other default and both commit is_default = true.
+   */
+  async function lockMerchant(tx: Prisma.TransactionClient, merchantId: number) {
+    await tx.$queryRaw`SELECT id FROM merchants WHERE id = ${merchantId} FOR UPDATE`;
+  }
+
+  async function clearDefault(tx: Prisma.TransactionClient, principal: Principal) {
+    await tx.paymentChannel.updateMany({ where: { ...scope(principal), isDefault: true }, data: { isDefault: false } });
+  }
+
+  async function getChannel(principal: Principal, id: number): Promise<PaymentChannel> {
+    const channel = await prisma.paymentChannel.findFirst({ where: { id, ...scope(principal) } });
+    if (!channel) throw new NotFoundError(`Payment channel ${id}`);
+    return channel;
+  }
+
   return {
     /**
      * A new channel is active and the merchant's default; the previous default loses the flag in the
      * same database transaction, so there is never a moment with two defaults.
      */
-    async createChannel(principal: Principal, input: CreateChannelInput) {
-      const name = input.name?.trim();
-      if (!name) throw new ValidationError("name", "is required");
-      if (name.length > 100) throw new ValidationError("name", "must be at most 100 characters");
-      if (!input.provider || !isProviderName(input.provider)) {
-        throw new ValidationError("provider", `must be one of ${providerNames.join(", ")}`);
-      }
-      const config = validateConfig(input.provider, input.config);
-      const provider = input.provider;
+    async createChannel(principal: Principal, input: CreateChannelInput): Promise<PaymentChannel> {
+      const name = validateName(input.name);
+      const provider = validateProvider(input.provider);
+      const configEncrypted = secrets.encryptJson(validateConfig(provider, input.config));
       return prisma.$transaction(async (tx) => {
-        await tx.paymentChannel.updateMany({
-          where: { merchantId: principal.merchantId, mode: principal.mode, isDefault: true },
-          data: { isDefault: false },
-        });
+        await lockMerchant(tx, principal.merchantId);
+        await clearDefault(tx, principal);
         return tx.paymentChannel.create({
           data: {
-            merchantId: principal.merchantId,
-            mode: principal.mode,
+            ...scope(principal),
             name,
             provider,
-            configEncrypted: secrets.encryptJson(config),
+            configEncrypted,
             isActive: true,
             isDefault: true,
             callbackToken: randomBytes(24).toString("base64url"),
@@ -55,23 +106,62 @@ export function createChannelService(prisma: PrismaClient, secrets: SecretBox) {
       });
     },
 
-    listChannels(principal: Principal, options: { activeOnly?: boolean } = {}) {
+    listChannels(principal: Principal, options: { activeOnly?: boolean | null } = {}): Promise<PaymentChannel[]> {
       return prisma.paymentChannel.findMany({
-        where: {
-          merchantId: principal.merchantId,
-          mode: principal.mode,
-          ...(options.activeOnly ? { isActive: true } : {}),
-        },
+        where: { ...scope(principal), ...(options.activeOnly ? { isActive: true } : {}) },
         orderBy: { id: "asc" },
       });
     },
 
-    async getChannel(principal: Principal, id: number) {
-      const channel = await prisma.paymentChannel.findFirst({
-        where: { id, merchantId: principal.merchantId, mode: principal.mode },
+    getChannel,
+
+    /** Renames and/or replaces the credentials; the provider itself cannot change. */
+    async updateChannel(principal: Principal, id: number, input: UpdateChannelInput): Promise<PaymentChannel> {
+      const channel = await getChannel(principal, id);
+      const data: Prisma.PaymentChannelUpdateInput = {};
+      if (input.name != null) data.name = validateName(input.name);
+      if (input.config != null) {
+        data.configEncrypted = secrets.encryptJson(validateConfig(validateProvider(channel.provider), input.config));
+      }
+      return prisma.paymentChannel.update({ where: { id: channel.id }, data });
+    },
+
+    async setDefaultChannel(principal: Principal, id: number): Promise<PaymentChannel> {
+      return prisma.$transaction(async (tx) => {
+        await lockMerchant(tx, principal.merchantId);
+        const channel = await tx.paymentChannel.findFirst({ where: { id, ...scope(principal) } });
+        if (!channel) throw new NotFoundError(`Payment channel ${id}`);
+        if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${id} is inactive`);
+        await clearDefault(tx, principal);
+        return tx.paymentChannel.update({ where: { id }, data: { isDefault: true } });
       });
-      if (!channel) throw new NotFoundError(`Payment channel ${id}`);
-      return channel;
+    },
+
+    /** A deactivated channel cannot be the default; the merchant then has none until one is set. */
+    async deactivateChannel(principal: Principal, id: number): Promise<PaymentChannel> {
+      return prisma.$transaction(async (tx) => {
+        await lockMerchant(tx, principal.merchantId);
+        const channel = await tx.paymentChannel.findFirst({ where: { id, ...scope(principal) } });
+        if (!channel) throw new NotFoundError(`Payment channel ${id}`);
+        return tx.paymentChannel.update({ where: { id }, data: { isActive: false, isDefault: false } });
+      });
+    },
+
+    /** The channel a payment should use: the one named, or else the merchant's active default. */
+    async resolvePaymentChannel(principal: Principal, channelId?: number | null): Promise<PaymentChannel> {
+      if (channelId != null) {
+        const channel = await getChannel(principal, channelId);
+        if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channelId} is inactive`);
+        return channel;
+      }
+      const fallback = await prisma.paymentChannel.findFirst({ where: { ...scope(principal), isDefault: true, isActive: true } });
+      if (!fallback) throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
+      return fallback;
+    },
+
+    /** The decrypted credentials; only connectors should need them, and they must never be logged. */
+    readChannelConfig<T = Record<string, unknown>>(channel: PaymentChannel): T {
+      return secrets.decryptJson<T>(channel.configEncrypted);
     },
   };
 }

@@ -1,3 +1,80 @@
-import type { RestRoute } from "../../rest/route-table.ts";
+import { defineRoute } from "../../rest/route-table.ts";
+import { intParam, required, stringField, stringParam } from "../../rest/params.ts";
 
-export const customerRoutes: RestRoute[] = [];
+interface CustomerData {
+  databaseId: number;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  phone: string | null;
+  createdAt: string;
+}
+
+interface CustomerPageData {
+  items: CustomerData[];
+  total: number;
+  page: number;
+  limit: number;
+  pages: number;
+}
+
+const customerFields = "databaseId email firstName lastName phone createdAt";
+
+const toLegacyCustomer = (c: CustomerData) => ({
+  id: c.databaseId,
+  email: c.email,
+  first_name: c.firstName,
+  last_name: c.lastName,
+  phone: c.phone,
+  created_at: c.createdAt,
+});
+
+export const customerRoutes = [
+  defineRoute<{ createCustomer: { data: CustomerData } }>({
+    method: "POST",
+    path: "/api/customers/create",
+    operation: `mutation RestCreateCustomer($input: CreateCustomerInput!) {
+      createCustomer(input: $input) {
+        ... on MutationCreateCustomerSuccess { data { ${customerFields} } }
+        ... on Error { code message }
+      }
+    }`,
+    variables: ({ body }) => ({
+      input: {
+        email: required(stringField(body, "email"), "email"),
+        firstName: stringField(body, "first_name"),
+        lastName: stringField(body, "last_name"),
+        phone: stringField(body, "phone"),
+      },
+    }),
+    respond: ({ createCustomer }) => ({
+      statusCode: 201,
+      body: { status: "success", message: "Customer created", customer: toLegacyCustomer(createCustomer.data) },
+    }),
+  }),
+  defineRoute<{ customers: { data: CustomerPageData } }>({
+    method: "GET",
+    path: "/api/customers/list",
+    operation: `query RestListCustomers($search: String, $page: Int, $limit: Int) {
+      customers(search: $search, page: $page, limit: $limit) {
+        ... on QueryCustomersSuccess { data { items { ${customerFields} } total page limit pages } }
+        ... on Error { code message }
+      }
+    }`,
+    variables: ({ query }) => ({
+      search: stringParam(query, "search"),
+      page: intParam(query, "page"),
+      limit: intParam(query, "limit"),
+    }),
+    respond: ({ customers: { data } }) => ({
+      body: {
+        status: "success",
+        data: data.items.map(toLegacyCustomer),
+        total: data.total,
+        page: data.page,
+        limit: data.limit,
+        pages: data.pages,
+      },
+    }),
+  }),
+];

@@ -1,3 +1,55 @@
 import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
+import { offsetPageType } from "../../graphql/offset-page.ts";
 
-void builder;
+export const Customer = builder.prismaNode("Customer", {
+  id: { field: "id" },
+  // node(id) only finds the caller's own customers, in the caller's mode.
+  findUnique: (id, ctx) => ({
+    id: Number.isSafeInteger(Number(id)) ? Number(id) : -1,
+    merchantId: ctx.principal?.merchantId ?? -1,
+    mode: ctx.principal?.mode ?? "test",
+  }),
+  fields: (t) => ({
+    databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
+    email: t.exposeString("email", { description: "Stored lower-cased; unique per merchant and mode." }),
+    firstName: t.exposeString("firstName", { nullable: true }),
+    lastName: t.exposeString("lastName", { nullable: true }),
+    phone: t.exposeString("phone", { nullable: true, description: "E.164, e.g. +254712345678." }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const CustomerPage = offsetPageType("CustomerPage", Customer);
+
+const CreateCustomerInput = builder.inputType("CreateCustomerInput", {
+  fields: (t) => ({
+    email: t.string({ required: true }),
+    firstName: t.string({ description: "At most 100 characters." }),
+    lastName: t.string({ description: "At most 100 characters." }),
+    phone: t.string({ description: "International format with a leading +." }),
+  }),
+});
+
+builder.queryField("customers", (t) =>
+  t.field({
+    type: CustomerPage,
+    description: "Newest first. `search` matches part of a name, e-mail or phone, ignoring case.",
+    errors: { types: businessErrors },
+    args: {
+      search: t.arg.string({ description: "At most 100 characters." }),
+      page: t.arg.int({ description: "From 1; default 1." }),
+      limit: t.arg.int({ description: "1 to 100; default 20." }),
+    },
+    resolve: (_root, args, ctx) => ctx.services.customers.listCustomers(ctx.principal!, args),
+  }),
+);
+
+builder.mutationField("createCustomer", (t) =>
+  t.field({
+    type: Customer,
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: CreateCustomerInput, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.services.customers.createCustomer(ctx.principal!, input),
+  }),
+);

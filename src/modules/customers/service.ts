@@ -1,8 +1,125 @@
+import { parsePhoneNumberFromString } from "libphonenumber-js";
+import { z } from "zod";
+import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
+import { Prisma, type Customer } from "../../db/generated/prisma/client.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
+import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
+
+export type { Customer };
+
+export interface CustomerInput {
+  email: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  phone?: string | null;
+}
+
+const MAX_NAME_LENGTH = 100;
+const MAX_SEARCH_LENGTH = 100;
+const emailSchema = z.email().max(254);
+
+/** Trimmed and lower-cased, so one address is one customer however it is typed. */
+export function normalizeEmail(value: string, field = "email"): string {
+  const email = value.trim().toLowerCase();
+  if (!email) throw new ValidationError(field, "is required");
+  if (!emailSchema.safeParse(email).success) throw new ValidationError(field, "must be a valid e-mail address");
+  return email;
+}
+
+/** E.164 (+254712345678); a number without its country code is ambiguous, so the + is required. */
+export function normalizePhone(value: string, field = "phone"): string {
+  const trimmed = value.trim();
+  const phone = trimmed.startsWith("+") ? parsePhoneNumberFromString(trimmed) : undefined;
+  if (!phone?.isValid()) {
+    throw new ValidationError(field, "must be an international phone number with a leading +, e.g. +254712345678");
+  }
+  return phone.number;
+}
+
+function optionalName(value: string | null | undefined, field: string): string | null {
+  const name = value?.trim();
+  if (!name) return null;
+  if (name.length > MAX_NAME_LENGTH) throw new ValidationError(field, `must be at most ${MAX_NAME_LENGTH} characters`);
+  return name;
+}
+
+function validateCustomer(principal: Principal, input: CustomerInput) {
+  return {
+    merchantId: principal.merchantId,
+    mode: principal.mode,
+    email: normalizeEmail(input.email ?? ""),
+    firstName: optionalName(input.firstName, "first_name"),
+    lastName: optionalName(input.lastName, "last_name"),
+    phone: input.phone?.trim() ? normalizePhone(input.phone) : null,
+  };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002";
+}
 
 export function createCustomerService(prisma: PrismaClient) {
-  void prisma;
-  return {};
+  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+
+  return {
+    async createCustomer(principal: Principal, input: CustomerInput): Promise<Customer> {
+      const data = validateCustomer(principal, input);
+      try {
+        return await prisma.customer.create({ data });
+      } catch (error) {
+        // The unique index decides, so two concurrent creates cannot both succeed.
+        if (isUniqueViolation(error)) throw new ConflictError(`A customer with email ${data.email} already exists`, "email");
+        throw error;
+      }
+    },
+
+    /** Newest first; search matches part of a name, e-mail or phone, ignoring case. */
+    async listCustomers(
+      principal: Principal,
+      options: { search?: string | null; page?: number | null; limit?: number | null } = {},
+    ): Promise<Page<Customer>> {
+      const paging = resolvePaging(options);
+      const search = options.search?.trim();
+      if (search && search.length > MAX_SEARCH_LENGTH) {
+        throw new ValidationError("search", `must be at most ${MAX_SEARCH_LENGTH} characters`);
+      }
+      const contains = { contains: search, mode: "insensitive" } as const;
+      const where: Prisma.CustomerWhereInput = {
+        ...scope(principal),
+        ...(search ? { OR: [{ firstName: contains }, { lastName: contains }, { email: contains }, { phone: contains }] } : {}),
+      };
+      const [items, total] = await Promise.all([
+        prisma.customer.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
+        prisma.customer.count({ where }),
+      ]);
+      return toPage(items, total, paging);
+    },
+
+    async getCustomer(principal: Principal, id: number): Promise<Customer> {
+      const customer = await prisma.customer.findFirst({ where: { id, ...scope(principal) } });
+      if (!customer) throw new NotFoundError(`Customer ${id}`);
+      return customer;
+    },
+
+    /**
+     * The customer with this e-mail, created if new; an existing customer is returned unchanged.
+     * INSERT ... ON CONFLICT DO NOTHING (createMany skipDuplicates) rather than catching the unique
+     * violation: inside a caller's PostgreSQL transaction a failed INSERT would abort the transaction.
+     */
+    async findOrCreateCustomer(
+      principal: Principal,
+      input: { email: string; firstName?: string | null; lastName?: string | null; phone?: string | null },
+      db: Prisma.TransactionClient = prisma,
+    ): Promise<Customer> {
+      const data = validateCustomer(principal, input);
+      const where = { merchantId_mode_email: { merchantId: data.merchantId, mode: data.mode, email: data.email } };
+      const existing = await db.customer.findUnique({ where });
+      if (existing) return existing;
+      await db.customer.createMany({ data: [data], skipDuplicates: true });
+      return db.customer.findUniqueOrThrow({ where });
+    },
+  };
 }
 
 export type CustomerService = ReturnType<typeof createCustomerService>;

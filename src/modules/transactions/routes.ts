@@ -1,3 +1,110 @@
-import type { RestRoute } from "../../rest/route-table.ts";
+import { defineRoute } from "../../rest/route-table.ts";
+import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
+import { parseStatus } from "./service.ts";
 
-export const transactionRoutes: RestRoute[] = [];
+interface TransactionFields {
+  databaseId: number;
+  reference: string;
+  amount: number;
+  status: string;
+  createdAt: string;
+}
+
+const summary = (t: TransactionFields) => ({
+  id: t.databaseId,
+  reference: t.reference,
+  amount: t.amount,
+  status: t.status,
+  created_at: t.createdAt,
+});
+
+export const transactionRoutes = [
+  defineRoute<{
+    initializeTransaction: { reference: string; accessCode: string; authorizationUrl: string; transaction: TransactionFields };
+  }>({
+    method: "POST",
+    path: "/api/transactions/initialize",
+    operation: `mutation RestInitializeTransaction($input: InitializeTransactionInput!) {
+      initializeTransaction(input: $input) {
+        __typename
+        ... on Error { code message }
+        ... on InitializeTransactionPayload {
+          reference accessCode authorizationUrl
+          transaction { databaseId reference amount status createdAt }
+        }
+      }
+    }`,
+    variables: ({ body }) => ({
+      input: {
+        amount: required(intField(body, "amount"), "amount"),
+        email: required(stringField(body, "email"), "email"),
+        paymentChannelId: intField(body, "payment_channel_id"),
+        currency: stringField(body, "currency"),
+        description: stringField(body, "description"),
+        firstName: stringField(body, "first_name"),
+        lastName: stringField(body, "last_name"),
+        phone: stringField(body, "phone"),
+      },
+    }),
+    respond: ({ initializeTransaction: r }) => ({
+      body: {
+        status: "success",
+        message: "Authorization URL created",
+        transaction: summary(r.transaction),
+        authorization_url: r.authorizationUrl,
+        access_code: r.accessCode,
+        reference: r.reference,
+      },
+    }),
+  }),
+
+  defineRoute<{ transaction: TransactionFields & { paymentMethod: string | null } }>({
+    method: "GET",
+    path: "/api/transactions/verify/:reference",
+    operation: `query RestVerifyTransaction($reference: String!) {
+      transaction(reference: $reference) {
+        __typename
+        ... on Error { code message }
+        ... on Transaction { databaseId reference amount status paymentMethod createdAt }
+      }
+    }`,
+    variables: ({ params }) => ({ reference: params.reference }),
+    respond: ({ transaction: t }) => {
+      const transaction = { ...summary(t), payment_method: t.paymentMethod };
+      // The documented body repeats "status": "success" first, the transaction status last, so a legacy
+      // client's JSON parser (last key wins) reads the transaction status. JSON.stringify cannot emit
+      // a duplicate key, hence the hand-built text.
+      return {
+        body: `{"status":"success","transaction":${JSON.stringify(transaction)},"status":${JSON.stringify(t.status)}}`,
+      };
+    },
+  }),
+
+  defineRoute<{ transactionsPage: { items: TransactionFields[]; total: number; page: number; limit: number; pages: number } }>({
+    method: "GET",
+    path: "/api/transactions/list",
+    operation: `query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
+      transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
+        __typename
+        ... on Error { code message }
+        ... on TransactionPage {
+          total page limit pages
+          items { databaseId reference amount status createdAt }
+        }
+      }
+    }`,
+    variables: ({ query }) => {
+      const status = stringParam(query, "status");
+      return {
+        page: intParam(query, "page"),
+        limit: intParam(query, "limit"),
+        status: status === undefined ? undefined : parseStatus(status),
+        dateFrom: stringParam(query, "date_from"),
+        dateTo: stringParam(query, "date_to"),
+      };
+    },
+    respond: ({ transactionsPage: p }) => ({
+      body: { status: "success", data: p.items.map(summary), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
+    }),
+  }),
+];

@@ -1,3 +1,119 @@
+import { queryFromInfo } from "@pothos/plugin-prisma";
 import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
+import { offsetPageType } from "../../graphql/offset-page.ts";
+import { transactionWhere } from "./service.ts";
 
-void builder;
+export const TransactionStatusEnum = builder.enumType("TransactionStatus", {
+  description: "pending -> completed | failed; completed and failed are terminal.",
+  values: ["pending", "completed", "failed"] as const,
+});
+
+export const Transaction = builder.prismaNode("Transaction", {
+  id: { field: "id" },
+  findUnique: (id, ctx) => ({ id: Number(id), merchantId: ctx.principal!.merchantId, mode: ctx.principal!.mode }),
+  fields: (t) => ({
+    databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
+    reference: t.exposeString("reference", { description: "Assigned by the gateway; the key for verify and status lookups." }),
+    amount: t.expose("amount", { type: "BigInt", description: "In the currency's minor unit." }),
+    currency: t.exposeString("currency"),
+    status: t.expose("status", { type: TransactionStatusEnum }),
+    paymentMethod: t.exposeString("paymentMethod", { nullable: true, description: "card, momo_stk or momo_c2b; null until a payment is attempted." }),
+    description: t.exposeString("description", { nullable: true }),
+    email: t.exposeString("email", { nullable: true }),
+    phoneNumber: t.exposeString("phoneNumber", { nullable: true }),
+    clientReference: t.exposeString("clientReference", { nullable: true, description: "The merchant's own reference, when it sent one." }),
+    checkoutRequestId: t.exposeString("checkoutRequestId", { nullable: true }),
+    failureCode: t.exposeString("failureCode", { nullable: true }),
+    failureReason: t.exposeString("failureReason", { nullable: true }),
+    authorizationUrl: t.string({
+      description: "The hosted checkout page for the payer.",
+      resolve: (transaction, _args, ctx) => ctx.services.transactions.checkoutUrl(transaction.reference),
+    }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime" }),
+    completedAt: t.expose("completedAt", { type: "DateTime", nullable: true }),
+    channel: t.relation("channel", { nullable: true }),
+    customer: t.relation("customer", { nullable: true }),
+  }),
+});
+
+const TransactionPage = offsetPageType("TransactionPage", Transaction);
+
+builder.queryFields((t) => {
+  const filterArgs = () => ({
+    status: t.arg({ type: TransactionStatusEnum, required: false }),
+    dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
+    dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
+  });
+  return {
+  transaction: t.field({
+    type: Transaction,
+    description: "One of the merchant's transactions by reference.",
+    errors: { types: businessErrors, directResult: true },
+    args: { reference: t.arg.string({ required: true }) },
+    resolve: async (_root, { reference }, ctx, info) => {
+      const found = await ctx.services.transactions.getByReference(ctx.principal!, reference);
+      // Re-read with the relations the selection asks for.
+      return ctx.prisma.transaction.findUniqueOrThrow({ ...queryFromInfo({ context: ctx, info }), where: { id: found.id } });
+    },
+  }),
+
+  transactionsPage: t.field({
+    type: TransactionPage,
+    description: "Newest first, by page number, with totals (the shape of the REST list).",
+    errors: { types: businessErrors, directResult: true },
+    args: {
+      ...filterArgs(),
+      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
+      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
+    },
+    resolve: (_root, args, ctx, info) =>
+      ctx.services.transactions.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
+  }),
+
+  transactions: t.prismaConnection({
+    type: "Transaction",
+    cursor: "id",
+    description: "Newest first, with Relay cursors and totalCount.",
+    args: filterArgs(),
+    totalCount: (_root, args, ctx) => ctx.prisma.transaction.count({ where: transactionWhere(ctx.principal!, args) }),
+    resolve: (query, _root, args, ctx) =>
+      ctx.prisma.transaction.findMany({ ...query, where: transactionWhere(ctx.principal!, args), orderBy: { id: "desc" } }),
+  }),
+  };
+});
+
+const InitializeTransactionInput = builder.inputType("InitializeTransactionInput", {
+  fields: (t) => ({
+    amount: t.field({ type: "BigInt", required: true, description: "Positive integer in the currency's minor unit, at most 10^12." }),
+    email: t.string({ required: true }),
+    paymentChannelId: t.int({ required: false, description: "Defaults to the merchant's default channel." }),
+    currency: t.string({ required: false, description: "ISO 4217; defaults to the merchant's default currency." }),
+    description: t.string({ required: false }),
+    firstName: t.string({ required: false }),
+    lastName: t.string({ required: false }),
+    phone: t.string({ required: false, description: "E.164 with a leading +." }),
+  }),
+});
+
+const InitializeTransactionPayload = builder
+  .objectRef<{ transaction: { id: number; reference: string; accessCode: string } }>("InitializeTransactionPayload")
+  .implement({
+    fields: (t) => ({
+      transaction: t.field({ type: Transaction, resolve: (p) => p.transaction as never }),
+      reference: t.string({ resolve: (p) => p.transaction.reference }),
+      accessCode: t.string({ resolve: (p) => p.transaction.accessCode }),
+      authorizationUrl: t.string({ resolve: (p, _args, ctx) => ctx.services.transactions.checkoutUrl(p.transaction.reference) }),
+    }),
+  });
+
+builder.mutationField("initializeTransaction", (t) =>
+  t.field({
+    type: InitializeTransactionPayload,
+    description: "Starts a payment; the payer completes it at authorizationUrl.",
+    errors: { types: businessErrors, directResult: true },
+    args: { input: t.arg({ type: InitializeTransactionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => ({ transaction: await ctx.services.transactions.initialize(ctx.principal!, input) }),
+  }),
+);

@@ -1,0 +1,86 @@
+import { currencies, isKnownCurrency } from "../money.ts";
+
+export interface CheckoutView {
+  reference: string;
+  amount: bigint;
+  currency: string;
+  status: string;
+  description: string | null;
+  merchantName: string;
+  acceptsCards: boolean;
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+
+/** Minor units to a display string with the currency's exponent, without floating point. */
+export function formatAmount(amount: bigint, currency: string): string {
+  const exponent = isKnownCurrency(currency) ? currencies[currency].exponent : 2;
+  if (exponent === 0) return `${currency} ${amount.toLocaleString("en-US")}`;
+  const unit = 10n ** BigInt(exponent);
+  const whole = (amount / unit).toLocaleString("en-US");
+  return `${currency} ${whole}.${(amount % unit).toString().padStart(exponent, "0")}`;
+}
+
+/** The hosted checkout page: amount, merchant, and a card form that posts to /pay. */
+export function renderCheckoutPage(view: CheckoutView | null): string {
+  const body = !view
+    ? `<h1>Payment not found</h1><p>This payment link is not valid.</p>`
+    : `<p class="merchant">${escapeHtml(view.merchantName)}</p>
+  <h1 id="amount">${escapeHtml(formatAmount(view.amount, view.currency))}</h1>
+  ${view.description ? `<p class="description">${escapeHtml(view.description)}</p>` : ""}
+  ${
+    view.status !== "pending"
+      ? `<p id="result" class="${view.status}">This payment is ${escapeHtml(view.status)}.</p>`
+      : !view.acceptsCards
+        ? `<p id="result">Card payments are not available for this payment.</p>`
+        : `<form id="pay">
+    <label>Card number <input name="card_number" inputmode="numeric" autocomplete="cc-number" required></label>
+    <div class="row">
+      <label>Month <input name="expiry_month" inputmode="numeric" placeholder="MM" required></label>
+      <label>Year <input name="expiry_year" inputmode="numeric" placeholder="YYYY" required></label>
+      <label>CVC <input name="cvc" inputmode="numeric" autocomplete="cc-csc" required></label>
+    </div>
+    <button type="submit">Pay ${escapeHtml(formatAmount(view.amount, view.currency))}</button>
+  </form>
+  <p id="result" role="status"></p>
+  <script>
+    const form = document.getElementById("pay");
+    const result = document.getElementById("result");
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const data = Object.fromEntries(new FormData(form));
+      form.querySelector("button").disabled = true;
+      const response = await fetch(location.pathname.replace(/\\/$/, "") + "/pay", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...data, expiry_month: Number(data.expiry_month), expiry_year: Number(data.expiry_year) }),
+      });
+      const answer = await response.json();
+      if (answer.status === "success") {
+        form.remove();
+        result.className = "completed";
+        result.textContent = "Payment completed. Thank you.";
+      } else {
+        result.className = "failed";
+        result.textContent = answer.message;
+        form.querySelector("button").disabled = false;
+        if (response.status === 402 || response.status === 409) form.remove();
+      }
+    });
+  </script>`
+  }`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Checkout</title>
+<style>
+  body { font-family: system-ui, sans-serif; max-width: 26rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
+  h1 { font-size: 2rem; margin: .25rem 0 1rem; } .merchant { color: #555; margin: 0; }
+  label { display: block; margin: .5rem 0; font-size: .9rem; } input { display: block; width: 100%; padding: .5rem; font-size: 1rem; box-sizing: border-box; }
+  .row { display: flex; gap: .5rem; } button { margin-top: 1rem; width: 100%; padding: .75rem; font-size: 1rem; background: #0a6; color: #fff; border: 0; border-radius: 4px; }
+  .completed { color: #0a6; } .failed { color: #c22; }
+</style></head>
+<body>
+  ${body}
+</body></html>`;
+}

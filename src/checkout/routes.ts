@@ -1,0 +1,36 @@
+import type { FastifyInstance } from "fastify";
+import { GatewayError } from "../errors.ts";
+import { intField, required, stringField } from "../rest/params.ts";
+import type { Services } from "../services.ts";
+import { renderCheckoutPage } from "./page.ts";
+
+/**
+ * The payer's side: the hosted checkout page and the card payment it submits. No API key here: the
+ * unguessable reference in the URL is what the merchant handed to its payer.
+ */
+export function registerCheckoutRoutes(app: FastifyInstance, services: Services) {
+  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference", async (request, reply) => {
+    const view = await services.transactions.checkoutView(request.params.reference);
+    reply.header("cache-control", "no-store").header("x-frame-options", "DENY");
+    reply.header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'");
+    return reply.code(view ? 200 : 404).type("text/html; charset=utf-8").send(renderCheckoutPage(view));
+  });
+
+  app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", async (request, reply) => {
+    const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
+    const { transaction, outcome } = await services.transactions.payWithCard(request.params.reference, {
+      number: required(stringField(body, "card_number"), "card_number"),
+      expMonth: required(intField(body, "expiry_month"), "expiry_month"),
+      expYear: required(intField(body, "expiry_year"), "expiry_year"),
+      cvc: required(stringField(body, "cvc"), "cvc"),
+    });
+    if (transaction.status === "failed") {
+      throw new GatewayError("payment_declined", outcome && outcome.outcome !== "succeeded" ? outcome.reason : "The payment was declined");
+    }
+    return reply.send({
+      status: "success",
+      message: "Payment completed",
+      transaction: { reference: transaction.reference, amount: Number(transaction.amount), currency: transaction.currency, status: transaction.status },
+    });
+  });
+}

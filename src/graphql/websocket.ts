@@ -1,0 +1,77 @@
+import type { WebsocketHandler } from "@fastify/websocket";
+import { GraphQLError, type ExecutionArgs } from "graphql";
+import { makeHandler } from "graphql-ws/use/@fastify/websocket";
+import type { YogaServerInstance } from "graphql-yoga";
+import type { Principal } from "../auth.ts";
+import type { GatewayError } from "../errors.ts";
+import type { GraphQLContext } from "./context.ts";
+
+/**
+ * GraphQL over WebSocket (graphql-ws) on /graphql, wired the way graphql-yoga documents it: every
+ * operation goes through yoga's envelop (parse, validate, context), so the same armor limits apply
+ * as over HTTP. The API key comes in the connection_init payload as {"X-API-Key": "<key>"}; a missing
+ * or bad key closes the socket with 4403.
+ */
+export interface WebSocketDeps {
+  yoga: YogaServerInstance<any, GraphQLContext>;
+  authenticate(presentedKey: string | undefined): Promise<Principal | null>;
+  /** Counts one subscribe operation against the key's rate limit; resolves to the 429 error when over it. */
+  chargeOperation(presentedKey: string): Promise<GatewayError | undefined>;
+  keepAliveMs?: number;
+}
+
+interface Connection {
+  principal: Principal;
+  presentedKey: string;
+}
+
+type Envelope = ReturnType<WebSocketDeps["yoga"]["getEnveloped"]>;
+
+export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
+  // graphql-ws hands the same context object to every callback of one socket.
+  const connections = new WeakMap<object, Connection>();
+
+  return makeHandler<Record<string, unknown>>(
+    {
+      onConnect: async (ctx) => {
+        const presented = ctx.connectionParams?.["X-API-Key"];
+        const presentedKey = typeof presented === "string" ? presented : undefined;
+        const principal = await deps.authenticate(presentedKey);
+        if (!principal || !presentedKey) return false; // graphql-ws closes with 4403 Forbidden
+        connections.set(ctx, { principal, presentedKey });
+        return true;
+      },
+      onSubscribe: async (ctx, _id, payload) => {
+        const connection = connections.get(ctx)!;
+        const limited = await deps.chargeOperation(connection.presentedKey);
+        if (limited) return [new GraphQLError(limited.message, { extensions: { code: limited.code } })];
+        const envelope = deps.yoga.getEnveloped({
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params: payload,
+          principal: connection.principal,
+        });
+        let document;
+        try {
+          document = envelope.parse(payload.query);
+        } catch (error) {
+          return [error instanceof GraphQLError ? error : new GraphQLError("Invalid query")];
+        }
+        const args: ExecutionArgs = {
+          schema: envelope.schema,
+          operationName: payload.operationName ?? null,
+          document,
+          variableValues: payload.variables ?? null,
+          contextValue: await envelope.contextFactory(),
+          rootValue: { execute: envelope.execute, subscribe: envelope.subscribe },
+        };
+        const errors = envelope.validate(args.schema, args.document);
+        if (errors.length) return errors;
+        return args;
+      },
+      execute: (args) => (args.rootValue as Envelope).execute(args),
+      subscribe: (args) => (args.rootValue as Envelope).subscribe(args),
+    },
+    deps.keepAliveMs,
+  );
+}

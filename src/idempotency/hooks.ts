@@ -1,0 +1,196 @@
+import { createHash } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Kind, parse, type OperationTypeNode } from "graphql";
+import { GatewayError, ValidationError, errorCatalogue, type ErrorCode } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import type { IdempotencyStore } from "./store.ts";
+
+/**
+ * Stripe-style Idempotency-Key on POST (optional, like Stripe's): keyed per merchant and mode. A preHandler
+ * (after authentication and body parsing, so after rate limiting) claims the key or answers from its
+ * record; an onSend hook stores the response once it exists.
+ *
+ * - same key, same request (sha256 of method, URL and body): the stored status and body again, with
+ *   `Idempotent-Replayed: true`; while the first is still running: 409 idempotency_key_in_use;
+ * - same key, different request: 422 idempotency_key_reused;
+ * - not stored (the claim is dropped, so a corrected retry runs): requests refused before anything
+ *   executed, i.e. 429s, validation failures and other request errors (see isStored); 5xx are stored.
+ *
+ * GraphQL: only POSTs whose operation is a mutation are keyed. A query changes nothing, so retrying it is
+ * already safe, and replaying a stored read for 24 h would only serve stale data; the header is ignored.
+ */
+export const IDEMPOTENCY_HEADER = "idempotency-key";
+export const MAX_KEY_LENGTH = 255;
+const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+
+/** 4xx codes that mean "refused before execution": such responses are not stored. */
+const refusedBeforeExecution = new Set<ErrorCode>([
+  "validation_failed",
+  "malformed_json",
+  "unsupported_media_type",
+  "payload_too_large",
+  "route_not_found",
+  "method_not_allowed",
+  "invalid_api_key",
+  "rate_limited",
+  "idempotency_key_in_use",
+  "idempotency_key_reused",
+]);
+
+export interface IdempotencyHooks {
+  /** Stops the pruning timer and waits for a running prune. */
+  close(): Promise<void>;
+}
+
+export function registerIdempotency(
+  app: FastifyInstance,
+  store: IdempotencyStore,
+  options: { logger: Logger; graphqlPath: string; graphqlMaxTokens: number },
+): IdempotencyHooks {
+  const { logger, graphqlPath, graphqlMaxTokens } = options;
+  const claims = new WeakMap<FastifyRequest, bigint>();
+
+  app.addHook("preHandler", async (request, reply) => {
+    const key = request.headers[IDEMPOTENCY_HEADER];
+    if (key === undefined || request.method !== "POST" || !request.principal) return;
+    // Node joins a repeated header with ", "; that is then just a (probably too long or mismatching) key.
+    const value = Array.isArray(key) ? key.join(", ") : key;
+    if (value.length === 0) throw new ValidationError("Idempotency-Key", "must not be empty");
+    if (value.length > MAX_KEY_LENGTH) throw new ValidationError("Idempotency-Key", `must be at most ${MAX_KEY_LENGTH} characters`);
+    const isGraphql = request.routeOptions.url === graphqlPath;
+    if (isGraphql && graphqlOperation(request.body, graphqlMaxTokens) !== "mutation") return;
+
+    const { merchantId, mode } = request.principal;
+    const result = await store.claim({ merchantId, mode, key: value, fingerprint: requestFingerprint(request.method, request.url, request.body) });
+    switch (result.outcome) {
+      case "claimed":
+        claims.set(request, result.id);
+        return;
+      case "in_flight":
+        throw new GatewayError("idempotency_key_in_use");
+      case "mismatch":
+        throw new GatewayError(
+          "idempotency_key_reused",
+          "Idempotency-Key was already used with a different request (method, path or body); use a new key for a new request",
+        );
+      case "replay":
+        reply.code(result.status).header("idempotent-replayed", "true");
+        if (result.contentType) reply.type(result.contentType);
+        return reply.send(result.body);
+    }
+  });
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    const id = claims.get(request);
+    if (id === undefined) return payload;
+    claims.delete(request);
+    const bytes = await payloadBytes(payload);
+    const body = bytes.toString("utf8");
+    const contentType = reply.getHeader("content-type");
+    try {
+      if (isStored(reply.statusCode, body, request.routeOptions.url === graphqlPath)) {
+        await store.complete(id, { status: reply.statusCode, body, contentType: typeof contentType === "string" ? contentType : null });
+      } else {
+        await store.release(id);
+      }
+    } catch (error) {
+      // The response itself is fine; the key stays in flight and expires with its record.
+      logger.error({ err: error }, "could not record an Idempotency-Key result");
+    }
+    return bytes;
+  });
+
+  let pruning: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    pruning ??= store
+      .pruneExpired()
+      .catch((error) => logger.warn({ err: error }, "could not prune expired Idempotency-Key records"))
+      .finally(() => (pruning = undefined));
+  }, PRUNE_INTERVAL_MS);
+  timer.unref();
+
+  return {
+    async close() {
+      clearInterval(timer);
+      await pruning;
+    },
+  };
+}
+
+/** sha256 over method, URL and the parsed body with object keys sorted, so key order does not matter. */
+export function requestFingerprint(method: string, url: string, body: unknown): string {
+  return createHash("sha256")
+    .update(`${method}\n${url}\n${JSON.stringify(sortKeys(body ?? null))}`)
+    .digest("hex");
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+/** The type of the operation a GraphQL POST would run, or undefined when yoga would refuse it anyway. */
+function graphqlOperation(body: unknown, maxTokens: number): OperationTypeNode | undefined {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
+  const { query, operationName } = body as { query?: unknown; operationName?: unknown };
+  if (typeof query !== "string") return undefined;
+  try {
+    // maxTokens as GraphQL Armor: a huge document is refused before this hook spends time on it.
+    const operations = parse(query, { noLocation: true, maxTokens }).definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+    const chosen = typeof operationName === "string" ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+    return chosen?.operation;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a response records the key. Not stored: 429s, REST envelopes whose code means the request was
+ * refused before execution, and GraphQL responses without `data` (the spec's sign that an error was raised
+ * before execution began: syntax, validation, armor limits, variables) or whose every root field is a
+ * ValidationError result (visible when the client selects `code`).
+ */
+export function isStored(status: number, body: string, isGraphql: boolean): boolean {
+  if (status === 429) return false;
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return true;
+  }
+  if (!json || typeof json !== "object") return true;
+  const record = json as Record<string, unknown>;
+  if (status >= 400 && status < 500 && typeof record.code === "string" && Object.hasOwn(errorCatalogue, record.code)) {
+    return !refusedBeforeExecution.has(record.code as ErrorCode);
+  }
+  if (isGraphql) {
+    if (!("data" in record)) return false;
+    const roots = record.data && typeof record.data === "object" ? Object.values(record.data) : [];
+    const allValidationErrors =
+      roots.length > 0 && roots.every((v) => v !== null && typeof v === "object" && (v as { code?: unknown }).code === "validation_failed");
+    return !allValidationErrors;
+  }
+  return true;
+}
+
+/** The body's bytes: REST sends strings, yoga a stream, which is read here and sent on as these bytes. */
+async function payloadBytes(payload: unknown): Promise<Buffer> {
+  if (payload === null || payload === undefined) return Buffer.alloc(0);
+  if (typeof payload === "string") return Buffer.from(payload, "utf8");
+  if (payload instanceof Uint8Array) return Buffer.from(payload);
+  if (typeof (payload as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function") {
+    const chunks: Buffer[] = [];
+    for await (const chunk of payload as AsyncIterable<unknown>) {
+      chunks.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : Buffer.from(chunk as Uint8Array));
+    }
+    return Buffer.concat(chunks);
+  }
+  return Buffer.from(String(payload), "utf8");
+}

@@ -1,0 +1,84 @@
+import type { PrismaClient } from "../db/database.ts";
+import type { KeyMode } from "../security/api-keys.ts";
+
+/** How long a key's record is kept and replayed (Stripe keeps them 24 h). */
+export const IDEMPOTENCY_RETENTION_HOURS = 24;
+
+export interface ClaimRequest {
+  merchantId: number;
+  mode: KeyMode;
+  key: string;
+  fingerprint: string;
+}
+
+export type ClaimResult =
+  /** This request owns the key: execute it, then complete() or release(). */
+  | { outcome: "claimed"; id: bigint }
+  | { outcome: "replay"; status: number; body: string; contentType: string | null }
+  | { outcome: "in_flight" }
+  | { outcome: "mismatch" };
+
+export interface StoredResponse {
+  status: number;
+  body: string;
+  contentType: string | null;
+}
+
+/** Idempotency records in the database, so they hold across instances and restarts. */
+export function createIdempotencyStore(prisma: PrismaClient) {
+  return {
+    /**
+     * One atomic statement claims a key that is new or whose record has expired; the unique index on
+     * (merchant, mode, key) makes concurrent claims, on any instance, race for the same row.
+     */
+    async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const { merchantId, mode, key, fingerprint } = request;
+      // A record released between our failed claim and our read is simply claimed on the next turn.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const claimed = await prisma.$queryRaw<{ id: bigint }[]>`
+          INSERT INTO idempotency_keys (merchant_id, mode, key, request_fingerprint, status, created_at, expires_at)
+          VALUES (${merchantId}, ${mode}::"Mode", ${key}, ${fingerprint}, 'in_flight', now(),
+                  now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}))
+          ON CONFLICT (merchant_id, mode, key) DO UPDATE SET
+            request_fingerprint = EXCLUDED.request_fingerprint, status = 'in_flight', response_status = NULL,
+            response_body = NULL, response_content_type = NULL, created_at = EXCLUDED.created_at,
+            expires_at = EXCLUDED.expires_at
+          WHERE idempotency_keys.expires_at <= now()
+          RETURNING id`;
+        if (claimed[0]) return { outcome: "claimed", id: claimed[0].id };
+
+        const existing = await prisma.idempotencyKey.findUnique({ where: { merchantId_mode_key: { merchantId, mode, key } } });
+        if (!existing) continue;
+        if (existing.requestFingerprint !== fingerprint) return { outcome: "mismatch" };
+        if (existing.status === "in_flight") return { outcome: "in_flight" };
+        return {
+          outcome: "replay",
+          status: existing.responseStatus ?? 500,
+          body: existing.responseBody ?? "",
+          contentType: existing.responseContentType,
+        };
+      }
+      return { outcome: "in_flight" };
+    },
+
+    async complete(id: bigint, response: StoredResponse): Promise<void> {
+      await prisma.idempotencyKey.update({
+        where: { id },
+        data: { status: "completed", responseStatus: response.status, responseBody: response.body, responseContentType: response.contentType },
+      });
+    },
+
+    /** Forgets a claim whose request never really executed, so a corrected retry with the same key runs. */
+    async release(id: bigint): Promise<void> {
+      await prisma.idempotencyKey.deleteMany({ where: { id, status: "in_flight" } });
+    },
+
+    /** Deletes expired records; an expired key already counts as new, this only keeps the table small. */
+    async pruneExpired(): Promise<number> {
+      // The database's clock, as in claim(), so instances with skewed clocks agree on what has expired.
+      return prisma.$executeRaw`DELETE FROM idempotency_keys WHERE expires_at <= now()`;
+    },
+  };
+}
+
+export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;

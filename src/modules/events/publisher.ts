@@ -1,0 +1,44 @@
+import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
+import { createPubSub } from "graphql-yoga";
+import type { Mode } from "../../db/generated/prisma/enums.ts";
+import type { RedisConnections } from "../../infra/redis.ts";
+
+/** A committed status change, as subscriptions and webhooks receive it. JSON-safe: it may cross Redis. */
+export interface PublishedEvent {
+  id: string;
+  type: string;
+  merchantId: number;
+  mode: Mode;
+  transactionId: number | null;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  payload: unknown;
+}
+
+/**
+ * Delivers committed events (never a rolled-back change) to subscribers of the event's merchant and
+ * mode: in memory, or through Redis when REDIS_URL is set, so a change on instance A reaches
+ * subscribers on instance B. One topic per merchant and mode keeps tenants and modes apart.
+ */
+export interface EventPublisher {
+  publish(event: PublishedEvent): void;
+  /** Events of one merchant and mode from every instance; `return()` unsubscribes. */
+  subscribe(merchantId: number, mode: Mode): AsyncIterableIterator<PublishedEvent>;
+}
+
+const topic = (merchantId: number, mode: Mode) => `${merchantId}:${mode}`;
+
+export function createEventPublisher(redis?: RedisConnections): EventPublisher {
+  const eventTarget = redis
+    ? createRedisEventTarget({ publishClient: redis.client("pubsub-publish"), subscribeClient: redis.client("pubsub-subscribe") })
+    : undefined;
+  const pubsub = createPubSub<{ "transaction-events": [id: string, event: PublishedEvent] }>(eventTarget ? { eventTarget } : {});
+  return {
+    publish(event) {
+      pubsub.publish("transaction-events", topic(event.merchantId, event.mode), event);
+    },
+    subscribe(merchantId, mode) {
+      return pubsub.subscribe("transaction-events", topic(merchantId, mode)) as AsyncIterableIterator<PublishedEvent>;
+    },
+  };
+}

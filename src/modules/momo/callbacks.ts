@@ -1,0 +1,16 @@
+import type { FastifyInstance } from "fastify";
+import type { Services } from "../../services.ts";
+
+/**
+ * Provider callback endpoints (Daraja): no API key; authenticated by the per-channel token in the
+ * path (hex-encoded, see momo/service.ts). A wrong token is a 404 and nothing is applied.
+ */
+export function registerMomoCallbackRoutes(app: FastifyInstance, services: Services) {
+  const json = (handle: (token: string, body: unknown) => Promise<unknown>) =>
+    async (request: { params: unknown; body: unknown }, reply: { type(t: string): { send(b: unknown): unknown } }) =>
+      reply.type("application/json; charset=utf-8").send(await handle((request.params as { token: string }).token, request.body));
+
+  app.post("/callbacks/daraja/:token/stk", json((token, body) => services.momo.handleStkCallback(token, body)));
+  app.post("/callbacks/daraja/:token/c2b/validation", json((token, body) => services.momo.handleC2bValidation(token, body)));
+  app.post("/callbacks/daraja/:token/c2b/confirmation", json((token, body) => services.momo.handleC2bConfirmation(token, body)));
+}

@@ -1,0 +1,166 @@
+import { intField, required, stringField } from "../../rest/params.ts";
+import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
+
+/** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
+interface MomoTransaction {
+  databaseId: number;
+  reference: string;
+  clientReference: string | null;
+  amount: number;
+  currency: string;
+  phoneNumber: string | null;
+  status: string;
+  paymentMethod: string | null;
+  checkoutRequestId: string | null;
+  createdAt: string;
+}
+
+const transactionFields = "databaseId reference clientReference amount currency phoneNumber status paymentMethod checkoutRequestId createdAt";
+
+const stkPushOperation = (name: string) => `mutation ${name}($input: StartStkPushInput!) {
+  startStkPush(input: $input) {
+    __typename
+    ... on Error { code message }
+    ... on StartStkPushPayload { customerMessage transaction { ${transactionFields} } }
+  }
+}`;
+
+const stkPushVariables = ({ body }: { body: Record<string, unknown> }) => ({
+  input: {
+    amount: required(intField(body, "amount"), "amount"),
+    phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
+    paymentChannelId: intField(body, "payment_channel_id"),
+    reference: stringField(body, "reference"),
+    description: stringField(body, "description"),
+  },
+});
+
+type StkPushData = { startStkPush: { customerMessage: string; transaction: MomoTransaction } };
+
+export const momoRoutes: RestRoute[] = [
+  defineRoute<StkPushData>({
+    method: "POST",
+    path: "/api/momo/stk-push",
+    operation: stkPushOperation("RestStkPush"),
+    variables: stkPushVariables,
+    respond: ({ startStkPush: { transaction: t } }) => ({
+      body: {
+        status: "success",
+        message: "STK push sent to the customer's phone",
+        transaction: {
+          id: t.databaseId,
+          reference: t.reference,
+          amount: t.amount,
+          phone_number: t.phoneNumber,
+          status: t.status,
+          checkout_request_id: t.checkoutRequestId,
+          created_at: t.createdAt,
+        },
+      },
+    }),
+  }),
+
+  defineRoute<{ stkStatus: MomoTransaction }>({
+    method: "GET",
+    path: "/api/momo/stk-status/:reference",
+    operation: `query RestStkStatus($reference: String!) {
+      stkStatus(reference: $reference) {
+        __typename
+        ... on Error { code message }
+        ... on Transaction { ${transactionFields} }
+      }
+    }`,
+    variables: ({ params }) => ({ reference: params.reference }),
+    respond: ({ stkStatus: t }) => ({
+      body: {
+        status: "success",
+        transaction: {
+          id: t.databaseId,
+          reference: t.reference,
+          amount: t.amount,
+          phone_number: t.phoneNumber,
+          status: t.status,
+          payment_method: t.paymentMethod,
+          created_at: t.createdAt,
+        },
+      },
+    }),
+  }),
+
+  defineRoute<{ registerC2bUrls: { confirmationUrl: string; validationUrl: string } }>({
+    method: "POST",
+    path: "/api/momo/register-c2b-urls",
+    operation: `mutation RestRegisterC2bUrls($input: RegisterC2bUrlsInput!) {
+      registerC2bUrls(input: $input) {
+        __typename
+        ... on Error { code message }
+        ... on RegisterC2bUrlsPayload { confirmationUrl validationUrl }
+      }
+    }`,
+    variables: ({ body }) => ({
+      input: {
+        paymentChannelId: intField(body, "payment_channel_id"),
+        confirmationUrl: required(stringField(body, "confirmation_url"), "confirmation_url"),
+        validationUrl: required(stringField(body, "validation_url"), "validation_url"),
+        responseType: stringField(body, "response_type"),
+      },
+    }),
+    respond: ({ registerC2bUrls: r }) => ({
+      body: { status: "success", message: "C2B URLs registered", urls: { confirmation: r.confirmationUrl, validation: r.validationUrl } },
+    }),
+  }),
+
+  defineRoute<{ simulateC2b: { amount: number; phoneNumber: string; reference: string; status: string } }>({
+    method: "POST",
+    path: "/api/momo/simulate-c2b",
+    operation: `mutation RestSimulateC2b($input: SimulateC2bInput!) {
+      simulateC2b(input: $input) {
+        __typename
+        ... on Error { code message }
+        ... on SimulateC2bPayload { amount phoneNumber reference status }
+      }
+    }`,
+    variables: ({ body }) => ({
+      input: {
+        paymentChannelId: intField(body, "payment_channel_id"),
+        amount: required(intField(body, "amount"), "amount"),
+        phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
+        reference: required(stringField(body, "reference"), "reference"),
+      },
+    }),
+    respond: ({ simulateC2b: r }) => ({
+      body: {
+        status: "success",
+        message: "C2B payment simulated",
+        transaction: { amount: r.amount, phone_number: r.phoneNumber, reference: r.reference, status: r.status },
+      },
+    }),
+  }),
+
+  /** The v1 collection: the same STK push, answered 201 with the whole collection under `data`. */
+  defineRoute<StkPushData>({
+    method: "POST",
+    path: "/v1/collections/stk",
+    operation: stkPushOperation("V1CollectionsStk"),
+    variables: stkPushVariables,
+    respond: ({ startStkPush: { customerMessage, transaction: t } }) => ({
+      statusCode: 201,
+      body: {
+        status: "success",
+        data: {
+          id: t.databaseId,
+          reference: t.reference,
+          client_reference: t.clientReference,
+          amount: t.amount,
+          currency: t.currency,
+          phone_number: t.phoneNumber,
+          status: t.status,
+          payment_method: t.paymentMethod,
+          checkout_request_id: t.checkoutRequestId,
+          customer_message: customerMessage,
+          created_at: t.createdAt,
+        },
+      },
+    }),
+  }),
+];

@@ -1,0 +1,48 @@
+import { GatewayError, ValidationError } from "./errors.ts";
+
+/**
+ * Amounts are integers in the currency's minor unit everywhere (KES 10.00 is 1000), never floats.
+ * A currency carries its ISO 4217 exponent so connectors can convert to their provider's unit.
+ */
+export const currencies = {
+  KES: { exponent: 2 },
+  NGN: { exponent: 2 },
+  GHS: { exponent: 2 },
+  ZAR: { exponent: 2 },
+  USD: { exponent: 2 },
+  TZS: { exponent: 2 },
+  UGX: { exponent: 0 },
+} as const;
+
+export type CurrencyCode = keyof typeof currencies;
+
+/** Upper bound on any amount, in minor units (10^12): far below 2^53, so JSON numbers stay exact. */
+export const MAX_AMOUNT = 1_000_000_000_000;
+
+export function isKnownCurrency(code: string): code is CurrencyCode {
+  return Object.hasOwn(currencies, code);
+}
+
+/** A positive integer in minor units, at most MAX_AMOUNT. */
+export function parseAmount(value: unknown, field = "amount"): bigint {
+  if (value === undefined || value === null) throw new ValidationError(field, "is required");
+  if (typeof value === "bigint") {
+    if (value < 1n || value > BigInt(MAX_AMOUNT)) throw new ValidationError(field, `must be between 1 and ${MAX_AMOUNT} (minor units)`);
+    return value;
+  }
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw new ValidationError(field, "must be an integer in the currency's minor unit (e.g. 1000 for KES 10.00)");
+  }
+  if (value < 1 || value > MAX_AMOUNT) throw new ValidationError(field, `must be between 1 and ${MAX_AMOUNT} (minor units)`);
+  return BigInt(value);
+}
+
+/** An ISO 4217 code the gateway knows and the channel's connector supports. */
+export function parseCurrency(value: string, supported: readonly string[], provider: string, field = "currency"): CurrencyCode {
+  const code = value.trim().toUpperCase();
+  if (!/^[A-Z]{3}$/.test(code)) throw new ValidationError(field, "must be an ISO 4217 currency code such as KES");
+  if (!isKnownCurrency(code) || !supported.includes(code)) {
+    throw new GatewayError("unsupported_currency", `${field}: ${code} is not supported by the ${provider} payment channel (supported: ${supported.join(", ")})`, { field });
+  }
+  return code;
+}

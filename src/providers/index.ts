@@ -1,0 +1,26 @@
+import type { RedisConnections } from "../infra/redis.ts";
+import { createMpesaConnector } from "./mpesa/connector.ts";
+import { createMemoryTokenStore, createRedisTokenStore } from "./mpesa/token-store.ts";
+import { connectorCurrencies, type ProviderName } from "./registry.ts";
+import { createSandboxConnector } from "./sandbox/connector.ts";
+import type { Connector } from "./types.ts";
+
+export type Connectors = Record<ProviderName, Connector>;
+
+export interface ConnectorOptions {
+  /** Overrides the Daraja base URL of every mpesa channel. */
+  mpesaBaseUrl?: string | undefined;
+  sandboxStkDelayMs?: number;
+  /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
+  redis?: RedisConnections | undefined;
+}
+
+/** Connectors for every provider; those not yet wired to their provider expose only their currencies. */
+export function createConnectors(options: ConnectorOptions = {}): Connectors {
+  const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
+  return {
+    sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs }),
+    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl }),
+    paystack: { provider: "paystack", currencies: connectorCurrencies.paystack },
+  };
+}

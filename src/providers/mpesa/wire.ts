@@ -1,0 +1,154 @@
+import { ValidationError } from "../../errors.ts";
+import { currencies, isKnownCurrency } from "../../money.ts";
+import type { C2bPayment, StkCallback } from "../types.ts";
+
+/**
+ * Daraja's wire format: field names, units and timestamps. Shared by the mpesa connector and the
+ * sandbox connector (which speaks the same callback format without a network).
+ */
+
+export const MAX_STK_SHILLINGS = 250_000;
+
+/** Words Daraja refuses anywhere in a callback URL (any case). */
+export const darajaForbiddenUrlWords = ["mpesa", "safaricom", "exe", "exec", "cmd", "sql", "query"] as const;
+
+/** YYYYMMDDHHmmss in Africa/Nairobi time (UTC+3 all year, no daylight saving). */
+export function nairobiTimestamp(at = new Date()): string {
+  return new Date(at.getTime() + 3 * 60 * 60 * 1000).toISOString().replace(/[-:T]/g, "").slice(0, 14);
+}
+
+export function stkPassword(shortcode: string, passkey: string, timestamp: string): string {
+  return Buffer.from(`${shortcode}${passkey}${timestamp}`).toString("base64");
+}
+
+/** Minor units -> whole shillings; M-Pesa takes KES 1 to 250,000 with no cents. */
+export function toWholeShillings(amount: bigint, currency: string, field = "amount"): number {
+  if (currency !== "KES" || !isKnownCurrency(currency)) throw new ValidationError("currency", "M-Pesa collects only KES");
+  const unit = 10n ** BigInt(currencies.KES.exponent);
+  if (amount % unit !== 0n) {
+    throw new ValidationError(field, `must be a whole number of shillings for M-Pesa (minor units, a multiple of ${unit}: 150000 is KES 1,500)`);
+  }
+  const shillings = amount / unit;
+  if (shillings < 1n || shillings > BigInt(MAX_STK_SHILLINGS)) {
+    throw new ValidationError(field, `must be between KES 1 and KES ${MAX_STK_SHILLINGS.toLocaleString("en")} for M-Pesa (100 to ${MAX_STK_SHILLINGS * 100} minor units)`);
+  }
+  return Number(shillings);
+}
+
+/** A decimal shilling amount as Daraja sends it (1, 1.00, "5.00") -> minor units; null when it is not one. */
+export function shillingsToMinor(value: unknown): bigint | null {
+  const text = typeof value === "number" ? value.toFixed(2) : typeof value === "string" ? value.trim() : "";
+  const match = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(text);
+  if (!match) return null;
+  return BigInt(match[1]!) * 100n + BigInt((match[2] ?? "0").padEnd(2, "0"));
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function text(value: unknown): string | null {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  return null;
+}
+
+/** Items are read by Name, never by position; Balance may come without a Value. */
+export function parseStkCallbackBody(body: unknown): StkCallback {
+  const callback = isObject(body) && isObject(body.Body) ? body.Body.stkCallback : undefined;
+  if (!isObject(callback)) throw new ValidationError("Body.stkCallback", "is required");
+  const checkoutRequestId = text(callback.CheckoutRequestID);
+  const resultCode = text(callback.ResultCode);
+  if (!checkoutRequestId) throw new ValidationError("CheckoutRequestID", "is required");
+  if (resultCode === null) throw new ValidationError("ResultCode", "is required");
+  const items = isObject(callback.CallbackMetadata) && Array.isArray(callback.CallbackMetadata.Item) ? callback.CallbackMetadata.Item : [];
+  const item = (name: string): unknown => items.find((i): i is Record<string, unknown> => isObject(i) && i.Name === name)?.Value;
+  return {
+    checkoutRequestId,
+    resultCode,
+    resultDesc: text(callback.ResultDesc) ?? "",
+    amount: item("Amount") === undefined ? null : shillingsToMinor(item("Amount")),
+    receipt: text(item("MpesaReceiptNumber")),
+    phoneNumber: text(item("PhoneNumber")),
+  };
+}
+
+export function parseC2bBody(body: unknown): C2bPayment {
+  if (!isObject(body)) throw new ValidationError("body", "must be a C2B payload");
+  const transId = text(body.TransID);
+  const amount = shillingsToMinor(body.TransAmount);
+  if (!transId) throw new ValidationError("TransID", "is required");
+  if (amount === null) throw new ValidationError("TransAmount", "must be an amount in shillings");
+  const msisdn = text(body.MSISDN);
+  return {
+    transId,
+    amount,
+    // MSISDN may be masked ("2547 ***** 126") or hashed: keep it only when it is a plain number.
+    phoneNumber: msisdn && /^254\d{9}$/.test(msisdn) ? msisdn : null,
+    billRef: text(body.BillRefNumber) ?? "",
+    shortcode: text(body.BusinessShortCode) ?? "",
+  };
+}
+
+export const stkCallbackAck = () => ({ ResultCode: 0, ResultDesc: "Accepted" });
+export const c2bConfirmationAck = () => ({ ResultCode: 0, ResultDesc: "Success" });
+
+export function c2bValidationReply(decision: { accept: true } | { accept: false; code: string }) {
+  return decision.accept ? { ResultCode: "0", ResultDesc: "Accepted" } : { ResultCode: decision.code, ResultDesc: "Rejected" };
+}
+
+/** A merchant's validation answer in Daraja's format: "0" accepts, a C2B000xx code rejects. */
+export function readC2bValidationDecision(body: unknown): { accept: true } | { accept: false; code: string } | null {
+  if (!isObject(body)) return null;
+  const code = text(body.ResultCode);
+  if (code === "0") return { accept: true };
+  if (code && /^C2B000(1[1-6])$/.test(code)) return { accept: false, code };
+  return null;
+}
+
+/** Builders for Daraja-format payloads, used by the sandbox connector. */
+export function buildStkCallbackBody(input: {
+  merchantRequestId: string;
+  checkoutRequestId: string;
+  resultCode: number;
+  resultDesc: string;
+  shillings?: number;
+  receipt?: string;
+  phoneNumber?: string;
+  at?: Date;
+}) {
+  const stkCallback: Record<string, unknown> = {
+    MerchantRequestID: input.merchantRequestId,
+    CheckoutRequestID: input.checkoutRequestId,
+    ResultCode: input.resultCode,
+    ResultDesc: input.resultDesc,
+  };
+  if (input.resultCode === 0) {
+    stkCallback.CallbackMetadata = {
+      Item: [
+        { Name: "Amount", Value: input.shillings },
+        { Name: "MpesaReceiptNumber", Value: input.receipt },
+        { Name: "Balance" },
+        { Name: "TransactionDate", Value: Number(nairobiTimestamp(input.at)) },
+        { Name: "PhoneNumber", Value: Number(input.phoneNumber) },
+      ],
+    };
+  }
+  return { Body: { stkCallback } };
+}
+
+export function buildC2bBody(input: { transId: string; shillings: number; shortcode: string; billRef: string; phoneNumber: string; at?: Date }) {
+  return {
+    TransactionType: "Pay Bill",
+    TransID: input.transId,
+    TransTime: nairobiTimestamp(input.at),
+    TransAmount: input.shillings.toFixed(2),
+    BusinessShortCode: input.shortcode,
+    BillRefNumber: input.billRef,
+    InvoiceNumber: "",
+    OrgAccountBalance: "",
+    ThirdPartyTransID: "",
+    MSISDN: input.phoneNumber,
+    FirstName: "Sandbox",
+    MiddleName: "",
+    LastName: "",
+  };
+}

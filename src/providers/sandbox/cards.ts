@@ -1,0 +1,47 @@
+/**
+ * The sandbox connector's card simulator: no network, outcomes decided by documented test cards
+ * (listed in the README), so the checkout page and the tests can complete or fail transactions.
+ */
+export type CardOutcome =
+  | { outcome: "succeeded"; providerReference: string; last4: string; brand: string }
+  | { outcome: "declined" | "failed"; code: string; reason: string; last4: string; brand: string };
+
+export const sandboxTestCards: Record<string, { outcome: "succeeded" } | { outcome: "declined" | "failed"; code: string; reason: string }> = {
+  "4084084084084081": { outcome: "succeeded" },
+  "4242424242424242": { outcome: "succeeded" },
+  "5555555555554444": { outcome: "succeeded" },
+  "4000000000000002": { outcome: "declined", code: "card_declined", reason: "Card declined by the issuer" },
+  "4000000000009995": { outcome: "declined", code: "insufficient_funds", reason: "Insufficient funds" },
+  "4000000000000069": { outcome: "declined", code: "expired_card", reason: "Card expired" },
+  "4000000000000119": { outcome: "failed", code: "processing_error", reason: "The card could not be processed" },
+};
+
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+function brandOf(number: string): string {
+  if (number.startsWith("4")) return "visa";
+  if (/^5[1-5]/.test(number)) return "mastercard";
+  return "card";
+}
+
+/** Decides a sandbox charge. The number must already be validated (digits, Luhn). */
+export function simulateCardCharge(number: string, providerReference: string): CardOutcome {
+  const last4 = number.slice(-4);
+  const brand = brandOf(number);
+  const known = sandboxTestCards[number];
+  if (!known) {
+    return { outcome: "declined", code: "test_card_unknown", reason: "The sandbox accepts only the documented test cards", last4, brand };
+  }
+  return known.outcome === "succeeded" ? { outcome: "succeeded", providerReference, last4, brand } : { ...known, last4, brand };
+}

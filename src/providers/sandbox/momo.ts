@@ -1,0 +1,103 @@
+import { randomBytes } from "node:crypto";
+import type { MomoConnector, StkOutcome } from "../types.ts";
+import * as wire from "../mpesa/wire.ts";
+
+/**
+ * The sandbox's M-Pesa simulator: no network. An STK push is answered after a short delay with a
+ * Daraja-format callback, delivered through the same service code path a real callback takes.
+ * The outcome is chosen by magic phone numbers (documented in the README); any other number pays.
+ */
+export const sandboxStkOutcomes: Record<string, { resultCode: number; resultDesc: string } | "no-answer"> = {
+  "254708374149": { resultCode: 0, resultDesc: "The service request is processed successfully." },
+  "254700000001": { resultCode: 1, resultDesc: "The balance is insufficient for the transaction." },
+  "254700001032": { resultCode: 1032, resultDesc: "Request cancelled by user." },
+  "254700001037": { resultCode: 1037, resultDesc: "DS timeout user cannot be reached." },
+  "254700002001": { resultCode: 2001, resultDesc: "The initiator information is invalid." },
+  // No callback ever: the reconciler's queries stay pending until the push expires (1019).
+  "254700001019": "no-answer",
+};
+
+const SANDBOX_SHORTCODE = "174379";
+const receipt = () => `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10);
+
+export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnector {
+  const timers = new Set<NodeJS.Timeout>();
+  /** What a query answers: pending until the simulated customer has acted. */
+  const outcomes = new Map<string, StkOutcome>();
+
+  function later(ms: number, run: () => Promise<void>) {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      void run().catch(() => {});
+    }, ms);
+    timer.unref();
+    timers.add(timer);
+  }
+
+  return {
+    forbiddenUrlWords: [],
+
+    async stkPush(request) {
+      const shillings = wire.toWholeShillings(request.amount, request.currency);
+      const checkoutRequestId = `ws_CO_SBX${randomBytes(10).toString("hex")}`;
+      const merchantRequestId = `sbx-${randomBytes(6).toString("hex")}`;
+      const rule = sandboxStkOutcomes[request.phoneNumber] ?? sandboxStkOutcomes["254708374149"]!;
+      outcomes.set(checkoutRequestId, { state: "pending" });
+      if (rule !== "no-answer") {
+        const body = wire.buildStkCallbackBody({
+          merchantRequestId,
+          checkoutRequestId,
+          resultCode: rule.resultCode,
+          resultDesc: rule.resultDesc,
+          shillings,
+          receipt: receipt(),
+          phoneNumber: request.phoneNumber,
+        });
+        const parsed = wire.parseStkCallbackBody(body);
+        // The transaction row is written after this returns; a delivery that finds no row yet is retried.
+        const deliver = async (attempt: number) => {
+          outcomes.set(
+            checkoutRequestId,
+            rule.resultCode === 0
+              ? { state: "completed", resultCode: "0", resultDesc: rule.resultDesc, receipt: parsed.receipt }
+              : { state: "failed", resultCode: String(rule.resultCode), resultDesc: rule.resultDesc },
+          );
+          const found = (await request.deliverCallback?.(body)) ?? true;
+          if (!found && attempt < 5) later(options.stkDelayMs, () => deliver(attempt + 1));
+        };
+        later(options.stkDelayMs, () => deliver(1));
+      }
+      return { checkoutRequestId, merchantRequestId, customerMessage: "Success. Request accepted for processing" };
+    },
+
+    async stkQuery({ checkoutRequestId }) {
+      return outcomes.get(checkoutRequestId) ?? { state: "pending" };
+    },
+
+    parseStkCallback: wire.parseStkCallbackBody,
+    stkCallbackAck: wire.stkCallbackAck,
+    async registerC2bUrls() {},
+    canSimulateC2b: () => true,
+
+    async simulateC2b(request) {
+      const body = wire.buildC2bBody({
+        transId: `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10),
+        shillings: wire.toWholeShillings(request.amount, request.currency),
+        shortcode: SANDBOX_SHORTCODE,
+        billRef: request.billRef,
+        phoneNumber: request.phoneNumber,
+      });
+      await request.deliverConfirmation?.(body);
+    },
+
+    parseC2bPayment: wire.parseC2bBody,
+    c2bValidationReply: wire.c2bValidationReply,
+    readC2bValidationDecision: wire.readC2bValidationDecision,
+    c2bConfirmationAck: wire.c2bConfirmationAck,
+
+    close() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+    },
+  };
+}

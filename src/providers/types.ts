@@ -1,0 +1,105 @@
+import type { ProviderName } from "./registry.ts";
+import type { CardOutcome } from "./sandbox/cards.ts";
+
+export interface CardDetails {
+  number: string;
+  expMonth: number;
+  expYear: number;
+  cvc: string;
+}
+
+export interface CardChargeRequest {
+  reference: string;
+  amount: bigint;
+  currency: string;
+  card: CardDetails;
+  /** The channel's decrypted credentials. */
+  config: unknown;
+}
+
+/**
+ * One interface per upstream provider. Each connector owns its wire format; nothing else knows a
+ * provider's field names. Capabilities a provider lacks are simply absent.
+ */
+export interface Connector {
+  readonly provider: ProviderName;
+  readonly currencies: readonly string[];
+  chargeCard?(request: CardChargeRequest): Promise<CardOutcome>;
+  momo?: MomoConnector;
+}
+
+export type { CardOutcome };
+
+/* ---- Mobile money (M-Pesa STK push and C2B). Amounts are minor units; the connector converts. ---- */
+
+export interface StkPushRequest {
+  config: unknown;
+  amount: bigint;
+  currency: string;
+  /** 254XXXXXXXXX */
+  phoneNumber: string;
+  accountReference: string;
+  description: string;
+  callbackUrl: string;
+  /** Only the sandbox connector uses it: where its simulated callback is delivered (no network). */
+  deliverCallback?: (body: unknown) => Promise<boolean>;
+}
+
+export interface StkPushAccepted {
+  checkoutRequestId: string;
+  merchantRequestId: string;
+  customerMessage: string;
+}
+
+/** A provider's answer about one push: still waiting, paid, or failed with its result code. */
+export type StkOutcome =
+  | { state: "pending" }
+  | { state: "completed"; resultCode: "0"; resultDesc: string; receipt: string | null }
+  | { state: "failed"; resultCode: string; resultDesc: string };
+
+/** A parsed STK callback; amount in minor units, fields absent when the provider did not send them. */
+export interface StkCallback {
+  checkoutRequestId: string;
+  resultCode: string;
+  resultDesc: string;
+  amount: bigint | null;
+  receipt: string | null;
+  phoneNumber: string | null;
+}
+
+/** A parsed C2B validation or confirmation payload. */
+export interface C2bPayment {
+  transId: string;
+  amount: bigint;
+  phoneNumber: string | null;
+  billRef: string;
+  shortcode: string;
+}
+
+export interface MomoConnector {
+  stkPush(request: StkPushRequest): Promise<StkPushAccepted>;
+  stkQuery(request: { config: unknown; checkoutRequestId: string }): Promise<StkOutcome>;
+  parseStkCallback(body: unknown): StkCallback;
+  stkCallbackAck(): unknown;
+  registerC2bUrls(request: { config: unknown; confirmationUrl: string; validationUrl: string; responseType: "Completed" | "Cancelled" }): Promise<void>;
+  /** Sandbox channels only. The sandbox connector delivers the confirmation itself through deliverConfirmation. */
+  simulateC2b(request: {
+    config: unknown;
+    amount: bigint;
+    currency: string;
+    phoneNumber: string;
+    billRef: string;
+    deliverConfirmation?: (body: unknown) => Promise<void>;
+  }): Promise<void>;
+  /** True when this channel may simulate C2B payments (never a production channel). */
+  canSimulateC2b(config: unknown): boolean;
+  parseC2bPayment(body: unknown): C2bPayment;
+  /** The provider's validation reply: accepted, or rejected with its code. */
+  c2bValidationReply(decision: { accept: true } | { accept: false; code: string }): unknown;
+  /** Reads a merchant's validation answer (given in the provider's format); null when it is not one. */
+  readC2bValidationDecision(body: unknown): { accept: true } | { accept: false; code: string } | null;
+  c2bConfirmationAck(): unknown;
+  /** Words the provider refuses in callback URLs. */
+  forbiddenUrlWords: readonly string[];
+  close?(): void;
+}

@@ -1,0 +1,175 @@
+import { createHash } from "node:crypto";
+import type { Redis } from "ioredis";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { GatewayError } from "../errors.ts";
+import type { RedisConnections } from "../infra/redis.ts";
+import type { Logger } from "../logger.ts";
+
+/**
+ * Request budgets, counted before any database work (see hook.ts for the order of checks):
+ * - per API key: RATE_LIMIT_PER_MINUTE, counted under a hash of the presented key string, so no lookup
+ *   is needed and no key ever reaches Redis or a log in plaintext;
+ * - per client IP: RATE_LIMIT_IP_PER_MINUTE, spent only by requests without a valid key (key guessing).
+ *
+ * Windows are fixed, 60 s from a budget's first request. With Redis every instance shares the counters;
+ * if Redis becomes unreachable an in-memory insurance limiter (per instance) takes over until it is back.
+ */
+const WINDOW_SECONDS = 60;
+
+export interface RateLimitState {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets (0 when nothing is counted yet). */
+  resetSeconds: number;
+}
+
+export interface RateLimiterOptions {
+  perKeyPerMinute: number;
+  perIpPerMinute: number;
+  /** Shared counters; without it each instance counts in memory. */
+  redis?: RedisConnections;
+  logger: Logger;
+}
+
+/** How long startup waits for Redis before serving on the insurance limiter (which it then leaves once Redis is up). */
+const STARTUP_WAIT_MS = 3000;
+
+/**
+ * The gateway's limiter, with Redis connected when configured: until the connection is ready, requests
+ * would be counted by the per-instance insurance limiter, so startup waits for it (boundedly).
+ */
+export async function createRateLimiter(options: RateLimiterOptions): Promise<GatewayRateLimiter> {
+  const limiter = new GatewayRateLimiter(options);
+  const client = options.redis?.client("rate-limit");
+  if (client && client.status !== "ready") {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, STARTUP_WAIT_MS);
+      client.once("ready", done);
+      function done() {
+        clearTimeout(timer);
+        client!.off("ready", done);
+        resolve();
+      }
+    });
+  }
+  return limiter;
+}
+
+export class GatewayRateLimiter {
+  readonly store: "memory" | "redis";
+  readonly #perKey: RateLimiterAbstract;
+  readonly #perIp: RateLimiterAbstract;
+  readonly #keyLimit: number;
+  readonly #ipLimit: number;
+
+  constructor(options: RateLimiterOptions) {
+    this.#keyLimit = options.perKeyPerMinute;
+    this.#ipLimit = options.perIpPerMinute;
+    this.store = options.redis ? "redis" : "memory";
+    const client = options.redis ? rateLimitClient(options.redis, options.logger) : undefined;
+    const limiter = (keyPrefix: string, points: number): RateLimiterAbstract => {
+      const memory = new RateLimiterMemory({ keyPrefix, points, duration: WINDOW_SECONDS });
+      if (!client) return memory;
+      return new RateLimiterRedis({
+        storeClient: client,
+        keyPrefix,
+        points,
+        duration: WINDOW_SECONDS,
+        // Fail over at once while disconnected instead of waiting on a dead socket.
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: memory,
+      });
+    };
+    this.#perKey = limiter("gw:rl:key", this.#keyLimit);
+    this.#perIp = limiter("gw:rl:ip", this.#ipLimit);
+  }
+
+  /**
+   * Spends one request of a key's budget. The key is only hashed, never looked up, so this also serves
+   * paths that authenticate elsewhere (a WebSocket/SSE subscribe counts one operation per call).
+   */
+  consumeApiKey(presentedKey: string): Promise<RateLimitState> {
+    return consume(this.#perKey, this.#keyLimit, keyBucket(presentedKey));
+  }
+
+  /** Spends one request of an IP's budget for requests without a valid key. */
+  consumeIp(ip: string): Promise<RateLimitState> {
+    return consume(this.#perIp, this.#ipLimit, ip);
+  }
+
+  /** An IP's budget without spending it: not allowed once its failed requests used up the budget. */
+  async peekIp(ip: string): Promise<RateLimitState> {
+    const res = await this.#perIp.get(ip);
+    if (!res) return { allowed: true, limit: this.#ipLimit, remaining: this.#ipLimit, resetSeconds: 0 };
+    return toState(res, this.#ipLimit, res.consumedPoints < this.#ipLimit);
+  }
+}
+
+/** Domain-separated hash, so the bucket name is not the API key's stored hash either. */
+function keyBucket(presentedKey: string): string {
+  return createHash("sha256").update(`rate-limit:${presentedKey}`, "utf8").digest("base64url");
+}
+
+async function consume(limiter: RateLimiterAbstract, limit: number, bucket: string): Promise<RateLimitState> {
+  try {
+    return toState(await limiter.consume(bucket), limit, true);
+  } catch (rejection) {
+    // Over the limit rejects with the counter's state; anything else is a store failure the insurance
+    // limiter did not absorb (it always does for Redis), so it surfaces as a 500.
+    if (rejection instanceof RateLimiterRes) return toState(rejection, limit, false);
+    throw rejection;
+  }
+}
+
+function toState(res: RateLimiterRes, limit: number, allowed: boolean): RateLimitState {
+  return {
+    allowed,
+    limit,
+    remaining: allowed ? Math.max(0, limit - res.consumedPoints) : 0,
+    resetSeconds: Math.max(0, Math.ceil(res.msBeforeNext / 1000)),
+  };
+}
+
+function rateLimitClient(redis: RedisConnections, logger: Logger): Redis {
+  // No offline queue: while Redis is away a command fails at once and the insurance limiter answers.
+  // The command timeout covers a server that accepts connections but does not answer.
+  const client = redis.client("rate-limit", { enableOfflineQueue: false, commandTimeout: 1000 });
+  redis.onAvailabilityChange(client, (available) => {
+    if (available) logger.info("Redis is reachable again: rate limiting is back on shared Redis counters");
+    else logger.warn("Redis is unreachable: rate limiting falls back to per-instance in-memory counters until it is back");
+  });
+  return client;
+}
+
+/**
+ * For transports with no HTTP request per operation (a WebSocket subscribe): spends one request of the
+ * key's budget and resolves to the 429 error when over it (undefined when allowed or limiting is off).
+ * HTTP requests, SSE included, are already counted by the onRequest hook.
+ */
+export async function chargeOperation(limiter: GatewayRateLimiter | undefined, presentedKey: string): Promise<GatewayError | undefined> {
+  if (!limiter) return undefined;
+  const state = await limiter.consumeApiKey(presentedKey);
+  return state.allowed ? undefined : rateLimitError(state);
+}
+
+/** The catalogue's 429, with the wait in the message. */
+export function rateLimitError(state: RateLimitState): GatewayError {
+  return new GatewayError("rate_limited", `Rate limit exceeded, retry in ${retryAfterSeconds(state)} seconds`);
+}
+
+export function retryAfterSeconds(state: RateLimitState): number {
+  return Math.max(1, state.resetSeconds);
+}
+
+/**
+ * X-RateLimit-Reset is the number of seconds until the window resets (as in the IETF RateLimit header
+ * draft), not a unix time: it needs no clock agreement between client and server.
+ */
+export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+  return {
+    "x-ratelimit-limit": String(state.limit),
+    "x-ratelimit-remaining": String(state.remaining),
+    "x-ratelimit-reset": String(state.resetSeconds),
+  };
+}

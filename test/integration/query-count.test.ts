@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { graphql } from "../gql/index.ts";
+import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+
+const PageWithRelations = graphql(`
+  query PageWithRelations($limit: Int) {
+    transactionsPage(limit: $limit) {
+      ... on TransactionPage {
+        items {
+          reference
+          channel {
+            name
+            provider
+          }
+          customer {
+            email
+            firstName
+          }
+        }
+      }
+    }
+  }
+`);
+
+const ConnectionWithRelations = graphql(`
+  query ConnectionWithRelations($first: Int) {
+    transactions(first: $first) {
+      totalCount
+      edges {
+        node {
+          reference
+          channel {
+            name
+          }
+          customer {
+            email
+          }
+        }
+      }
+    }
+  }
+`);
+
+/** Every SQL statement Prisma sends is counted; a page's cost must not grow with its size (no N+1). */
+describe("SQL statements per list query", () => {
+  let gw: TestGateway;
+  let statements = 0;
+  let api: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ onQuery: () => statements++ });
+    const merchant = await gw.createMerchant();
+    api = apiClient(gw.url, merchant.testKey);
+    // Two channels so relations are not all the same row.
+    await api.post("/api/payment-channels/create", { name: "First", provider: "sandbox", config: {} });
+    for (let i = 0; i < 30; i++) {
+      if (i === 15) await api.post("/api/payment-channels/create", { name: "Second", provider: "sandbox", config: {} });
+      const res = await api.post("/api/transactions/initialize", { amount: 100 + i, email: `buyer${i}@example.com`, first_name: `Buyer ${i}` });
+      expect(res.status).toBe(200);
+    }
+  });
+  afterAll(() => gw?.close());
+
+  async function countFor<T>(run: () => Promise<T>): Promise<{ count: number; result: T }> {
+    statements = 0;
+    const result = await run();
+    return { count: statements, result };
+  }
+
+  it("transactionsPage with channel and customer costs the same for 5 and 25 items", async () => {
+    const small = await countFor(() => api.graphql(PageWithRelations, { limit: 5 }));
+    const large = await countFor(() => api.graphql(PageWithRelations, { limit: 25 }));
+    const items = (r: typeof small.result) => (r.body.data!.transactionsPage as { items: unknown[] }).items;
+    expect(items(small.result)).toHaveLength(5);
+    expect(items(large.result)).toHaveLength(25);
+    expect(new Set(items(large.result).map((t) => (t as { channel: { name: string } }).channel.name))).toEqual(new Set(["First", "Second"]));
+    expect(large.count).toBe(small.count);
+    expect(small.count).toBeLessThanOrEqual(8);
+  });
+
+  it("the Relay connection with channel and customer costs the same for 5 and 25 edges", async () => {
+    const small = await countFor(() => api.graphql(ConnectionWithRelations, { first: 5 }));
+    const large = await countFor(() => api.graphql(ConnectionWithRelations, { first: 25 }));
+    expect(small.result.body.data!.transactions.edges).toHaveLength(5);
+    expect(large.result.body.data!.transactions.edges).toHaveLength(25);
+    expect(large.result.body.data!.transactions.edges.every((e) => e.node.customer?.email.startsWith("buyer"))).toBe(true);
+    expect(large.count).toBe(small.count);
+  });
+
+  it("the REST list costs the same for 5 and 25 items", async () => {
+    const small = await countFor(() => api.get("/api/transactions/list?limit=5"));
+    const large = await countFor(() => api.get("/api/transactions/list?limit=25"));
+    expect(large.result.body.data).toHaveLength(25);
+    expect(large.count).toBe(small.count);
+  });
+});

@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { graphql } from "../gql/index.ts";
+import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { collect, sseSubscribe, wsClient, type ClosedSocket } from "../support/subscriptions.ts";
+
+const StatusChanged = graphql(`
+  subscription StatusChanged($reference: String!) {
+    transactionStatusChanged(reference: $reference) {
+      id
+      type
+      occurredAt
+      transaction {
+        reference
+        status
+        amount
+        currency
+        paymentMethod
+        failureCode
+        completedAt
+        customer {
+          email
+        }
+      }
+    }
+  }
+`);
+
+const AllEvents = graphql(`
+  subscription AllEvents {
+    transactionEvents {
+      type
+      transaction {
+        reference
+        status
+      }
+    }
+  }
+`);
+
+const CARD = { card_number: "4084084084084081", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
+const DECLINED = { ...CARD, card_number: "4000000000000002" };
+
+describe("GraphQL subscriptions", () => {
+  let gw: TestGateway;
+  let a: TestMerchant;
+  let b: TestMerchant;
+
+  const initialize = async (merchant: TestMerchant, key = merchant.testKey) => {
+    const res = await apiClient(gw.url, key).post("/api/transactions/initialize", { amount: 4321, email: "sub@example.com" });
+    expect(res.status).toBe(200);
+    return res.body.reference as string;
+  };
+  const pay = (reference: string, card = CARD) => apiClient(gw.url).post(`/payment/checkout/${reference}/pay`, card);
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    a = await gw.createMerchant("A");
+    b = await gw.createMerchant("B");
+    for (const key of [a.testKey, a.liveKey, b.testKey]) {
+      await apiClient(gw.url, key).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    }
+  });
+  afterAll(() => gw?.close());
+
+  it("transactionStatusChanged over WebSocket delivers the change with the transaction as of it, then completes", async () => {
+    const reference = await initialize(a);
+    const client = wsClient(gw.url, a.testKey);
+    const sub = collect(client, StatusChanged, { reference });
+    await new Promise((r) => setTimeout(r, 200)); // let the subscription start
+    expect((await pay(reference)).status).toBe(200);
+    await sub.done();
+    expect(sub.results).toHaveLength(1);
+    const event = sub.results[0]!.data!.transactionStatusChanged;
+    expect(event.type).toBe("transaction.completed");
+    expect(event.occurredAt).toMatch(/Z$/);
+    expect(event.transaction).toMatchObject({
+      reference,
+      status: "completed",
+      amount: 4321,
+      currency: "KES",
+      paymentMethod: "card",
+      failureCode: null,
+      customer: { email: "sub@example.com" },
+    });
+    await client.dispose();
+  });
+
+  it("delivers a failure too, and an already-settled transaction's last change at once", async () => {
+    const reference = await initialize(a);
+    expect((await pay(reference, DECLINED)).status).toBe(402);
+    const client = wsClient(gw.url, a.testKey);
+    const sub = collect(client, StatusChanged, { reference });
+    await sub.done();
+    expect(sub.results.map((r) => r.data?.transactionStatusChanged.transaction)).toEqual([
+      expect.objectContaining({ status: "failed", failureCode: "card_declined" }),
+    ]);
+    await client.dispose();
+  });
+
+  it("an unknown or foreign reference is an error", async () => {
+    const foreign = await initialize(b);
+    const client = wsClient(gw.url, a.testKey);
+    for (const reference of ["txn_nope", foreign]) {
+      const sub = collect(client, StatusChanged, { reference });
+      await sub.done();
+      const failure = sub.results[0]?.errors ?? (sub.error as { message: string }[]);
+      expect(JSON.stringify(failure)).toContain("Transaction not found");
+    }
+    await client.dispose();
+  });
+
+  it("transactionEvents sees only the key's own merchant and mode", async () => {
+    const aTest = wsClient(gw.url, a.testKey);
+    const aLive = wsClient(gw.url, a.liveKey);
+    const bTest = wsClient(gw.url, b.testKey);
+    const subs = { aTest: collect(aTest, AllEvents), aLive: collect(aLive, AllEvents), bTest: collect(bTest, AllEvents) };
+    await new Promise((r) => setTimeout(r, 300));
+    const aRef = await initialize(a);
+    const bRef = await initialize(b);
+    const aLiveRef = await initialize(a, a.liveKey);
+    await pay(aRef);
+    await pay(bRef, DECLINED);
+    await pay(aLiveRef);
+    await subs.aTest.waitFor(1);
+    await subs.bTest.waitFor(1);
+    await subs.aLive.waitFor(1);
+    await new Promise((r) => setTimeout(r, 300)); // nothing else arrives
+    const refs = (s: typeof subs.aTest) => s.results.map((r) => r.data!.transactionEvents.transaction.reference);
+    expect(refs(subs.aTest)).toEqual([aRef]);
+    expect(refs(subs.bTest)).toEqual([bRef]);
+    expect(refs(subs.aLive)).toEqual([aLiveRef]);
+    expect(subs.bTest.results[0]!.data!.transactionEvents.type).toBe("transaction.failed");
+    await Promise.all([aTest.dispose(), aLive.dispose(), bTest.dispose()]);
+  });
+
+  it.each([
+    ["a missing key", undefined],
+    ["a wrong key", "sk_test_wrongwrongwrongwrongwrongwrong"],
+  ])("closes the socket with 4403 for %s", async (_label, key) => {
+    let closed: ClosedSocket | undefined;
+    const client = wsClient(gw.url, key, (event) => (closed = event));
+    const sub = collect(client, AllEvents);
+    await sub.done().catch(() => {});
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closed?.code).toBe(4403);
+    expect(sub.results).toEqual([]);
+    await client.dispose();
+  });
+
+  it("applies the GraphQL armor limits over WebSocket (an alias bomb is refused)", async () => {
+    const client = wsClient(gw.url, a.testKey);
+    const bomb = graphql(`
+      subscription AliasBomb {
+        transactionEvents {
+          a0: type a1: type a2: type a3: type a4: type a5: type a6: type a7: type a8: type a9: type a10: type a11: type a12: type a13: type a14: type a15: type a16: type a17: type a18: type a19: type
+        }
+      }
+    `);
+    const sub = collect(client, bomb);
+    await sub.done().catch(() => {});
+    const errors = JSON.stringify(sub.results[0]?.errors ?? sub.error);
+    expect(errors).toMatch(/alias/i);
+    expect(sub.results.some((r) => r.data)).toBe(false);
+    await client.dispose();
+  });
+
+  it("counts each subscribe operation against the key's rate limit", async () => {
+    const limited = await startTestGateway({ env: { RATE_LIMIT_PER_MINUTE: "3" } });
+    try {
+      const merchant = await limited.createMerchant();
+      const client = wsClient(limited.url, merchant.testKey);
+      const subs = Array.from({ length: 4 }, () => collect(client, AllEvents));
+      await subs[3]!.done();
+      expect(JSON.stringify(subs[3]!.results[0]?.errors ?? subs[3]!.error)).toMatch(/Rate limit exceeded, retry in \d+ seconds/);
+      for (const sub of subs.slice(0, 3)) {
+        expect(sub.error).toBeUndefined();
+        expect(sub.completed).toBe(false);
+        sub.dispose();
+      }
+      await client.dispose();
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("closes open WebSocket subscriptions and SSE streams cleanly on shutdown", async () => {
+    const other = await startTestGateway();
+    const merchant = await other.createMerchant();
+    let closed: ClosedSocket | undefined;
+    const client = wsClient(other.url, merchant.testKey, (event) => (closed = event));
+    const sub = collect(client, AllEvents);
+    const stream = await sseSubscribe(other.url, merchant.testKey, AllEvents);
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    await other.close();
+    expect(Date.now() - started).toBeLessThan(5000);
+    await stream.waitFor(() => stream.ended());
+    await sub.done().catch(() => {});
+    expect(sub.completed || closed !== undefined).toBe(true);
+    await client.dispose();
+  });
+
+  it("delivers over SSE as well", async () => {
+    const reference = await initialize(a);
+    const stream = await sseSubscribe(gw.url, a.testKey, StatusChanged, { reference });
+    expect(stream.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200));
+    await pay(reference);
+    await stream.waitFor(() => stream.events.some((e) => e.event === "next"));
+    const next = stream.events.find((e) => e.event === "next")!;
+    expect(next.data.data.transactionStatusChanged.transaction).toMatchObject({ reference, status: "completed" });
+    await stream.waitFor(() => stream.ended() || stream.events.some((e) => e.event === "complete"));
+    await stream.close();
+  });
+
+  it("SSE without a valid key gets the 401 envelope", async () => {
+    const res = await fetch(`${gw.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", "x-api-key": "nope" },
+      body: JSON.stringify({ query: "subscription { transactionEvents { type } }" }),
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ status: "error", message: "Invalid API key", code: "invalid_api_key" });
+  });
+});

@@ -1,0 +1,115 @@
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient, startTestGateway, type HttpResult, type TestGateway } from "../support/gateway.ts";
+import { startRedis, type RedisServer } from "../support/redis.ts";
+
+const BUDGET = 10;
+
+/** A logger that keeps its lines, to count warnings. */
+function memoryLogger() {
+  const lines: { level: number; msg: string }[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return {
+    logger,
+    count: (level: "warn" | "info", pattern: RegExp) =>
+      lines.filter((l) => l.level === pino.levels.values[level] && pattern.test(l.msg)).length,
+  };
+}
+
+const unreachable = /Redis is unreachable/;
+const reachableAgain = /Redis is reachable again/;
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const remaining = (res: HttpResult) => Number(res.headers.get("x-ratelimit-remaining"));
+
+describe("rate limiting shared by two instances through Redis", () => {
+  let redis: RedisServer;
+  let a: TestGateway;
+  let b: TestGateway;
+  const logsA = memoryLogger();
+  const logsB = memoryLogger();
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    const env = { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: String(BUDGET) };
+    a = await startTestGateway({ env, logger: logsA.logger });
+    // The second instance: same PostgreSQL database, same Redis.
+    b = await startTestGateway({ env, logger: logsB.logger, database: a.database });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await redis?.stop();
+  });
+
+  /** BUDGET requests alternating between the instances, then one more on each: both refuse. */
+  async function expectOneSharedBudget(key: string) {
+    const seen: number[] = [];
+    for (let i = 0; i < BUDGET; i++) {
+      const res = await apiClient((i % 2 ? b : a).url, key).get("/v1/status");
+      expect(res.status).toBe(200);
+      seen.push(remaining(res));
+    }
+    expect(seen).toEqual(Array.from({ length: BUDGET }, (_, i) => BUDGET - 1 - i));
+    expect((await apiClient(a.url, key).get("/v1/status")).status).toBe(429);
+    expect((await apiClient(b.url, key).get("/v1/status")).status).toBe(429);
+  }
+
+  it("runs both instances on one PostgreSQL database with Redis counters", async () => {
+    expect(a.gateway.db.backend).toBe("postgres");
+    expect(b.database.databaseUrl).toBe(a.database.databaseUrl);
+    expect([a.gateway.rateLimiter?.store, b.gateway.rateLimiter?.store]).toEqual(["redis", "redis"]);
+  });
+
+  it("counts one budget per key across both instances", async () => {
+    // Created through A, authenticated by B as well: one database.
+    const { testKey } = await a.createMerchant();
+    await expectOneSharedBudget(testKey);
+  });
+
+  it("keeps serving on in-memory counters while Redis is down, with one warning per instance, and returns to Redis", async () => {
+    const { testKey } = await a.createMerchant();
+    await redis.pause();
+    try {
+      // Every request is still answered and still limited, per instance, by the insurance limiter.
+      for (const gw of [a, b]) {
+        for (let i = 0; i < BUDGET; i++) {
+          const res = await apiClient(gw.url, testKey).get("/v1/status");
+          expect(res.status).toBe(200);
+          expect(remaining(res)).toBe(BUDGET - 1 - i);
+        }
+        expect((await apiClient(gw.url, testKey).get("/v1/status")).status).toBe(429);
+      }
+      await waitFor(() => logsA.count("warn", unreachable) > 0 && logsB.count("warn", unreachable) > 0, "the warnings");
+      // Let ioredis fail a few reconnects: still one warning each, not one per request or per retry.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect([logsA.count("warn", unreachable), logsB.count("warn", unreachable)]).toEqual([1, 1]);
+    } finally {
+      await redis.resume();
+    }
+
+    await waitFor(() => logsA.count("info", reachableAgain) === 1 && logsB.count("info", reachableAgain) === 1, "the recovery notices");
+    const { testKey: afterRecovery } = await a.createMerchant();
+    await expectOneSharedBudget(afterRecovery);
+
+    // The counters are in Redis again, under a hash of the key, never the key itself.
+    const inspect = new Redis(redis.url);
+    try {
+      const keys = await inspect.keys("gw:rl:*");
+      expect(keys.length).toBeGreaterThan(0);
+      expect(keys.join(" ")).not.toContain(afterRecovery);
+      expect(keys.join(" ")).not.toMatch(/sk_(test|live)_/);
+    } finally {
+      inspect.disconnect();
+    }
+    expect([logsA.count("warn", unreachable), logsB.count("warn", unreachable)]).toEqual([1, 1]);
+  });
+});
