@@ -63,6 +63,7 @@ const envSchema = z.object({
   GRAPHQL_MAX_TOKENS: positiveInt(1000),
   GRAPHQL_MAX_DIRECTIVES: positiveInt(50),
   GRAPHQL_INTROSPECTION: booleanFlag,
+  GRAPHQL_WS_KEEPALIVE_MS: positiveInt(12_000),
   /** Overrides the Daraja base URL of every mpesa channel (a proxy, or a loopback fake in tests). */
   MPESA_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   SANDBOX_STK_DELAY_MS: positiveInt(2000),
@@ -117,6 +118,8 @@ export interface Config {
     maxDirectives: number;
     /** Introspection and "Did you mean ...?" suggestions both reveal the schema; off in production by default. */
     introspection: boolean;
+    /** Interval of WebSocket pings, so idle subscriptions survive proxies and dead peers are noticed. */
+    wsKeepAliveMs: number;
   };
   momo: MomoConfig;
 }
@@ -178,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxTokens: e.GRAPHQL_MAX_TOKENS,
       maxDirectives: e.GRAPHQL_MAX_DIRECTIVES,
       introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== "production",
+      wsKeepAliveMs: e.GRAPHQL_WS_KEEPALIVE_MS,
     },
     momo: {
       mpesaBaseUrl: e.MPESA_BASE_URL?.replace(/\/+$/, ""),

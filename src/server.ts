@@ -81,6 +81,11 @@ function isKeyedApiRequest(request: FastifyRequest): boolean {
   return isApiPath(request.url) && !isWebSocketUpgrade(request);
 }
 
+/** A payer's card attempt: keyless, so it spends its IP's budget, which throttles card testing. */
+function isCheckoutPayment(request: FastifyRequest): boolean {
+  return request.method === "POST" && request.url.startsWith("/payment/checkout/");
+}
+
 function isGraphiqlPageRequest(request: FastifyRequest): boolean {
   return request.method === "GET" && (request.headers.accept ?? "").includes("text/html");
 }
@@ -142,7 +147,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.setNotFoundHandler((_request, reply) => sendError(reply, new GatewayError("route_not_found")));
 
   // Registered first: rate limiting runs before authentication, idempotency and any database work.
-  const rateLimit = registerRateLimit(app, rateLimiter, isKeyedApiRequest);
+  const rateLimit = registerRateLimit(app, rateLimiter, (request) => isKeyedApiRequest(request) || isCheckoutPayment(request));
 
   /** Every /api, /v1 and /graphql request needs a valid key, checked before any other work. */
   app.addHook("onRequest", async (request, reply) => {
@@ -197,6 +202,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       yoga,
       authenticate: (key) => services.merchants.authenticate(key),
       chargeOperation: (key) => chargeOperation(rateLimiter, key),
+      keepAliveMs: config.graphql.wsKeepAliveMs,
     }),
   });
   app.route({ url: "/graphql", method: ["POST", "OPTIONS"], handler: handleGraphql });

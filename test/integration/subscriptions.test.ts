@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { graphql } from "../gql/index.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, sseSubscribe, wsClient, type ClosedSocket } from "../support/subscriptions.ts";
@@ -198,6 +199,23 @@ describe("GraphQL subscriptions", () => {
     await sub.done().catch(() => {});
     expect(sub.completed || closed !== undefined).toBe(true);
     await client.dispose();
+  });
+
+  it("pings idle WebSocket connections (keep-alive)", async () => {
+    const pinging = await startTestGateway({ env: { GRAPHQL_WS_KEEPALIVE_MS: "100" } });
+    try {
+      const merchant = await pinging.createMerchant();
+      const socket = new WebSocket(`${pinging.url.replace("http", "ws")}/graphql`, "graphql-transport-ws");
+      let pings = 0;
+      socket.on("ping", () => pings++);
+      await new Promise((resolve) => socket.on("open", resolve));
+      socket.send(JSON.stringify({ type: "connection_init", payload: { "X-API-Key": merchant.testKey } }));
+      await new Promise((r) => setTimeout(r, 450));
+      expect(pings).toBeGreaterThanOrEqual(2);
+      socket.close();
+    } finally {
+      await pinging.close();
+    }
   });
 
   it("delivers over SSE as well", async () => {

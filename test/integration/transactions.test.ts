@@ -310,6 +310,25 @@ describe("transactions", () => {
       expect((await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { id: row.id } })).status).toBe("completed");
     });
 
+    it("throttles card attempts per payer IP (card testing), with the 429 envelope", async () => {
+      const throttled = await startTestGateway({ env: { RATE_LIMIT_IP_PER_MINUTE: "2" } });
+      try {
+        const shop = await throttled.createMerchant();
+        const shopApi = apiClient(throttled.url, shop.testKey);
+        await shopApi.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+        const init = await shopApi.post("/api/transactions/initialize", { amount: 100, email: "t@example.com" });
+        const attempt = () => apiClient(throttled.url).post(`/payment/checkout/${init.body.reference}/pay`, { ...SUCCESS_CARD, card_number: "4084084084084082" });
+        expect((await attempt()).status).toBe(400);
+        expect((await attempt()).status).toBe(400);
+        const third = await attempt();
+        expect(third.status).toBe(429);
+        expect(third.body).toMatchObject({ status: "error", code: "rate_limited" });
+        expect(third.headers.get("retry-after")).toMatch(/^\d+$/);
+      } finally {
+        await throttled.close();
+      }
+    });
+
     it("serves the checkout page for a pending reference and a 404 page otherwise", async () => {
       const init = await initialize({ amount: 150000, email: "page@example.com", description: "Order <42>" });
       const page = await fetch(init.body.authorization_url.replace("https://pay.example.test", gw.url));

@@ -19,8 +19,8 @@ import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSy
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
-import { isMainThread } from "node:worker_threads";
 import pg from "pg";
+import { onProcessExit } from "./cleanup-on-exit.ts";
 
 export type PostgresServer = {
   /** Superuser connection URL to the server's `postgres` database (or TEST_DATABASE_URL as given). */
@@ -207,46 +207,6 @@ function installExitHandlers(): void {
   onProcessExit(() => {
     for (const cluster of [...liveClusters]) destroyClusterSync(cluster);
   });
-}
-
-/**
- * Cleanup on exit, shared through globalThis with the other test/support server helpers (and with re-evaluated copies
- * of this module under vitest's isolation), so that there is exactly one exit hook and one listener per signal.
- */
-type CleanupRegistry = { cleanups: Set<() => void> };
-const REGISTRY_KEY = Symbol.for("payment-gateway.test-support.cleanup-on-exit");
-
-function onProcessExit(cleanup: () => void): void {
-  const global = globalThis as { [REGISTRY_KEY]?: CleanupRegistry };
-  let registry = global[REGISTRY_KEY];
-  if (!registry) {
-    const reg: CleanupRegistry = (registry = global[REGISTRY_KEY] = { cleanups: new Set() });
-    const runAll = () => {
-      for (const fn of [...reg.cleanups]) {
-        try {
-          fn();
-        } catch {
-          // best effort
-        }
-      }
-    };
-    process.on("exit", runAll);
-    if (isMainThread) {
-      // signals are only delivered to the main thread
-      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-        const onSignal = () => {
-          runAll();
-          // If nobody else handles this signal, restore the default behaviour (terminate) by re-raising it.
-          if (process.listenerCount(signal) === 1) {
-            process.removeListener(signal, onSignal);
-            process.kill(process.pid, signal);
-          }
-        };
-        process.on(signal, onSignal);
-      }
-    }
-  }
-  registry.cleanups.add(cleanup);
 }
 
 /** Removes clusters whose owning test process died without cleaning up (e.g. killed with SIGKILL). */

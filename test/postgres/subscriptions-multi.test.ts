@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { graphql } from "../gql/index.ts";
+import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { startRedis, type RedisServer } from "../support/redis.ts";
+import { collect, sseSubscribe, wsClient } from "../support/subscriptions.ts";
+
+const Changed = graphql(`
+  subscription ChangedAcrossInstances($reference: String!) {
+    transactionStatusChanged(reference: $reference) {
+      type
+      transaction {
+        reference
+        status
+        amount
+      }
+    }
+  }
+`);
+
+const Everything = graphql(`
+  subscription EverythingAcrossInstances {
+    transactionEvents {
+      transaction {
+        reference
+        status
+      }
+    }
+  }
+`);
+
+/** Two gateway instances on one PostgreSQL database and one Redis: events cross instances. */
+describe("subscriptions across gateway instances", () => {
+  let redis: RedisServer;
+  let a: TestGateway;
+  let b: TestGateway;
+  let merchant: TestMerchant;
+  let other: TestMerchant;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    a = await startTestGateway({ env: { REDIS_URL: redis.url } });
+    b = await startTestGateway({ env: { REDIS_URL: redis.url }, database: a.database });
+    merchant = await a.createMerchant("Crossing");
+    other = await a.createMerchant("Bystander");
+    for (const m of [merchant, other]) {
+      await apiClient(a.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    }
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await redis?.stop();
+  });
+
+  const initializeOnA = async (m: TestMerchant) => {
+    const res = await apiClient(a.url, m.testKey).post("/api/transactions/initialize", { amount: 777, email: "x@example.com" });
+    expect(res.status).toBe(200);
+    return res.body.reference as string;
+  };
+  const payOnA = (reference: string) =>
+    apiClient(a.url).post(`/payment/checkout/${reference}/pay`, {
+      card_number: "4242424242424242",
+      expiry_month: 1,
+      expiry_year: new Date().getUTCFullYear() + 3,
+      cvc: "123",
+    });
+
+  it("a WebSocket subscriber on B receives a completion made through A; another merchant's subscriber on B does not", async () => {
+    const reference = await initializeOnA(merchant);
+    const client = wsClient(b.url, merchant.testKey);
+    const bystander = wsClient(b.url, other.testKey);
+    const sub = collect(client, Changed, { reference });
+    const all = collect(client, Everything);
+    const theirs = collect(bystander, Everything);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await payOnA(reference)).status).toBe(200);
+    await sub.done();
+    expect(sub.results.map((r) => r.data?.transactionStatusChanged)).toEqual([
+      { type: "transaction.completed", transaction: { reference, status: "completed", amount: 777 } },
+    ]);
+    await all.waitFor(1);
+    expect(all.results[0]!.data!.transactionEvents.transaction.reference).toBe(reference);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(theirs.results).toEqual([]);
+    all.dispose();
+    theirs.dispose();
+    await Promise.all([client.dispose(), bystander.dispose()]);
+  });
+
+  it("an SSE subscriber on B receives the same", async () => {
+    const reference = await initializeOnA(merchant);
+    const stream = await sseSubscribe(b.url, merchant.testKey, Changed, { reference });
+    await new Promise((r) => setTimeout(r, 300));
+    await payOnA(reference);
+    await stream.waitFor(() => stream.events.some((e) => e.event === "next"));
+    expect(stream.events.find((e) => e.event === "next")!.data.data.transactionStatusChanged.transaction).toEqual({
+      reference,
+      status: "completed",
+      amount: 777,
+    });
+    await stream.close();
+  });
+});
