@@ -44,19 +44,30 @@ const TransactionEvent = builder.objectRef<PublishedEvent>("TransactionEvent").i
   }),
 });
 
-/** Ends an event stream when the signal aborts (server shutdown), so open subscriptions close cleanly. */
-async function* untilAborted<T>(source: AsyncIterableIterator<T>, signal: AbortSignal): AsyncGenerator<T> {
+/**
+ * Ends an event stream when the signal aborts (server shutdown), so open subscriptions close cleanly.
+ * `first` is an already requested first event, for callers that had to start listening early.
+ */
+async function* untilAborted<T>(
+  source: AsyncIterableIterator<T>,
+  signal: AbortSignal,
+  first: Promise<IteratorResult<T>> = source.next(),
+): AsyncGenerator<T> {
+  let onAbort = () => {};
   const aborted = new Promise<IteratorResult<T>>((resolve) => {
-    if (signal.aborted) resolve({ done: true, value: undefined });
-    signal.addEventListener("abort", () => resolve({ done: true, value: undefined }), { once: true });
+    onAbort = () => resolve({ done: true, value: undefined });
+    if (signal.aborted) onAbort();
   });
+  signal.addEventListener("abort", onAbort, { once: true });
   try {
-    while (true) {
-      const next = await Promise.race([source.next(), aborted]);
+    for (let pending = first; ; pending = source.next()) {
+      const next = await Promise.race([pending, aborted]);
       if (next.done) return;
       yield next.value;
     }
   } finally {
+    // The signal outlives every subscription: without this each one would leave a listener behind.
+    signal.removeEventListener("abort", onAbort);
     await source.return?.();
   }
 }
@@ -79,8 +90,10 @@ builder.subscriptionFields((t) => ({
     args: { reference: t.arg.string({ required: true }) },
     subscribe: async function* (_root, { reference }, ctx) {
       const principal = ctx.principal!;
-      // Listen first, then look: a change committed in between is not missed.
-      const events = untilAborted(ctx.services.publisher.subscribe(principal.merchantId, principal.mode), ctx.shutdownSignal);
+      // Listen first, then look, so a change committed in between is not missed. The pub/sub iterator
+      // starts listening on its first next(), hence asking for the first event right away.
+      const source = ctx.services.publisher.subscribe(principal.merchantId, principal.mode);
+      const first = source.next();
       try {
         const transaction = await ctx.services.transactions.getByReference(principal, reference);
         if (transaction.status !== "pending") {
@@ -88,14 +101,14 @@ builder.subscriptionFields((t) => ({
           if (last) yield last;
           return;
         }
-        for await (const event of events) {
+        for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
           if (event.transactionId === transaction.id) {
             yield event;
             return;
           }
         }
       } finally {
-        await events.return(undefined);
+        await source.return?.();
       }
     },
     resolve: (event) => event,
