@@ -39,7 +39,8 @@ export const builder = new SchemaBuilder<{
     filterConnectionTotalCount: true,
     onUnusedQuery: null,
   },
-  errors: { defaultTypes: [] },
+  // A fallible field returns its object or an Error type directly (no Success wrapper), everywhere.
+  errors: { defaultTypes: [], directResult: true },
 });
 
 builder.queryType({ authScopes: { merchant: true } });

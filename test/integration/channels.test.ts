@@ -21,15 +21,13 @@ const ChannelsCreate = graphql(`
   mutation ChannelsCreate($input: CreatePaymentChannelInput!) {
     createPaymentChannel(input: $input) {
       __typename
-      ... on MutationCreatePaymentChannelSuccess {
-        data {
-          id
-          databaseId
-          name
-          provider
-          isActive
-          isDefault
-        }
+      ... on PaymentChannel {
+        id
+        databaseId
+        name
+        provider
+        isActive
+        isDefault
       }
       ... on Error {
         code
@@ -46,12 +44,10 @@ const ChannelsUpdate = graphql(`
   mutation ChannelsUpdate($input: UpdatePaymentChannelInput!) {
     updatePaymentChannel(input: $input) {
       __typename
-      ... on MutationUpdatePaymentChannelSuccess {
-        data {
-          databaseId
-          name
-          provider
-        }
+      ... on PaymentChannel {
+        databaseId
+        name
+        provider
       }
       ... on Error {
         code
@@ -68,12 +64,10 @@ const ChannelsSetDefault = graphql(`
   mutation ChannelsSetDefault($id: Int!) {
     setDefaultPaymentChannel(id: $id) {
       __typename
-      ... on MutationSetDefaultPaymentChannelSuccess {
-        data {
-          databaseId
-          isActive
-          isDefault
-        }
+      ... on PaymentChannel {
+        databaseId
+        isActive
+        isDefault
       }
       ... on Error {
         code
@@ -87,12 +81,10 @@ const ChannelsDeactivate = graphql(`
   mutation ChannelsDeactivate($id: Int!) {
     deactivatePaymentChannel(id: $id) {
       __typename
-      ... on MutationDeactivatePaymentChannelSuccess {
-        data {
-          databaseId
-          isActive
-          isDefault
-        }
+      ... on PaymentChannel {
+        databaseId
+        isActive
+        isDefault
       }
       ... on Error {
         code
@@ -114,10 +106,11 @@ const ChannelsNode = graphql(`
   }
 `);
 
-/** The success payload of a typed-error field, or a failing assertion showing the error result. */
-function success<T extends { __typename?: string }>(result: T | undefined): Extract<T, { data: unknown }>["data"] {
-  if (!result || !("data" in result)) throw new Error(`expected a success result, got ${JSON.stringify(result)}`);
-  return (result as Extract<T, { data: unknown }>).data;
+/** The object of a typed-error field (without __typename), or a failing assertion showing the error result. */
+function success<T extends { __typename?: string }>(result: T | undefined): Omit<Exclude<T, { code: unknown }>, "__typename"> {
+  if (!result || "code" in result) throw new Error(`expected a success result, got ${JSON.stringify(result)}`);
+  const { __typename, ...object } = result as Exclude<T, { code: unknown }>;
+  return object;
 }
 
 const isoMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -7,22 +7,20 @@ const CustomersList = graphql(`
   query CustomersList($search: String, $page: Int, $limit: Int) {
     customers(search: $search, page: $page, limit: $limit) {
       __typename
-      ... on QueryCustomersSuccess {
-        data {
-          items {
-            id
-            databaseId
-            email
-            firstName
-            lastName
-            phone
-            createdAt
-          }
-          total
-          page
-          limit
-          pages
+      ... on CustomerPage {
+        items {
+          id
+          databaseId
+          email
+          firstName
+          lastName
+          phone
+          createdAt
         }
+        total
+        page
+        limit
+        pages
       }
       ... on Error {
         code
@@ -39,14 +37,12 @@ const CustomersCreate = graphql(`
   mutation CustomersCreate($input: CreateCustomerInput!) {
     createCustomer(input: $input) {
       __typename
-      ... on MutationCreateCustomerSuccess {
-        data {
-          databaseId
-          email
-          firstName
-          lastName
-          phone
-        }
+      ... on Customer {
+        databaseId
+        email
+        firstName
+        lastName
+        phone
       }
       ... on Error {
         code
@@ -167,8 +163,11 @@ describe("customers", () => {
       const client = rest(acme.testKey);
       const created = await client.graphql(CustomersCreate, { input: { email: "gql@example.com", firstName: "G", phone: "+2348031234567" } });
       expect(created.body.data?.createCustomer).toMatchObject({
-        __typename: "MutationCreateCustomerSuccess",
-        data: { email: "gql@example.com", firstName: "G", lastName: null, phone: "+2348031234567" },
+        __typename: "Customer",
+        email: "gql@example.com",
+        firstName: "G",
+        lastName: null,
+        phone: "+2348031234567",
       });
       const duplicate = await client.graphql(CustomersCreate, { input: { email: "gql@example.com" } });
       expect(duplicate.body.data?.createCustomer).toEqual({
@@ -262,8 +261,8 @@ describe("customers", () => {
       ] as const) {
         const viaRest = (await listCustomers(shop.testKey, query)).body;
         const result = (await rest(shop.testKey).graphql(CustomersList, variables)).body.data?.customers;
-        if (result?.__typename !== "QueryCustomersSuccess") throw new Error(JSON.stringify(result));
-        const { items, ...totals } = result.data;
+        if (result?.__typename !== "CustomerPage") throw new Error(JSON.stringify(result));
+        const { __typename, items, ...totals } = result;
         expect({
           status: "success",
           data: items.map((c) => ({

@@ -9,11 +9,9 @@ const IdempotentCreateCustomer = graphql(`
   mutation IdempotentCreateCustomer($input: CreateCustomerInput!) {
     createCustomer(input: $input) {
       __typename
-      ... on MutationCreateCustomerSuccess {
-        data {
-          databaseId
-          email
-        }
+      ... on Customer {
+        databaseId
+        email
       }
       ... on Error {
         code
@@ -86,7 +84,7 @@ describe("Idempotency-Key on POST", () => {
     const input = { email: `${randomUUID()}@customers.test` };
     const first = await client.graphql(IdempotentCreateCustomer, { input }, { "idempotency-key": key });
     expect(first.status).toBe(200);
-    expect(first.body.data?.createCustomer.__typename).toBe("MutationCreateCustomerSuccess");
+    expect(first.body.data?.createCustomer.__typename).toBe("Customer");
     const retry = await client.graphql(IdempotentCreateCustomer, { input }, { "idempotency-key": key });
     expect(replayed(retry)).toBe("true");
     expect(retry.text).toBe(first.text);
@@ -216,7 +214,7 @@ describe("Idempotency-Key on POST", () => {
     expect(await records(key)).toEqual([]);
 
     const corrected = await client.graphql(IdempotentCreateCustomer, { input: { email: `${randomUUID()}@customers.test` } }, header);
-    expect(corrected.body.data?.createCustomer.__typename).toBe("MutationCreateCustomerSuccess");
+    expect(corrected.body.data?.createCustomer.__typename).toBe("Customer");
     expect(replayed(corrected)).toBeNull();
   });
 

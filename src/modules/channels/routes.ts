@@ -33,19 +33,19 @@ function createVariables({ body }: RestRequest) {
 }
 
 export const channelRoutes = [
-  defineRoute<{ createPaymentChannel: { data: ChannelData } }>({
+  defineRoute<{ createPaymentChannel: ChannelData }>({
     method: "POST",
     path: "/api/payment-channels/create",
     operation: `mutation RestCreatePaymentChannel($input: CreatePaymentChannelInput!) {
       createPaymentChannel(input: $input) {
-        ... on MutationCreatePaymentChannelSuccess { data { ${channelFields} } }
+        ... on PaymentChannel { ${channelFields} }
         ... on Error { code message }
       }
     }`,
     variables: createVariables,
     respond: ({ createPaymentChannel }) => ({
       statusCode: 201,
-      body: { status: "success", message: "Payment channel created", channel: toLegacyChannel(createPaymentChannel.data) },
+      body: { status: "success", message: "Payment channel created", channel: toLegacyChannel(createPaymentChannel) },
     }),
   }),
   defineRoute<{ paymentChannels: ChannelData[] }>({

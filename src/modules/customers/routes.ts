@@ -30,12 +30,12 @@ const toLegacyCustomer = (c: CustomerData) => ({
 });
 
 export const customerRoutes = [
-  defineRoute<{ createCustomer: { data: CustomerData } }>({
+  defineRoute<{ createCustomer: CustomerData }>({
     method: "POST",
     path: "/api/customers/create",
     operation: `mutation RestCreateCustomer($input: CreateCustomerInput!) {
       createCustomer(input: $input) {
-        ... on MutationCreateCustomerSuccess { data { ${customerFields} } }
+        ... on Customer { ${customerFields} }
         ... on Error { code message }
       }
     }`,
@@ -49,15 +49,15 @@ export const customerRoutes = [
     }),
     respond: ({ createCustomer }) => ({
       statusCode: 201,
-      body: { status: "success", message: "Customer created", customer: toLegacyCustomer(createCustomer.data) },
+      body: { status: "success", message: "Customer created", customer: toLegacyCustomer(createCustomer) },
     }),
   }),
-  defineRoute<{ customers: { data: CustomerPageData } }>({
+  defineRoute<{ customers: CustomerPageData }>({
     method: "GET",
     path: "/api/customers/list",
     operation: `query RestListCustomers($search: String, $page: Int, $limit: Int) {
       customers(search: $search, page: $page, limit: $limit) {
-        ... on QueryCustomersSuccess { data { items { ${customerFields} } total page limit pages } }
+        ... on CustomerPage { items { ${customerFields} } total page limit pages }
         ... on Error { code message }
       }
     }`,
@@ -66,7 +66,7 @@ export const customerRoutes = [
       page: intParam(query, "page"),
       limit: intParam(query, "limit"),
     }),
-    respond: ({ customers: { data } }) => ({
+    respond: ({ customers: data }) => ({
       body: {
         status: "success",
         data: data.items.map(toLegacyCustomer),

@@ -71,21 +71,21 @@ builder.mutationFields((t) => ({
   startStkPush: t.field({
     type: StartStkPushPayload,
     description: "Sends an M-Pesa STK push to the customer's phone; the transaction stays pending until M-Pesa answers.",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: { input: t.arg({ type: StartStkPushInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.momo.startStkPush(ctx.principal!, input),
   }),
   registerC2bUrls: t.field({
     type: RegisterC2bUrlsPayload,
     description: "Registers the gateway's C2B callbacks with M-Pesa and stores the merchant's URLs to relay to.",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: { input: t.arg({ type: RegisterC2bUrlsInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.momo.registerC2bUrls(ctx.principal!, input),
   }),
   simulateC2b: t.field({
     type: SimulateC2bPayload,
     description: "Sandbox channels only: a customer-to-business payment, recorded as a completed transaction.",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: { input: t.arg({ type: SimulateC2bInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.momo.simulateC2b(ctx.principal!, input),
   }),
@@ -95,7 +95,7 @@ builder.queryField("stkStatus", (t) =>
   t.field({
     type: Transaction,
     description: "An STK push transaction by reference (the same as transaction(reference)).",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: { reference: t.arg.string({ required: true }) },
     resolve: (_root, { reference }, ctx) => ctx.services.transactions.getByReference(ctx.principal!, reference) as never,
   }),

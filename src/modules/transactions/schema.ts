@@ -50,7 +50,7 @@ builder.queryFields((t) => {
   transaction: t.field({
     type: Transaction,
     description: "One of the merchant's transactions by reference.",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: { reference: t.arg.string({ required: true }) },
     resolve: async (_root, { reference }, ctx, info) => {
       const found = await ctx.services.transactions.getByReference(ctx.principal!, reference);
@@ -62,7 +62,7 @@ builder.queryFields((t) => {
   transactionsPage: t.field({
     type: TransactionPage,
     description: "Newest first, by page number, with totals (the shape of the REST list).",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: {
       ...filterArgs(),
       page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
@@ -112,7 +112,7 @@ builder.mutationField("initializeTransaction", (t) =>
   t.field({
     type: InitializeTransactionPayload,
     description: "Starts a payment; the payer completes it at authorizationUrl.",
-    errors: { types: businessErrors, directResult: true },
+    errors: { types: businessErrors },
     args: { input: t.arg({ type: InitializeTransactionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => ({ transaction: await ctx.services.transactions.initialize(ctx.principal!, input) }),
   }),
