@@ -15,12 +15,12 @@
  */
 import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, chownSync, appendFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, chownSync, appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
 import { onProcessExit } from "./cleanup-on-exit.ts";
+import { freePort, isAlive, isExecutable, onPath, sleep } from "./local-server.ts";
 
 export type PostgresServer = {
   /** Superuser connection URL to the server's `postgres` database (or TEST_DATABASE_URL as given). */
@@ -232,14 +232,6 @@ function sweepAbandonedClusters(bins: Binaries, runAs: RunAs): void {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // SQL
@@ -361,21 +353,7 @@ function findBinaries(): Binaries {
   throw new Error(NOT_FOUND);
 }
 
-function onPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
-}
 
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
 
 function resolveRunAs(): RunAs {
   if (process.getuid?.() !== 0) return { wrap: (cmd, args) => [cmd, args] };
@@ -435,19 +413,4 @@ function readTail(file: string, bytes = 4000): string {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error("could not find a free port"))));
-    });
-  });
-}
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -5,6 +5,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import { Prisma, type Customer } from "../../db/generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
+import { optionalText } from "../../validation.ts";
 
 export type { Customer };
 
@@ -37,20 +38,13 @@ export function normalizePhone(value: string, field = "phone"): string {
   return phone.number;
 }
 
-function optionalName(value: string | null | undefined, field: string): string | null {
-  const name = value?.trim();
-  if (!name) return null;
-  if (name.length > MAX_NAME_LENGTH) throw new ValidationError(field, `must be at most ${MAX_NAME_LENGTH} characters`);
-  return name;
-}
-
 function validateCustomer(principal: Principal, input: CustomerInput) {
   return {
     merchantId: principal.merchantId,
     mode: principal.mode,
     email: normalizeEmail(input.email ?? ""),
-    firstName: optionalName(input.firstName, "first_name"),
-    lastName: optionalName(input.lastName, "last_name"),
+    firstName: optionalText(input.firstName, "first_name", MAX_NAME_LENGTH),
+    lastName: optionalText(input.lastName, "last_name", MAX_NAME_LENGTH),
     phone: input.phone?.trim() ? normalizePhone(input.phone) : null,
   };
 }

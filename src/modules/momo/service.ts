@@ -10,6 +10,7 @@ import type { Connectors } from "../../providers/index.ts";
 import type { MomoConnector, StkCallback, StkOutcome } from "../../providers/types.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { newReference, type TransactionService } from "../transactions/service.ts";
+import { optionalText } from "../../validation.ts";
 
 /**
  * Mobile money (M-Pesa): STK push collections, their callbacks and reconciliation, and C2B.
@@ -62,13 +63,6 @@ export function parsePhone(value: string | null | undefined, field = "phone_numb
   const phone = value.trim();
   if (!/^254\d{9}$/.test(phone)) throw new ValidationError(field, "must be in the format 254XXXXXXXXX (12 digits)");
   return phone;
-}
-
-function optionalText(value: string | null | undefined, field: string, max: number): string | null {
-  const text = value?.trim();
-  if (!text) return null;
-  if (text.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
-  return text;
 }
 
 function parseUrl(value: string | null | undefined, field: string): string {

@@ -52,11 +52,8 @@ builder.queryFields((t) => {
     description: "One of the merchant's transactions by reference.",
     errors: { types: businessErrors },
     args: { reference: t.arg.string({ required: true }) },
-    resolve: async (_root, { reference }, ctx, info) => {
-      const found = await ctx.services.transactions.getByReference(ctx.principal!, reference);
-      // Re-read with the relations the selection asks for.
-      return ctx.prisma.transaction.findUniqueOrThrow({ ...queryFromInfo({ context: ctx, info }), where: { id: found.id } });
-    },
+    resolve: (_root, { reference }, ctx, info) =>
+      ctx.services.transactions.getByReference(ctx.principal!, reference, queryFromInfo({ context: ctx, info, typeName: "Transaction" }) as object),
   }),
 
   transactionsPage: t.field({

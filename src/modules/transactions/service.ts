@@ -12,6 +12,7 @@ import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, normalizePhone, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import { toPublishedEvent, transitionTransaction, type TransitionRequest } from "./state-machine.ts";
+import { optionalText } from "../../validation.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -48,13 +49,6 @@ export interface TransactionFilters {
 }
 
 const statuses: readonly TransactionStatus[] = ["pending", "completed", "failed"];
-
-function optionalText(value: string | null | undefined, field: string, max: number): string | null {
-  if (value === undefined || value === null) return null;
-  const text = value.trim();
-  if (text.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
-  return text === "" ? null : text;
-}
 
 /** A calendar date YYYY-MM-DD (UTC) that exists: 2024-02-30 and 2024-13-45 are rejected. */
 function parseDay(value: string, field: string): Date {
@@ -157,10 +151,16 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       });
     },
 
-    async getByReference(principal: Principal, reference: string): Promise<Transaction> {
-      const transaction = await prisma.transaction.findFirst({
+    /** `query` carries the relations a GraphQL selection needs, so one read serves it. */
+    async getByReference(
+      principal: Principal,
+      reference: string,
+      query: { include?: Prisma.TransactionInclude; select?: Prisma.TransactionSelect } = {},
+    ): Promise<Transaction> {
+      const transaction = (await prisma.transaction.findFirst({
+        ...query,
         where: { reference, merchantId: principal.merchantId, mode: principal.mode },
-      });
+      })) as Transaction | null;
       if (!transaction) throw new NotFoundError("Transaction");
       return transaction;
     },
