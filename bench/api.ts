@@ -237,7 +237,7 @@ async function main() {
       MPESA_BASE_URL: fake.url,
       PUBLIC_BASE_URL: "https://pay.gateway.test",
       // No reconciliation passes during the run: every pending push is settled by the callbacks we post.
-      RECONCILE_INTERVAL_MS: "3600000",
+      JOBS_ENABLED: "false",
       STK_CALLBACK_OVERDUE_MS: "3600000",
     };
     timed = await startInstance(env);

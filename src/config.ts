@@ -67,12 +67,38 @@ const envSchema = z.object({
   /** Overrides the Daraja base URL of every mpesa channel (a proxy, or a loopback fake in tests). */
   MPESA_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   SANDBOX_STK_DELAY_MS: positiveInt(2000),
-  RECONCILE_INTERVAL_MS: positiveInt(10_000),
   STK_CALLBACK_OVERDUE_MS: positiveInt(30_000),
   STK_QUERY_BACKOFF_MS: positiveInt(10_000),
   STK_LIFETIME_MS: positiveInt(180_000),
   C2B_VALIDATION_TIMEOUT_MS: positiveInt(5000),
+  JOBS_ENABLED: booleanFlag,
+  JOB_POLL_INTERVAL_MS: positiveInt(2000),
+  JOB_LEASE_MS: positiveInt(60_000),
+  WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
+  WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
+  WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
 });
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "0,5s,5m,2h" -> milliseconds; a bare number is milliseconds. Null when any part is not a duration. */
+export function parseDurations(value: string): number[] | null {
+  const parts = value.split(",").map((p) => p.trim());
+  const out: number[] = [];
+  for (const part of parts) {
+    const match = /^(\d{1,9})(ms|s|m|h|d)?$/.exec(part);
+    if (!match) return null;
+    out.push(Number(match[1]) * durationUnits[match[2] ?? "ms"]!);
+  }
+  return out.length ? out : null;
+}
+
+/**
+ * Delays before each delivery attempt (the first is immediate). Live mode retries for more than 3 days,
+ * test mode makes 8 attempts in about 1.7 days, as Stripe and Svix do.
+ */
+const liveRetrySchedule = parseDurations("0,5s,5m,30m,2h,5h,10h,10h,24h,24h")!;
+const testRetrySchedule = parseDurations("0,5s,5m,30m,2h,5h,10h,24h")!;
 
 function isProxyAddress(value: string): boolean {
   if (["loopback", "linklocal", "uniquelocal"].includes(value)) return true;
@@ -122,6 +148,22 @@ export interface Config {
     wsKeepAliveMs: number;
   };
   momo: MomoConfig;
+  jobs: {
+    /** False for API-only instances: another instance works the queue. */
+    enabled: boolean;
+    pollIntervalMs: number;
+    leaseMs: number;
+  };
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** Delay before each attempt, per mode; its length is the number of attempts. */
+  retrySchedule: { test: number[]; live: number[] };
+  /** Test mode only: let endpoints on loopback and private networks receive (local development). */
+  allowPrivateUrls: boolean;
+  /** A 2xx within this long is a success. */
+  timeoutMs: number;
 }
 
 /** M-Pesa timing knobs (milliseconds) and the Daraja base URL override. */
@@ -129,8 +171,6 @@ export interface MomoConfig {
   mpesaBaseUrl: string | undefined;
   /** How long the sandbox connector waits before "the customer answers" an STK push. */
   sandboxStkDelayMs: number;
-  /** How often the reconciler looks for overdue STK pushes. */
-  reconcileIntervalMs: number;
   /** A pending STK push with no callback after this long is queried. */
   stkCallbackOverdueMs: number;
   /** First wait between two queries of one push; doubles each time, capped at 60 s. */
@@ -186,11 +226,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     momo: {
       mpesaBaseUrl: e.MPESA_BASE_URL?.replace(/\/+$/, ""),
       sandboxStkDelayMs: e.SANDBOX_STK_DELAY_MS,
-      reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
       stkCallbackOverdueMs: e.STK_CALLBACK_OVERDUE_MS,
       stkQueryBackoffMs: e.STK_QUERY_BACKOFF_MS,
       stkLifetimeMs: e.STK_LIFETIME_MS,
       c2bValidationTimeoutMs: e.C2B_VALIDATION_TIMEOUT_MS,
+    },
+    jobs: {
+      enabled: e.JOBS_ENABLED ?? true,
+      pollIntervalMs: e.JOB_POLL_INTERVAL_MS,
+      leaseMs: Math.max(e.JOB_LEASE_MS, e.WEBHOOK_TIMEOUT_MS + 5000),
+    },
+    webhooks: {
+      retrySchedule: e.WEBHOOK_RETRY_SCHEDULE
+        ? { test: parseDurations(e.WEBHOOK_RETRY_SCHEDULE)!, live: parseDurations(e.WEBHOOK_RETRY_SCHEDULE)! }
+        : { test: testRetrySchedule, live: liveRetrySchedule },
+      allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS ?? false,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
   };
 }

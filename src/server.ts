@@ -95,7 +95,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const secrets = new SecretBox(config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir));
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
   const services = createServices({ prisma: db.prisma, secrets, config, redis, logger });
-  const stopReconciler = services.momo.startReconciler();
+  if (config.jobs.enabled) services.jobs.start();
   const routes = compileRoutes(schema, restRoutes);
   const rateLimiter = config.rateLimit.enabled
     ? await createRateLimiter({ perKeyPerMinute: config.rateLimit.perKeyPerMinute, perIpPerMinute: config.rateLimit.perIpPerMinute, redis, logger })
@@ -241,7 +241,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
         shutdown.abort();
         await app.close();
         await idempotency.close();
-        await stopReconciler();
+        await services.jobs.stop();
+        services.momo.close();
         await redis?.close();
         await db.close();
       })();

@@ -1,42 +1,65 @@
 import type { Config } from "./config.ts";
 import type { PrismaClient } from "./db/database.ts";
+import type { RedisConnections } from "./infra/redis.ts";
+import { createJobRunner } from "./jobs/runner.ts";
+import type { Logger } from "./logger.ts";
 import { createChannelService } from "./modules/channels/service.ts";
 import { createCustomerService } from "./modules/customers/service.ts";
 import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
-import { createTransactionService } from "./modules/transactions/service.ts";
-import { createConnectors } from "./providers/index.ts";
+import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
 import { createMomoService } from "./modules/momo/service.ts";
-import type { RedisConnections } from "./infra/redis.ts";
-import type { Logger } from "./logger.ts";
+import { createTransactionService } from "./modules/transactions/service.ts";
+import { createWebhookService } from "./modules/webhooks/service.ts";
+import { createConnectors } from "./providers/index.ts";
 import type { SecretBox } from "./security/encryption.ts";
 
 export interface ServiceDeps {
   prisma: PrismaClient;
   secrets: SecretBox;
-  config: Pick<Config, "publicBaseUrl" | "momo">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "jobs" | "webhooks">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
 }
 
-/** The domain services, built once per process and shared by every transport. */
+/**
+ * The domain services, built once per process and shared by every transport, with the one job
+ * runner they register their deferred work with (started by the server, not here: the CLI only enqueues).
+ */
 export function createServices(deps: ServiceDeps) {
-  const { prisma } = deps;
+  const { prisma, logger, config } = deps;
   const publisher = createEventPublisher(deps.redis);
-  const momoConfig = deps.config.momo;
-  const connectors = createConnectors({ mpesaBaseUrl: momoConfig.mpesaBaseUrl, sandboxStkDelayMs: momoConfig.sandboxStkDelayMs, redis: deps.redis });
+  const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs });
+  const connectors = createConnectors({ mpesaBaseUrl: config.momo.mpesaBaseUrl, sandboxStkDelayMs: config.momo.sandboxStkDelayMs, redis: deps.redis });
   const channels = createChannelService(prisma, deps.secrets);
   const customers = createCustomerService(prisma);
-  const transactions = createTransactionService({ prisma, channels, customers, connectors, publisher, publicBaseUrl: deps.config.publicBaseUrl });
+  const transactions = createTransactionService({
+    prisma,
+    channels,
+    customers,
+    connectors,
+    publisher,
+    jobs,
+    logger,
+    publicBaseUrl: config.publicBaseUrl,
+    collection: {
+      reconcileAfterMs: config.momo.stkCallbackOverdueMs,
+      queryBackoffMs: config.momo.stkQueryBackoffMs,
+      lifetimeMs: config.momo.stkLifetimeMs,
+    },
+    stkCallbackUrl: (channel, momo) => momoCallbackUrls(config.publicBaseUrl, channel, momo.forbiddenUrlWords).stk,
+  });
   return {
     publisher,
+    jobs,
     connectors,
     merchants: createMerchantService(prisma),
     channels,
     customers,
     transactions,
-    momo: createMomoService({ prisma, channels, transactions, connectors, publicBaseUrl: deps.config.publicBaseUrl, config: momoConfig, logger: deps.logger }),
+    momo: createMomoService({ prisma, channels, transactions, connectors, jobs, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
+    webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, logger }),
   };
 }
 

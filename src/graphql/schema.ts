@@ -8,6 +8,7 @@ import "../modules/customers/schema.ts";
 import "../modules/transactions/schema.ts";
 import "../modules/momo/schema.ts";
 import "../modules/events/schema.ts";
+import "../modules/webhooks/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

@@ -1,5 +1,4 @@
 import type { ProviderName } from "./registry.ts";
-import type { CardOutcome } from "./sandbox/cards.ts";
 
 export interface CardDetails {
   number: string;
@@ -28,7 +27,10 @@ export interface Connector {
   momo?: MomoConnector;
 }
 
-export type { CardOutcome };
+/** What a card charge came to: the core records it through the state machine. */
+export type CardOutcome =
+  | { outcome: "succeeded"; providerReference: string; last4: string; brand: string }
+  | { outcome: "declined" | "failed"; code: string; reason: string; last4: string; brand: string };
 
 /* ---- Mobile money (M-Pesa STK push and C2B). Amounts are minor units; the connector converts. ---- */
 
@@ -51,19 +53,22 @@ export interface StkPushAccepted {
   customerMessage: string;
 }
 
-/** A provider's answer about one push: still waiting, paid, or failed with its result code. */
-export type StkOutcome =
+/** A provider's answer about one collection: still waiting, paid, or failed with the provider's code. */
+export type CollectionOutcome =
   | { state: "pending" }
-  | { state: "completed"; resultCode: "0"; resultDesc: string; receipt: string | null }
-  | { state: "failed"; resultCode: string; resultDesc: string };
+  | { state: "completed"; providerReference: string | null; message: string }
+  | { state: "failed"; code: string; message: string };
 
-/** A parsed STK callback; amount in minor units, fields absent when the provider did not send them. */
-export interface StkCallback {
-  checkoutRequestId: string;
-  resultCode: string;
-  resultDesc: string;
+export type SettledCollectionOutcome = Exclude<CollectionOutcome, { state: "pending" }>;
+
+/** A provider's callback about one collection, parsed by its connector; amount in minor units. */
+export interface CollectionCallback {
+  /** The provider's id for the request (M-Pesa's CheckoutRequestID). */
+  providerRequestId: string;
+  outcome: SettledCollectionOutcome;
+  /** Fields the provider echoes back, null when it did not send them; checked against the stored row. */
   amount: bigint | null;
-  receipt: string | null;
+  /** Digits only, as providers write numbers (254712345678). */
   phoneNumber: string | null;
 }
 
@@ -77,9 +82,11 @@ export interface C2bPayment {
 }
 
 export interface MomoConnector {
+  /** Throws a ValidationError naming `amount` when the provider cannot collect it (units, bounds). */
+  checkAmount(amount: bigint, currency: string): void;
   stkPush(request: StkPushRequest): Promise<StkPushAccepted>;
-  stkQuery(request: { config: unknown; checkoutRequestId: string }): Promise<StkOutcome>;
-  parseStkCallback(body: unknown): StkCallback;
+  stkQuery(request: { config: unknown; checkoutRequestId: string }): Promise<CollectionOutcome>;
+  parseStkCallback(body: unknown): CollectionCallback;
   stkCallbackAck(): unknown;
   registerC2bUrls(request: { config: unknown; confirmationUrl: string; validationUrl: string; responseType: "Completed" | "Cancelled" }): Promise<void>;
   /** Sandbox channels only. The sandbox connector delivers the confirmation itself through deliverConfirmation. */

@@ -52,3 +52,19 @@ export function required<T>(value: T | undefined, name: string): T {
   if (value === undefined) throw new ValidationError(name, "is required");
   return value;
 }
+
+/** A JSON body field that must be a list of strings when present (e.g. webhook event types). */
+export function stringListField(body: Record<string, unknown>, name: string): string[] | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw new ValidationError(name, "must be a list of strings");
+  return value as string[];
+}
+
+/** A JSON body field that must be true or false when present. */
+export function boolField(body: Record<string, unknown>, name: string): boolean | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "boolean") throw new ValidationError(name, "must be true or false");
+  return value;
+}

@@ -3,7 +3,8 @@ import { customerRoutes } from "../modules/customers/routes.ts";
 import { momoRoutes } from "../modules/momo/routes.ts";
 import { merchantRoutes } from "../modules/merchants/routes.ts";
 import { transactionRoutes } from "../modules/transactions/routes.ts";
+import { webhookRoutes } from "../modules/webhooks/routes.ts";
 import type { RestRoute } from "./route-table.ts";
 
 /** Every REST row, from every feature. */
-export const restRoutes: RestRoute[] = [...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes];
+export const restRoutes: RestRoute[] = [...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes];

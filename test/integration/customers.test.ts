@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { normalizeEmail, normalizePhone } from "../../src/modules/customers/service.ts";
+import { normalizeEmail } from "../../src/modules/customers/service.ts";
+import { normalizePhone } from "../../src/phone.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 

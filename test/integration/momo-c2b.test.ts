@@ -54,8 +54,9 @@ beforeAll(async () => {
       MPESA_BASE_URL: fake.url,
       PUBLIC_BASE_URL: "https://pay.gateway.test",
       SANDBOX_STK_DELAY_MS: "50",
-      RECONCILE_INTERVAL_MS: "3600000",
-      STK_CALLBACK_OVERDUE_MS: "1",
+      // The runner works (C2B forwards are jobs); STK reconciliation runs only when a test makes it due.
+      JOB_POLL_INTERVAL_MS: "3600000",
+      STK_CALLBACK_OVERDUE_MS: "3600000",
       C2B_VALIDATION_TIMEOUT_MS: "300",
       RATE_LIMIT_ENABLED: "false",
     },
@@ -97,18 +98,21 @@ describe("sandbox STK magic numbers", () => {
     expect(stored.failureCode).toBe(code);
     expect(stored.paymentMethod).toBe("momo_stk");
     if (expected === "completed") expect(stored.providerReference).toMatch(/^SBX/);
-    expect(await prisma().event.count({ where: { transactionId: t.id } })).toBe(1);
+    expect(await prisma().event.count({ where: { transactionId: t.id } })).toBe(2);
+    expect((await prisma().event.findMany({ where: { transactionId: t.id }, orderBy: { id: "asc" } })).map((e) => e.type)).toEqual(["transaction.pending", `transaction.${expected}`]);
   });
 
   it("254700001019 never answers; the reconciler expires it (1019)", async () => {
     const res = await api.post("/api/momo/stk-push", { amount: 10000, phone_number: "254700001019", payment_channel_id: sandboxChannel });
     const t = res.body.transaction;
     await sleep(150);
-    await gw.gateway.services.momo.reconcileOnce();
+    const makeDue = () => prisma().job.updateMany({ where: { kind: "transaction.reconcile", payload: { path: ["transactionId"], equals: t.id } }, data: { runAt: new Date(0) } });
+    await makeDue();
+    expect(await gw.gateway.services.jobs.runDueJobs(["transaction.reconcile"])).toBe(1);
     expect((await prisma().transaction.findUniqueOrThrow({ where: { id: t.id } })).status).toBe("pending");
     await prisma().transaction.update({ where: { id: t.id }, data: { createdAt: new Date(Date.now() - 10 * 60_000) } });
-    await prisma().momoStkReconciliation.update({ where: { transactionId: t.id }, data: { reconcileAt: new Date(0) } });
-    await gw.gateway.services.momo.reconcileOnce();
+    await makeDue();
+    expect(await gw.gateway.services.jobs.runDueJobs(["transaction.reconcile"])).toBe(1);
     expect(await prisma().transaction.findUniqueOrThrow({ where: { id: t.id } })).toMatchObject({ status: "failed", failureCode: "1019" });
   });
 });
@@ -175,7 +179,7 @@ describe("C2B", () => {
     const sim = fake.requests.find((r) => r.path === "/mpesa/c2b/v1/simulate")!;
     expect(sim.body).toMatchObject({ ShortCode: fake.shortcode, CommandID: "CustomerPayBillOnline", Amount: 250, Msisdn: "254708374149", BillRefNumber: "SIM-1" });
     const stored = await prisma().transaction.findFirstOrThrow({ where: { clientReference: "SIM-1" } });
-    expect(stored).toMatchObject({ status: "completed", paymentMethod: "momo_c2b", amount: 25000n, phoneNumber: "254708374149" });
+    expect(stored).toMatchObject({ status: "completed", paymentMethod: "momo_c2b", amount: 25000n, phoneNumber: "+254708374149" });
   });
 
   it("simulates on a sandbox channel with no network and forwards the confirmation", async () => {

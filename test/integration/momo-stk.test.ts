@@ -35,7 +35,8 @@ async function pushOk(body: Record<string, unknown> = {}) {
 }
 
 const row = (id: number) => prisma().transaction.findUniqueOrThrow({ where: { id } });
-const eventCount = (id: number) => prisma().event.count({ where: { transactionId: id } });
+/** Settling events (completed/failed); every push also has its transaction.pending event. */
+const eventCount = (id: number) => prisma().event.count({ where: { transactionId: id, type: { not: "transaction.pending" } } });
 
 beforeAll(async () => {
   fake = await startFakeDaraja();
@@ -43,7 +44,7 @@ beforeAll(async () => {
     env: {
       MPESA_BASE_URL: fake.url,
       PUBLIC_BASE_URL: "https://pay.gateway.test",
-      RECONCILE_INTERVAL_MS: "3600000",
+      JOBS_ENABLED: "false",
       STK_CALLBACK_OVERDUE_MS: "1",
       STK_QUERY_BACKOFF_MS: "1",
       RATE_LIMIT_ENABLED: "false",
@@ -177,7 +178,7 @@ describe("Daraja failures", () => {
     expect(fake.tokensIssued).toBe(issued + 1);
   });
 
-  it("Daraja busy -> 502 envelope, no secret in it, and no transaction written", async () => {
+  it("Daraja busy -> 502 envelope, no secret in it, and the recorded push failed with the reason", async () => {
     const before = await prisma().transaction.count();
     fake.switches.busy = true;
     try {
@@ -197,7 +198,14 @@ describe("Daraja failures", () => {
     } finally {
       fake.switches.quota = false;
     }
-    expect(await prisma().transaction.count()).toBe(before);
+    // The row was written before Daraja was asked, so a refusal leaves a failed record, never a gap.
+    const refused = await prisma().transaction.findMany({ where: { id: { gt: 0 } }, orderBy: { id: "desc" }, take: 2 });
+    expect(await prisma().transaction.count()).toBe(before + 2);
+    for (const t of refused) {
+      expect(t).toMatchObject({ status: "failed", failureCode: "provider_error", checkoutRequestId: null });
+      expect(await eventCount(t.id)).toBe(1);
+    }
+    expect(refused[0]!.failureReason).toMatch(/quota/);
   });
 
   it("wrong consumer credentials -> 502 saying so, without the secret", async () => {
@@ -234,7 +242,7 @@ describe("Daraja failures", () => {
 describe("reconciliation", () => {
   it("queries an overdue push: still pending while Daraja is processing, completed when it answers 0", async () => {
     const t = await pushOk();
-    await gw.gateway.services.momo.reconcileOnce();
+    await gw.gateway.services.jobs.runDueJobs();
     expect((await row(t.id)).status).toBe("pending");
     const queries = fake.requests.filter((r) => r.path === "/mpesa/stkpushquery/v1/query" && r.body.CheckoutRequestID === t.checkout_request_id);
     expect(queries.length).toBeGreaterThanOrEqual(1);
@@ -242,11 +250,11 @@ describe("reconciliation", () => {
 
     fake.queryResults.set(t.checkout_request_id, { ResultCode: "0", ResultDesc: "The service request is processed successfully." });
     await new Promise((r) => setTimeout(r, 20));
-    await gw.gateway.services.momo.reconcileOnce();
+    await gw.gateway.services.jobs.runDueJobs();
     expect((await row(t.id)).status).toBe("completed");
     expect(await eventCount(t.id)).toBe(1);
-    // Settled pushes leave the reconciliation queue; a late callback changes nothing.
-    expect(await prisma().momoStkReconciliation.count({ where: { transactionId: t.id } })).toBe(0);
+    // Settled pushes leave the job queue; a late callback changes nothing.
+    expect(await prisma().job.count({ where: { kind: "transaction.reconcile", payload: { path: ["transactionId"], equals: t.id } } })).toBe(0);
     await fake.sendStkCallback(t.checkout_request_id, { resultCode: 1032 });
     expect((await row(t.id)).status).toBe("completed");
   });
@@ -254,14 +262,14 @@ describe("reconciliation", () => {
   it("a failure answer from the query fails the push with its ResultCode", async () => {
     const t = await pushOk();
     fake.queryResults.set(t.checkout_request_id, { ResultCode: "1032", ResultDesc: "Request cancelled by user" });
-    await gw.gateway.services.momo.reconcileOnce();
+    await gw.gateway.services.jobs.runDueJobs();
     expect(await row(t.id)).toMatchObject({ status: "failed", failureCode: "1032" });
   });
 
   it("fails a push with no answer after its lifetime as expired (1019)", async () => {
     const t = await pushOk();
     await prisma().transaction.update({ where: { id: t.id }, data: { createdAt: new Date(Date.now() - 10 * 60_000) } });
-    await gw.gateway.services.momo.reconcileOnce();
+    await gw.gateway.services.jobs.runDueJobs();
     expect(await row(t.id)).toMatchObject({ status: "failed", failureCode: "1019" });
   });
 });

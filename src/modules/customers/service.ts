@@ -1,4 +1,4 @@
-import { parsePhoneNumberFromString } from "libphonenumber-js";
+import { normalizePhone } from "../../phone.ts";
 import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
@@ -26,16 +26,6 @@ export function normalizeEmail(value: string, field = "email"): string {
   if (!email) throw new ValidationError(field, "is required");
   if (!emailSchema.safeParse(email).success) throw new ValidationError(field, "must be a valid e-mail address");
   return email;
-}
-
-/** E.164 (+254712345678); a number without its country code is ambiguous, so the + is required. */
-export function normalizePhone(value: string, field = "phone"): string {
-  const trimmed = value.trim();
-  const phone = trimmed.startsWith("+") ? parsePhoneNumberFromString(trimmed) : undefined;
-  if (!phone?.isValid()) {
-    throw new ValidationError(field, "must be an international phone number with a leading +, e.g. +254712345678");
-  }
-  return phone.number;
 }
 
 function validateCustomer(principal: Principal, input: CustomerInput) {

@@ -2,6 +2,7 @@ import { builder } from "../../graphql/builder.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { Transaction as TransactionType } from "../transactions/schema.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
+import { webhookBody } from "../webhooks/payload.ts";
 import type { PublishedEvent } from "./publisher.ts";
 
 /** The transaction as it was when the event happened, rebuilt from the event's snapshot. */
@@ -38,9 +39,14 @@ const TransactionEvent = builder.objectRef<PublishedEvent>("TransactionEvent").i
   description: "A status change of a transaction, with the transaction as of that change: no follow-up query needed.",
   fields: (t) => ({
     id: t.exposeID("id", { description: "Unique per event; use it to drop duplicates." }),
-    type: t.exposeString("type", { description: "transaction.completed or transaction.failed" }),
+    type: t.exposeString("type", { description: "transaction.pending (an STK push was sent), transaction.completed or transaction.failed" }),
     occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
     transaction: t.field({ type: TransactionType, resolve: (e) => transactionAsOf(e) }),
+    webhookBody: t.field({
+      type: "JSON",
+      description: "The body a webhook endpoint receives for this event (what `cli webhooks listen` forwards).",
+      resolve: (e) => JSON.parse(webhookBody(e)) as unknown,
+    }),
   }),
 });
 
@@ -77,7 +83,7 @@ builder.subscriptionType({ authScopes: { merchant: true } });
 builder.subscriptionFields((t) => ({
   transactionEvents: t.field({
     type: TransactionEvent,
-    description: "Every status change of the merchant's transactions in the key's mode.",
+    description: "Every event of the merchant's transactions in the key's mode: transaction.pending, .completed and .failed.",
     subscribe: (_root, _args, ctx) => untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal),
     resolve: (event) => event,
   }),
@@ -97,12 +103,12 @@ builder.subscriptionFields((t) => ({
       try {
         const transaction = await ctx.services.transactions.getByReference(principal, reference);
         if (transaction.status !== "pending") {
-          const last = await ctx.services.transactions.lastEvent(transaction.id);
+          const last = await ctx.services.transactions.lastSettlingEvent(transaction.id);
           if (last) yield last;
           return;
         }
         for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
-          if (event.transactionId === transaction.id) {
+          if (event.transactionId === transaction.id && event.type !== "transaction.pending") {
             yield event;
             return;
           }

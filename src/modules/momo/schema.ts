@@ -73,7 +73,7 @@ builder.mutationFields((t) => ({
     description: "Sends an M-Pesa STK push to the customer's phone; the transaction stays pending until M-Pesa answers.",
     errors: { types: businessErrors },
     args: { input: t.arg({ type: StartStkPushInput, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.services.momo.startStkPush(ctx.principal!, input),
+    resolve: (_root, { input }, ctx) => ctx.services.transactions.startStkCollection(ctx.principal!, input),
   }),
   registerC2bUrls: t.field({
     type: RegisterC2bUrlsPayload,

@@ -2,6 +2,7 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
+import { toMsisdn } from "../../phone.ts";
 import { transactionWhere } from "./service.ts";
 
 export const TransactionStatusEnum = builder.enumType("TransactionStatus", {
@@ -21,7 +22,11 @@ export const Transaction = builder.prismaNode("Transaction", {
     paymentMethod: t.exposeString("paymentMethod", { nullable: true, description: "card, momo_stk or momo_c2b; null until a payment is attempted." }),
     description: t.exposeString("description", { nullable: true }),
     email: t.exposeString("email", { nullable: true }),
-    phoneNumber: t.exposeString("phoneNumber", { nullable: true }),
+    phoneNumber: t.string({
+      nullable: true,
+      description: "254XXXXXXXXX, as mobile money writes it (stored as E.164).",
+      resolve: (transaction) => toMsisdn(transaction.phoneNumber),
+    }),
     clientReference: t.exposeString("clientReference", { nullable: true, description: "The merchant's own reference, when it sent one." }),
     checkoutRequestId: t.exposeString("checkoutRequestId", { nullable: true }),
     failureCode: t.exposeString("failureCode", { nullable: true }),

@@ -1,18 +1,22 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
+import { luhnValid } from "../../cards.ts";
 import type { PrismaClient } from "../../db/database.ts";
-import type { Prisma, Transaction, TransactionStatus } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, Prisma, Transaction, TransactionStatus } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import type { JobDefinition, JobRequest, JobRunner } from "../../jobs/runner.ts";
+import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
+import { normalizeMsisdn, normalizePhone, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
-import { luhnValid } from "../../providers/sandbox/cards.ts";
-import type { CardDetails, CardOutcome } from "../../providers/types.ts";
-import type { ChannelService } from "../channels/service.ts";
-import { normalizeEmail, normalizePhone, type CustomerService } from "../customers/service.ts";
-import type { EventPublisher } from "../events/publisher.ts";
-import { toPublishedEvent, transitionTransaction, type TransitionRequest } from "./state-machine.ts";
+import type { ProviderName } from "../../providers/registry.ts";
+import type { CardDetails, CardOutcome, CollectionCallback, CollectionOutcome, Connector, MomoConnector, SettledCollectionOutcome } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
+import type { ChannelService } from "../channels/service.ts";
+import { normalizeEmail, type CustomerService } from "../customers/service.ts";
+import type { EventPublisher } from "../events/publisher.ts";
+import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionRequest } from "./state-machine.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -29,6 +33,7 @@ function randomToken(length: number): string {
 
 /** URL-safe and unguessable (~119 bits): the reference alone opens the hosted checkout page. */
 export const newReference = () => `txn_${randomToken(20)}`;
+/** Paystack-style access code: what a checkout integration may use instead of the whole URL. */
 const newAccessCode = () => randomToken(16);
 
 export interface InitializeInput {
@@ -96,24 +101,157 @@ function validateCard(card: CardDetails): CardDetails {
   return { number, expMonth: card.expMonth, expYear, cvc: card.cvc };
 }
 
+export interface CollectionTiming {
+  /** A pending push with no callback after this long is queried. */
+  reconcileAfterMs: number;
+  /** First wait between two queries of one push; doubles each time, capped at 60 s. */
+  queryBackoffMs: number;
+  /** After this long with no answer a push is failed as expired (1019). */
+  lifetimeMs: number;
+}
+
 export interface TransactionServiceDeps {
   prisma: PrismaClient;
   channels: ChannelService;
   customers: CustomerService;
   connectors: Connectors;
   publisher: EventPublisher;
+  jobs: JobRunner;
+  logger: Logger;
   publicBaseUrl: string;
+  collection: CollectionTiming;
+  /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */
+  stkCallbackUrl(channel: PaymentChannel, momo: MomoConnector): string;
 }
 
+export interface StkCollectionInput {
+  amount: unknown;
+  phoneNumber?: string | null;
+  paymentChannelId?: number | null;
+  reference?: string | null;
+  description?: string | null;
+}
+
+/** A payment the provider reports on its own (an M-Pesa C2B confirmation), recorded once per receipt. */
+export interface ProviderPayment {
+  providerReference: string;
+  amount: bigint;
+  currency: string;
+  /** Digits, as providers write them; null when the provider masks it. */
+  phoneNumber: string | null;
+  clientReference: string | null;
+  paymentMethod: string;
+}
+
+export const RECONCILE_JOB = "transaction.reconcile";
+const MOMO_CURRENCY = "KES";
+const MAX_QUERY_BACKOFF_MS = 60_000;
+
+function connectorOf(connectors: Connectors, channel: PaymentChannel): Connector | undefined {
+  return connectors[channel.provider as ProviderName];
+}
+
+/** The channel's mobile-money capability, or a 400 naming the channel. */
+export function momoConnectorOf(connectors: Connectors, channel: PaymentChannel): MomoConnector {
+  const momo = connectorOf(connectors, channel)?.momo;
+  if (!momo) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) does not take mobile money`);
+  return momo;
+}
+
+/**
+ * The payments core. Every write to `transactions` happens here, through one pipeline: validate ->
+ * resolve the channel and its connector by capability -> create the row -> call the connector ->
+ * transition (state-machine.ts). The row exists before any provider is asked, so no provider answer
+ * can arrive for a payment the gateway has no record of.
+ */
 export function createTransactionService(deps: TransactionServiceDeps) {
-  const { prisma, channels, customers, connectors, publisher } = deps;
+  const { prisma, channels, customers, connectors, logger } = deps;
+  const stateMachine = { prisma, publisher: deps.publisher, jobs: deps.jobs };
 
   const checkoutUrl = (reference: string) => `${deps.publicBaseUrl}/payment/checkout/${reference}`;
+  const transition = (request: TransitionRequest) => transitionTransaction(stateMachine, request);
+
+  async function merchantCurrency(principal: Principal): Promise<string> {
+    const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } });
+    return merchant.defaultCurrency;
+  }
+
+  /** Records a provider's verdict on a collection; false when it was already settled. */
+  async function settleCollection(transaction: Transaction, outcome: SettledCollectionOutcome, source: string): Promise<boolean> {
+    const result =
+      outcome.state === "completed"
+        ? await transition({
+            transactionId: transaction.id,
+            to: "completed",
+            changes: outcome.providerReference ? { providerReference: outcome.providerReference } : {},
+          })
+        : await transition({
+            transactionId: transaction.id,
+            to: "failed",
+            changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null },
+          });
+    if (result.applied) logger.info({ reference: transaction.reference, status: result.transaction.status, source }, "collection settled");
+    return result.applied;
+  }
+
+  /** A callback is applied only when it matches what was asked for: same request, amount and phone. */
+  async function applyCollectionCallback(channel: PaymentChannel, callback: CollectionCallback): Promise<boolean> {
+    const transaction = await prisma.transaction.findFirst({ where: { channelId: channel.id, checkoutRequestId: callback.providerRequestId } });
+    if (!transaction) {
+      logger.warn({ channelId: channel.id, providerRequestId: callback.providerRequestId }, "collection callback for an unknown request; not applied");
+      return false;
+    }
+    if (callback.outcome.state === "completed") {
+      const amountOk = callback.amount === null || callback.amount === transaction.amount;
+      const phoneOk = callback.phoneNumber === null || !/^\d+$/.test(callback.phoneNumber) || callback.phoneNumber === toMsisdn(transaction.phoneNumber);
+      if (!amountOk || !phoneOk) {
+        logger.warn(
+          { reference: transaction.reference, expectedAmount: String(transaction.amount), callbackAmount: String(callback.amount), phoneMatches: phoneOk },
+          "collection callback does not match the transaction (amount or phone); not applied",
+        );
+        return true;
+      }
+    }
+    await settleCollection(transaction, callback.outcome, "callback");
+    return true;
+  }
+
+  /**
+   * Asks the provider about a collection whose callback is overdue: settles what it answers, expires
+   * what outlived the push, and otherwise asks again later with exponential backoff.
+   */
+  const reconcileJob: JobDefinition<{ transactionId: number }> = {
+    kind: RECONCILE_JOB,
+    concurrency: 5,
+    async run({ transactionId }, job) {
+      const transaction = await prisma.transaction.findUnique({ where: { id: transactionId }, include: { channel: true } });
+      if (!transaction || transaction.status !== "pending" || !transaction.channel) return;
+      let outcome: CollectionOutcome = { state: "pending" };
+      if (transaction.checkoutRequestId) {
+        try {
+          const momo = momoConnectorOf(connectors, transaction.channel);
+          outcome = await momo.stkQuery({ config: channels.readChannelConfig(transaction.channel), checkoutRequestId: transaction.checkoutRequestId });
+        } catch (error) {
+          logger.warn({ reference: transaction.reference, err: (error as Error).message }, "collection status query failed; will retry");
+        }
+      }
+      if (outcome.state !== "pending") {
+        await settleCollection(transaction, outcome, "reconciliation");
+        return;
+      }
+      if (Date.now() - transaction.createdAt.getTime() >= deps.collection.lifetimeMs) {
+        await settleCollection(transaction, { state: "failed", code: "1019", message: "The STK push expired with no answer from the customer" }, "expiry");
+        return;
+      }
+      return { retryInMs: Math.min(deps.collection.queryBackoffMs * 2 ** (job.attempt - 1), MAX_QUERY_BACKOFF_MS) };
+    },
+  };
+  deps.jobs.register(reconcileJob);
 
   return {
     checkoutUrl,
 
-    /** validate -> resolve channel and currency -> find or create the customer and insert, in one DB transaction. */
+    /** A card/checkout payment: validate -> resolve channel and currency -> customer and row, in one DB transaction. */
     async initialize(principal: Principal, input: InitializeInput) {
       const amount = parseAmount(input.amount);
       if (!input.email) throw new ValidationError("email", "is required");
@@ -123,18 +261,15 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const lastName = optionalText(input.lastName, "last_name", 100);
       const description = optionalText(input.description, "description", 500);
       const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
-      const connector = connectors[channel.provider as keyof Connectors];
-      let currencyInput = input.currency;
-      if (!currencyInput) {
-        const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } });
-        currencyInput = merchant.defaultCurrency;
-      }
-      const currency = parseCurrency(currencyInput, connector.currencies, channel.provider);
+      const connector = connectorOf(connectors, channel);
+      if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
+      const currency = parseCurrency(input.currency || (await merchantCurrency(principal)), connector.currencies, channel.provider);
 
-      return prisma.$transaction(async (tx) => {
+      const created = await prisma.$transaction(async (tx) => {
         const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone }, tx);
-        return tx.transaction.create({
-          data: {
+        return insertPendingTransaction(
+          tx,
+          {
             merchantId: principal.merchantId,
             mode: principal.mode,
             reference: newReference(),
@@ -147,8 +282,120 @@ export function createTransactionService(deps: TransactionServiceDeps) {
             channelId: channel.id,
             customerId: customer.id,
           },
-        });
+          { announce: false },
+        );
       });
+      afterCreate(stateMachine, created);
+      return created.transaction;
+    },
+
+    /**
+     * An STK push: the row (with its transaction.pending event and its reconciliation job) commits
+     * first, then the provider is asked. A refused push fails the row, so nothing is ever in flight
+     * at a provider without a record here, and a crash in between is settled by reconciliation.
+     */
+    async startStkCollection(principal: Principal, input: StkCollectionInput) {
+      const amount = parseAmount(input.amount);
+      const phoneNumber = normalizeMsisdn(input.phoneNumber);
+      const clientReference = optionalText(input.reference, "reference", 100);
+      const description = optionalText(input.description, "description", 500);
+      const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
+      const momo = momoConnectorOf(connectors, channel);
+      if (!connectorOf(connectors, channel)!.currencies.includes(MOMO_CURRENCY)) {
+        throw new ValidationError("payment_channel_id", `payment channel ${channel.id} cannot collect ${MOMO_CURRENCY}`);
+      }
+      const callbackUrl = deps.stkCallbackUrl(channel, momo);
+      const config = channels.readChannelConfig(channel);
+      const reference = newReference();
+      // The provider's own bounds are checked before anything is recorded: a 400 leaves no row behind.
+      momo.checkAmount(amount, MOMO_CURRENCY);
+
+      const created = await prisma.$transaction((tx) =>
+        insertPendingTransaction(
+          tx,
+          {
+            merchantId: principal.merchantId,
+            mode: principal.mode,
+            reference,
+            accessCode: newAccessCode(),
+            amount,
+            currency: MOMO_CURRENCY,
+            description,
+            phoneNumber,
+            paymentMethod: "momo_stk",
+            clientReference,
+            channelId: channel.id,
+          },
+          {
+            announce: true,
+            jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: new Date(Date.now() + deps.collection.reconcileAfterMs) }],
+          },
+        ),
+      );
+      const transactionId = created.transaction.id;
+      afterCreate(stateMachine, created);
+
+      let accepted;
+      try {
+        accepted = await momo.stkPush({
+          config,
+          amount,
+          currency: MOMO_CURRENCY,
+          phoneNumber: toMsisdn(phoneNumber),
+          accountReference: clientReference ?? reference,
+          description: description ?? "Payment",
+          callbackUrl,
+          deliverCallback: async (body) => applyCollectionCallback(channel, momo.parseStkCallback(body)),
+        });
+      } catch (error) {
+        const refusal = error instanceof GatewayError ? error : new GatewayError("provider_unavailable", undefined, { cause: error });
+        await transition({ transactionId, to: "failed", changes: { failureCode: refusal.code, failureReason: refusal.message.slice(0, 500) } });
+        throw refusal;
+      }
+      const transaction = await prisma.transaction.update({ where: { id: transactionId }, data: { checkoutRequestId: accepted.checkoutRequestId } });
+      return { transaction, customerMessage: accepted.customerMessage };
+    },
+
+    applyCollectionCallback,
+
+    /**
+     * A payment the provider announces itself (M-Pesa C2B), recorded once per receipt (the unique
+     * channel + provider reference) and completed; `jobs` follow only the first recording.
+     */
+    async recordProviderPayment(channel: PaymentChannel, payment: ProviderPayment, jobs: JobRequest[] = []) {
+      const where = { channelId: channel.id, providerReference: payment.providerReference };
+      let transaction = await prisma.transaction.findFirst({ where });
+      if (!transaction) {
+        try {
+          const created = await prisma.$transaction((tx) =>
+            insertPendingTransaction(
+              tx,
+              {
+                merchantId: channel.merchantId,
+                mode: channel.mode,
+                reference: newReference(),
+                accessCode: newAccessCode(),
+                amount: payment.amount,
+                currency: payment.currency,
+                paymentMethod: payment.paymentMethod,
+                phoneNumber: payment.phoneNumber && /^\d{8,15}$/.test(payment.phoneNumber) ? `+${payment.phoneNumber}` : payment.phoneNumber,
+                clientReference: payment.clientReference?.slice(0, 100) || null,
+                providerReference: payment.providerReference,
+                channelId: channel.id,
+              },
+              { announce: false },
+            ),
+          );
+          transaction = created.transaction;
+        } catch (error) {
+          // A concurrent delivery of the same confirmation inserted it first.
+          if ((error as { code?: string }).code !== "P2002") throw error;
+          transaction = await prisma.transaction.findFirstOrThrow({ where });
+        }
+      }
+      // A row left pending by an interrupted earlier delivery is completed now.
+      const result = await transition({ transactionId: transaction.id, to: "completed", jobs });
+      return { transaction: result.transaction, applied: result.applied };
     },
 
     /** `query` carries the relations a GraphQL selection needs, so one read serves it. */
@@ -181,8 +428,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     },
 
     /**
-     * A payer's card payment from the hosted checkout (sandbox channels): the connector decides, the
-     * state machine records it. A declined card fails the transaction, as Paystack does.
+     * A payer's card payment from the hosted checkout: the connector decides, the state machine
+     * records it. A declined card fails the transaction, as Paystack does.
      */
     async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome | null }> {
       const transaction = await prisma.transaction.findUnique({ where: { reference }, include: { channel: true } });
@@ -192,7 +439,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       }
       const card = validateCard(cardInput);
       const channel = transaction.channel;
-      const connector = channel ? connectors[channel.provider as keyof Connectors] : undefined;
+      const connector = channel ? connectorOf(connectors, channel) : undefined;
       if (!channel || !connector?.chargeCard) {
         throw new GatewayError("forbidden", "This transaction's payment channel does not take card payments here");
       }
@@ -204,7 +451,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         card,
         config: channels.readChannelConfig(channel),
       });
-      const result = await this.transition(
+      const result = await transition(
         outcome.outcome === "succeeded"
           ? { transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } }
           : { transactionId: transaction.id, to: "failed", changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason } },
@@ -230,19 +477,20 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         status: t.status,
         description: t.description,
         merchantName: t.merchant.name,
-        acceptsCards: t.channel !== null && connectors[t.channel.provider as keyof Connectors]?.chargeCard !== undefined,
+        acceptsCards: t.channel !== null && connectors[t.channel.provider as ProviderName]?.chargeCard !== undefined,
       };
     },
 
-    /** The latest status-change event of a transaction, as subscribers receive it. */
-    async lastEvent(transactionId: number) {
-      const event = await prisma.event.findFirst({ where: { transactionId }, orderBy: { id: "desc" } });
+    /** The latest settling event of a transaction (completed or failed), as subscribers receive it. */
+    async lastSettlingEvent(transactionId: number) {
+      const event = await prisma.event.findFirst({
+        where: { transactionId, type: { in: ["transaction.completed", "transaction.failed"] } },
+        orderBy: { id: "desc" },
+      });
       return event ? toPublishedEvent(event) : null;
     },
 
-    transition(request: TransitionRequest) {
-      return transitionTransaction(prisma, publisher, request);
-    },
+    transition,
   };
 }
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { GatewayError } from "../../errors.ts";
 import { connectorCurrencies } from "../registry.ts";
-import type { Connector, MomoConnector, StkOutcome } from "../types.ts";
+import type { CollectionOutcome, Connector, MomoConnector } from "../types.ts";
 import type { TokenStore } from "./token-store.ts";
 import * as wire from "./wire.ts";
 
@@ -170,7 +170,7 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
       };
     },
 
-    async stkQuery({ config: raw, checkoutRequestId }): Promise<StkOutcome> {
+    async stkQuery({ config: raw, checkoutRequestId }): Promise<CollectionOutcome> {
       const config = raw as MpesaConfig;
       const response = await call(config, "/mpesa/stkpushquery/v1/query", { ...credentials(config), CheckoutRequestID: checkoutRequestId }, "STK query");
       const body = response.body;
@@ -179,10 +179,11 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
       const reply = accepted("STK query", config, response);
       if (reply.ResultCode === undefined || reply.ResultCode === null) return { state: "pending" };
       const resultCode = String(reply.ResultCode);
-      const resultDesc = typeof reply.ResultDesc === "string" ? reply.ResultDesc : "";
-      return resultCode === "0" ? { state: "completed", resultCode: "0", resultDesc, receipt: null } : { state: "failed", resultCode, resultDesc };
+      const message = typeof reply.ResultDesc === "string" ? reply.ResultDesc : "";
+      return resultCode === "0" ? { state: "completed", providerReference: null, message } : { state: "failed", code: resultCode, message };
     },
 
+    checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
     parseStkCallback: wire.parseStkCallbackBody,
     stkCallbackAck: wire.stkCallbackAck,
 

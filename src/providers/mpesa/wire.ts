@@ -1,6 +1,6 @@
 import { ValidationError } from "../../errors.ts";
 import { currencies, isKnownCurrency } from "../../money.ts";
-import type { C2bPayment, StkCallback } from "../types.ts";
+import type { C2bPayment, CollectionCallback } from "../types.ts";
 
 /**
  * Daraja's wire format: field names, units and timestamps. Shared by the mpesa connector and the
@@ -52,7 +52,7 @@ function text(value: unknown): string | null {
 }
 
 /** Items are read by Name, never by position; Balance may come without a Value. */
-export function parseStkCallbackBody(body: unknown): StkCallback {
+export function parseStkCallbackBody(body: unknown): CollectionCallback {
   const callback = isObject(body) && isObject(body.Body) ? body.Body.stkCallback : undefined;
   if (!isObject(callback)) throw new ValidationError("Body.stkCallback", "is required");
   const checkoutRequestId = text(callback.CheckoutRequestID);
@@ -61,12 +61,11 @@ export function parseStkCallbackBody(body: unknown): StkCallback {
   if (resultCode === null) throw new ValidationError("ResultCode", "is required");
   const items = isObject(callback.CallbackMetadata) && Array.isArray(callback.CallbackMetadata.Item) ? callback.CallbackMetadata.Item : [];
   const item = (name: string): unknown => items.find((i): i is Record<string, unknown> => isObject(i) && i.Name === name)?.Value;
+  const message = text(callback.ResultDesc) ?? "";
   return {
-    checkoutRequestId,
-    resultCode,
-    resultDesc: text(callback.ResultDesc) ?? "",
+    providerRequestId: checkoutRequestId,
+    outcome: resultCode === "0" ? { state: "completed", providerReference: text(item("MpesaReceiptNumber")), message } : { state: "failed", code: resultCode, message },
     amount: item("Amount") === undefined ? null : shillingsToMinor(item("Amount")),
-    receipt: text(item("MpesaReceiptNumber")),
     phoneNumber: text(item("PhoneNumber")),
   };
 }

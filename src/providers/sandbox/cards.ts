@@ -2,9 +2,7 @@
  * The sandbox connector's card simulator: no network, outcomes decided by documented test cards
  * (listed in the README), so the checkout page and the tests can complete or fail transactions.
  */
-export type CardOutcome =
-  | { outcome: "succeeded"; providerReference: string; last4: string; brand: string }
-  | { outcome: "declined" | "failed"; code: string; reason: string; last4: string; brand: string };
+import type { CardOutcome } from "../types.ts";
 
 export const sandboxTestCards: Record<string, { outcome: "succeeded" } | { outcome: "declined" | "failed"; code: string; reason: string }> = {
   "4084084084084081": { outcome: "succeeded" },
@@ -15,19 +13,6 @@ export const sandboxTestCards: Record<string, { outcome: "succeeded" } | { outco
   "4000000000000069": { outcome: "declined", code: "expired_card", reason: "Card expired" },
   "4000000000000119": { outcome: "failed", code: "processing_error", reason: "The card could not be processed" },
 };
-
-export function luhnValid(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
-}
 
 function brandOf(number: string): string {
   if (number.startsWith("4")) return "visa";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { MomoConnector, StkOutcome } from "../types.ts";
+import type { CollectionOutcome, MomoConnector } from "../types.ts";
 import * as wire from "../mpesa/wire.ts";
 
 /**
@@ -23,7 +23,7 @@ const receipt = () => `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice
 export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnector {
   const timers = new Set<NodeJS.Timeout>();
   /** What a query answers: pending until the simulated customer has acted. */
-  const outcomes = new Map<string, StkOutcome>();
+  const outcomes = new Map<string, CollectionOutcome>();
 
   function later(ms: number, run: () => Promise<void>) {
     const timer = setTimeout(() => {
@@ -36,6 +36,7 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
 
   return {
     forbiddenUrlWords: [],
+    checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
 
     async stkPush(request) {
       const shillings = wire.toWholeShillings(request.amount, request.currency);
@@ -53,15 +54,9 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
           receipt: receipt(),
           phoneNumber: request.phoneNumber,
         });
-        const parsed = wire.parseStkCallbackBody(body);
-        // The transaction row is written after this returns; a delivery that finds no row yet is retried.
+        // The gateway records the push's CheckoutRequestID after this returns; a callback that finds no match yet is retried.
         const deliver = async (attempt: number) => {
-          outcomes.set(
-            checkoutRequestId,
-            rule.resultCode === 0
-              ? { state: "completed", resultCode: "0", resultDesc: rule.resultDesc, receipt: parsed.receipt }
-              : { state: "failed", resultCode: String(rule.resultCode), resultDesc: rule.resultDesc },
-          );
+          outcomes.set(checkoutRequestId, wire.parseStkCallbackBody(body).outcome);
           const found = (await request.deliverCallback?.(body)) ?? true;
           if (!found && attempt < 5) later(options.stkDelayMs, () => deliver(attempt + 1));
         };

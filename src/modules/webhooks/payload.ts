@@ -1,0 +1,36 @@
+import { toMsisdn } from "../../phone.ts";
+import type { TransactionSnapshot } from "../transactions/state-machine.ts";
+
+/** Every event type an endpoint can subscribe to. */
+export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed"] as const;
+export type WebhookEventType = (typeof webhookEventTypes)[number];
+
+/** The transaction as the REST API shows it, plus what a receiver needs to reconcile it. */
+export function transactionWebhookData(t: TransactionSnapshot) {
+  return {
+    id: t.id,
+    reference: t.reference,
+    client_reference: t.client_reference,
+    amount: t.amount,
+    currency: t.currency,
+    status: t.status,
+    payment_method: t.payment_method,
+    phone_number: toMsisdn(t.phone_number),
+    checkout_request_id: t.checkout_request_id,
+    provider_reference: t.provider_reference,
+    failure_code: t.failure_code,
+    failure_reason: t.failure_reason,
+    created_at: t.created_at,
+    completed_at: t.completed_at,
+  };
+}
+
+/**
+ * The body a merchant's endpoint receives: the same bytes on every attempt (built from the stored
+ * event alone), so a signature and a receiver's dedupe on webhook-id both hold across retries.
+ */
+export function webhookBody(event: { type: string; createdAt: Date | string; payload: unknown }): string {
+  const payload = event.payload as { transaction?: TransactionSnapshot };
+  const data = payload.transaction ? transactionWebhookData(payload.transaction) : payload;
+  return JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data });
+}

@@ -1,0 +1,130 @@
+import type { Principal } from "../../auth.ts";
+import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
+import type { WebhookEndpoint as EndpointRow } from "../../db/generated/prisma/client.ts";
+
+/** Webhook endpoints and deliveries: thin resolvers over services.webhooks (REST /v1/webhooks runs these too). */
+const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
+
+export const WebhookEndpoint = builder.prismaNode("WebhookEndpoint", {
+  id: { field: "id" },
+  description: "A URL that receives signed events. Its signing secret is shown only on creation and rotation.",
+  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  fields: (t) => ({
+    databaseId: t.exposeInt("id", { description: "The integer id used by the REST API and in mutation inputs." }),
+    url: t.exposeString("url"),
+    description: t.exposeString("description", { nullable: true }),
+    events: t.exposeStringList("events", { description: "Event types delivered; empty means every type." }),
+    enabled: t.exposeBoolean("enabled"),
+    disabledReason: t.exposeString("disabledReason", { nullable: true, description: "Why the gateway disabled it (every attempt failing for 5 days)." }),
+    failingSince: t.expose("failingSince", { type: "DateTime", nullable: true, description: "Start of the current run of failed attempts." }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime" }),
+  }),
+});
+
+const WebhookDeliveryStatus = builder.enumType("WebhookDeliveryStatus", { values: ["pending", "succeeded", "failed"] as const });
+
+const WebhookDelivery = builder.prismaObject("WebhookDelivery", {
+  description: "One event to one endpoint: how many attempts, what the last one got back, and when the next is due.",
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    eventId: t.exposeID("eventId", { description: "The webhook-id header of every attempt." }),
+    eventType: t.string({ select: { event: { select: { type: true } } }, resolve: (d) => d.event.type }),
+    endpoint: t.relation("endpoint"),
+    status: t.expose("status", { type: WebhookDeliveryStatus }),
+    attempts: t.exposeInt("attempts"),
+    lastStatusCode: t.exposeInt("lastStatusCode", { nullable: true, description: "HTTP status of the last attempt; null when it got no answer." }),
+    lastError: t.exposeString("lastError", { nullable: true }),
+    lastLatencyMs: t.exposeInt("lastLatencyMs", { nullable: true }),
+    nextAttemptAt: t.expose("nextAttemptAt", { type: "DateTime", nullable: true }),
+    deliveredAt: t.expose("deliveredAt", { type: "DateTime", nullable: true }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+const WebhookEndpointWithSecret = builder.objectRef<{ endpoint: EndpointRow; secret: string }>("WebhookEndpointWithSecret").implement({
+  description: "An endpoint and its signing secret: the only time the secret is shown.",
+  fields: (t) => ({
+    endpoint: t.field({ type: WebhookEndpoint, resolve: (p) => p.endpoint }),
+    secret: t.exposeString("secret", { description: "whsec_ + base64: verify deliveries with it (Standard Webhooks)." }),
+  }),
+});
+
+const ResendEventPayload = builder.objectRef<{ deliveries: unknown[] }>("ResendEventPayload").implement({
+  fields: (t) => ({ deliveries: t.field({ type: [WebhookDelivery], resolve: (p) => p.deliveries as never }) }),
+});
+
+const CreateWebhookEndpointInput = builder.inputType("CreateWebhookEndpointInput", {
+  fields: (t) => ({
+    url: t.string({ required: true, description: "HTTPS in live mode; never a private or loopback address in live mode." }),
+    events: t.stringList({ required: false, description: "Event types to deliver; absent or empty means every type." }),
+    description: t.string({ required: false }),
+    enabled: t.boolean({ required: false, description: "Default true." }),
+  }),
+});
+
+const UpdateWebhookEndpointInput = builder.inputType("UpdateWebhookEndpointInput", {
+  fields: (t) => ({
+    id: t.int({ required: true, description: "The endpoint's databaseId." }),
+    url: t.string({ required: false }),
+    events: t.stringList({ required: false }),
+    description: t.string({ required: false }),
+    enabled: t.boolean({ required: false, description: "Re-enabling a disabled endpoint clears its failure record." }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  webhookEndpoints: t.prismaField({
+    type: ["WebhookEndpoint"],
+    description: "The merchant's endpoints in the key's mode.",
+    resolve: (query, _root, _args, ctx) => ctx.prisma.webhookEndpoint.findMany({ ...query, where: ownedBy(ctx.principal), orderBy: { id: "asc" } }),
+  }),
+  webhookDeliveries: t.prismaField({
+    type: ["WebhookDelivery"],
+    description: "Newest first, for one endpoint and/or one event.",
+    args: {
+      endpointId: t.arg.int({ required: false }),
+      eventId: t.arg.id({ required: false }),
+      limit: t.arg.int({ required: false, description: "1 to 100 (default 50)." }),
+    },
+    resolve: (query, _root, args, ctx) =>
+      ctx.services.webhooks.listDeliveries(ctx.principal!, { endpointId: args.endpointId, eventId: args.eventId == null ? null : String(args.eventId), limit: args.limit }, query),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createWebhookEndpoint: t.field({
+    type: WebhookEndpointWithSecret,
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.services.webhooks.createEndpoint(ctx.principal!, input),
+  }),
+  updateWebhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: UpdateWebhookEndpointInput, required: true }) },
+    resolve: (_root, { input: { id, ...changes } }, ctx) => ctx.services.webhooks.updateEndpoint(ctx.principal!, id, changes),
+  }),
+  deleteWebhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    description: "Deletes the endpoint and its delivery history; returns it as it was.",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.webhooks.deleteEndpoint(ctx.principal!, id),
+  }),
+  rotateWebhookSecret: t.field({
+    type: WebhookEndpointWithSecret,
+    description: "A new signing secret; the old one keeps signing alongside it for 24 hours.",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.webhooks.rotateSecret(ctx.principal!, id),
+  }),
+  resendEvent: t.field({
+    type: ResendEventPayload,
+    description: "Delivers an event again: to one endpoint, or to every enabled endpoint subscribed to its type.",
+    errors: { types: businessErrors },
+    args: { eventId: t.arg.id({ required: true }), endpointId: t.arg.int({ required: false }) },
+    resolve: async (_root, { eventId, endpointId }, ctx) => ({ deliveries: await ctx.services.webhooks.resendEvent(ctx.principal!, String(eventId), endpointId) }),
+  }),
+}));
