@@ -517,7 +517,7 @@ async function main() {
       const serviceQueue = queue("callback service", callbacks.slice(httpCount, httpCount + serviceCount));
       const probeQueue = queue("callback probe", callbacks.slice(httpCount + serviceCount));
 
-      // Pending pushes for the baseline: the same rows (with their reconciliation entries), bulk-inserted.
+      // Pending pushes for the baseline: the same rows (with their reconciliation jobs), bulk-inserted.
       const channelRow = (await db.query("SELECT callback_token FROM payment_channels WHERE id = $1", [mpesaChannelId])).rows[0];
       const tokenSegment = Buffer.from(channelRow.callback_token as string, "utf8").toString("hex");
       const baselineCount = 2 * (WARMUP + N);
@@ -526,11 +526,11 @@ async function main() {
         `WITH inserted AS (
            INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, description, phone_number,
                                      payment_method, client_reference, checkout_request_id, channel_id, updated_at)
-           SELECT $1, $2, 'txn_' || substr(md5(random()::text || g), 1, 20), md5(random()::text || g), $3, 'KES', 'Bench order', $4,
+           SELECT $1, $2, 'txn_' || substr(md5(random()::text || g), 1, 20), md5(random()::text || g), $3, 'KES', 'Bench order', '+' || $4,
                   'momo_stk', 'INV-' || g, $5 || g, $6, now()
            FROM generate_series(1, $7::int) AS g
            RETURNING id)
-         INSERT INTO momo_stk_reconciliations (transaction_id, reconcile_at) SELECT id, now() + interval '1 hour' FROM inserted`,
+         INSERT INTO jobs (kind, payload, run_at) SELECT 'transaction.reconcile', jsonb_build_object('transactionId', id), now() + interval '1 hour' FROM inserted`,
         [principal.merchantId, principal.mode, STK_AMOUNT, PHONE, prefix, mpesaChannelId, baselineCount],
       );
       const baselineQueue = queue(
@@ -583,6 +583,14 @@ async function main() {
               row.id,
               JSON.stringify({ transaction: { ...row, amount: Number(row.amount) } }),
             ]);
+            // The same webhook fan-out the outbox runs (this merchant has no endpoints, as in the gateway's run).
+            await client.query(
+              `WITH endpoints AS (SELECT id FROM webhook_endpoints WHERE merchant_id = $1 AND mode = $2 AND enabled AND (cardinality(events) = 0 OR $3 = ANY(events))),
+               deliveries AS (INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, mode) SELECT id, currval('events_id_seq'), $1, $2 FROM endpoints
+                              ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id)
+               INSERT INTO jobs (kind, payload) SELECT 'webhook.deliver', jsonb_build_object('deliveryId', id) FROM deliveries`,
+              [row.merchant_id, row.mode, "transaction.completed"],
+            );
             await client.query("COMMIT");
           } catch (error) {
             await client.query("ROLLBACK").catch(() => {});
@@ -590,7 +598,6 @@ async function main() {
           } finally {
             client.release();
           }
-          await db.query("DELETE FROM momo_stk_reconciliations WHERE transaction_id = $1", [t.id]);
         },
         baselineSql: 7,
         probe: async (p) => {
@@ -701,8 +708,9 @@ function render(results: OpResult[], floors: Stats[][], auth: Stats[], context: 
     "- **STK callback** (Daraja's success body, for a pending push started through `POST /api/momo/stk-push` against `test/fakes/daraja.ts`;",
     "  the baseline's pending rows are bulk-inserted copies): `SELECT * FROM payment_channels WHERE callback_token`, `SELECT * FROM transactions",
     "  WHERE channel_id AND checkout_request_id`, then `BEGIN`, `UPDATE transactions SET status = 'completed', provider_reference, completed_at",
-    "  ... WHERE id = $1 AND status = 'pending' RETURNING *`, `INSERT INTO events` (the transaction snapshot as payload), `COMMIT`, and",
-    "  `DELETE FROM momo_stk_reconciliations` (7 statements). No API key; the gateway also re-reads the row inside the transaction.",
+    "  ... WHERE id = $1 AND status = 'pending' RETURNING *`, `INSERT INTO events` (the transaction snapshot as payload), the webhook fan-out",
+    "  `INSERT INTO webhook_deliveries ... SELECT FROM webhook_endpoints` (and its jobs), `COMMIT` (7 statements). No API key; the gateway",
+    "  also re-reads the row inside the transaction.",
     "",
     "Baselines build a small JSON reply from the rows but do no HTTP; the gateway figures include the HTTP client, which shares the process",
     "and the two CPUs with the server.",

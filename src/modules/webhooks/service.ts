@@ -219,6 +219,10 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
             }),
           );
         }
+        // A retry still scheduled for one of these would double the new round of attempts.
+        for (const d of rows) {
+          await tx.job.deleteMany({ where: { kind: WEBHOOK_DELIVERY_JOB, status: "queued", payload: { path: ["deliveryId"], equals: Number(d.id) } } });
+        }
         await enqueueJobs(tx, rows.map((d) => ({ kind: WEBHOOK_DELIVERY_JOB, payload: { deliveryId: Number(d.id) } })));
         return rows;
       });

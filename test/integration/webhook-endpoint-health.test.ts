@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+
+/** Endpoint health: disabled after 5 days of failures, re-enabled by the merchant; the delivery-time address guard. */
+let gw: TestGateway;
+let receiver: WebhookReceiver;
+let api: ReturnType<typeof apiClient>;
+const prisma = () => gw.gateway.db.prisma;
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met in time; last value: ${JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v))}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A completed sandbox card payment; returns its reference. */
+async function pay(): Promise<string> {
+  const init = await api.post("/api/transactions/initialize", { amount: 1000, email: "payer@example.test" });
+  expect(init.status, init.text).toBe(200);
+  const paid = await api.post(`/payment/checkout/${init.body.reference}/pay`, { card_number: "4242424242424242", expiry_month: 12, expiry_year: 2040, cvc: "123" });
+  expect(paid.status, paid.text).toBe(200);
+  return init.body.reference;
+}
+
+async function createEndpoint(url: string): Promise<number> {
+  const res = await api.post("/v1/webhooks", { url });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data.id;
+}
+
+async function endpointsView() {
+  const res = await api.post("/graphql", { query: "{ webhookEndpoints { databaseId enabled disabledReason failingSince } }" });
+  return res.body.data.webhookEndpoints as { databaseId: number; enabled: boolean; disabledReason: string | null; failingSince: string | null }[];
+}
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver({ respond: () => 500 });
+  gw = await startTestGateway({
+    env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "0,50ms,50ms", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_ENABLED: "false" },
+  });
+  const merchant = await gw.createMerchant();
+  api = apiClient(gw.url, merchant.testKey);
+  expect((await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await receiver?.close();
+});
+
+describe("endpoint health", () => {
+  it("records when failures began, disables an endpoint failing for 5 days, and says why", async () => {
+    const id = await createEndpoint(`${receiver.url}/failing`);
+    await pay();
+    const first = await until(endpointsView, (e) => e.find((x) => x.databaseId === id)?.failingSince != null);
+    expect(first.find((x) => x.databaseId === id)).toMatchObject({ enabled: true, disabledReason: null });
+
+    // Five days of failures later (the clock is moved back rather than waited for).
+    await prisma().webhookEndpoint.update({ where: { id }, data: { failingSince: new Date(Date.now() - 5 * 24 * 3600_000 - 60_000) } });
+    const before = receiver.received.length;
+    await pay();
+    const disabled = await until(endpointsView, (e) => e.find((x) => x.databaseId === id)?.enabled === false);
+    expect(disabled.find((x) => x.databaseId === id)!.disabledReason).toMatch(/failed for 5 days/);
+    expect((await api.get("/v1/webhooks")).body.data.find((e: { id: number }) => e.id === id)).toMatchObject({ enabled: false, disabled_reason: expect.stringMatching(/5 days/) });
+    const failed = await until(
+      () => prisma().webhookDelivery.findMany({ where: { endpointId: id }, orderBy: { id: "desc" }, take: 1 }),
+      (d) => d[0]?.status === "failed",
+    );
+    expect(failed[0]!.attempts).toBe(1);
+
+    // Disabled: new events are not queued for it at all.
+    await until(async () => receiver.received.length, (n) => n >= before + 1);
+    const afterDisable = receiver.received.length;
+    const queuedBefore = await prisma().webhookDelivery.count({ where: { endpointId: id } });
+    await pay();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await prisma().webhookDelivery.count({ where: { endpointId: id } })).toBe(queuedBefore);
+    expect(receiver.received.length).toBe(afterDisable);
+
+    // Re-enabled by the merchant, with a working receiver: delivered, and the failure record is clear.
+    receiver.setResponder(() => 200);
+    const res = await api.post("/graphql", {
+      query: "mutation($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { __typename ... on WebhookEndpoint { enabled disabledReason failingSince } } }",
+      variables: { input: { id, enabled: true } },
+    });
+    expect(res.body.data.updateWebhookEndpoint).toEqual({ __typename: "WebhookEndpoint", enabled: true, disabledReason: null, failingSince: null });
+    const reference = await pay();
+    const delivered = await until(async () => receiver.received.filter((r) => r.json?.data?.reference === reference), (r) => r.length === 1);
+    expect(delivered[0]!.headers["webhook-id"]).toMatch(/^\d+$/);
+    await prisma().webhookEndpoint.delete({ where: { id } });
+  });
+
+  it("a success ends the endpoint's run of failures", async () => {
+    receiver.setResponder(() => 500);
+    const id = await createEndpoint(`${receiver.url}/flaky`);
+    await pay();
+    await until(endpointsView, (e) => e.find((x) => x.databaseId === id)?.failingSince != null);
+    receiver.setResponder(() => 200);
+    await until(endpointsView, (e) => e.find((x) => x.databaseId === id)?.failingSince === null);
+    await prisma().webhookEndpoint.delete({ where: { id } });
+  });
+
+  it("checks the address it connects to: a private address is refused at delivery unless allowed", async () => {
+    // A gateway that does not allow private URLs, given (as by DNS rebinding or a changed policy) an endpoint on loopback.
+    const strict = await startTestGateway({ env: { WEBHOOK_RETRY_SCHEDULE: "0", RATE_LIMIT_ENABLED: "false" } });
+    try {
+      const merchant = await strict.createMerchant();
+      const strictApi = apiClient(strict.url, merchant.testKey);
+      const refused = await strictApi.post("/v1/webhooks", { url: `${receiver.url}/strict` });
+      expect(refused.status).toBe(400);
+      expect(refused.body.message).toMatch(/^url: /);
+      const endpoint = await strict.gateway.services.webhooks.createEndpoint({ merchantId: merchant.id, mode: "test", keyId: 0, keyPrefix: "" }, { url: "https://93.184.216.34/hooks" });
+      await strict.gateway.db.prisma.webhookEndpoint.update({ where: { id: endpoint.endpoint.id }, data: { url: `${receiver.url}/strict` } });
+      expect((await strictApi.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
+      const init = await strictApi.post("/api/transactions/initialize", { amount: 500, email: "p@example.test" });
+      await strictApi.post(`/payment/checkout/${init.body.reference}/pay`, { card_number: "4242424242424242", expiry_month: 12, expiry_year: 2040, cvc: "123" });
+      const [delivery] = await until(
+        () => strict.gateway.db.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.endpoint.id } }),
+        (d) => d[0]?.status === "failed",
+      );
+      expect(delivery).toMatchObject({ lastError: "address not allowed", lastStatusCode: null });
+      expect(receiver.received.filter((r) => r.path === "/strict")).toHaveLength(0);
+    } finally {
+      await strict.close();
+    }
+  });
+});
