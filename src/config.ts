@@ -67,6 +67,9 @@ const envSchema = z.object({
   /** Overrides the Daraja base URL of every mpesa channel (a proxy, or a loopback fake in tests). */
   MPESA_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   SANDBOX_STK_DELAY_MS: positiveInt(2000),
+  /** A certificate or public key PEM used instead of Safaricom's to encrypt B2C initiator passwords (tests). */
+  MPESA_CERT_PATH: optionalString,
+  PAYOUT_RESULT_OVERDUE_MS: positiveInt(60_000),
   STK_CALLBACK_OVERDUE_MS: positiveInt(30_000),
   STK_QUERY_BACKOFF_MS: positiveInt(10_000),
   STK_LIFETIME_MS: positiveInt(180_000),
@@ -169,6 +172,9 @@ export interface WebhookConfig {
 /** M-Pesa timing knobs (milliseconds) and the Daraja base URL override. */
 export interface MomoConfig {
   mpesaBaseUrl: string | undefined;
+  mpesaCertPath: string | undefined;
+  /** A payout with no result after this long is asked about (Transaction Status), then with backoff. */
+  payoutResultOverdueMs: number;
   /** How long the sandbox connector waits before "the customer answers" an STK push. */
   sandboxStkDelayMs: number;
   /** A pending STK push with no callback after this long is queried. */
@@ -225,6 +231,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     momo: {
       mpesaBaseUrl: e.MPESA_BASE_URL?.replace(/\/+$/, ""),
+      mpesaCertPath: e.MPESA_CERT_PATH,
+      payoutResultOverdueMs: e.PAYOUT_RESULT_OVERDUE_MS,
       sandboxStkDelayMs: e.SANDBOX_STK_DELAY_MS,
       stkCallbackOverdueMs: e.STK_CALLBACK_OVERDUE_MS,
       stkQueryBackoffMs: e.STK_QUERY_BACKOFF_MS,

@@ -9,6 +9,7 @@ import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
 import { createMomoService } from "./modules/momo/service.ts";
+import { createPayoutService } from "./modules/payouts/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
@@ -31,7 +32,12 @@ export function createServices(deps: ServiceDeps) {
   const { prisma, logger, config } = deps;
   const publisher = createEventPublisher(deps.redis);
   const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs });
-  const connectors = createConnectors({ mpesaBaseUrl: config.momo.mpesaBaseUrl, sandboxStkDelayMs: config.momo.sandboxStkDelayMs, redis: deps.redis });
+  const connectors = createConnectors({
+    mpesaBaseUrl: config.momo.mpesaBaseUrl,
+    mpesaCertPath: config.momo.mpesaCertPath,
+    sandboxStkDelayMs: config.momo.sandboxStkDelayMs,
+    redis: deps.redis,
+  });
   const channels = createChannelService(prisma, deps.secrets);
   const customers = createCustomerService(prisma);
   const transactions = createTransactionService({
@@ -50,6 +56,19 @@ export function createServices(deps: ServiceDeps) {
     },
     stkCallbackUrl: (channel, momo) => momoCallbackUrls(config.publicBaseUrl, channel, momo.forbiddenUrlWords).stk,
   });
+  const payouts = createPayoutService({
+    prisma,
+    channels,
+    connectors,
+    publisher,
+    jobs,
+    logger,
+    resultOverdueMs: config.momo.payoutResultOverdueMs,
+    callbackUrls: (channel) => {
+      const urls = momoCallbackUrls(config.publicBaseUrl, channel, connectors.mpesa.momo!.forbiddenUrlWords);
+      return { result: urls.b2cResult, timeout: urls.b2cTimeout, statusResult: urls.b2cStatusResult };
+    },
+  });
   return {
     publisher,
     jobs,
@@ -58,7 +77,8 @@ export function createServices(deps: ServiceDeps) {
     channels,
     customers,
     transactions,
-    momo: createMomoService({ prisma, channels, transactions, connectors, jobs, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
+    payouts,
+    momo: createMomoService({ prisma, channels, transactions, payouts, connectors, jobs, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
     webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, logger }),
   };
 }

@@ -9,6 +9,7 @@ import "../modules/transactions/schema.ts";
 import "../modules/momo/schema.ts";
 import "../modules/events/schema.ts";
 import "../modules/webhooks/schema.ts";
+import "../modules/payouts/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

@@ -11,6 +11,8 @@ export interface ConnectorOptions {
   /** Overrides the Daraja base URL of every mpesa channel. */
   mpesaBaseUrl?: string | undefined;
   sandboxStkDelayMs?: number;
+  /** Safaricom certificate override for B2C SecurityCredential encryption (MPESA_CERT_PATH). */
+  mpesaCertPath?: string | undefined;
   /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
   redis?: RedisConnections | undefined;
 }
@@ -20,7 +22,7 @@ export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
   return {
     sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs }),
-    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl }),
+    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath }),
     paystack: { provider: "paystack", currencies: connectorCurrencies.paystack },
   };
 }

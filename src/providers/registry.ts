@@ -21,10 +21,23 @@ export const connectorConfigSchemas = {
       environment: z.enum(["sandbox", "production"], "must be sandbox or production"),
       transaction_type: z.enum(["paybill", "till"], "must be paybill or till"),
       till_number: z.string().regex(/^\d{5,7}$/, "must be a 5 to 7 digit till number").optional(),
+      // B2C payouts (optional): the initiator, and the portal's credential or the password to encrypt.
+      initiator_name: nonEmpty.optional(),
+      security_credential: z.string().trim().min(1, "is required").max(2000, "must be at most 2000 characters").optional(),
+      initiator_password: nonEmpty.optional(),
+      b2c_shortcode: z.string().regex(/^\d{5,7}$/, "must be a 5 to 7 digit M-Pesa shortcode").optional(),
     })
     .refine((c) => c.transaction_type !== "till" || c.till_number !== undefined, {
       message: "is required when transaction_type is till",
       path: ["till_number"],
+    })
+    .refine((c) => !c.initiator_name || c.security_credential !== undefined || c.initiator_password !== undefined, {
+      message: "is required with initiator_name (or give security_credential)",
+      path: ["initiator_password"],
+    })
+    .refine((c) => c.initiator_name || (c.security_credential === undefined && c.initiator_password === undefined), {
+      message: "is required with security_credential or initiator_password",
+      path: ["initiator_name"],
     }),
 } as const;
 

@@ -25,6 +25,7 @@ export interface Connector {
   readonly currencies: readonly string[];
   chargeCard?(request: CardChargeRequest): Promise<CardOutcome>;
   momo?: MomoConnector;
+  payouts?: PayoutConnector;
 }
 
 /** What a card charge came to: the core records it through the state machine. */
@@ -108,5 +109,45 @@ export interface MomoConnector {
   c2bConfirmationAck(): unknown;
   /** Words the provider refuses in callback URLs. */
   forbiddenUrlWords: readonly string[];
+  close?(): void;
+}
+
+/* ---- Payouts (M-Pesa B2C). Amounts are minor units; the connector converts. ---- */
+
+export interface PayoutRequest {
+  config: unknown;
+  /** Fixed and committed before the call (Daraja's OriginatorConversationID): the provider refuses a reuse. */
+  providerRequestId: string;
+  amount: bigint;
+  currency: string;
+  /** 254XXXXXXXXX */
+  phoneNumber: string;
+  commandId: string;
+  remarks: string;
+  resultUrl: string;
+  timeoutUrl: string;
+  /** Only the sandbox connector uses it: where its simulated result is delivered (no network). */
+  deliverResult?: (body: unknown) => Promise<void>;
+}
+
+/** A provider's result for one payout, parsed by its connector. */
+export interface PayoutResult {
+  providerRequestId: string | null;
+  outcome: SettledCollectionOutcome;
+  /** What the provider says it sent, when it says (checked against the row). */
+  amount: bigint | null;
+}
+
+export interface PayoutConnector {
+  /** True when this channel's credentials allow payouts (e.g. an M-Pesa initiator is configured). */
+  canPayOut(config: unknown): boolean;
+  /** Throws a ValidationError naming `amount` when the provider cannot send it (units, bounds). */
+  checkAmount(amount: bigint, currency: string): void;
+  /** Sends the payout; resolves with the provider's conversation id once it accepted the request. */
+  send(request: PayoutRequest): Promise<{ providerConversationId: string }>;
+  /** Asks the provider what became of a payout; the answer arrives later as a result on resultUrl. */
+  queryStatus(request: { config: unknown; providerRequestId: string; resultUrl: string; timeoutUrl: string; deliverResult?: (body: unknown) => Promise<void> }): Promise<void>;
+  parseResult(body: unknown): PayoutResult;
+  resultAck(): unknown;
   close?(): void;
 }

@@ -7,6 +7,7 @@ export interface NewEvent {
   /** e.g. transaction.completed */
   type: string;
   transactionId?: number | null;
+  payoutId?: number | null;
   payload: Prisma.InputJsonObject;
 }
 
@@ -16,7 +17,14 @@ export interface NewEvent {
  */
 export async function recordEvent(tx: Prisma.TransactionClient, event: NewEvent): Promise<{ event: Event; deliveriesQueued: number }> {
   const row = await tx.event.create({
-    data: { merchantId: event.merchantId, mode: event.mode, type: event.type, transactionId: event.transactionId ?? null, payload: event.payload },
+    data: {
+      merchantId: event.merchantId,
+      mode: event.mode,
+      type: event.type,
+      transactionId: event.transactionId ?? null,
+      payoutId: event.payoutId ?? null,
+      payload: event.payload,
+    },
   });
   return { event: row, deliveriesQueued: await enqueueWebhookDeliveries(tx, row) };
 }

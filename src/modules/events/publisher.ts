@@ -10,6 +10,7 @@ export interface PublishedEvent {
   merchantId: number;
   mode: Mode;
   transactionId: number | null;
+  payoutId: number | null;
   /** ISO 8601 UTC. */
   createdAt: string;
   payload: unknown;

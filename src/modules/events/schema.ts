@@ -54,7 +54,7 @@ const TransactionEvent = builder.objectRef<PublishedEvent>("TransactionEvent").i
  * Ends an event stream when the signal aborts (server shutdown), so open subscriptions close cleanly.
  * `first` is an already requested first event, for callers that had to start listening early.
  */
-async function* untilAborted<T>(
+export async function* untilAborted<T>(
   source: AsyncIterableIterator<T>,
   signal: AbortSignal,
   first: Promise<IteratorResult<T>> = source.next(),
@@ -84,7 +84,11 @@ builder.subscriptionFields((t) => ({
   transactionEvents: t.field({
     type: TransactionEvent,
     description: "Every event of the merchant's transactions in the key's mode: transaction.pending, .completed and .failed.",
-    subscribe: (_root, _args, ctx) => untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal),
+    subscribe: async function* (_root, _args, ctx) {
+      for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
+        if (event.transactionId !== null) yield event;
+      }
+    },
     resolve: (event) => event,
   }),
 

@@ -8,9 +8,11 @@ import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
+import type { ProviderName } from "../../providers/registry.ts";
 import type { MomoConnector } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
+import type { PayoutService } from "../payouts/service.ts";
 import { momoConnectorOf, type TransactionService } from "../transactions/service.ts";
 import { decodeCallbackToken, momoCallbackUrls } from "./callback-urls.ts";
 
@@ -24,6 +26,7 @@ export interface MomoServiceDeps {
   prisma: PrismaClient;
   channels: ChannelService;
   transactions: TransactionService;
+  payouts: PayoutService;
   connectors: Connectors;
   jobs: JobRunner;
   publicBaseUrl: string;
@@ -76,10 +79,16 @@ async function postJson(url: string, body: unknown, timeoutMs: number): Promise<
 }
 
 export function createMomoService(deps: MomoServiceDeps) {
-  const { prisma, channels, transactions, connectors, config, logger } = deps;
+  const { prisma, channels, transactions, payouts, connectors, config, logger } = deps;
 
   const momoOf = (channel: PaymentChannel): MomoConnector => momoConnectorOf(connectors, channel);
   const callbackUrls = (channel: PaymentChannel) => momoCallbackUrls(deps.publicBaseUrl, channel, momoOf(channel).forbiddenUrlWords);
+
+  function payoutsOf(channel: PaymentChannel) {
+    const connector = connectors[channel.provider as ProviderName]?.payouts;
+    if (!connector) throw new NotFoundError("Callback");
+    return connector;
+  }
 
   async function channelByToken(segment: string): Promise<PaymentChannel> {
     const token = decodeCallbackToken(segment);
@@ -128,6 +137,23 @@ export function createMomoService(deps: MomoServiceDeps) {
       const momo = momoOf(channel);
       await transactions.applyCollectionCallback(channel, momo.parseStkCallback(body));
       return momo.stkCallbackAck();
+    },
+
+    /** Daraja's B2C result; a Transaction Status answer for one payout carries its reference in the path. */
+    async handleB2cResult(tokenSegment: string, body: unknown, reference?: string): Promise<unknown> {
+      const channel = await channelByToken(tokenSegment);
+      const connector = payoutsOf(channel);
+      await payouts.applyResult(channel, connector.parseResult(body), reference);
+      return connector.resultAck();
+    },
+
+    /** Daraja's queue timeout: the payout's fate is unknown, so the gateway asks at once. */
+    async handleB2cTimeout(tokenSegment: string, body: unknown): Promise<unknown> {
+      const channel = await channelByToken(tokenSegment);
+      const connector = payoutsOf(channel);
+      const requestId = body && typeof body === "object" ? (body as { Result?: { OriginatorConversationID?: unknown } }).Result?.OriginatorConversationID : undefined;
+      await payouts.resultTimedOut(channel, typeof requestId === "string" ? requestId : null);
+      return connector.resultAck();
     },
 
     async registerC2bUrls(principal: Principal, input: C2bUrlsInput) {
@@ -201,9 +227,12 @@ export function createMomoService(deps: MomoServiceDeps) {
       return { amount, phoneNumber, reference, status: found?.status ?? "pending", transaction: found };
     },
 
-    /** Stops the connectors' own timers (the sandbox's simulated customers). */
+    /** Stops the connectors' own timers (the sandbox's simulated customers and payees). */
     close() {
-      for (const connector of Object.values(connectors)) connector.momo?.close?.();
+      for (const connector of Object.values(connectors)) {
+        connector.momo?.close?.();
+        connector.payouts?.close?.();
+      }
     },
   };
 }

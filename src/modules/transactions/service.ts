@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import { luhnValid } from "../../cards.ts";
+import { parseStatus, statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import type { PrismaClient } from "../../db/database.ts";
-import type { PaymentChannel, Prisma, Transaction, TransactionStatus } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRequest, JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
@@ -47,40 +48,12 @@ export interface InitializeInput {
   phone?: string | null;
 }
 
-export interface TransactionFilters {
-  status?: string | null;
-  dateFrom?: string | null;
-  dateTo?: string | null;
-}
-
-const statuses: readonly TransactionStatus[] = ["pending", "completed", "failed"];
-
-/** A calendar date YYYY-MM-DD (UTC) that exists: 2024-02-30 and 2024-13-45 are rejected. */
-function parseDay(value: string, field: string): Date {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
-  const date = match ? new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]))) : null;
-  if (!date || date.toISOString().slice(0, 10) !== value) throw new ValidationError(field, "must be a date in YYYY-MM-DD format");
-  return date;
-}
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-
-export function parseStatus(value: string, field = "status"): TransactionStatus {
-  if (!statuses.includes(value as TransactionStatus)) throw new ValidationError(field, `must be one of ${statuses.join(", ")}`);
-  return value as TransactionStatus;
-}
+export type TransactionFilters = StatusDateFilters;
+export { parseStatus };
 
 /** Status and inclusive UTC date range as a Prisma filter, scoped to the caller's merchant and mode. */
 export function transactionWhere(principal: Principal, filters: TransactionFilters): Prisma.TransactionWhereInput {
-  const where: Prisma.TransactionWhereInput = { merchantId: principal.merchantId, mode: principal.mode };
-  if (filters.status) where.status = parseStatus(filters.status);
-  const from = filters.dateFrom ? parseDay(filters.dateFrom, "date_from") : undefined;
-  const to = filters.dateTo ? parseDay(filters.dateTo, "date_to") : undefined;
-  if (from && to && from > to) throw new ValidationError("date_from", "must not be after date_to");
-  if (from || to) {
-    where.createdAt = { ...(from ? { gte: from } : {}), ...(to ? { lt: new Date(to.getTime() + DAY_MS) } : {}) };
-  }
-  return where;
+  return statusDateWhere(principal, filters);
 }
 
 /** Newest first; id breaks ties between rows created in the same millisecond. */

@@ -1,17 +1,13 @@
-import type { PrismaClient } from "../../db/database.ts";
-import type { Prisma, Transaction, Event } from "../../db/generated/prisma/client.ts";
-import { enqueueJobs, type JobRequest, type JobRunner } from "../../jobs/runner.ts";
+import type { Event, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
+import { enqueueJobs, type JobRequest } from "../../jobs/runner.ts";
 import { recordEvent } from "../events/outbox.ts";
-import type { EventPublisher, PublishedEvent } from "../events/publisher.ts";
+import type { PublishedEvent } from "../events/publisher.ts";
+import { afterCommit, changeStatus, type StatusChangeDeps, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
 
-/**
- * The one place a transaction's status changes: pending -> completed | failed, and terminal states
- * never change. The row update and its Event are written in one database transaction; the update is
- * conditional on the row still being pending, so of any number of concurrent callers exactly one
- * applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock). The event's
- * webhook deliveries and any follow-up jobs commit with it; publishing happens only after commit.
- */
-export type TerminalStatus = "completed" | "failed";
+/** A transaction's side of the one status-change function (events/status-change.ts). */
+export type { TerminalStatus };
+export type StateMachineDeps = StatusChangeDeps;
+export { toPublishedEvent } from "../events/status-change.ts";
 
 export interface TransitionRequest {
   transactionId: number;
@@ -20,12 +16,6 @@ export interface TransitionRequest {
   changes?: Omit<Prisma.TransactionUpdateManyMutationInput, "status" | "completedAt">;
   /** Jobs that follow from the change (e.g. forwarding a C2B confirmation), queued only when it applies. */
   jobs?: JobRequest[];
-}
-
-export interface StateMachineDeps {
-  prisma: PrismaClient;
-  publisher: EventPublisher;
-  jobs: JobRunner;
 }
 
 export interface TransitionResult {
@@ -62,47 +52,17 @@ export function transactionSnapshot(t: Transaction) {
 
 export type TransactionSnapshot = ReturnType<typeof transactionSnapshot>;
 
-export function toPublishedEvent(event: Event): PublishedEvent {
-  return {
-    id: event.id.toString(),
-    type: event.type,
-    merchantId: event.merchantId,
-    mode: event.mode,
-    transactionId: event.transactionId,
-    createdAt: event.createdAt.toISOString(),
-    payload: event.payload,
-  };
-}
-
-/** After commit: subscribers hear of the event, and this instance starts on the jobs it queued. */
-function afterCommit(deps: StateMachineDeps, event: Event | null, jobsQueued: number): PublishedEvent | null {
-  const published = event ? toPublishedEvent(event) : null;
-  if (published) deps.publisher.publish(published);
-  if (jobsQueued > 0) deps.jobs.nudge();
-  return published;
-}
+const transactionSubject: StatusSubject<Transaction> = {
+  name: "transaction",
+  update: async (tx, id, data) => (await tx.transaction.updateMany({ where: { id, status: "pending" }, data })).count,
+  read: (tx, id) => tx.transaction.findUniqueOrThrow({ where: { id } }),
+  snapshot: transactionSnapshot,
+  link: (id) => ({ transactionId: id }),
+};
 
 export async function transitionTransaction(deps: StateMachineDeps, request: TransitionRequest): Promise<TransitionResult> {
-  const { transactionId, to } = request;
-  const outcome = await deps.prisma.$transaction(async (tx) => {
-    const { count } = await tx.transaction.updateMany({
-      where: { id: transactionId, status: "pending" },
-      data: { ...request.changes, status: to, ...(to === "completed" ? { completedAt: new Date() } : {}) },
-    });
-    const transaction = await tx.transaction.findUniqueOrThrow({ where: { id: transactionId } });
-    if (count === 0) return { transaction, event: null, jobsQueued: 0 };
-    const { event, deliveriesQueued } = await recordEvent(tx, {
-      merchantId: transaction.merchantId,
-      mode: transaction.mode,
-      type: `transaction.${to}`,
-      transactionId,
-      payload: { transaction: transactionSnapshot(transaction) },
-    });
-    await enqueueJobs(tx, request.jobs ?? []);
-    return { transaction, event, jobsQueued: deliveriesQueued + (request.jobs?.length ?? 0) };
-  });
-  const event = afterCommit(deps, outcome.event, outcome.jobsQueued);
-  return { applied: event !== null, transaction: outcome.transaction, event };
+  const result = await changeStatus(deps, transactionSubject, { id: request.transactionId, to: request.to, changes: request.changes, jobs: request.jobs });
+  return { applied: result.applied, transaction: result.row, event: result.event };
 }
 
 export interface NewTransactionOptions {
@@ -113,8 +73,8 @@ export interface NewTransactionOptions {
 }
 
 /**
- * Inserts a pending transaction, in the caller's database transaction when `tx` is given, with its
- * transaction.pending event and jobs. The caller runs afterCreate() once that transaction commits.
+ * Inserts a pending transaction in the caller's database transaction, with its transaction.pending
+ * event and jobs. The caller runs afterCreate() once that transaction commits.
  */
 export async function insertPendingTransaction(
   tx: Prisma.TransactionClient,

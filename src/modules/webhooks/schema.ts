@@ -28,8 +28,9 @@ const WebhookDeliveryStatus = builder.enumType("WebhookDeliveryStatus", { values
 const WebhookDelivery = builder.prismaObject("WebhookDelivery", {
   description: "One event to one endpoint: how many attempts, what the last one got back, and when the next is due.",
   fields: (t) => ({
-    id: t.exposeID("id"),
-    eventId: t.exposeID("eventId", { description: "The webhook-id header of every attempt." }),
+    // BigInt columns: GraphQL's ID serializes strings and numbers only.
+    id: t.id({ resolve: (d) => d.id.toString() }),
+    eventId: t.id({ description: "The webhook-id header of every attempt.", resolve: (d) => d.eventId.toString() }),
     eventType: t.string({ select: { event: { select: { type: true } } }, resolve: (d) => d.event.type }),
     endpoint: t.relation("endpoint"),
     status: t.expose("status", { type: WebhookDeliveryStatus }),

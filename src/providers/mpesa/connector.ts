@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
+import { constants, createHash, createPublicKey, publicEncrypt, randomBytes, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { GatewayError } from "../../errors.ts";
 import { connectorCurrencies } from "../registry.ts";
-import type { CollectionOutcome, Connector, MomoConnector } from "../types.ts";
+import type { CollectionOutcome, Connector, MomoConnector, PayoutConnector } from "../types.ts";
 import type { TokenStore } from "./token-store.ts";
 import * as wire from "./wire.ts";
 
@@ -14,6 +15,12 @@ export interface MpesaConfig {
   environment: "sandbox" | "production";
   transaction_type: "paybill" | "till";
   till_number?: string;
+  /** B2C payouts: the API operator, and either the portal's SecurityCredential or the initiator's password. */
+  initiator_name?: string;
+  security_credential?: string;
+  initiator_password?: string;
+  /** The B2C shortcode when it differs from the collection shortcode. */
+  b2c_shortcode?: string;
 }
 
 export interface MpesaConnectorOptions {
@@ -21,12 +28,20 @@ export interface MpesaConnectorOptions {
   /** Replaces the environment's base URL for every channel (a proxy, or a loopback fake in tests). */
   baseUrlOverride?: string | undefined;
   requestTimeoutMs?: number;
+  /** A certificate (or public key) PEM replacing Safaricom's for SecurityCredential encryption (tests). */
+  certPath?: string | undefined;
 }
 
 const BASES = { sandbox: "https://sandbox.safaricom.co.ke", production: "https://api.safaricom.co.ke" } as const;
 /** Refresh this long before Daraja's expiry so a token never dies mid-request. */
 const REFRESH_MARGIN_MS = 60_000;
 const INVALID_TOKEN = "404.001.03";
+
+/** Safaricom's public certificates, per environment: a B2C initiator password is encrypted with them. */
+const CERTIFICATES = {
+  sandbox: new URL("./certs/sandbox.cer", import.meta.url),
+  production: new URL("./certs/production.cer", import.meta.url),
+} as const;
 
 interface DarajaResponse {
   status: number;
@@ -66,7 +81,13 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
   const refreshing = new Map<string, Promise<string>>();
 
   const baseOf = (config: MpesaConfig) => options.baseUrlOverride ?? BASES[config.environment];
-  const secretsOf = (config: MpesaConfig, token?: string) => [config.consumer_secret, config.passkey, token ?? ""];
+  const secretsOf = (config: MpesaConfig, token?: string) => [
+    config.consumer_secret,
+    config.passkey,
+    config.initiator_password ?? "",
+    config.security_credential ?? "",
+    token ?? "",
+  ];
   /** One entry per app and base (the secret too, so changed credentials are re-checked); stored hashed. */
   const cacheKey = (config: MpesaConfig) =>
     createHash("sha256").update(`${baseOf(config)}\n${config.consumer_key}\n${config.consumer_secret}`).digest("hex");
@@ -218,7 +239,75 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     c2bConfirmationAck: wire.c2bConfirmationAck,
   };
 
-  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo };
+  const publicKeys = new Map<string, KeyObject>();
+  function publicKeyFor(config: MpesaConfig): KeyObject {
+    const source = options.certPath ?? CERTIFICATES[config.environment];
+    const cacheKey = String(source);
+    let key = publicKeys.get(cacheKey);
+    if (!key) {
+      key = createPublicKey(readFileSync(source, "utf8"));
+      publicKeys.set(cacheKey, key);
+    }
+    return key;
+  }
+
+  /** As the Daraja portal makes it: the initiator password, RSA PKCS#1 v1.5 with Safaricom's certificate, base64. */
+  function securityCredential(config: MpesaConfig): string {
+    if (config.security_credential) return config.security_credential;
+    const password = Buffer.from(config.initiator_password ?? "", "utf8");
+    return publicEncrypt({ key: publicKeyFor(config), padding: constants.RSA_PKCS1_PADDING }, password).toString("base64");
+  }
+
+  const payouts: PayoutConnector = {
+    canPayOut: (raw) => {
+      const config = raw as MpesaConfig;
+      return Boolean(config.initiator_name && (config.security_credential || config.initiator_password));
+    },
+
+    checkAmount: (amount, currency) => void wire.toB2cShillings(amount, currency),
+
+    async send(request) {
+      const config = request.config as MpesaConfig;
+      const remarks = request.remarks.trim().slice(0, 100);
+      const body = {
+        OriginatorConversationID: request.providerRequestId,
+        InitiatorName: config.initiator_name,
+        SecurityCredential: securityCredential(config),
+        CommandID: request.commandId,
+        Amount: wire.toB2cShillings(request.amount, request.currency),
+        PartyA: config.b2c_shortcode ?? config.shortcode,
+        PartyB: request.phoneNumber,
+        Remarks: remarks.length >= 2 ? remarks : "Payout",
+        QueueTimeOutURL: request.timeoutUrl,
+        ResultURL: request.resultUrl,
+        Occassion: "",
+      };
+      const reply = accepted("payout", config, await call(config, "/mpesa/b2c/v3/paymentrequest", body, "payout"));
+      return { providerConversationId: String(reply.ConversationID ?? "") };
+    },
+
+    async queryStatus(request) {
+      const config = request.config as MpesaConfig;
+      const body = {
+        Initiator: config.initiator_name,
+        SecurityCredential: securityCredential(config),
+        CommandID: "TransactionStatusQuery",
+        OriginalConversationID: request.providerRequestId,
+        PartyA: config.b2c_shortcode ?? config.shortcode,
+        IdentifierType: "4",
+        ResultURL: request.resultUrl,
+        QueueTimeOutURL: request.timeoutUrl,
+        Remarks: "Payout status",
+        Occasion: "",
+      };
+      accepted("payout status query", config, await call(config, "/mpesa/transactionstatus/v1/query", body, "payout status query"));
+    },
+
+    parseResult: wire.parseB2cResultBody,
+    resultAck: wire.b2cResultAck,
+  };
+
+  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts };
 }
 
 /** For tests and diagnostics: a Daraja-looking id. */

@@ -1,6 +1,6 @@
 import { ValidationError } from "../../errors.ts";
 import { currencies, isKnownCurrency } from "../../money.ts";
-import type { C2bPayment, CollectionCallback } from "../types.ts";
+import type { C2bPayment, CollectionCallback, PayoutResult } from "../types.ts";
 
 /**
  * Daraja's wire format: field names, units and timestamps. Shared by the mpesa connector and the
@@ -31,6 +31,26 @@ export function toWholeShillings(amount: bigint, currency: string, field = "amou
   const shillings = amount / unit;
   if (shillings < 1n || shillings > BigInt(MAX_STK_SHILLINGS)) {
     throw new ValidationError(field, `must be between KES 1 and KES ${MAX_STK_SHILLINGS.toLocaleString("en")} for M-Pesa (100 to ${MAX_STK_SHILLINGS * 100} minor units)`);
+  }
+  return Number(shillings);
+}
+
+/** Daraja's B2C bounds: whole shillings, KES 10 to 250,000 per payment. */
+export const MIN_B2C_SHILLINGS = 10;
+export const MAX_B2C_SHILLINGS = 250_000;
+
+export function toB2cShillings(amount: bigint, currency: string, field = "amount"): number {
+  if (currency !== "KES" || !isKnownCurrency(currency)) throw new ValidationError("currency", "M-Pesa pays out only KES");
+  const unit = 10n ** BigInt(currencies.KES.exponent);
+  if (amount % unit !== 0n) {
+    throw new ValidationError(field, `must be a whole number of shillings for M-Pesa (minor units, a multiple of ${unit}: 150000 is KES 1,500)`);
+  }
+  const shillings = amount / unit;
+  if (shillings < BigInt(MIN_B2C_SHILLINGS) || shillings > BigInt(MAX_B2C_SHILLINGS)) {
+    throw new ValidationError(
+      field,
+      `must be between KES ${MIN_B2C_SHILLINGS} and KES ${MAX_B2C_SHILLINGS.toLocaleString("en")} for an M-Pesa payout (${MIN_B2C_SHILLINGS * 100} to ${MAX_B2C_SHILLINGS * 100} minor units)`,
+    );
   }
   return Number(shillings);
 }
@@ -86,6 +106,52 @@ export function parseC2bBody(body: unknown): C2bPayment {
     shortcode: text(body.BusinessShortCode) ?? "",
   };
 }
+
+/**
+ * A B2C (or Transaction Status) result: `{"Result":{ResultCode, ResultDesc, OriginatorConversationID,
+ * TransactionID, ResultParameters:{ResultParameter:[{Key, Value}]}}}`, parameters read by Key.
+ */
+export function parseB2cResultBody(body: unknown): PayoutResult {
+  const result = isObject(body) ? body.Result : undefined;
+  if (!isObject(result)) throw new ValidationError("Result", "is required");
+  const resultCode = text(result.ResultCode);
+  if (resultCode === null) throw new ValidationError("ResultCode", "is required");
+  const parameters = isObject(result.ResultParameters) ? result.ResultParameters.ResultParameter : undefined;
+  const list = Array.isArray(parameters) ? parameters : isObject(parameters) ? [parameters] : [];
+  const param = (key: string): unknown => list.find((p): p is Record<string, unknown> => isObject(p) && p.Key === key)?.Value;
+  const message = text(result.ResultDesc) ?? "";
+  const receipt = text(param("TransactionReceipt")) ?? text(param("ReceiptNo")) ?? text(result.TransactionID);
+  const amount = param("TransactionAmount") ?? param("Amount");
+  return {
+    providerRequestId: text(result.OriginatorConversationID),
+    outcome: resultCode === "0" ? { state: "completed", providerReference: receipt, message } : { state: "failed", code: resultCode, message },
+    amount: amount === undefined ? null : shillingsToMinor(amount),
+  };
+}
+
+export function buildB2cResultBody(input: { originatorConversationId: string; conversationId: string; transactionId: string; resultCode: number; resultDesc: string; shillings: number }) {
+  const parameters =
+    input.resultCode === 0
+      ? [
+          { Key: "TransactionAmount", Value: input.shillings },
+          { Key: "TransactionReceipt", Value: input.transactionId },
+          { Key: "B2CRecipientIsRegisteredCustomer", Value: "Y" },
+        ]
+      : [];
+  return {
+    Result: {
+      ResultType: 0,
+      ResultCode: input.resultCode,
+      ResultDesc: input.resultDesc,
+      OriginatorConversationID: input.originatorConversationId,
+      ConversationID: input.conversationId,
+      TransactionID: input.transactionId,
+      ...(parameters.length ? { ResultParameters: { ResultParameter: parameters } } : {}),
+    },
+  };
+}
+
+export const b2cResultAck = () => ({ ResultCode: 0, ResultDesc: "Accepted" });
 
 export const stkCallbackAck = () => ({ ResultCode: 0, ResultDesc: "Accepted" });
 export const c2bConfirmationAck = () => ({ ResultCode: 0, ResultDesc: "Success" });

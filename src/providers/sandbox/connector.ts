@@ -3,13 +3,15 @@ import { connectorCurrencies } from "../registry.ts";
 import type { Connector } from "../types.ts";
 import { simulateCardCharge } from "./cards.ts";
 import { createSandboxMomo } from "./momo.ts";
+import { createSandboxPayouts } from "./payouts.ts";
 
 /** The built-in simulator: everything a real provider does, with no network. */
-export function createSandboxConnector(options: { stkDelayMs?: number } = {}): Connector {
+export function createSandboxConnector(options: { stkDelayMs?: number; payoutDelayMs?: number } = {}): Connector {
   return {
     provider: "sandbox",
     currencies: connectorCurrencies.sandbox,
     momo: createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000 }),
+    payouts: createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 }),
     async chargeCard({ card }) {
       return simulateCardCharge(card.number, `sbx_${randomBytes(8).toString("hex")}`);
     },

@@ -1,0 +1,84 @@
+import type { PrismaClient } from "../../db/database.ts";
+import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
+import { enqueueJobs, type JobRequest, type JobRunner } from "../../jobs/runner.ts";
+import type { EventPublisher, PublishedEvent } from "./publisher.ts";
+import { recordEvent } from "./outbox.ts";
+
+/**
+ * The one function through which a transaction's or a payout's status changes: pending ->
+ * completed | failed, and terminal states never change. The row update and its Event (with the
+ * event's webhook deliveries and any follow-up jobs) are written in one database transaction; the
+ * update is conditional on the row still being pending, so of any number of concurrent callers
+ * exactly one applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock).
+ * Subscribers hear of it only after commit.
+ */
+export type TerminalStatus = "completed" | "failed";
+
+export interface StatusChangeDeps {
+  prisma: PrismaClient;
+  publisher: EventPublisher;
+  jobs: JobRunner;
+}
+
+/** How one table takes part: its conditional update, its re-read, its snapshot and its event's link. */
+export interface StatusSubject<Row extends { merchantId: number; mode: Mode }> {
+  /** The event type's prefix: transaction.completed, payout.failed ... */
+  name: "transaction" | "payout";
+  /** Sets the status (and changes) only while the row is pending; returns the number of rows changed. */
+  update(tx: Prisma.TransactionClient, id: number, data: Record<string, unknown>): Promise<number>;
+  read(tx: Prisma.TransactionClient, id: number): Promise<Row>;
+  snapshot(row: Row): Prisma.InputJsonObject;
+  link(id: number): { transactionId: number } | { payoutId: number };
+}
+
+export interface StatusChangeResult<Row> {
+  /** False when the row was already terminal: nothing was written. */
+  applied: boolean;
+  row: Row;
+  event: PublishedEvent | null;
+}
+
+export function toPublishedEvent(event: Event): PublishedEvent {
+  return {
+    id: event.id.toString(),
+    type: event.type,
+    merchantId: event.merchantId,
+    mode: event.mode,
+    transactionId: event.transactionId,
+    payoutId: event.payoutId,
+    createdAt: event.createdAt.toISOString(),
+    payload: event.payload,
+  };
+}
+
+/** After commit: subscribers hear of the event, and this instance starts on the jobs it queued. */
+export function afterCommit(deps: StatusChangeDeps, event: Event | null, jobsQueued: number): PublishedEvent | null {
+  const published = event ? toPublishedEvent(event) : null;
+  if (published) deps.publisher.publish(published);
+  if (jobsQueued > 0) deps.jobs.nudge();
+  return published;
+}
+
+export async function changeStatus<Row extends { merchantId: number; mode: Mode }>(
+  deps: StatusChangeDeps,
+  subject: StatusSubject<Row>,
+  request: { id: number; to: TerminalStatus; changes?: Record<string, unknown>; jobs?: JobRequest[] },
+): Promise<StatusChangeResult<Row>> {
+  const outcome = await deps.prisma.$transaction(async (tx) => {
+    const data = { ...request.changes, status: request.to, ...(request.to === "completed" ? { completedAt: new Date() } : {}) };
+    const count = await subject.update(tx, request.id, data);
+    const row = await subject.read(tx, request.id);
+    if (count === 0) return { row, event: null, jobsQueued: 0 };
+    const { event, deliveriesQueued } = await recordEvent(tx, {
+      merchantId: row.merchantId,
+      mode: row.mode,
+      type: `${subject.name}.${request.to}`,
+      ...subject.link(request.id),
+      payload: { [subject.name]: subject.snapshot(row) },
+    });
+    await enqueueJobs(tx, request.jobs ?? []);
+    return { row, event, jobsQueued: deliveriesQueued + (request.jobs?.length ?? 0) };
+  });
+  const event = afterCommit(deps, outcome.event, outcome.jobsQueued);
+  return { applied: event !== null, row: outcome.row, event };
+}

@@ -1,0 +1,90 @@
+import { ValidationError } from "../../errors.ts";
+import { intField, required, stringField } from "../../rest/params.ts";
+import { payoutCommands } from "./service.ts";
+import { defineRoute } from "../../rest/route-table.ts";
+
+/** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
+interface PayoutData {
+  databaseId: number;
+  reference: string;
+  clientReference: string | null;
+  amount: number;
+  currency: string;
+  phoneNumber: string;
+  status: string;
+  paymentChannelId: number;
+  providerReference: string | null;
+  failureCode: string | null;
+  failureReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+}
+
+const payoutFields =
+  "databaseId reference clientReference amount currency phoneNumber status paymentChannelId providerReference failureCode failureReason createdAt updatedAt completedAt";
+
+const toV1Payout = (p: PayoutData) => ({
+  id: p.databaseId,
+  reference: p.reference,
+  client_reference: p.clientReference,
+  amount: p.amount,
+  currency: p.currency,
+  phone_number: p.phoneNumber,
+  status: p.status,
+  payment_channel_id: p.paymentChannelId,
+  provider_reference: p.providerReference,
+  failure_code: p.failureCode,
+  failure_reason: p.failureReason,
+  created_at: p.createdAt,
+  updated_at: p.updatedAt,
+  completed_at: p.completedAt,
+});
+
+/** Checked here so the 400 names the REST field (GraphQL would report the enum variable). */
+function commandField(body: Record<string, unknown>): string | undefined {
+  const value = stringField(body, "command_id");
+  if (value !== undefined && !(payoutCommands as readonly string[]).includes(value)) {
+    throw new ValidationError("command_id", `must be one of ${payoutCommands.join(", ")}`);
+  }
+  return value;
+}
+
+export const payoutRoutes = [
+  defineRoute<{ createPayout: PayoutData }>({
+    method: "POST",
+    path: "/v1/payouts",
+    operation: `mutation V1CreatePayout($input: CreatePayoutInput!) {
+      createPayout(input: $input) {
+        __typename
+        ... on Error { code message }
+        ... on Payout { ${payoutFields} }
+      }
+    }`,
+    variables: ({ body }) => ({
+      input: {
+        amount: required(intField(body, "amount"), "amount"),
+        phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
+        currency: stringField(body, "currency"),
+        paymentChannelId: intField(body, "payment_channel_id"),
+        reference: stringField(body, "reference"),
+        description: stringField(body, "description"),
+        commandId: commandField(body),
+      },
+    }),
+    respond: ({ createPayout }) => ({ statusCode: 201, body: { status: "success", data: toV1Payout(createPayout) } }),
+  }),
+  defineRoute<{ payout: PayoutData }>({
+    method: "GET",
+    path: "/v1/payouts/:id",
+    operation: `query V1Payout($reference: String!) {
+      payout(reference: $reference) {
+        __typename
+        ... on Error { code message }
+        ... on Payout { ${payoutFields} }
+      }
+    }`,
+    variables: ({ params }) => ({ reference: params.id }),
+    respond: ({ payout }) => ({ body: { status: "success", data: toV1Payout(payout) } }),
+  }),
+];

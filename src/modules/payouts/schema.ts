@@ -1,0 +1,168 @@
+import { queryFromInfo } from "@pothos/plugin-prisma";
+import type { Principal } from "../../auth.ts";
+import type { Event } from "../../db/generated/prisma/client.ts";
+import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
+import { ValidationError } from "../../errors.ts";
+import { toMsisdn } from "../../phone.ts";
+import { toPublishedEvent } from "../events/status-change.ts";
+import type { PublishedEvent } from "../events/publisher.ts";
+import { untilAborted } from "../events/schema.ts";
+import { webhookBody } from "../webhooks/payload.ts";
+import { TransactionStatusEnum } from "../transactions/schema.ts";
+import { payoutCommands, type PayoutSnapshot } from "./service.ts";
+
+/** Payouts: thin resolvers over services.payouts (REST /v1/payouts runs these too). */
+const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
+
+const PayoutCommandEnum = builder.enumType("PayoutCommand", {
+  description: "M-Pesa's B2C CommandID.",
+  values: payoutCommands,
+});
+
+export const Payout = builder.prismaNode("Payout", {
+  id: { field: "id" },
+  description: "Money sent to a phone. Never sent twice: an unknown outcome is settled by asking the provider.",
+  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  fields: (t) => ({
+    databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
+    reference: t.exposeString("reference", { description: "Assigned by the gateway (po_...)." }),
+    clientReference: t.exposeString("clientReference", { nullable: true }),
+    amount: t.expose("amount", { type: "BigInt", description: "In the currency's minor unit." }),
+    currency: t.exposeString("currency"),
+    phoneNumber: t.string({ description: "254XXXXXXXXX", resolve: (p) => toMsisdn(p.phoneNumber) }),
+    status: t.expose("status", { type: TransactionStatusEnum }),
+    commandId: t.exposeString("commandId"),
+    description: t.exposeString("description", { nullable: true }),
+    paymentChannelId: t.exposeInt("channelId"),
+    providerReference: t.exposeString("providerReference", { nullable: true, description: "The M-Pesa receipt once paid." }),
+    failureCode: t.exposeString("failureCode", { nullable: true, description: "The provider's result code, e.g. 2040." }),
+    failureReason: t.exposeString("failureReason", { nullable: true }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime" }),
+    completedAt: t.expose("completedAt", { type: "DateTime", nullable: true }),
+  }),
+});
+
+/** The payout as of the event, from its snapshot (no follow-up query). */
+const PayoutSnapshotType = builder.objectRef<PayoutSnapshot>("PayoutSnapshot").implement({
+  description: "A payout as it was when the event happened (the /v1/payouts shape).",
+  fields: (t) => ({
+    databaseId: t.exposeInt("id"),
+    reference: t.exposeString("reference"),
+    clientReference: t.exposeString("client_reference", { nullable: true }),
+    amount: t.exposeInt("amount"),
+    currency: t.exposeString("currency"),
+    phoneNumber: t.exposeString("phone_number"),
+    status: t.field({ type: TransactionStatusEnum, resolve: (p) => p.status }),
+    providerReference: t.exposeString("provider_reference", { nullable: true }),
+    failureCode: t.exposeString("failure_code", { nullable: true }),
+    failureReason: t.exposeString("failure_reason", { nullable: true }),
+    createdAt: t.exposeString("created_at"),
+    completedAt: t.exposeString("completed_at", { nullable: true }),
+  }),
+});
+
+const PayoutEvent = builder.objectRef<PublishedEvent>("PayoutEvent").implement({
+  description: "A payout's status change: payout.completed or payout.failed.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Unique per event (the webhook-id of its deliveries)." }),
+    type: t.exposeString("type"),
+    occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
+    payout: t.field({ type: PayoutSnapshotType, resolve: (e) => (e.payload as { payout: PayoutSnapshot }).payout }),
+    webhookBody: t.field({ type: "JSON", resolve: (e) => JSON.parse(webhookBody(e)) as unknown }),
+  }),
+});
+
+const CreatePayoutInput = builder.inputType("CreatePayoutInput", {
+  fields: (t) => ({
+    amount: t.field({ type: "BigInt", required: true, description: "Minor units; M-Pesa: whole shillings, KES 10 to 250,000." }),
+    phoneNumber: t.string({ required: true, description: "254XXXXXXXXX" }),
+    currency: t.string({ required: false, description: "Default: the merchant's currency." }),
+    paymentChannelId: t.int({ required: false, description: "Default: the default channel if it can pay out, else the newest one that can." }),
+    reference: t.string({ required: false, description: "The merchant's own reference." }),
+    description: t.string({ required: false, description: "Sent as the payout's remarks." }),
+    commandId: t.field({ type: PayoutCommandEnum, required: false, description: "Default BusinessPayment." }),
+  }),
+});
+
+builder.queryFields((t) => {
+  const filterArgs = () => ({
+    status: t.arg({ type: TransactionStatusEnum, required: false }),
+    dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
+    dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
+  });
+  return {
+    payout: t.field({
+      type: Payout,
+      description: "One of the merchant's payouts, by databaseId or reference.",
+      errors: { types: businessErrors },
+      args: { id: t.arg.int({ required: false }), reference: t.arg.string({ required: false }) },
+      resolve: (_root, { id, reference }, ctx, info) => {
+        const key = id != null ? String(id) : reference;
+        if (!key) throw new ValidationError("id", "give id or reference");
+        return ctx.services.payouts.getPayout(ctx.principal!, key, queryFromInfo({ context: ctx, info, typeName: "Payout" }) as object) as never;
+      },
+    }),
+    payouts: t.prismaConnection({
+      type: "Payout",
+      cursor: "id",
+      description: "Newest first, with Relay cursors and totalCount.",
+      args: filterArgs(),
+      totalCount: (_root, args, ctx) => ctx.prisma.payout.count({ where: ctx.services.payouts.payoutWhere(ctx.principal!, args) }),
+      resolve: (query, _root, args, ctx) =>
+        ctx.prisma.payout.findMany({ ...query, where: ctx.services.payouts.payoutWhere(ctx.principal!, args), orderBy: { id: "desc" } }),
+    }),
+  };
+});
+
+builder.mutationField("createPayout", (t) =>
+  t.field({
+    type: Payout,
+    description: "Sends money to a phone. Answers pending; payout.completed or payout.failed follows.",
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: CreatePayoutInput, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.services.payouts.createPayout(ctx.principal!, input) as never,
+  }),
+);
+
+builder.subscriptionFields((t) => ({
+  payoutEvents: t.field({
+    type: PayoutEvent,
+    description: "Every status change of the merchant's payouts in the key's mode.",
+    subscribe: async function* (_root, _args, ctx) {
+      for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
+        if (event.payoutId !== null) yield event;
+      }
+    },
+    resolve: (event) => event,
+  }),
+  payoutStatusChanged: t.field({
+    type: PayoutEvent,
+    description: "One payout's settling change; a payout already settled delivers its last change at once.",
+    args: { reference: t.arg.string({ required: true }) },
+    subscribe: async function* (_root, { reference }, ctx) {
+      const principal = ctx.principal!;
+      // Listen first, then look, so a change committed in between is not missed.
+      const source = ctx.services.publisher.subscribe(principal.merchantId, principal.mode);
+      const first = source.next();
+      try {
+        const payout = await ctx.services.payouts.getPayout(principal, reference);
+        if (payout.status !== "pending") {
+          const last: Event | null = await ctx.services.payouts.lastEvent(payout.id);
+          if (last) yield toPublishedEvent(last);
+          return;
+        }
+        for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
+          if (event.payoutId === payout.id) {
+            yield event;
+            return;
+          }
+        }
+      } finally {
+        await source.return?.();
+      }
+    },
+    resolve: (event) => event,
+  }),
+}));

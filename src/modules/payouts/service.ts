@@ -1,0 +1,264 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/client.ts";
+import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
+import { enqueueJobs, type JobRunner } from "../../jobs/runner.ts";
+import type { Logger } from "../../logger.ts";
+import { parseAmount, parseCurrency } from "../../money.ts";
+import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
+import type { Connectors } from "../../providers/index.ts";
+import type { ProviderName } from "../../providers/registry.ts";
+import type { PayoutConnector, PayoutResult } from "../../providers/types.ts";
+import { optionalText } from "../../validation.ts";
+import type { ChannelService } from "../channels/service.ts";
+import type { EventPublisher } from "../events/publisher.ts";
+import { changeStatus, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
+
+export interface PayoutInput {
+  amount: unknown;
+  phoneNumber?: string | null;
+  currency?: string | null;
+  paymentChannelId?: number | null;
+  reference?: string | null;
+  description?: string | null;
+  commandId?: string | null;
+}
+
+export interface PayoutCallbackUrls {
+  result: string;
+  timeout: string;
+  /** Where a status query's answer for this payout is posted (it carries the query's own ids, not the payout's). */
+  statusResult(reference: string): string;
+}
+
+export interface PayoutServiceDeps {
+  prisma: PrismaClient;
+  channels: ChannelService;
+  connectors: Connectors;
+  publisher: EventPublisher;
+  jobs: JobRunner;
+  logger: Logger;
+  /** A payout with no result this long after it was sent is asked about, then with doubling waits. */
+  resultOverdueMs: number;
+  callbackUrls(channel: PaymentChannel): PayoutCallbackUrls;
+}
+
+export const PAYOUT_QUERY_JOB = "payout.query";
+export const payoutCommands = ["BusinessPayment", "SalaryPayment", "PromotionPayment"] as const;
+const MAX_QUERY_BACKOFF_MS = 60 * 60_000;
+
+/** URL-safe and unguessable (~119 bits), like transaction references. */
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+function newPayoutReference(): string {
+  let out = "po_";
+  while (out.length < 23) for (const byte of randomBytes(40)) if (byte < 248 && out.length < 23) out += BASE62[byte % 62];
+  return out;
+}
+
+/** The payout as of an event, and as /v1/payouts shows it. */
+export function payoutSnapshot(p: Payout) {
+  return {
+    id: p.id,
+    reference: p.reference,
+    client_reference: p.clientReference,
+    amount: Number(p.amount),
+    currency: p.currency,
+    phone_number: toMsisdn(p.phoneNumber),
+    status: p.status,
+    payment_channel_id: p.channelId,
+    provider_reference: p.providerReference,
+    failure_code: p.failureCode,
+    failure_reason: p.failureReason,
+    created_at: p.createdAt.toISOString(),
+    updated_at: p.updatedAt.toISOString(),
+    completed_at: p.completedAt?.toISOString() ?? null,
+  };
+}
+
+export type PayoutSnapshot = ReturnType<typeof payoutSnapshot>;
+
+const payoutSubject: StatusSubject<Payout> = {
+  name: "payout",
+  update: async (tx, id, data) => (await tx.payout.updateMany({ where: { id, status: "pending" }, data })).count,
+  read: (tx, id) => tx.payout.findUniqueOrThrow({ where: { id } }),
+  snapshot: payoutSnapshot,
+  link: (id) => ({ payoutId: id }),
+};
+
+/**
+ * Payouts over their own table, in the payments core's shape: validate -> channel and connector by
+ * capability -> row (with its provider request id and its status-query job) -> provider -> transition.
+ * A payout whose outcome is unknown (a timeout, a crash, a queue timeout) stays pending and is settled
+ * by asking the provider: it is never sent twice.
+ */
+export function createPayoutService(deps: PayoutServiceDeps) {
+  const { prisma, channels, connectors, logger } = deps;
+  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+
+  const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors[channel.provider as ProviderName]?.payouts;
+
+  function transition(payoutId: number, to: TerminalStatus, changes: Prisma.PayoutUpdateManyMutationInput) {
+    return changeStatus(deps, payoutSubject, { id: payoutId, to, changes });
+  }
+
+  /** The named channel, or the default one, or the newest active one that can pay out; a 400 naming the field otherwise. */
+  async function payoutChannel(principal: Principal, channelId: number | null | undefined): Promise<{ channel: PaymentChannel; payouts: PayoutConnector; config: unknown }> {
+    const capable = (channel: PaymentChannel) => {
+      const payouts = payoutsOf(channel);
+      const config = payouts ? channels.readChannelConfig(channel) : undefined;
+      return payouts && payouts.canPayOut(config) ? { channel, payouts, config } : null;
+    };
+    if (channelId != null) {
+      const channel = await channels.resolvePaymentChannel(principal, channelId);
+      const found = capable(channel);
+      if (!found) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) cannot pay out${channel.provider === "mpesa" ? ": its config needs initiator_name and security_credential or initiator_password" : ""}`);
+      return found;
+    }
+    const active = await prisma.paymentChannel.findMany({ where: { ...scope(principal), isActive: true }, orderBy: [{ isDefault: "desc" }, { id: "desc" }] });
+    for (const channel of active) {
+      const found = capable(channel);
+      if (found) return found;
+    }
+    throw new ValidationError("payment_channel_id", "is required: the merchant has no active channel that can pay out");
+  }
+
+  /** A result is applied only when it matches the payout: same request (or reference) and amount. */
+  async function applyResult(channel: PaymentChannel, result: PayoutResult, reference?: string): Promise<boolean> {
+    const where = reference ? { channelId: channel.id, reference } : result.providerRequestId ? { channelId: channel.id, providerRequestId: result.providerRequestId } : null;
+    const payout = where ? await prisma.payout.findFirst({ where }) : null;
+    if (!payout) {
+      logger.warn({ channelId: channel.id, providerRequestId: result.providerRequestId }, "payout result for an unknown payout; not applied");
+      return false;
+    }
+    if (result.outcome.state === "completed" && result.amount !== null && result.amount !== payout.amount) {
+      logger.warn({ reference: payout.reference, expected: String(payout.amount), got: String(result.amount) }, "payout result amount does not match; not applied");
+      return true;
+    }
+    const applied =
+      result.outcome.state === "completed"
+        ? await transition(payout.id, "completed", { providerReference: result.outcome.providerReference })
+        : await transition(payout.id, "failed", { failureCode: result.outcome.code, failureReason: result.outcome.message.slice(0, 500) || null });
+    if (applied.applied) logger.info({ reference: payout.reference, status: applied.row.status }, "payout settled");
+    return true;
+  }
+
+  /** Asks the provider what became of a payout with no result; its answer arrives as a result callback. */
+  deps.jobs.register<{ payoutId: number }>({
+    kind: PAYOUT_QUERY_JOB,
+    concurrency: 5,
+    async run({ payoutId }, job) {
+      const payout = await prisma.payout.findUnique({ where: { id: payoutId }, include: { channel: true } });
+      if (!payout || payout.status !== "pending") return;
+      const payouts = payoutsOf(payout.channel);
+      if (!payouts) return;
+      const urls = deps.callbackUrls(payout.channel);
+      try {
+        await payouts.queryStatus({
+          config: channels.readChannelConfig(payout.channel),
+          providerRequestId: payout.providerRequestId,
+          resultUrl: urls.statusResult(payout.reference),
+          timeoutUrl: urls.timeout,
+          deliverResult: async (body) => void (await applyResult(payout.channel, payouts.parseResult(body), payout.reference)),
+        });
+      } catch (error) {
+        logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout status query failed; will ask again");
+      }
+      // Ask again until a result settles it; only an answer from the provider ever does.
+      return { retryInMs: Math.min(deps.resultOverdueMs * 2 ** job.attempt, MAX_QUERY_BACKOFF_MS) };
+    },
+  });
+
+  return {
+    applyResult,
+
+    /** Daraja gave up queueing a payout: whether it was paid is unknown, so ask now rather than wait. */
+    async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null) {
+      const payout = providerRequestId ? await prisma.payout.findFirst({ where: { channelId: channel.id, providerRequestId } }) : null;
+      if (!payout || payout.status !== "pending") return;
+      await prisma.job.updateMany({ where: { kind: PAYOUT_QUERY_JOB, status: "queued", payload: { path: ["payoutId"], equals: payout.id } }, data: { runAt: new Date() } });
+      deps.jobs.nudge();
+    },
+
+    async createPayout(principal: Principal, input: PayoutInput): Promise<Payout> {
+      const amount = parseAmount(input.amount);
+      const phoneNumber = normalizeMsisdn(input.phoneNumber);
+      const clientReference = optionalText(input.reference, "reference", 100);
+      const description = optionalText(input.description, "description", 100);
+      const commandId = input.commandId ?? "BusinessPayment";
+      if (!(payoutCommands as readonly string[]).includes(commandId)) throw new ValidationError("command_id", `must be one of ${payoutCommands.join(", ")}`);
+      const { channel, payouts, config } = await payoutChannel(principal, input.paymentChannelId);
+      const connector = connectors[channel.provider as ProviderName]!;
+      let currencyInput = input.currency;
+      if (!currencyInput) currencyInput = (await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } })).defaultCurrency;
+      const currency = parseCurrency(currencyInput, connector.currencies, channel.provider);
+      payouts.checkAmount(amount, currency);
+      const urls = deps.callbackUrls(channel);
+
+      // Committed before the provider hears of it: the row, our request id, and the job that will ask about it.
+      const payout = await prisma.$transaction(async (tx) => {
+        const row = await tx.payout.create({
+          data: {
+            ...scope(principal),
+            reference: newPayoutReference(),
+            clientReference,
+            amount,
+            currency,
+            phoneNumber,
+            commandId,
+            description,
+            channelId: channel.id,
+            providerRequestId: randomUUID(),
+          },
+        });
+        await enqueueJobs(tx, [{ kind: PAYOUT_QUERY_JOB, payload: { payoutId: row.id }, runAt: new Date(Date.now() + deps.resultOverdueMs) }]);
+        return row;
+      });
+
+      try {
+        const accepted = await payouts.send({
+          config,
+          providerRequestId: payout.providerRequestId,
+          amount,
+          currency,
+          phoneNumber: toMsisdn(phoneNumber),
+          commandId,
+          remarks: description ?? clientReference ?? "Payout",
+          resultUrl: urls.result,
+          timeoutUrl: urls.timeout,
+          deliverResult: async (body) => void (await applyResult(channel, payouts.parseResult(body))),
+        });
+        await prisma.payout.updateMany({ where: { id: payout.id }, data: { providerConversationId: accepted.providerConversationId || null } });
+      } catch (error) {
+        // A refusal is final: the provider said no, so nothing was sent. Anything else is unknown: stay pending, ask later.
+        if (error instanceof GatewayError && error.code !== "provider_unavailable") {
+          await transition(payout.id, "failed", { failureCode: error.code, failureReason: error.message.slice(0, 500) });
+          throw error;
+        }
+        logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout outcome unknown; it stays pending until the provider is asked");
+      }
+      return prisma.payout.findUniqueOrThrow({ where: { id: payout.id } });
+    },
+
+    /** By id (digits) or reference, scoped to the caller's merchant and mode. */
+    async getPayout(principal: Principal, idOrReference: string, query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {}): Promise<Payout> {
+      const key = idOrReference.trim();
+      const id = /^\d{1,9}$/.test(key) ? Number(key) : null;
+      const payout = (await prisma.payout.findFirst({ ...query, where: { ...scope(principal), ...(id !== null ? { id } : { reference: key }) } })) as Payout | null;
+      if (!payout) throw new NotFoundError("Payout");
+      return payout;
+    },
+
+    payoutWhere(principal: Principal, filters: StatusDateFilters): Prisma.PayoutWhereInput {
+      return statusDateWhere(principal, filters);
+    },
+
+    /** The latest settling event of a payout, as subscribers receive it. */
+    async lastEvent(payoutId: number) {
+      return prisma.event.findFirst({ where: { payoutId }, orderBy: { id: "desc" } });
+    },
+  };
+}
+
+export type PayoutService = ReturnType<typeof createPayoutService>;

@@ -1,0 +1,98 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { apiClient } from "../support/gateway.ts";
+import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+
+/**
+ * A gateway process killed (SIGKILL) while a webhook is in flight: the delivery job is durable, so once
+ * its lease runs out the restarted gateway sends the same event again, and only until it is acknowledged.
+ */
+describe("webhook delivery across a gateway crash", () => {
+  const WEBHOOK_TIMEOUT_MS = 2000;
+  /** What the gateway makes of JOB_LEASE_MS=1000: never less than the webhook timeout plus 5 s. */
+  const LEASE_MS = WEBHOOK_TIMEOUT_MS + 5000;
+  let database: TestDatabase;
+  let receiver: WebhookReceiver;
+  let env: Record<string, string>;
+  const running: StartedGatewayProcess[] = [];
+
+  async function start(): Promise<StartedGatewayProcess> {
+    const gateway = await startGatewayProcess(env);
+    running.push(gateway);
+    return gateway;
+  }
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    receiver = await startWebhookReceiver({ respond: () => "hang" });
+    env = {
+      ...database.env,
+      ENCRYPTION_KEY: database.encryptionKeyHex,
+      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+      WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
+      JOB_LEASE_MS: "1000",
+      JOB_POLL_INTERVAL_MS: "200",
+      RATE_LIMIT_ENABLED: "false",
+    };
+  });
+
+  afterAll(async () => {
+    for (const gateway of running) {
+      if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
+      await gateway.exited;
+    }
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  it("a delivery cut off by kill -9 is sent again after restart with the same webhook-id, and only once acknowledged", { timeout: 60_000 }, async () => {
+    const first = await start();
+    const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
+    const api = apiClient(first.url, key);
+    const endpoint = await api.post("/v1/webhooks", { url: `${receiver.url}/crash`, events: ["transaction.completed"] });
+    expect(endpoint.status, endpoint.text).toBe(201);
+    const secret: string = endpoint.body.data.secret;
+
+    // The demo merchant's default channel is a sandbox one.
+    const init = await api.post("/api/transactions/initialize", { amount: 1000, email: "a@b.test" });
+    expect(init.status, init.text).toBe(200);
+    const paid = await apiClient(first.url).post(`/payment/checkout/${init.body.reference}/pay`, { card_number: "4242424242424242", expiry_month: 12, expiry_year: 2040, cvc: "123" });
+    expect(paid.status, paid.text).toBe(200);
+
+    // The receiver holds the request open; the gateway dies before its WEBHOOK_TIMEOUT_MS could record anything.
+    const [hung] = await receiver.waitFor(1, 10_000);
+    first.child.kill("SIGKILL");
+    expect(await first.exited).toBe("SIGKILL");
+    expect(hung!.json).toMatchObject({ type: "transaction.completed", data: { reference: init.body.reference } });
+    receiver.setResponder(() => 200);
+
+    const second = await start();
+    expect(second.output()).not.toMatch(/Test API key/);
+    const [, again] = await receiver.waitFor(2, LEASE_MS + 15_000);
+    expect(again!.headers["webhook-id"]).toBe(hung!.headers["webhook-id"]);
+    expect(again!.body).toBe(hung!.body);
+    expect(new Webhook(secret).verify(again!.body, again!.headers)).toEqual(hung!.json);
+    // Not before the dead instance's lease ran out: it was never handed over early.
+    expect(again!.receivedAt - hung!.receivedAt).toBeGreaterThanOrEqual(LEASE_MS - 500);
+
+    // The killed attempt left no trace; the one after the restart is the first recorded, and it succeeded.
+    const api2 = apiClient(second.url, key);
+    const query = `query D($eventId: ID) { webhookDeliveries(eventId: $eventId) { eventId status attempts lastStatusCode nextAttemptAt } }`;
+    const deadline = Date.now() + 10_000;
+    let delivery: any;
+    for (;;) {
+      const res = await api2.post("/graphql", { query, variables: { eventId: hung!.headers["webhook-id"] } });
+      expect(res.body.errors, res.text).toBeUndefined();
+      delivery = res.body.data.webhookDeliveries[0];
+      if (delivery?.status === "succeeded" || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(delivery).toEqual({ eventId: hung!.headers["webhook-id"], status: "succeeded", attempts: 1, lastStatusCode: 200, nextAttemptAt: null });
+
+    // Acknowledged means done: not even a lease expiring later brings it back.
+    await new Promise((r) => setTimeout(r, LEASE_MS + 500));
+    expect(receiver.received).toHaveLength(2);
+  });
+});
