@@ -148,6 +148,8 @@ export interface PayoutConnector {
   /** Asks the provider what became of a payout; the answer arrives later as a result on resultUrl. */
   queryStatus(request: { config: unknown; providerRequestId: string; resultUrl: string; timeoutUrl: string; deliverResult?: (body: unknown) => Promise<void> }): Promise<void>;
   parseResult(body: unknown): PayoutResult;
+  /** The answer to queryStatus; null when it does not settle the payout (the query failed, or it is still in flight). */
+  parseStatusResult(body: unknown): PayoutResult | null;
   resultAck(): unknown;
   close?(): void;
 }

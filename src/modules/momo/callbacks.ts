@@ -16,6 +16,6 @@ export function registerMomoCallbackRoutes(app: FastifyInstance, services: Servi
   app.post("/callbacks/daraja/:token/b2c/result", json((token, body) => services.momo.handleB2cResult(token, body)));
   app.post("/callbacks/daraja/:token/b2c/timeout", json((token, body) => services.momo.handleB2cTimeout(token, body)));
   app.post<{ Params: { token: string; reference: string } }>("/callbacks/daraja/:token/b2c/status/:reference", async (request, reply) =>
-    reply.type("application/json; charset=utf-8").send(await services.momo.handleB2cResult(request.params.token, request.body, request.params.reference)),
+    reply.type("application/json; charset=utf-8").send(await services.momo.handleB2cStatusResult(request.params.token, request.params.reference, request.body)),
   );
 }

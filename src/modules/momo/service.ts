@@ -139,11 +139,19 @@ export function createMomoService(deps: MomoServiceDeps) {
       return momo.stkCallbackAck();
     },
 
-    /** Daraja's B2C result; a Transaction Status answer for one payout carries its reference in the path. */
-    async handleB2cResult(tokenSegment: string, body: unknown, reference?: string): Promise<unknown> {
+    /** Daraja's B2C result. */
+    async handleB2cResult(tokenSegment: string, body: unknown): Promise<unknown> {
       const channel = await channelByToken(tokenSegment);
       const connector = payoutsOf(channel);
-      await payouts.applyResult(channel, connector.parseResult(body), reference);
+      await payouts.applyResult(channel, connector.parseResult(body));
+      return connector.resultAck();
+    },
+
+    /** A Transaction Status answer about one payout: its ids are the query's, so the path names the payout. */
+    async handleB2cStatusResult(tokenSegment: string, reference: string, body: unknown): Promise<unknown> {
+      const channel = await channelByToken(tokenSegment);
+      const connector = payoutsOf(channel);
+      await payouts.applyStatusResult(channel, connector, body, reference);
       return connector.resultAck();
     },
 

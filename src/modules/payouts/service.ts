@@ -124,11 +124,14 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     throw new ValidationError("payment_channel_id", "is required: the merchant has no active channel that can pay out");
   }
 
-  /** A result is applied only when it matches the payout: same request (or reference) and amount. */
+  /**
+   * A result is applied only when it matches the payout: same request id (a status answer also comes
+   * on the payout's own reference path) and amount.
+   */
   async function applyResult(channel: PaymentChannel, result: PayoutResult, reference?: string): Promise<boolean> {
     const where = reference ? { channelId: channel.id, reference } : result.providerRequestId ? { channelId: channel.id, providerRequestId: result.providerRequestId } : null;
     const payout = where ? await prisma.payout.findFirst({ where }) : null;
-    if (!payout) {
+    if (!payout || (reference && result.providerRequestId && result.providerRequestId !== payout.providerRequestId)) {
       logger.warn({ channelId: channel.id, providerRequestId: result.providerRequestId }, "payout result for an unknown payout; not applied");
       return false;
     }
@@ -142,6 +145,16 @@ export function createPayoutService(deps: PayoutServiceDeps) {
         : await transition(payout.id, "failed", { failureCode: result.outcome.code, failureReason: result.outcome.message.slice(0, 500) || null });
     if (applied.applied) logger.info({ reference: payout.reference, status: applied.row.status }, "payout settled");
     return true;
+  }
+
+  /** A status query's answer: settles the payout when it tells its outcome, else the job asks again later. */
+  async function applyStatusResult(channel: PaymentChannel, payouts: PayoutConnector, body: unknown, reference: string): Promise<void> {
+    const result = payouts.parseStatusResult(body);
+    if (!result) {
+      logger.info({ reference }, "payout status query did not settle the payout; asking again later");
+      return;
+    }
+    await applyResult(channel, result, reference);
   }
 
   /** Asks the provider what became of a payout with no result; its answer arrives as a result callback. */
@@ -160,7 +173,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
           providerRequestId: payout.providerRequestId,
           resultUrl: urls.statusResult(payout.reference),
           timeoutUrl: urls.timeout,
-          deliverResult: async (body) => void (await applyResult(payout.channel, payouts.parseResult(body), payout.reference)),
+          deliverResult: async (body) => void (await applyStatusResult(payout.channel, payouts, body, payout.reference)),
         });
       } catch (error) {
         logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout status query failed; will ask again");
@@ -172,6 +185,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
   return {
     applyResult,
+    applyStatusResult,
 
     /** Daraja gave up queueing a payout: whether it was paid is unknown, so ask now rather than wait. */
     async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null) {

@@ -304,6 +304,7 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     },
 
     parseResult: wire.parseB2cResultBody,
+    parseStatusResult: wire.parseTransactionStatusBody,
     resultAck: wire.b2cResultAck,
   };
 

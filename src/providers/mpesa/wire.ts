@@ -129,6 +129,27 @@ export function parseB2cResultBody(body: unknown): PayoutResult {
   };
 }
 
+/**
+ * A Transaction Status result. Its top-level ids are the query's own; the payout is described in
+ * ResultParameters (OriginatorConversationID, ReceiptNo, Amount, TransactionStatus, TransactionReason).
+ * ResultCode 0 only says the query worked. Null when it does not establish the payout's outcome.
+ */
+export function parseTransactionStatusBody(body: unknown): PayoutResult | null {
+  const result = isObject(body) ? body.Result : undefined;
+  if (!isObject(result)) throw new ValidationError("Result", "is required");
+  if (text(result.ResultCode) !== "0") return null;
+  const parameters = isObject(result.ResultParameters) ? result.ResultParameters.ResultParameter : undefined;
+  const list = Array.isArray(parameters) ? parameters : isObject(parameters) ? [parameters] : [];
+  const param = (key: string): unknown => list.find((p): p is Record<string, unknown> => isObject(p) && p.Key === key)?.Value;
+  const status = text(param("TransactionStatus"));
+  const amount = param("Amount");
+  const common = { providerRequestId: text(param("OriginatorConversationID")), amount: amount === undefined ? null : shillingsToMinor(amount) };
+  const message = text(param("TransactionReason")) ?? text(result.ResultDesc) ?? "";
+  if (status === "Completed") return { ...common, outcome: { state: "completed", providerReference: text(param("ReceiptNo")), message } };
+  if (status && ["Failed", "Expired", "Cancelled", "Declined"].includes(status)) return { ...common, outcome: { state: "failed", code: status, message } };
+  return null;
+}
+
 export function buildB2cResultBody(input: { originatorConversationId: string; conversationId: string; transactionId: string; resultCode: number; resultDesc: string; shillings: number }) {
   const parameters =
     input.resultCode === 0

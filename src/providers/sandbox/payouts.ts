@@ -70,6 +70,8 @@ export function createSandboxPayouts(options: { delayMs: number }): PayoutConnec
     },
 
     parseResult: wire.parseB2cResultBody,
+    // The simulator answers a status query with the payout's own result.
+    parseStatusResult: wire.parseB2cResultBody,
     resultAck: wire.b2cResultAck,
 
     close() {
