@@ -75,8 +75,21 @@ export function errorEnvelope(error: GatewayError): ErrorEnvelope {
   return { status: "error", message: error.message, code: error.code };
 }
 
-/** Anything that is not a GatewayError is masked: no stack trace or SQL leaves the process. */
+/** PostgreSQL's SQLSTATE behind a database error, through Prisma's driver adapters or from pg directly. */
+function sqlState(error: unknown): string | undefined {
+  const e = error as { code?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown } } } } | null;
+  const code = e?.meta?.driverAdapterError?.cause?.originalCode ?? e?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/**
+ * Anything that is not a GatewayError is masked: no stack trace or SQL leaves the process. The one
+ * database refusal a client causes with any text field is named instead: PostgreSQL cannot store a
+ * NUL character in text (22021) or JSON (22P05).
+ */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
+  const state = sqlState(error);
+  if (state === "22021" || state === "22P05") return new GatewayError("validation_failed", "Text must not contain NUL characters (\\u0000)", { cause: error });
   return new GatewayError("internal_error", undefined, { cause: error });
 }

@@ -138,10 +138,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.decorateRequest("principal", null);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = error instanceof GatewayError ? error : fastifyErrorToGateway(error);
-    if (known) return sendError(reply, known);
-    request.log.error({ err: error }, "unhandled error");
-    return sendError(reply, toGatewayError(error));
+    const known = error instanceof GatewayError ? error : (fastifyErrorToGateway(error) ?? toGatewayError(error));
+    if (known.code === "internal_error") request.log.error({ err: error }, "unhandled error");
+    return sendError(reply, known);
   });
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, new GatewayError("route_not_found")));

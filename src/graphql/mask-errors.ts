@@ -1,6 +1,6 @@
 import { GraphQLError } from "graphql";
 import { maskError as yogaMaskError } from "graphql-yoga";
-import { GatewayError } from "../errors.ts";
+import { GatewayError, toGatewayError } from "../errors.ts";
 
 /**
  * A GatewayError thrown where no typed error result is declared (e.g. a bad filter on a Relay
@@ -8,8 +8,9 @@ import { GatewayError } from "../errors.ts";
  */
 export function maskError(error: unknown, message: string, isDev?: boolean): Error {
   const original = error instanceof GraphQLError ? error.originalError : error;
-  if (original instanceof GatewayError) {
-    return new GraphQLError(original.message, { extensions: { code: original.code } });
+  const known = toGatewayError(original);
+  if (known.code !== "internal_error") {
+    return new GraphQLError(known.message, { extensions: { code: known.code } });
   }
   return yogaMaskError(error, message, isDev);
 }

@@ -255,3 +255,23 @@ describe("GraphQL", () => {
     }
   });
 });
+
+describe("NUL characters", () => {
+  it("are a 400 envelope, never a 500, on payout and webhook routes and in GraphQL", async () => {
+    const before = await prisma().payout.count();
+    const bodies = [
+      await payout({ reference: "a\u0000b" }),
+      await payout({ description: "x\u0000" }),
+      await api.get("/v1/payouts/po_%00"),
+      await api.post("/v1/webhooks", { url: `${receiver.url}/x`, description: "d\u0000" }),
+      await api.post("/v1/webhooks", { url: `${receiver.url}/\u0000` }),
+    ];
+    for (const res of bodies) {
+      expect(res.status, res.text).toBe(400);
+      expect(res.body).toMatchObject({ status: "error", code: "validation_failed" });
+    }
+    expect(await prisma().payout.count()).toBe(before);
+    const gql = await api.post("/graphql", { query: `query($r: String) { payout(reference: $r) { __typename } }`, variables: { r: "\u0000" } });
+    expect(gql.body.errors?.[0]?.extensions?.code ?? gql.body.data?.payout?.__typename).toMatch(/validation_failed|ValidationError/);
+  });
+});
