@@ -4,6 +4,8 @@ import { openDatabase } from "../db/database.ts";
 import { GatewayError } from "../errors.ts";
 import { createLogger } from "../logger.ts";
 import { createMerchantService } from "../modules/merchants/service.ts";
+import { required, UsageError } from "./usage.ts";
+import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, unsupportedTrigger } from "./webhooks.ts";
 
 /** Operator commands: npm run cli -- <command>. Output is JSON on stdout; errors are one line on stderr. */
 const usage = `Usage: npm run cli -- <command>
@@ -11,15 +13,11 @@ const usage = `Usage: npm run cli -- <command>
   merchant list
   key create --merchant <id> --mode test|live
   key revoke <prefix>
-  db deploy`;
-
-class UsageError extends Error {}
-
-function required(values: Record<string, string | boolean | undefined>, name: string): string {
-  const value = values[name];
-  if (typeof value !== "string" || value.trim() === "") throw new UsageError(`--${name} is required`);
-  return value;
-}
+  db deploy
+  jobs                      the job queue: counts, oldest due, and the last errors, by kind and status
+  webhooks listen --forward-to <url> --key <sk_test_...> [--url http://localhost:3000]
+  trigger <${triggerableEvents.join("|")}> --key <sk_test_...> [--url http://localhost:3000]
+webhooks listen and trigger talk to a running gateway (test mode only); the others open the database.`;
 
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
@@ -31,11 +29,29 @@ async function run(argv: string[]): Promise<unknown> {
       currency: { type: "string" },
       merchant: { type: "string" },
       mode: { type: "string" },
+      "forward-to": { type: "string" },
+      key: { type: "string" },
+      url: { type: "string" },
     },
   });
   const [group, action, arg] = positionals;
+  // These talk to a running gateway over HTTP and WebSocket, so they never open (or lock) the database.
+  if (group === "trigger") {
+    // The event type first: naming the supported ones helps more than complaining about a missing key.
+    if (!action || !triggerableEvents.includes(action)) throw unsupportedTrigger(action);
+    return triggerEvent({ type: action, apiKey: testModeKey(required(values, "key")), gatewayUrl: gatewayUrl(values.url) });
+  }
   const command = `${group ?? ""} ${action ?? ""}`.trim();
-  const known = ["merchant create", "merchant list", "key create", "key revoke", "db deploy"];
+  if (command === "webhooks listen") {
+    await listenForWebhooks({
+      forwardTo: required(values, "forward-to"),
+      apiKey: testModeKey(required(values, "key")),
+      gatewayUrl: gatewayUrl(values.url),
+      write: (line) => process.stdout.write(`${line}\n`),
+    });
+    return undefined; // everything was printed as it happened
+  }
+  const known = ["merchant create", "merchant list", "key create", "key revoke", "db deploy", "jobs"];
   if (!known.includes(command)) throw new UsageError(command ? `Unknown command: ${command}` : "No command given");
 
   const config = loadConfig();
@@ -46,6 +62,15 @@ async function run(argv: string[]): Promise<unknown> {
     switch (command) {
       case "db deploy":
         return { status: "migrations applied", backend: db.backend };
+      case "jobs": {
+        // What an operator needs to see a stuck or failing queue: how many, how late, and why.
+        const groups = await db.prisma.job.groupBy({ by: ["kind", "status"], _count: { _all: true }, _min: { runAt: true }, orderBy: [{ kind: "asc" }, { status: "asc" }] });
+        const failed = await db.prisma.job.findMany({ where: { status: "failed" }, orderBy: { updatedAt: "desc" }, take: 10, select: { id: true, kind: true, attempts: true, lastError: true, updatedAt: true } });
+        return {
+          jobs: groups.map((g) => ({ kind: g.kind, status: g.status, count: g._count._all, earliest_run_at: g._min.runAt?.toISOString() ?? null })),
+          recent_failures: failed.map((f) => ({ id: String(f.id), kind: f.kind, attempts: f.attempts, last_error: f.lastError, failed_at: f.updatedAt.toISOString() })),
+        };
+      }
       case "merchant create": {
         const { merchant, keys } = await merchants.createMerchant({
           name: required(values, "name"),
@@ -86,7 +111,7 @@ async function run(argv: string[]): Promise<unknown> {
 
 run(process.argv.slice(2)).then(
   (output) => {
-    process.stdout.write(`${JSON.stringify(output)}\n`);
+    if (output !== undefined) process.stdout.write(`${JSON.stringify(output)}\n`);
   },
   (error) => {
     if (error instanceof UsageError) {

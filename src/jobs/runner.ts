@@ -102,17 +102,32 @@ export function createJobRunner(options: JobRunnerOptions) {
       RETURNING id, kind, payload, attempts, created_at`;
   }
 
-  /** Wakes this instance when a retry it scheduled falls due (sooner than the next poll). */
-  function wakeUpAt(time: number) {
-    if (!started || time >= wakeAt) return;
+  /** Times at which retries this instance scheduled fall due; one timer is armed for the earliest. */
+  const wakeTimes: number[] = [];
+
+  function armWakeTimer() {
+    if (!started || wakeTimes.length === 0) return;
+    const next = Math.min(...wakeTimes);
+    if (next >= wakeAt) return;
     if (wakeTimer) clearTimeout(wakeTimer);
-    wakeAt = time;
+    wakeAt = next;
+    // A few ms late rather than early: run_at has millisecond precision and an early pass claims nothing.
     wakeTimer = setTimeout(() => {
       wakeAt = Infinity;
       wakeTimer = undefined;
+      const now = Date.now();
+      for (let i = wakeTimes.length - 1; i >= 0; i--) if (wakeTimes[i]! <= now) wakeTimes.splice(i, 1);
       trigger();
-    }, Math.max(0, time - Date.now()));
+      armWakeTimer();
+    }, Math.max(0, next - Date.now()) + 5);
     wakeTimer.unref();
+  }
+
+  /** Wakes this instance when a retry it scheduled falls due (sooner than the next poll). */
+  function wakeUpAt(time: number) {
+    if (!started) return;
+    wakeTimes.push(time);
+    armWakeTimer();
   }
 
   async function reschedule(row: ClaimedRow, retryInMs: number, error: string | undefined, countAttempt: boolean) {
@@ -232,6 +247,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       if (pollTimer) clearInterval(pollTimer);
       if (wakeTimer) clearTimeout(wakeTimer);
       wakeAt = Infinity;
+      wakeTimes.length = 0;
       while (passing || running.size) {
         await Promise.allSettled([...running]);
         if (passing) await new Promise((resolve) => setTimeout(resolve, 5));

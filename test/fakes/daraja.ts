@@ -183,7 +183,11 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     statusResultDelayMs: 20,
     /** Accept status queries but never post their Result. */
     statusNoResult: false,
+    /** Record (and schedule the Result of) each accepted B2C request, but hang its reply until releaseB2cReplies(). */
+    b2cHoldReply: false,
   };
+  /** Replies held by b2cHoldReply, released in order. */
+  const heldB2cReplies: (() => void)[] = [];
   /** Accepted B2C requests by OriginatorConversationID (a reuse is refused: Daraja's idempotency). */
   const payouts = new Map<string, B2cPayoutRecord>();
   /** Settlement per PartyB (2547...); absent means paid. */
@@ -351,6 +355,7 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
         };
         payouts.set(ocid, record);
         if (!switches.b2cNoResult) later(switches.b2cResultDelayMs, () => sendB2cResult(ocid));
+        if (switches.b2cHoldReply) await new Promise<void>((release) => heldB2cReplies.push(release));
         return {
           status: 200,
           body: { ConversationID: record.conversationId, OriginatorConversationID: ocid, ResponseCode: "0", ResponseDescription: "Accept the service request successfully." },
@@ -671,7 +676,14 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
       return postJson(url ?? push.body.CallBackURL, stkCallbackBody(checkoutRequestId, result));
     },
     postJson,
+    /** Answers every B2C request held by switches.b2cHoldReply (to a caller that may be gone); returns how many. */
+    releaseB2cReplies(): number {
+      const held = heldB2cReplies.splice(0);
+      for (const release of held) release();
+      return held.length;
+    },
     close: () => {
+      for (const release of heldB2cReplies.splice(0)) release();
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       return new Promise<void>((resolve) => server.close(() => resolve()));

@@ -80,6 +80,32 @@ describe("operator CLI", () => {
     }
   });
 
+  it("jobs shows the queue by kind and status, with the errors of jobs that gave up", async () => {
+    // Seeded directly: a failed delivery and two due reconciliations, as a stuck queue would look.
+    const { openDatabase } = await import("../../src/db/database.ts");
+    const { createLogger } = await import("../../src/logger.ts");
+    const db = await openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir }, createLogger("silent"));
+    try {
+      await db.prisma.job.createMany({
+        data: [
+          { kind: "transaction.reconcile", payload: { transactionId: 1 }, runAt: new Date("2030-01-01T00:00:00Z") },
+          { kind: "transaction.reconcile", payload: { transactionId: 2 }, runAt: new Date("2030-01-02T00:00:00Z") },
+          { kind: "webhook.deliver", payload: { deliveryId: 1 }, status: "failed", attempts: 8, lastError: "HTTP 500" },
+        ],
+      });
+    } finally {
+      await db.close();
+    }
+    const { code, output } = await runCli(["jobs"], database.env);
+    expect(code).toBe(0);
+    const parsed = JSON.parse(output.trim());
+    expect(parsed.jobs).toEqual([
+      { kind: "transaction.reconcile", status: "queued", count: 2, earliest_run_at: "2030-01-01T00:00:00.000Z" },
+      { kind: "webhook.deliver", status: "failed", count: 1, earliest_run_at: expect.any(String) },
+    ]);
+    expect(parsed.recent_failures).toEqual([{ id: expect.any(String), kind: "webhook.deliver", attempts: 8, last_error: "HTTP 500", failed_at: expect.any(String) }]);
+  });
+
   it("unknown commands print usage and exit 2", async () => {
     const { code, output } = await runCli(["merchant", "delete"], database.env);
     expect(code).toBe(2);

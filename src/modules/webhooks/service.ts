@@ -27,8 +27,11 @@ export interface DeliveryFilters {
 }
 
 const MAX_ENDPOINTS_PER_MODE = 16;
-/** Deliveries to one endpoint at once, per instance: a slow endpoint queues its own work, not others'. */
+/** Deliveries to one endpoint at once, per instance, and how many more may wait here for a turn. */
 const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
+const MAX_WAITING_PER_ENDPOINT = 10;
+/** Runner slots for deliveries: a slow endpoint holds at most 15 of them, so the others keep flowing. */
+const DELIVERY_CONCURRENCY = 50;
 /** An endpoint that has failed every attempt for this long is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 /** After a rotation the previous secret keeps signing this long, so receivers can switch over. */
@@ -53,7 +56,30 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
   const { prisma, secrets, config, logger } = deps;
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
   const allowPrivate = (mode: Mode) => mode === "test" && config.allowPrivateUrls;
-  const inFlight = new Map<number, number>();
+  const slots = new Map<number, { inFlight: number; waiting: (() => void)[] }>();
+
+  /** A turn to send to this endpoint: now, after a short local wait, or false when too many already wait. */
+  async function takeTurn(endpointId: number): Promise<boolean> {
+    let slot = slots.get(endpointId);
+    if (!slot) slots.set(endpointId, (slot = { inFlight: 0, waiting: [] }));
+    if (slot.inFlight < MAX_IN_FLIGHT_PER_ENDPOINT) {
+      slot.inFlight++;
+      return true;
+    }
+    if (slot.waiting.length >= MAX_WAITING_PER_ENDPOINT) return false;
+    await new Promise<void>((resolve) => slot.waiting.push(resolve));
+    return true;
+  }
+
+  /** Hands the turn to the next waiting delivery, if any. */
+  function endTurn(endpointId: number) {
+    const slot = slots.get(endpointId);
+    if (!slot) return;
+    const next = slot.waiting.shift();
+    if (next) return next();
+    slot.inFlight--;
+    if (slot.inFlight === 0) slots.delete(endpointId);
+  }
 
   /** HTTPS in live mode; loopback and private networks only in test mode with WEBHOOK_ALLOW_PRIVATE_URLS. */
   async function validateUrl(mode: Mode, value: string | null | undefined): Promise<string> {
@@ -83,9 +109,7 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
       await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { status: "failed", lastError: "endpoint disabled", nextAttemptAt: null } });
       return;
     }
-    const busy = inFlight.get(endpoint.id) ?? 0;
-    if (busy >= MAX_IN_FLIGHT_PER_ENDPOINT) return { retryInMs: 50 + Math.round(Math.random() * 100), countAttempt: false };
-    inFlight.set(endpoint.id, busy + 1);
+    if (!(await takeTurn(endpoint.id))) return { retryInMs: 200 + Math.round(Math.random() * 200), countAttempt: false };
     const now = new Date();
     let result;
     try {
@@ -93,7 +117,7 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
       const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(now.getTime() / 1000), body, secrets: signingSecrets(endpoint, now) });
       result = await sendWebhook(endpoint.url, headers, body, { timeoutMs: config.timeoutMs, allowPrivate: allowPrivate(endpoint.mode) });
     } finally {
-      inFlight.set(endpoint.id, (inFlight.get(endpoint.id) ?? 1) - 1);
+      endTurn(endpoint.id);
     }
     const attempts = delivery.attempts + 1;
     const outcome = { attempts, lastStatusCode: result.statusCode, lastLatencyMs: result.latencyMs, lastError: result.error };
@@ -122,7 +146,7 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
     return { retryInMs, error: result.error ?? undefined };
   }
 
-  deps.jobs.register<{ deliveryId: number }>({ kind: WEBHOOK_DELIVERY_JOB, concurrency: 32, run: deliver });
+  deps.jobs.register<{ deliveryId: number }>({ kind: WEBHOOK_DELIVERY_JOB, concurrency: DELIVERY_CONCURRENCY, run: deliver });
 
   return {
     /** Creates an endpoint; the signing secret is in the answer this once and never again. */

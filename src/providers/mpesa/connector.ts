@@ -67,7 +67,12 @@ function darajaFailure(operation: string, response: DarajaResponse, secrets: str
     case INVALID_TOKEN:
       return new GatewayError("provider_error", `M-Pesa refused the access token for the ${operation} (404.001.03)`);
     case "500.001.1001":
-      return new GatewayError("provider_error", `M-Pesa refused the ${operation} (500.001.1001: ${message}); check the channel's shortcode, passkey and transaction type`);
+      return new GatewayError(
+        "provider_error",
+        `M-Pesa refused the ${operation} (500.001.1001: ${message}); ${
+          operation.startsWith("payout") ? "check the channel's initiator_name, its initiator_password or security_credential, and b2c_shortcode" : "check the channel's shortcode, passkey and transaction type"
+        }`,
+      );
     case undefined:
       if (response.status >= 500) return new GatewayError("provider_unavailable", `M-Pesa is unavailable (HTTP ${response.status}) for the ${operation}`);
       return new GatewayError("provider_error", `M-Pesa refused the ${operation} (HTTP ${response.status}${message ? `: ${message}` : ""})`);
@@ -99,7 +104,13 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     } catch (error) {
       throw new GatewayError("provider_unavailable", `M-Pesa could not be reached for the ${operation}`, { cause: error });
     }
-    const raw = await response.text().catch(() => "");
+    let raw: string;
+    try {
+      raw = await response.text();
+    } catch (error) {
+      // The request got there and its answer was cut off: what Daraja did is unknown, not refused.
+      throw new GatewayError("provider_unavailable", `M-Pesa's answer to the ${operation} was cut off`, { cause: error });
+    }
     let body: Record<string, unknown> | null = null;
     try {
       const parsed = JSON.parse(raw) as unknown;
@@ -158,6 +169,10 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
 
   function accepted(operation: string, config: MpesaConfig, response: DarajaResponse): Record<string, unknown> {
     if (response.status === 200 && response.body && String(response.body.ResponseCode) === "0") return response.body;
+    // A success status whose body says neither yes nor no is an unknown outcome, never a refusal.
+    if (response.status >= 200 && response.status < 300 && response.body?.ResponseCode === undefined && response.body?.errorCode === undefined) {
+      throw new GatewayError("provider_unavailable", `M-Pesa's answer to the ${operation} could not be read (HTTP ${response.status})`);
+    }
     throw darajaFailure(operation, response, secretsOf(config));
   }
 

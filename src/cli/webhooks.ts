@@ -1,0 +1,241 @@
+import { createClient, type Client } from "graphql-ws";
+import WebSocket from "ws";
+import { sendWebhook } from "../modules/webhooks/sender.ts";
+import { generateWebhookSecret, webhookHeaders } from "../modules/webhooks/signing.ts";
+import { UsageError } from "./usage.ts";
+
+/**
+ * Developer commands that talk to a running gateway over its public API (never to its database), like
+ * `stripe listen` and `stripe trigger`: forward a merchant's events to a local URL, and make sandbox
+ * payments that emit a chosen event. Test mode only: neither has any business near live money.
+ */
+export const DEFAULT_GATEWAY_URL = "http://localhost:3000";
+
+/** A local handler that hangs must not hold the listener's output (or its shutdown) for long. */
+const FORWARD_TIMEOUT_MS = 10_000;
+const SUCCESS_CARD = "4242424242424242";
+const DECLINED_CARD = "4000000000000002";
+/** Safaricom's sandbox test number; the sandbox connector completes its push after SANDBOX_STK_DELAY_MS. */
+const SANDBOX_PHONE = "254708374149";
+const TRIGGER_AMOUNT = 10_000; // KES 100.00 in minor units: whole shillings, so an STK push accepts it too
+
+export function gatewayUrl(value: string | undefined): string {
+  return httpUrl(value ?? DEFAULT_GATEWAY_URL, "url").replace(/\/+$/, "");
+}
+
+function httpUrl(value: string, option: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`--${option} must be an http:// or https:// URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--${option} must be an http:// or https:// URL`);
+  return value;
+}
+
+export function testModeKey(key: string): string {
+  if (key.startsWith("sk_test_")) return key;
+  throw new UsageError(
+    key.startsWith("sk_live_")
+      ? "--key is a live key: webhooks listen and trigger work in test mode only, use an sk_test_ key"
+      : "--key must be a test-mode secret key (sk_test_...)",
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// webhooks listen
+
+interface TransactionEvent {
+  id: string;
+  type: string;
+  occurredAt: string;
+  webhookBody: unknown;
+}
+
+const EVENTS_SUBSCRIPTION = "subscription CliWebhooksListen { transactionEvents { id type occurredAt webhookBody } }";
+
+export interface ListenOptions {
+  gatewayUrl: string;
+  apiKey: string;
+  forwardTo: string;
+  /** One line of output (the Ready line, then one per event). */
+  write(line: string): void;
+}
+
+/**
+ * Subscribes to the merchant's events and POSTs each one to forwardTo as a webhook endpoint would get it,
+ * signed with a secret made for this session. Resolves on SIGINT or SIGTERM; rejects if the gateway
+ * refuses the key or drops the connection (events sent while disconnected would be silently missed).
+ */
+export async function listenForWebhooks(options: ListenOptions): Promise<void> {
+  const forwardTo = httpUrl(options.forwardTo, "forward-to");
+  const secret = generateWebhookSecret();
+  const stopped = untilStopSignal();
+  let fail!: (error: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => {}); // raced below; without this an unawaited rejection would crash the process first
+  const forwarding = new Set<Promise<void>>();
+
+  const forward = async (event: TransactionEvent) => {
+    // The same bytes the gateway would send: webhookBody is its body parsed, and JSON keeps key order.
+    const body = JSON.stringify(event.webhookBody);
+    const headers = webhookHeaders({ id: event.id, timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] });
+    const result = await sendWebhook(forwardTo, headers, body, { timeoutMs: FORWARD_TIMEOUT_MS, allowPrivate: true });
+    options.write(`${event.occurredAt} ${event.type} ${event.id} -> ${result.statusCode ?? `error (${result.error})`}`);
+  };
+
+  const client = createClient({
+    url: `${options.gatewayUrl.replace(/^http/, "ws")}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { "X-API-Key": options.apiKey },
+    retryAttempts: 0,
+    lazy: true,
+  });
+  const unsubscribe = client.subscribe<{ transactionEvents: TransactionEvent }>(
+    { query: EVENTS_SUBSCRIPTION },
+    {
+      next: (result) => {
+        const event = result.data?.transactionEvents;
+        if (!event) return fail(new Error(`the gateway sent an error: ${JSON.stringify(result.errors ?? result)}`));
+        const sent = forward(event).finally(() => forwarding.delete(sent));
+        forwarding.add(sent);
+      },
+      error: (error) => fail(connectionError(error, options.gatewayUrl)),
+      complete: () => fail(new Error("the gateway ended the subscription (is it shutting down?)")),
+    },
+  );
+
+  try {
+    // graphql-ws acknowledges connections, not subscriptions. The server handles one socket's operations
+    // in the order sent, through the same steps, so once a query sent after the subscribe has been
+    // answered the subscription is (in practice) listening: only then is "Ready" true.
+    const ready = await Promise.race([queryOnce(client, "query CliWebhooksReady { __typename }").then(() => true), failed, stopped.then(() => false)]);
+    if (ready) {
+      options.write(`Ready! Your webhook signing secret is ${secret} (forwarding to ${options.forwardTo})`);
+      await Promise.race([stopped, failed]);
+    }
+  } finally {
+    stopped.cancel();
+    unsubscribe();
+    await client.dispose();
+    await Promise.allSettled(forwarding);
+  }
+}
+
+function queryOnce(client: Client, query: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.subscribe(
+      { query },
+      {
+        next: (result) => (result.errors ? reject(new Error(result.errors.map((e) => e.message).join("; "))) : undefined),
+        error: reject,
+        complete: resolve,
+      },
+    );
+  });
+}
+
+function connectionError(error: unknown, url: string): Error {
+  if (error instanceof Error) return new Error(`cannot reach the gateway at ${url}: ${error.message}`);
+  if (Array.isArray(error)) return new Error(`the gateway refused the subscription: ${error.map((e: { message?: string }) => e.message).join("; ")}`);
+  const { code, reason } = error as { code?: number; reason?: string };
+  if (code === 4403) return new Error("the gateway refused the API key (4403 Forbidden)");
+  // ws reports a failed connect as an ErrorEvent-like object with a message, not as a close.
+  const message = (error as { message?: string }).message;
+  if (code === undefined) return new Error(`cannot reach the gateway at ${url}${message ? `: ${message}` : ""}`);
+  return new Error(`the gateway closed the connection (${code}${reason ? ` ${reason}` : ""})`);
+}
+
+/** Resolves on the first SIGINT or SIGTERM; cancel() removes the handlers so the process can end. */
+function untilStopSignal(): Promise<void> & { cancel(): void } {
+  let onSignal = () => {};
+  const promise = new Promise<void>((resolve) => {
+    onSignal = () => resolve();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  });
+  const cancel = () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+  return Object.assign(promise, { cancel });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// trigger
+
+type GatewayCall = (method: "GET" | "POST", path: string, body?: unknown, expectStatus?: number) => Promise<any>;
+
+/** How to make a sandbox payment emit each event; resolves with the transaction's reference. */
+const triggers: Record<string, (call: GatewayCall, channelId: number) => Promise<string>> = {
+  "transaction.completed": (call, channelId) => payByCard(call, channelId, SUCCESS_CARD, 200),
+  "transaction.failed": (call, channelId) => payByCard(call, channelId, DECLINED_CARD, 402),
+  // The sandbox completes the push a moment later, so transaction.completed follows.
+  "transaction.pending": async (call, channelId) =>
+    (await call("POST", "/api/momo/stk-push", { amount: TRIGGER_AMOUNT, phone_number: SANDBOX_PHONE, payment_channel_id: channelId })).transaction
+      .reference as string,
+};
+
+export const triggerableEvents = Object.keys(triggers);
+
+export function unsupportedTrigger(type: string | undefined): UsageError {
+  return new UsageError(`${type ? `Cannot trigger "${type}"` : "trigger needs an event type"}; supported events: ${triggerableEvents.join(", ")}`);
+}
+
+async function payByCard(call: GatewayCall, channelId: number, cardNumber: string, expectStatus: number): Promise<string> {
+  const { reference } = await call("POST", "/api/transactions/initialize", {
+    amount: TRIGGER_AMOUNT,
+    email: "cli-trigger@example.com",
+    payment_channel_id: channelId,
+    description: "cli trigger",
+  });
+  const card = { card_number: cardNumber, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 3, cvc: "123" };
+  await call("POST", `/payment/checkout/${reference}/pay`, card, expectStatus);
+  return reference as string;
+}
+
+/**
+ * Named explicitly so a trigger never reaches a real provider, whatever the merchant's default channel is.
+ * None is created here: a new channel would become the merchant's default.
+ */
+async function sandboxChannelId(call: GatewayCall): Promise<number> {
+  const { channels } = (await call("GET", "/api/payment-channels/list?active_only=true")) as { channels: { id: number; provider: string; is_default: boolean }[] };
+  const sandbox = channels.filter((c) => c.provider === "sandbox").sort((a, b) => Number(b.is_default) - Number(a.is_default));
+  if (!sandbox[0]) {
+    throw new Error(
+      'trigger pays through a sandbox payment channel and this merchant has no active one in test mode; create one with POST /api/payment-channels/create {"name":"Sandbox","provider":"sandbox","config":{}}',
+    );
+  }
+  return sandbox[0].id;
+}
+
+export async function triggerEvent(options: { gatewayUrl: string; apiKey: string; type: string }): Promise<{ event: string; reference: string }> {
+  const trigger = triggers[options.type];
+  if (!trigger) throw unsupportedTrigger(options.type);
+  const call: GatewayCall = async (method, path, body, expectStatus = 200) => {
+    let response: Response;
+    try {
+      response = await fetch(`${options.gatewayUrl}${path}`, {
+        method,
+        headers: { "x-api-key": options.apiKey, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new Error(`cannot reach the gateway at ${options.gatewayUrl}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+    }
+    const text = await response.text();
+    let parsed: any;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (response.status !== expectStatus) {
+      throw new Error(`${method} ${path.split("?")[0]}: HTTP ${response.status}: ${parsed?.message ?? text.slice(0, 200)}`);
+    }
+    return parsed;
+  };
+  return { event: options.type, reference: await trigger(call, await sandboxChannelId(call)) };
+}

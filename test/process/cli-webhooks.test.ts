@@ -1,0 +1,74 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { runCli, runEntry, type RunningProcess } from "../support/process.ts";
+
+/**
+ * `cli webhooks listen` and `cli trigger` as processes against a running gateway, as a developer runs them:
+ * the forwarded webhook must verify with the standardwebhooks package under the secret the listener printed.
+ */
+
+// An unreachable database: the commands talk to the gateway, so any attempt to open one would fail loudly.
+const NO_DATABASE = { DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none" };
+const READY = /Ready! Your webhook signing secret is (whsec_[A-Za-z0-9+/]+={0,2}) \(forwarding to (\S+)\)/;
+
+describe("cli webhooks listen and trigger", () => {
+  let gw: TestGateway;
+  let merchant: TestMerchant;
+  let receiver: WebhookReceiver;
+  const children: RunningProcess[] = [];
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" } });
+    merchant = await gw.createMerchant("CLI");
+    const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    expect(channel.status, channel.text).toBe(201);
+    receiver = await startWebhookReceiver();
+  });
+
+  afterAll(async () => {
+    for (const child of children) if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill("SIGKILL");
+    await receiver?.close();
+    await gw?.close();
+  });
+
+  it("forwards a triggered event, signed with the printed secret, and exits 0 on SIGTERM", async () => {
+    const forwardTo = `${receiver.url}/hooks`;
+    const listener = runEntry("src/cli/main.ts", ["webhooks", "listen", "--forward-to", forwardTo, "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    children.push(listener);
+    const [, secret, shownUrl] = await listener.waitFor(READY);
+    expect(shownUrl).toBe(forwardTo);
+
+    const trigger = await runCli(["trigger", "transaction.completed", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    expect(trigger.code, trigger.output).toBe(0);
+    const printed = JSON.parse(trigger.output.trim());
+    expect(printed).toEqual({ event: "transaction.completed", reference: expect.any(String) });
+
+    const [delivery] = await receiver.waitFor(1, 15_000);
+    expect(delivery!.path).toBe("/hooks");
+    expect(delivery!.json).toMatchObject({ type: "transaction.completed", data: { reference: printed.reference, status: "completed" } });
+    expect(new Webhook(secret!).verify(delivery!.body, delivery!.headers)).toEqual(delivery!.json);
+
+    const id = delivery!.headers["webhook-id"]!;
+    await listener.waitFor(new RegExp(`^\\S+Z transaction\\.completed ${id} -> 200$`, "m"));
+
+    listener.child.kill("SIGTERM");
+    expect(await listener.exited).toBe(0);
+  });
+
+  it("trigger refuses an unknown event type with exit 2, naming the supported ones", async () => {
+    const { code, output } = await runCli(["trigger", "charge.succeeded", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    expect(code).toBe(2);
+    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending/);
+  });
+
+  it("both commands refuse a live key", async () => {
+    const listen = await runCli(["webhooks", "listen", "--forward-to", receiver.url, "--key", merchant.liveKey, "--url", gw.url], NO_DATABASE);
+    expect(listen.code).toBe(2);
+    expect(listen.output).toMatch(/test mode only/);
+    const trigger = await runCli(["trigger", "transaction.failed", "--key", merchant.liveKey, "--url", gw.url], NO_DATABASE);
+    expect(trigger.code).toBe(2);
+    expect(trigger.output).toMatch(/test mode only/);
+  });
+});

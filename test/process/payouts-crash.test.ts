@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { apiClient } from "../support/gateway.ts";
+import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+
+/**
+ * A gateway process killed (SIGKILL) while its B2C request is at Daraja, before Daraja answers: the
+ * payout and its status-query job were committed first, so the restarted gateway finds it pending, asks
+ * Transaction Status about it, and settles it from the answer. The payout is never sent a second time.
+ */
+describe("an M-Pesa payout across a gateway crash", () => {
+  const B2C_PATH = "/mpesa/b2c/v3/paymentrequest";
+  const PHONE = "254708374149";
+  let database: TestDatabase;
+  let fake: FakeDaraja;
+  let receiver: WebhookReceiver;
+  let certDir: string;
+  let env: Record<string, string>;
+  const running: StartedGatewayProcess[] = [];
+
+  async function start(): Promise<StartedGatewayProcess> {
+    const gateway = await startGatewayProcess(env);
+    running.push(gateway);
+    // Daraja posts to PUBLIC_BASE_URL; the fake redirects its callbacks to wherever this process listens.
+    fake.switches.callbackOrigin = gateway.url;
+    return gateway;
+  }
+
+  async function until<T>(read: () => T | Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await read();
+      if (ok(value)) return value;
+      if (Date.now() > deadline) throw new Error(`condition not met in time: ${JSON.stringify(value)}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  const b2cRequests = () => fake.requests.filter((r) => r.path === B2C_PATH);
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    fake = await startFakeDaraja();
+    receiver = await startWebhookReceiver();
+    certDir = mkdtempSync(join(tmpdir(), "payouts-crash-"));
+    env = {
+      ...database.env,
+      ENCRYPTION_KEY: database.encryptionKeyHex,
+      MPESA_BASE_URL: fake.url,
+      MPESA_CERT_PATH: fake.writePublicKey(certDir),
+      PUBLIC_BASE_URL: "https://pay.gateway.test",
+      PAYOUT_RESULT_OVERDUE_MS: "500",
+      JOB_POLL_INTERVAL_MS: "200",
+      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+      RATE_LIMIT_ENABLED: "false",
+    };
+  });
+
+  afterAll(async () => {
+    for (const gateway of running) {
+      if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
+      await gateway.exited;
+    }
+    await fake?.close();
+    await receiver?.close();
+    await database?.drop();
+    if (certDir) rmSync(certDir, { recursive: true, force: true });
+  });
+
+  it("kill -9 while the B2C call is in flight: pending after restart, settled by the status query, sent exactly once", { timeout: 60_000 }, async () => {
+    const first = await start();
+    const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
+    const api = apiClient(first.url, key);
+    const channel = await api.post("/api/payment-channels/create", { name: "M-Pesa B2C", provider: "mpesa", config: fake.b2cChannelConfig() });
+    expect(channel.status, channel.text).toBe(201);
+    const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/payouts`, events: ["payout.completed", "payout.failed"] });
+    expect(hook.status, hook.text).toBe(201);
+
+    // Daraja accepts the request but holds its reply, posts no Result, and answers no status query until told.
+    Object.assign(fake.switches, { b2cHoldReply: true, b2cNoResult: true, statusNoResult: true });
+    const inFlight = api
+      .post("/v1/payouts", { amount: 150000, phone_number: PHONE, payment_channel_id: channel.body.channel.id, reference: "CRASH-1" })
+      .then((res) => ({ answered: res }), (error: unknown) => ({ error }));
+    await until(() => fake.payouts.size, (n) => n === 1);
+    const [ocid, record] = [...fake.payouts.entries()][0]!;
+    expect(record.body).toMatchObject({ OriginatorConversationID: ocid, Amount: 1500, PartyB: PHONE, PartyA: fake.b2cShortcode });
+
+    first.child.kill("SIGKILL");
+    expect(await first.exited).toBe("SIGKILL");
+    // The client never heard back; Daraja's reply goes to a dead socket.
+    expect(await inFlight).toMatchObject({ error: expect.anything() });
+    expect(fake.releaseB2cReplies()).toBe(1);
+    fake.switches.b2cHoldReply = false;
+    const queriesBeforeRestart = fake.statusQueries.length;
+
+    const second = await start();
+    expect(second.output()).not.toMatch(/Test API key/);
+    const api2 = apiClient(second.url, key);
+    const list = await api2.post("/graphql", { query: `{ payouts(first: 10) { totalCount edges { node { reference clientReference status } } } }` });
+    expect(list.body.errors, list.text).toBeUndefined();
+    expect(list.body.data.payouts.totalCount).toBe(1);
+    const { reference } = list.body.data.payouts.edges[0].node;
+    expect(list.body.data.payouts.edges[0].node).toMatchObject({ clientReference: "CRASH-1", status: "pending" });
+
+    // The overdue job asks Transaction Status about the payout's OriginatorConversationID; it stays pending until answered.
+    const [query] = await until(
+      () => fake.statusQueries.slice(queriesBeforeRestart).filter((q) => q.body.OriginalConversationID === ocid),
+      (qs) => qs.length >= 1,
+    );
+    expect(query!.body.ResultURL).toMatch(new RegExp(`^https://pay\\.gateway\\.test/callbacks/daraja/[0-9a-f]+/b2c/status/${reference}$`));
+    expect((await api2.get(`/v1/payouts/${reference}`)).body.data).toMatchObject({ status: "pending", failure_code: null });
+    expect(b2cRequests()).toHaveLength(1);
+
+    // Daraja answers the query: paid. That settles it.
+    expect(await fake.sendStatusResult(query!.originatorConversationId)).toEqual({ status: 200, body: { ResultCode: 0, ResultDesc: "Accepted" } });
+    const done = await api2.get(`/v1/payouts/${reference}`);
+    expect(done.body.data).toMatchObject({ reference, status: "completed", provider_reference: record.transactionId, amount: 150000, phone_number: PHONE });
+
+    // The late B2C Result (Daraja retrying it) changes nothing.
+    expect(await fake.sendB2cResult(ocid)).toEqual({ status: 200, body: { ResultCode: 0, ResultDesc: "Accepted" } });
+    expect((await api2.get(`/v1/payouts/${reference}`)).body.data).toEqual(done.body.data);
+
+    const [webhook] = await receiver.waitFor(1, 10_000);
+    expect(webhook!.json).toMatchObject({ type: "payout.completed", data: { reference, status: "completed", provider_reference: record.transactionId } });
+
+    // A quiet period well past the query's backoff: no second B2C request, no second event.
+    fake.switches.statusNoResult = false;
+    await new Promise((r) => setTimeout(r, 2500));
+    const sent = b2cRequests();
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body.OriginatorConversationID).toBe(ocid);
+    expect(fake.payouts.size).toBe(1);
+    expect(receiver.received).toHaveLength(1);
+    const events = await api2.post("/graphql", { query: `{ payout(reference: "${reference}") { __typename ... on Payout { status } } }` });
+    expect(events.body.data.payout).toEqual({ __typename: "Payout", status: "completed" });
+  });
+});
