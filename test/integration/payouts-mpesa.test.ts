@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * M-Pesa B2C payouts against the loopback Daraja: the request on the wire (with a SecurityCredential the
@@ -25,15 +26,6 @@ let certPath: string;
 let channelId: number;
 const prisma = () => gw.gateway.db.prisma;
 
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in time: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function createChannel(client: ReturnType<typeof apiClient>, config: Record<string, unknown>, name = "M-Pesa B2C") {
   const res = await client.post("/api/payment-channels/create", { name, provider: "mpesa", config });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
+import { until } from "../support/wait.ts";
 
 /** Payouts on the sandbox rail: shapes, magic numbers, settling, isolation, bad input, exactly-once results. */
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -19,15 +20,6 @@ let otherApi: ReturnType<typeof apiClient>;
 let sandboxChannel: number;
 const prisma = () => gw.gateway.db.prisma;
 
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in time: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const payout = (body: Record<string, unknown> = {}, headers?: Record<string, string>) =>
   api.post("/v1/payouts", { amount: 150000, phone_number: "254708374149", reference: "SELLER-42", description: "Weekly settlement", ...body }, headers);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 
 /** Endpoint health: disabled after 5 days of failures, re-enabled by the merchant; the delivery-time address guard. */
 let gw: TestGateway;
@@ -8,15 +9,6 @@ let receiver: WebhookReceiver;
 let api: ReturnType<typeof apiClient>;
 const prisma = () => gw.gateway.db.prisma;
 
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in time; last value: ${JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v))}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** A completed sandbox card payment; returns its reference. */
 async function pay(): Promise<string> {

@@ -3,6 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookResponder } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * Webhooks end to end over HTTP: endpoint management (REST and GraphQL), signed deliveries to loopback
@@ -56,15 +57,6 @@ async function receiver(respond?: WebhookResponder): Promise<WebhookReceiver> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls read() until ok(value), or fails after timeoutMs with the last value. */
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await sleep(25);
-  }
-}
 
 /** Runs a GraphQL operation that must not fail at the GraphQL level; returns `data`. */
 async function gql(api: Api, query: string, variables?: Record<string, unknown>): Promise<any> {

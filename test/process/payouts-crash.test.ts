@@ -7,6 +7,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
 import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * A gateway process killed (SIGKILL) while its B2C request is at Daraja, before Daraja answers: the
@@ -29,16 +30,6 @@ describe("an M-Pesa payout across a gateway crash", () => {
     // Daraja posts to PUBLIC_BASE_URL; the fake redirects its callbacks to wherever this process listens.
     fake.switches.callbackOrigin = gateway.url;
     return gateway;
-  }
-
-  async function until<T>(read: () => T | Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await read();
-      if (ok(value)) return value;
-      if (Date.now() > deadline) throw new Error(`condition not met in time: ${JSON.stringify(value)}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
   }
 
   const b2cRequests = () => fake.requests.filter((r) => r.path === B2C_PATH);

@@ -1,4 +1,5 @@
 import { builder } from "../../graphql/builder.ts";
+import type { GraphQLContext } from "../../graphql/context.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { Transaction as TransactionType } from "../transactions/schema.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
@@ -78,17 +79,50 @@ export async function* untilAborted<T>(
   }
 }
 
+/** Every event of the caller's merchant and mode that passes `keep`, until shutdown. */
+export async function* merchantEvents(ctx: GraphQLContext, keep: (event: PublishedEvent) => boolean): AsyncGenerator<PublishedEvent> {
+  for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
+    if (keep(event)) yield event;
+  }
+}
+
+/**
+ * The one settling change of one object (a transaction or a payout): delivered when it happens, or at
+ * once when it already has; then the stream ends, since settled states are final. It listens first,
+ * then looks, so a change committed in between is not missed (the pub/sub iterator starts listening
+ * on its first next(), hence asking for the first event right away).
+ */
+export async function* settlingChange(
+  ctx: GraphQLContext,
+  look: () => Promise<{ settled: boolean; lastEvent: () => Promise<PublishedEvent | null>; isSettling: (event: PublishedEvent) => boolean }>,
+): AsyncGenerator<PublishedEvent> {
+  const source = ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode);
+  const first = source.next();
+  try {
+    const subject = await look();
+    if (subject.settled) {
+      const last = await subject.lastEvent();
+      if (last) yield last;
+      return;
+    }
+    for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
+      if (subject.isSettling(event)) {
+        yield event;
+        return;
+      }
+    }
+  } finally {
+    await source.return?.();
+  }
+}
+
 builder.subscriptionType({ authScopes: { merchant: true } });
 
 builder.subscriptionFields((t) => ({
   transactionEvents: t.field({
     type: TransactionEvent,
     description: "Every event of the merchant's transactions in the key's mode: transaction.pending, .completed and .failed.",
-    subscribe: async function* (_root, _args, ctx) {
-      for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
-        if (event.transactionId !== null) yield event;
-      }
-    },
+    subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.transactionId !== null),
     resolve: (event) => event,
   }),
 
@@ -98,29 +132,15 @@ builder.subscriptionFields((t) => ({
       "Status changes of one transaction. Status changes are final, so the stream ends after the first; " +
       "a transaction that is already completed or failed delivers its last change at once.",
     args: { reference: t.arg.string({ required: true }) },
-    subscribe: async function* (_root, { reference }, ctx) {
-      const principal = ctx.principal!;
-      // Listen first, then look, so a change committed in between is not missed. The pub/sub iterator
-      // starts listening on its first next(), hence asking for the first event right away.
-      const source = ctx.services.publisher.subscribe(principal.merchantId, principal.mode);
-      const first = source.next();
-      try {
-        const transaction = await ctx.services.transactions.getByReference(principal, reference);
-        if (transaction.status !== "pending") {
-          const last = await ctx.services.transactions.lastSettlingEvent(transaction.id);
-          if (last) yield last;
-          return;
-        }
-        for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
-          if (event.transactionId === transaction.id && event.type !== "transaction.pending") {
-            yield event;
-            return;
-          }
-        }
-      } finally {
-        await source.return?.();
-      }
-    },
+    subscribe: (_root, { reference }, ctx) =>
+      settlingChange(ctx, async () => {
+        const transaction = await ctx.services.transactions.getByReference(ctx.principal!, reference);
+        return {
+          settled: transaction.status !== "pending",
+          lastEvent: () => ctx.services.transactions.lastSettlingEvent(transaction.id),
+          isSettling: (event) => event.transactionId === transaction.id && event.type !== "transaction.pending",
+        };
+      }),
     resolve: (event) => event,
   }),
 }));

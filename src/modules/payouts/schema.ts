@@ -1,15 +1,13 @@
 import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { Principal } from "../../auth.ts";
-import type { Event } from "../../db/generated/prisma/client.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { ValidationError } from "../../errors.ts";
 import { toMsisdn } from "../../phone.ts";
-import { toPublishedEvent } from "../events/status-change.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { untilAborted } from "../events/schema.ts";
+import { merchantEvents, settlingChange } from "../events/schema.ts";
 import { webhookBody } from "../webhooks/payload.ts";
-import { TransactionStatusEnum } from "../transactions/schema.ts";
+import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts";
 import { payoutCommands, type PayoutSnapshot } from "./service.ts";
 
 /** Payouts: thin resolvers over services.payouts (REST /v1/payouts runs these too). */
@@ -87,11 +85,6 @@ const CreatePayoutInput = builder.inputType("CreatePayoutInput", {
 });
 
 builder.queryFields((t) => {
-  const filterArgs = () => ({
-    status: t.arg({ type: TransactionStatusEnum, required: false }),
-    dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
-    dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
-  });
   return {
     payout: t.field({
       type: Payout,
@@ -108,7 +101,7 @@ builder.queryFields((t) => {
       type: "Payout",
       cursor: "id",
       description: "Newest first, with Relay cursors and totalCount.",
-      args: filterArgs(),
+      args: statusDateArgs(t),
       totalCount: (_root, args, ctx) => ctx.prisma.payout.count({ where: ctx.services.payouts.payoutWhere(ctx.principal!, args) }),
       resolve: (query, _root, args, ctx) =>
         ctx.prisma.payout.findMany({ ...query, where: ctx.services.payouts.payoutWhere(ctx.principal!, args), orderBy: { id: "desc" } }),
@@ -130,39 +123,22 @@ builder.subscriptionFields((t) => ({
   payoutEvents: t.field({
     type: PayoutEvent,
     description: "Every status change of the merchant's payouts in the key's mode.",
-    subscribe: async function* (_root, _args, ctx) {
-      for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
-        if (event.payoutId !== null) yield event;
-      }
-    },
+    subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.payoutId !== null),
     resolve: (event) => event,
   }),
   payoutStatusChanged: t.field({
     type: PayoutEvent,
     description: "One payout's settling change; a payout already settled delivers its last change at once.",
     args: { reference: t.arg.string({ required: true }) },
-    subscribe: async function* (_root, { reference }, ctx) {
-      const principal = ctx.principal!;
-      // Listen first, then look, so a change committed in between is not missed.
-      const source = ctx.services.publisher.subscribe(principal.merchantId, principal.mode);
-      const first = source.next();
-      try {
-        const payout = await ctx.services.payouts.getPayout(principal, reference);
-        if (payout.status !== "pending") {
-          const last: Event | null = await ctx.services.payouts.lastEvent(payout.id);
-          if (last) yield toPublishedEvent(last);
-          return;
-        }
-        for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
-          if (event.payoutId === payout.id) {
-            yield event;
-            return;
-          }
-        }
-      } finally {
-        await source.return?.();
-      }
-    },
+    subscribe: (_root, { reference }, ctx) =>
+      settlingChange(ctx, async () => {
+        const payout = await ctx.services.payouts.getPayout(ctx.principal!, reference);
+        return {
+          settled: payout.status !== "pending",
+          lastEvent: () => ctx.services.payouts.lastEvent(payout.id),
+          isSettling: (event) => event.payoutId === payout.id,
+        };
+      }),
     resolve: (event) => event,
   }),
 }));

@@ -14,7 +14,7 @@ import type { PayoutConnector, PayoutResult } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import { changeStatus, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
+import { changeStatus, toPublishedEvent, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
 
 export interface PayoutInput {
   amount: unknown;
@@ -270,7 +270,8 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
     /** The latest settling event of a payout, as subscribers receive it. */
     async lastEvent(payoutId: number) {
-      return prisma.event.findFirst({ where: { payoutId }, orderBy: { id: "desc" } });
+      const event = await prisma.event.findFirst({ where: { payoutId }, orderBy: { id: "desc" } });
+      return event ? toPublishedEvent(event) : null;
     },
   };
 }

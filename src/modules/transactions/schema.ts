@@ -45,12 +45,17 @@ export const Transaction = builder.prismaNode("Transaction", {
 
 const TransactionPage = offsetPageType("TransactionPage", Transaction);
 
-builder.queryFields((t) => {
-  const filterArgs = () => ({
+/** The status and date filters transactions and payouts share (src/filters.ts applies them). */
+export function statusDateArgs(t: Parameters<Parameters<typeof builder.queryFields>[0]>[0]) {
+  return {
     status: t.arg({ type: TransactionStatusEnum, required: false }),
     dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
     dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
-  });
+  };
+}
+
+builder.queryFields((t) => {
+  const filterArgs = () => statusDateArgs(t);
   return {
   transaction: t.field({
     type: Transaction,

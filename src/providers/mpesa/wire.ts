@@ -21,38 +21,34 @@ export function stkPassword(shortcode: string, passkey: string, timestamp: strin
   return Buffer.from(`${shortcode}${passkey}${timestamp}`).toString("base64");
 }
 
-/** Minor units -> whole shillings; M-Pesa takes KES 1 to 250,000 with no cents. */
-export function toWholeShillings(amount: bigint, currency: string, field = "amount"): number {
-  if (currency !== "KES" || !isKnownCurrency(currency)) throw new ValidationError("currency", "M-Pesa collects only KES");
-  const unit = 10n ** BigInt(currencies.KES.exponent);
-  if (amount % unit !== 0n) {
-    throw new ValidationError(field, `must be a whole number of shillings for M-Pesa (minor units, a multiple of ${unit}: 150000 is KES 1,500)`);
-  }
-  const shillings = amount / unit;
-  if (shillings < 1n || shillings > BigInt(MAX_STK_SHILLINGS)) {
-    throw new ValidationError(field, `must be between KES 1 and KES ${MAX_STK_SHILLINGS.toLocaleString("en")} for M-Pesa (100 to ${MAX_STK_SHILLINGS * 100} minor units)`);
-  }
-  return Number(shillings);
-}
-
 /** Daraja's B2C bounds: whole shillings, KES 10 to 250,000 per payment. */
 export const MIN_B2C_SHILLINGS = 10;
 export const MAX_B2C_SHILLINGS = 250_000;
 
-export function toB2cShillings(amount: bigint, currency: string, field = "amount"): number {
-  if (currency !== "KES" || !isKnownCurrency(currency)) throw new ValidationError("currency", "M-Pesa pays out only KES");
+/** Minor units -> whole shillings within an M-Pesa operation's bounds; a 400 naming the field otherwise. */
+function toShillings(amount: bigint, currency: string, bounds: { min: number; max: number; payout: boolean }, field: string): number {
+  if (currency !== "KES" || !isKnownCurrency(currency)) throw new ValidationError("currency", `M-Pesa ${bounds.payout ? "pays out" : "collects"} only KES`);
   const unit = 10n ** BigInt(currencies.KES.exponent);
   if (amount % unit !== 0n) {
     throw new ValidationError(field, `must be a whole number of shillings for M-Pesa (minor units, a multiple of ${unit}: 150000 is KES 1,500)`);
   }
   const shillings = amount / unit;
-  if (shillings < BigInt(MIN_B2C_SHILLINGS) || shillings > BigInt(MAX_B2C_SHILLINGS)) {
+  if (shillings < BigInt(bounds.min) || shillings > BigInt(bounds.max)) {
     throw new ValidationError(
       field,
-      `must be between KES ${MIN_B2C_SHILLINGS} and KES ${MAX_B2C_SHILLINGS.toLocaleString("en")} for an M-Pesa payout (${MIN_B2C_SHILLINGS * 100} to ${MAX_B2C_SHILLINGS * 100} minor units)`,
+      `must be between KES ${bounds.min} and KES ${bounds.max.toLocaleString("en")} for ${bounds.payout ? "an M-Pesa payout" : "M-Pesa"} (${bounds.min * 100} to ${bounds.max * 100} minor units)`,
     );
   }
   return Number(shillings);
+}
+
+/** M-Pesa collects KES 1 to 250,000 with no cents. */
+export function toWholeShillings(amount: bigint, currency: string, field = "amount"): number {
+  return toShillings(amount, currency, { min: 1, max: MAX_STK_SHILLINGS, payout: false }, field);
+}
+
+export function toB2cShillings(amount: bigint, currency: string, field = "amount"): number {
+  return toShillings(amount, currency, { min: MIN_B2C_SHILLINGS, max: MAX_B2C_SHILLINGS, payout: true }, field);
 }
 
 /** A decimal shilling amount as Daraja sends it (1, 1.00, "5.00") -> minor units; null when it is not one. */

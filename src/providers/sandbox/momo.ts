@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { CollectionOutcome, MomoConnector } from "../types.ts";
 import * as wire from "../mpesa/wire.ts";
+import { createLater } from "./later.ts";
 
 /**
  * The sandbox's M-Pesa simulator: no network. An STK push is answered after a short delay with a
@@ -21,18 +22,9 @@ const SANDBOX_SHORTCODE = "174379";
 const receipt = () => `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10);
 
 export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnector {
-  const timers = new Set<NodeJS.Timeout>();
+  const { later, close } = createLater();
   /** What a query answers: pending until the simulated customer has acted. */
   const outcomes = new Map<string, CollectionOutcome>();
-
-  function later(ms: number, run: () => Promise<void>) {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      void run().catch(() => {});
-    }, ms);
-    timer.unref();
-    timers.add(timer);
-  }
 
   return {
     forbiddenUrlWords: [],
@@ -90,9 +82,6 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
     readC2bValidationDecision: wire.readC2bValidationDecision,
     c2bConfirmationAck: wire.c2bConfirmationAck,
 
-    close() {
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-    },
+    close,
   };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { PayoutConnector } from "../types.ts";
 import * as wire from "../mpesa/wire.ts";
+import { createLater } from "./later.ts";
 
 /**
  * The sandbox's B2C simulator: no network. A payout is answered after a short delay with a
@@ -18,18 +19,9 @@ export const sandboxPayoutOutcomes: Record<string, { resultCode: number; resultD
 const EXPIRED = { resultCode: 1019, resultDesc: "The payout expired without being processed." };
 
 export function createSandboxPayouts(options: { delayMs: number }): PayoutConnector & { close(): void } {
-  const timers = new Set<NodeJS.Timeout>();
+  const { later, close } = createLater();
   /** What a status query reports, by our request id. Lost on restart, like any simulator state: then it reports expiry. */
   const sent = new Map<string, { body: ReturnType<typeof wire.buildB2cResultBody> | null; shillings: number; conversationId: string }>();
-
-  function later(ms: number, run: () => Promise<void>) {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      void run().catch(() => {});
-    }, ms);
-    timer.unref();
-    timers.add(timer);
-  }
 
   return {
     canPayOut: () => true,
@@ -74,9 +66,6 @@ export function createSandboxPayouts(options: { delayMs: number }): PayoutConnec
     parseStatusResult: wire.parseB2cResultBody,
     resultAck: wire.b2cResultAck,
 
-    close() {
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-    },
+    close,
   };
 }
