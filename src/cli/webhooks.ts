@@ -46,14 +46,18 @@ export function testModeKey(key: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // webhooks listen
 
-interface TransactionEvent {
+interface GatewayEvent {
   id: string;
   type: string;
   occurredAt: string;
   webhookBody: unknown;
 }
 
-const EVENTS_SUBSCRIPTION = "subscription CliWebhooksListen { transactionEvents { id type occurredAt webhookBody } }";
+/** Every event a webhook endpoint can receive: the transactions' and the payouts'. */
+const EVENT_SUBSCRIPTIONS = [
+  "subscription CliWebhooksListen { transactionEvents { id type occurredAt webhookBody } }",
+  "subscription CliWebhooksListenPayouts { payoutEvents { id type occurredAt webhookBody } }",
+];
 
 export interface ListenOptions {
   gatewayUrl: string;
@@ -77,7 +81,7 @@ export async function listenForWebhooks(options: ListenOptions): Promise<void> {
   failed.catch(() => {}); // raced below; without this an unawaited rejection would crash the process first
   const forwarding = new Set<Promise<void>>();
 
-  const forward = async (event: TransactionEvent) => {
+  const forward = async (event: GatewayEvent) => {
     // The same bytes the gateway would send: webhookBody is its body parsed, and JSON keeps key order.
     const body = JSON.stringify(event.webhookBody);
     const headers = webhookHeaders({ id: event.id, timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] });
@@ -92,18 +96,20 @@ export async function listenForWebhooks(options: ListenOptions): Promise<void> {
     retryAttempts: 0,
     lazy: true,
   });
-  const unsubscribe = client.subscribe<{ transactionEvents: TransactionEvent }>(
-    { query: EVENTS_SUBSCRIPTION },
-    {
-      next: (result) => {
-        const event = result.data?.transactionEvents;
-        if (!event) return fail(new Error(`the gateway sent an error: ${JSON.stringify(result.errors ?? result)}`));
-        const sent = forward(event).finally(() => forwarding.delete(sent));
-        forwarding.add(sent);
+  const unsubscribes = EVENT_SUBSCRIPTIONS.map((query) =>
+    client.subscribe<Record<string, GatewayEvent>>(
+      { query },
+      {
+        next: (result) => {
+          const event = result.data ? Object.values(result.data)[0] : undefined;
+          if (!event) return fail(new Error(`the gateway sent an error: ${JSON.stringify(result.errors ?? result)}`));
+          const sent = forward(event).finally(() => forwarding.delete(sent));
+          forwarding.add(sent);
+        },
+        error: (error) => fail(connectionError(error, options.gatewayUrl)),
+        complete: () => fail(new Error("the gateway ended the subscription (is it shutting down?)")),
       },
-      error: (error) => fail(connectionError(error, options.gatewayUrl)),
-      complete: () => fail(new Error("the gateway ended the subscription (is it shutting down?)")),
-    },
+    ),
   );
 
   try {
@@ -117,7 +123,7 @@ export async function listenForWebhooks(options: ListenOptions): Promise<void> {
     }
   } finally {
     stopped.cancel();
-    unsubscribe();
+    for (const unsubscribe of unsubscribes) unsubscribe();
     await client.dispose();
     await Promise.allSettled(forwarding);
   }

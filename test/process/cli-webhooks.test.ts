@@ -53,6 +53,13 @@ describe("cli webhooks listen and trigger", () => {
     const id = delivery!.headers["webhook-id"]!;
     await listener.waitFor(new RegExp(`^\\S+Z transaction\\.completed ${id} -> 200$`, "m"));
 
+    // Payout events are forwarded too.
+    const payout = await apiClient(gw.url, merchant.testKey).post("/v1/payouts", { amount: 5000, phone_number: "254708374149" });
+    expect(payout.status, payout.text).toBe(201);
+    const [, payoutDelivery] = await receiver.waitFor(2, 15_000);
+    expect(payoutDelivery!.json).toMatchObject({ type: "payout.completed", data: { reference: payout.body.data.reference } });
+    expect(new Webhook(secret!).verify(payoutDelivery!.body, payoutDelivery!.headers)).toEqual(payoutDelivery!.json);
+
     listener.child.kill("SIGTERM");
     expect(await listener.exited).toBe(0);
   });
