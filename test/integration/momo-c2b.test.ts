@@ -21,6 +21,8 @@ async function startMerchantSite() {
     received: [] as { path: string; body: any }[],
     validationReply: { ResultCode: "0", ResultDesc: "Accepted" } as unknown,
     validationDelayMs: 0,
+    /** Confirmations answered 500 before the site starts accepting them (a merchant server briefly down). */
+    confirmFailures: 0,
     close: async () => {},
   };
   const server: Server = createServer(async (req, res) => {
@@ -28,6 +30,11 @@ async function startMerchantSite() {
     for await (const c of req) chunks.push(c as Buffer);
     site.received.push({ path: req.url ?? "", body: JSON.parse(Buffer.concat(chunks).toString() || "null") });
     if (req.url === "/validate" && site.validationDelayMs) await sleep(site.validationDelayMs);
+    if (req.url === "/confirm" && site.confirmFailures > 0) {
+      site.confirmFailures--;
+      res.writeHead(500).end();
+      return;
+    }
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(req.url === "/validate" ? site.validationReply : { ok: true }));
   });
@@ -165,6 +172,17 @@ describe("C2B", () => {
     await sleep(100);
     expect(merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51ZDR4F")).toHaveLength(1);
     expect(forwards[0]!.body.TransAmount).toBe("5.00");
+  });
+
+  it("retries forwarding a confirmation the merchant's server refused, on the job runner", async () => {
+    const path = new URL(fake.registered!.ConfirmationURL).pathname;
+    merchantSite.confirmFailures = 1;
+    const payload = { TransactionType: "Pay Bill", TransID: "RKL51RETRY", TransTime: "20231121121325", TransAmount: "7.00", BusinessShortCode: fake.shortcode, BillRefNumber: "INV-R", MSISDN: "254708374149", FirstName: "J" };
+    expect(await fake.postJson(`${gw.url}${path}`, payload)).toEqual({ status: 200, body: { ResultCode: 0, ResultDesc: "Success" } });
+    // The first forward gets a 500; the job retries after its backoff (about a second) and the second gets through.
+    const forwards = await waitFor(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51RETRY"), (f) => f.length >= 2, 8000);
+    expect(forwards.map((f) => f.body)).toEqual([payload, payload]);
+    await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0);
   });
 
   it("a confirmation on a wrong token path is a 404", async () => {

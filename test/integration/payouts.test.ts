@@ -122,6 +122,12 @@ describe("POST /v1/payouts and GET /v1/payouts/:id", () => {
     const gql = await otherApi.post("/graphql", { query: `{ payout(reference: "${mine.reference}") { __typename } payouts { totalCount } }` });
     expect(gql.body.data).toEqual({ payout: { __typename: "NotFoundError" }, payouts: { totalCount: 0 } });
     expect((await api.get("/v1/payouts/po_doesnotexist00000000")).status).toBe(404);
+    // node(id) too: the owner finds it, anyone else gets null.
+    const own = await api.post("/graphql", { query: `{ payouts(first: 1) { edges { node { id reference } } } }` });
+    const globalId = own.body.data.payouts.edges[0].node.id;
+    const byNode = (client: typeof api) => client.post("/graphql", { query: `query($id: ID!) { node(id: $id) { ... on Payout { reference } } }`, variables: { id: globalId } });
+    expect((await byNode(api)).body.data.node).toEqual({ reference: own.body.data.payouts.edges[0].node.reference });
+    for (const client of [otherApi, liveApi]) expect((await byNode(client)).body.data?.node ?? null).toBeNull();
   });
 });
 

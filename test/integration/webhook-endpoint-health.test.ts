@@ -97,6 +97,26 @@ describe("endpoint health", () => {
     await prisma().webhookEndpoint.delete({ where: { id } });
   });
 
+  it("a hanging endpoint holds at most 5 deliveries at once and delays no other endpoint", async () => {
+    const slow = await startWebhookReceiver({ respond: () => "hang" });
+    receiver.setResponder(() => 200);
+    try {
+      const slowId = await createEndpoint(`${slow.url}/slow`);
+      const fastId = await createEndpoint(`${receiver.url}/fast`);
+      const references: string[] = [];
+      for (let i = 0; i < 8; i++) references.push(await pay());
+      const fast = await until(async () => receiver.received.filter((r) => r.path === "/fast"), (r) => r.length === 8, 5000);
+      expect(fast.map((r) => r.json.data.reference).sort()).toEqual([...references].sort());
+      // Meanwhile the slow endpoint has exactly its bound in flight; the rest wait their turn.
+      await until(async () => slow.received.length, (n) => n >= 5);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(slow.received).toHaveLength(5);
+      await prisma().webhookEndpoint.deleteMany({ where: { id: { in: [slowId, fastId] } } });
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("checks the address it connects to: a private address is refused at delivery unless allowed", async () => {
     // A gateway that does not allow private URLs, given (as by DNS rebinding or a changed policy) an endpoint on loopback.
     const strict = await startTestGateway({ env: { WEBHOOK_RETRY_SCHEDULE: "0", RATE_LIMIT_ENABLED: "false" } });

@@ -20,6 +20,23 @@ describe("configuration", () => {
     });
   });
 
+  it("retries webhooks for more than 3 days in live mode and 8 times in test mode, unless WEBHOOK_RETRY_SCHEDULE says otherwise", () => {
+    const { retrySchedule } = loadConfig({}).webhooks;
+    const days = (delays: number[]) => delays.reduce((a, b) => a + b, 0) / 86_400_000;
+    expect(retrySchedule.live[0]).toBe(0);
+    expect(days(retrySchedule.live)).toBeGreaterThan(3);
+    expect(retrySchedule.test).toHaveLength(8);
+    // Each wait at least as long as the one before: backoff, not a fixed rhythm.
+    for (const schedule of [retrySchedule.live, retrySchedule.test]) {
+      expect(schedule.every((delay, i) => i === 0 || delay >= schedule[i - 1]!)).toBe(true);
+    }
+    const custom = loadConfig({ WEBHOOK_RETRY_SCHEDULE: "0, 250ms, 5s, 2m, 1h, 1d" }).webhooks.retrySchedule;
+    expect(custom).toEqual({ test: [0, 250, 5000, 120_000, 3_600_000, 86_400_000], live: [0, 250, 5000, 120_000, 3_600_000, 86_400_000] });
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: "0,5 minutes" })).toThrow(/WEBHOOK_RETRY_SCHEDULE: must be comma-separated delays/);
+    // A job's lease always outlasts one delivery attempt.
+    expect(loadConfig({ JOB_LEASE_MS: "1000", WEBHOOK_TIMEOUT_MS: "3000" }).jobs.leaseMs).toBe(8000);
+  });
+
   it("reads the rate limit and GraphQL limits", () => {
     const config = loadConfig({
       RATE_LIMIT_ENABLED: "false",
