@@ -10,7 +10,7 @@ let gw: TestGateway;
 let api: ReturnType<typeof apiClient>;
 let sandboxChannel: number;
 let mpesaChannel: number;
-let merchantSite: { url: string; received: { path: string; body: any }[]; validationReply: unknown; validationDelayMs: number; close(): Promise<void> };
+let merchantSite: Awaited<ReturnType<typeof startMerchantSite>>;
 
 const prisma = () => gw.gateway.db.prisma;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,6 +1,6 @@
 import { defineRoute } from "../../rest/route-table.ts";
 import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
-import { parseStatus } from "./service.ts";
+import { parseStatus } from "../../filters.ts";
 
 interface TransactionFields {
   databaseId: number;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import { luhnValid } from "../../cards.ts";
-import { parseStatus, statusDateWhere, type StatusDateFilters } from "../../filters.ts";
+import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
@@ -49,7 +49,6 @@ export interface InitializeInput {
 }
 
 export type TransactionFilters = StatusDateFilters;
-export { parseStatus };
 
 /** Status and inclusive UTC date range as a Prisma filter, scoped to the caller's merchant and mode. */
 export function transactionWhere(principal: Principal, filters: TransactionFilters): Prisma.TransactionWhereInput {
