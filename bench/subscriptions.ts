@@ -20,7 +20,7 @@
  *   node --import tsx bench/subscriptions.ts --write    # and record them in bench/README.md
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -33,6 +33,7 @@ import { createLogger } from "../src/logger.ts";
 import { createGateway, type Gateway } from "../src/server.ts";
 import { startPostgres, type PostgresServer } from "../test/support/postgres.ts";
 import { startRedis, type RedisServer } from "../test/support/redis.ts";
+import { writeReadmeSection } from "./readme.ts";
 
 const SUBSCRIBERS = 1000;
 const OPEN_BATCH = 100;
@@ -442,14 +443,7 @@ function interpretation(latency: Row[], runs: ThroughputResult[]): string {
 }
 
 function writeReadme(body: string): void {
-  const readme = fileURLToPath(new URL("./README.md", import.meta.url));
-  const heading = "## Live status fan-out (subscriptions)";
-  const text = readFileSync(readme, "utf8");
-  const from = text.indexOf(heading);
-  const next = from < 0 ? -1 : text.indexOf("\n## ", from + heading.length);
-  const before = from < 0 ? `${text.trimEnd()}\n\n` : text.slice(0, from);
-  const after = next < 0 ? "" : `\n${text.slice(next + 1)}`;
-  writeFileSync(readme, `${before}${heading}\n\n${body.trimEnd()}\n${after}`);
+  writeReadmeSection("## Live status fan-out (subscriptions)", body);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
