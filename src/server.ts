@@ -1,4 +1,5 @@
 import websocket from "@fastify/websocket";
+import { STATUS_CODES } from "node:http";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import type { Principal } from "./auth.ts";
@@ -62,6 +63,20 @@ function fastifyErrorToGateway(error: FastifyError): GatewayError | undefined {
   return undefined;
 }
 
+/**
+ * Errors Node and Fastify answer before any route runs (malformed or oversized requests) get the same
+ * envelope as everything else; the socket is closed afterwards, as Node does.
+ */
+function clientErrorResponse(error: NodeJS.ErrnoException): string {
+  const gatewayError =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? new GatewayError("request_header_too_large")
+      : new GatewayError("validation_failed", error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "The request took too long to arrive" : "Malformed HTTP request");
+  const body = JSON.stringify(errorEnvelope(gatewayError));
+  const status = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : gatewayError.status;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`;
+}
+
 function sendError(reply: FastifyReply, error: GatewayError) {
   return reply.code(error.status).type("application/json; charset=utf-8").send(errorEnvelope(error));
 }
@@ -86,6 +101,28 @@ function isCheckoutPayment(request: FastifyRequest): boolean {
   return request.method === "POST" && request.url.startsWith("/payment/checkout/");
 }
 
+/**
+ * GraphQL over GET carries variables and extensions as JSON in the query string; text that is not a
+ * JSON object there is the client's mistake (a 400 in GraphQL's error format), not a server error.
+ */
+function refuseMalformedGraphqlGet(request: FastifyRequest): string | null {
+  if (request.method !== "GET") return null;
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  for (const name of ["variables", "extensions"]) {
+    const value = query[name];
+    if (value === undefined || value === "") continue;
+    let parsed: unknown;
+    try {
+      parsed = typeof value === "string" ? JSON.parse(value) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === null || (typeof parsed === "object" && !Array.isArray(parsed))) continue;
+    return JSON.stringify({ errors: [{ message: `${name} must be a JSON object`, extensions: { code: "BAD_REQUEST" } }] });
+  }
+  return null;
+}
+
 function isGraphiqlPageRequest(request: FastifyRequest): boolean {
   return request.method === "GET" && (request.headers.accept ?? "").includes("text/html");
 }
@@ -107,6 +144,17 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     forceCloseConnections: "idle",
     return503OnClosing: true,
     trustProxy: config.trustProxy,
+    // A path Fastify cannot decode, or a parameter over its length limit, answered in the envelope.
+    frameworkErrors: (error, _request, reply) =>
+      sendError(
+        reply,
+        error.code === "FST_ERR_MAX_PARAM_LENGTH" ? new GatewayError("uri_too_long") : new GatewayError("validation_failed", "The URL is not valid (bad percent-encoding)"),
+      ),
+    clientErrorHandler: (error, socket) => {
+      if ((error as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse(error as NodeJS.ErrnoException));
+      socket.destroy(error);
+    },
   });
 
   // Aborted first on close: open subscriptions end, so WebSocket and SSE connections close cleanly.
@@ -183,7 +231,11 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   await app.register(websocket, { options: { maxPayload: BODY_LIMIT_BYTES } });
 
   const handleGraphql = async (req: FastifyRequest, reply: FastifyReply) => {
+    const refused = refuseMalformedGraphqlGet(req);
+    if (refused) return reply.code(400).type("application/json; charset=utf-8").send(refused);
     const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
+    // yoga answers an Accept it cannot serve with an empty 406; say why, in the envelope.
+    if (response.status === 406) return sendError(reply, new GatewayError("not_acceptable"));
     response.headers.forEach((value, key) => {
       reply.header(key, value);
     });

@@ -26,6 +26,7 @@ export function graphqlHardening(options: Config["graphql"]): Plugin[] {
     }) as Plugin,
   ];
   if (!options.introspection) plugins.push(disableIntrospection());
+  plugins.push(scrubEchoedValues());
   return plugins;
 }
 
@@ -40,6 +41,40 @@ function disableIntrospection(): Plugin {
   return {
     onValidate({ addValidationRule }) {
       addValidationRule(NoSchemaIntrospectionCustomRule);
+    },
+  };
+}
+
+/**
+ * graphql-js names a variable it cannot coerce by echoing its value ("got invalid value { ... config:
+ * { secret_key: ... } }"), and its reasons often echo it again. Secrets travel in variables, so the
+ * message keeps the variable, the path and value-free reasons only.
+ */
+export function withoutEchoedValues(message: string): string {
+  const match = /^Variable "(\$[^"]+)" got invalid value [\s\S]*?(?: at "([^"]+)")?; ([\s\S]*)$/.exec(message);
+  if (!match) return message;
+  const [, variable, path, reason = ""] = match;
+  const valueFree = /^(Field "[^"]+" of required type "[^"]+" was not provided\.|Field "[^"]+" is not defined by type "[^"]+"\.|Expected type "[^"]+" to be an object\.)/.exec(reason);
+  return `Variable "${variable}" got an invalid value${path ? ` at "${path}"` : ""}${valueFree ? `; ${valueFree[1]}` : ""}`;
+}
+
+/** Applies withoutEchoedValues to every error a GraphQL request returns over HTTP, SSE or WebSocket. */
+export function scrubEchoedValues(): Plugin {
+  return {
+    onExecute() {
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (!("errors" in result) || !result.errors?.length) return;
+          if (!result.errors.some((e) => withoutEchoedValues(e.message) !== e.message)) return;
+          setResult({
+            ...result,
+            errors: result.errors.map((e) => {
+              const message = withoutEchoedValues(e.message);
+              return message === e.message ? e : new GraphQLError(message, { nodes: e.nodes, path: e.path, extensions: e.extensions });
+            }),
+          });
+        },
+      };
     },
   };
 }

@@ -1,6 +1,7 @@
 import { execute, parse, validate, type DocumentNode, type GraphQLSchema } from "graphql";
 import { GatewayError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { GraphQLContext } from "../graphql/context.ts";
+import { withoutEchoedValues } from "../graphql/hardening.ts";
 
 /**
  * The REST compatibility layer as data: each row names the documented method and path, the GraphQL
@@ -69,7 +70,7 @@ export async function runOperation(
     const code = first.extensions?.code;
     if (isErrorCode(code)) throw new GatewayError(code, first.message);
     // No data at all means the request itself was refused (variables that do not coerce): a client error.
-    if (result.data === undefined) throw new GatewayError("validation_failed", first.message);
+    if (result.data === undefined) throw new GatewayError("validation_failed", withoutEchoedValues(first.message));
     throw first.originalError ?? first;
   }
   const data = (result.data ?? {}) as Record<string, unknown>;
