@@ -77,6 +77,7 @@ const envSchema = z.object({
   JOBS_ENABLED: booleanFlag,
   JOB_POLL_INTERVAL_MS: positiveInt(2000),
   JOB_LEASE_MS: positiveInt(60_000),
+  IDEMPOTENCY_LEASE_MS: positiveInt(60_000),
   WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
   WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
@@ -158,6 +159,8 @@ export interface Config {
     leaseMs: number;
   };
   webhooks: WebhookConfig;
+  /** How long a request holds its Idempotency-Key before a retry may take it over (its instance died). */
+  idempotencyLeaseMs: number;
 }
 
 export interface WebhookConfig {
@@ -251,5 +254,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS ?? false,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
+    idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
   };
 }

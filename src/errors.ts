@@ -85,14 +85,40 @@ function sqlState(error: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
+/** Prisma's codes for "could not reach / lost the database" (P1xxx connection errors, P2024 pool timeout, P2037 too many connections). */
+const unavailablePrismaCodes = new Set(["P1001", "P1002", "P1008", "P1017", "P2024", "P2037"]);
+/** Driver-adapter kinds, SQLSTATEs (57P0x shutdown, 08xxx connection, 53300 too many) and socket errors of the same kind. */
+const unavailableCodes = new Set([
+  "DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections",
+  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300",
+  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH",
+]);
+const unavailableMessage = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Can't reach database server|Client has encountered a connection error/i;
+
+/** True when an error, or anything it wraps, says the database is down or unreachable (not that a query was wrong). */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== "object" || depth > 5) return false;
+  const e = error as { code?: unknown; kind?: unknown; originalCode?: unknown; message?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } };
+  if (typeof e.code === "string" && (unavailablePrismaCodes.has(e.code) || unavailableCodes.has(e.code))) return true;
+  if (typeof e.kind === "string" && unavailableCodes.has(e.kind)) return true;
+  if (typeof e.originalCode === "string" && unavailableCodes.has(e.originalCode)) return true;
+  if (typeof e.message === "string" && unavailableMessage.test(e.message)) return true;
+  return isDatabaseUnavailable(e.cause, depth + 1) || isDatabaseUnavailable(e.meta?.driverAdapterError, depth + 1);
+}
+
+/** Seconds a client should wait before retrying a 503 (the database is usually back within seconds). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 /**
  * Anything that is not a GatewayError is masked: no stack trace or SQL leaves the process. The one
  * database refusal a client causes with any text field is named instead: PostgreSQL cannot store a
- * NUL character in text (22021) or JSON (22P05).
+ * NUL character in text (22021) or JSON (22P05). A database that is down is a 503 the client may
+ * retry, not an internal error.
  */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   const state = sqlState(error);
   if (state === "22021" || state === "22P05") return new GatewayError("validation_failed", "Text must not contain NUL characters (\\u0000)", { cause: error });
+  if (isDatabaseUnavailable(error)) return new GatewayError("service_unavailable", "The database is unavailable; retry shortly", { cause: error });
   return new GatewayError("internal_error", undefined, { cause: error });
 }

@@ -1,4 +1,8 @@
 import { pino, type Logger } from "pino";
+import sonicBoom, { type SonicBoom } from "sonic-boom";
+
+// sonic-boom is CommonJS whose module.exports is the class; its types describe it as a named export.
+const SonicBoomClass = sonicBoom as unknown as typeof SonicBoom;
 
 /** Paths that may carry secrets; pino replaces their values before a line is written. */
 const redactPaths = [
@@ -37,7 +41,11 @@ export function createLogger(level: string, destination?: { write(line: string):
       }),
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  // Asynchronous stdout, and no synchronous flush at exit: with either, a full pipe nobody reads blocks
+  // the process (requests, the shutdown handler, even process.exit). Lines queue in memory instead, and
+  // a forced exit may lose the last of them. (pino.destination() registers exactly such a flush.)
+  // minLength 1 still writes each line at once, and makes flush(cb) wait until queued lines are written.
+  return pino(options, destination ?? new SonicBoomClass({ fd: 1, sync: false, minLength: 1 }));
 }
 
 export type { Logger };

@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from "./config.ts";
 import { DataDirLockedError } from "./db/data-dir-lock.ts";
 import { createDemoMerchantIfEmpty } from "./demo.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger, type Logger } from "./logger.ts";
 import { createGateway } from "./server.ts";
 
 /** Process entry: configuration, server, graceful shutdown. */
@@ -57,17 +57,30 @@ async function main() {
       process.exit(1);
     }, 10_000);
     force.unref();
+    let code = 0;
     try {
       await gateway.close();
       logger.info("shutdown complete");
-      process.exit(0);
     } catch (error) {
       logger.error({ err: error }, "error during shutdown");
-      process.exit(1);
+      code = 1;
     }
+    await flushLogs(logger, 1000);
+    process.exit(code);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** Lets queued log lines reach stdout before exiting, but never waits on a pipe nobody reads for long. */
+function flushLogs(logger: Logger, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    logger.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 main().catch((error) => {

@@ -7,13 +7,14 @@ import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import type { Config } from "./config.ts";
 import { registerMomoCallbackRoutes } from "./modules/momo/callbacks.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
-import { GatewayError, errorEnvelope, toGatewayError } from "./errors.ts";
+import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
 import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
 import { registerIdempotency } from "./idempotency/hooks.ts";
+import { runInIdempotencyScope } from "./idempotency/scope.ts";
 import { createIdempotencyStore } from "./idempotency/store.ts";
 import { RedisConnections } from "./infra/redis.ts";
 import type { Logger } from "./logger.ts";
@@ -78,6 +79,8 @@ function clientErrorResponse(error: NodeJS.ErrnoException): string {
 }
 
 function sendError(reply: FastifyReply, error: GatewayError) {
+  // A 503 is temporary (the database or a dependency is down): say when to come back.
+  if (error.status === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_SECONDS));
   return reply.code(error.status).type("application/json; charset=utf-8").send(errorEnvelope(error));
 }
 
@@ -188,6 +191,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof GatewayError ? error : (fastifyErrorToGateway(error) ?? toGatewayError(error));
     if (known.code === "internal_error") request.log.error({ err: error }, "unhandled error");
+    else if (known.code === "service_unavailable") request.log.warn({ err: error }, "database unavailable");
     return sendError(reply, known);
   });
 
@@ -210,7 +214,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     request.principal = principal;
   });
 
-  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma), {
+  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs }), {
     logger,
     graphqlPath: "/graphql",
     graphqlMaxTokens: config.graphql.maxTokens,
@@ -233,7 +237,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const handleGraphql = async (req: FastifyRequest, reply: FastifyReply) => {
     const refused = refuseMalformedGraphqlGet(req);
     if (refused) return reply.code(400).type("application/json; charset=utf-8").send(refused);
-    const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
+    const response = await runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply }));
     // yoga answers an Accept it cannot serve with an empty 406; say why, in the envelope.
     if (response.status === 406) return sendError(reply, new GatewayError("not_acceptable"));
     response.headers.forEach((value, key) => {
@@ -271,7 +275,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
           query: (request.query ?? {}) as Record<string, unknown>,
           params: (request.params ?? {}) as Record<string, string>,
         };
-        const data = await runOperation(schema, route, route.variables(restRequest), contextFor(request.principal));
+        const data = await runInIdempotencyScope(idempotency.scopeOf(request), () =>
+          runOperation(schema, route, route.variables(restRequest), contextFor(request.principal)),
+        );
         const { statusCode = 200, body } = route.respond(data, restRequest);
         reply.code(statusCode).type("application/json; charset=utf-8");
         return reply.send(typeof body === "string" ? body : JSON.stringify(body));

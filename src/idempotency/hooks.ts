@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Kind, parse, type OperationTypeNode } from "graphql";
 import { GatewayError, ValidationError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import type { IdempotencyScope } from "./scope.ts";
 import type { IdempotencyStore } from "./store.ts";
 
 /**
@@ -11,7 +12,9 @@ import type { IdempotencyStore } from "./store.ts";
  * record; an onSend hook stores the response once it exists.
  *
  * - same key, same request (sha256 of method, URL and body): the stored status and body again, with
- *   `Idempotent-Replayed: true`; while the first is still running: 409 idempotency_key_in_use;
+ *   `Idempotent-Replayed: true`; while the first is still running: 409 idempotency_key_in_use; once the
+ *   first's lease has lapsed without a response (its instance died), the retry takes the key over and
+ *   runs in an IdempotencyScope, so it returns what the first committed rather than creating it again;
  * - same key, different request: 422 idempotency_key_reused;
  * - not stored (the claim is dropped, so a corrected retry runs): requests refused before anything
  *   executed, i.e. 429s, validation failures and other request errors (see isStored); 5xx are stored.
@@ -38,6 +41,8 @@ const refusedBeforeExecution = new Set<ErrorCode>([
 ]);
 
 export interface IdempotencyHooks {
+  /** The scope a route runs its work in (see scope.ts); undefined for a request without a claimed key. */
+  scopeOf(request: FastifyRequest): IdempotencyScope | undefined;
   /** Stops the pruning timer and waits for a running prune. */
   close(): Promise<void>;
 }
@@ -48,7 +53,7 @@ export function registerIdempotency(
   options: { logger: Logger; graphqlPath: string; graphqlMaxTokens: number },
 ): IdempotencyHooks {
   const { logger, graphqlPath, graphqlMaxTokens } = options;
-  const claims = new WeakMap<FastifyRequest, bigint>();
+  const claims = new WeakMap<FastifyRequest, IdempotencyScope>();
 
   app.addHook("preHandler", async (request, reply) => {
     const key = request.headers[IDEMPOTENCY_HEADER];
@@ -64,7 +69,7 @@ export function registerIdempotency(
     const result = await store.claim({ merchantId, mode, key: value, fingerprint: requestFingerprint(request.method, request.url, request.body) });
     switch (result.outcome) {
       case "claimed":
-        claims.set(request, result.id);
+        claims.set(request, { claimId: result.id, recoveryPoint: result.recoveryPoint });
         return;
       case "in_flight":
         throw new GatewayError("idempotency_key_in_use");
@@ -81,7 +86,7 @@ export function registerIdempotency(
   });
 
   app.addHook("onSend", async (request, reply, payload) => {
-    const id = claims.get(request);
+    const id = claims.get(request)?.claimId;
     if (id === undefined) return payload;
     claims.delete(request);
     const bytes = await payloadBytes(payload);
@@ -110,6 +115,7 @@ export function registerIdempotency(
   timer.unref();
 
   return {
+    scopeOf: (request) => claims.get(request),
     async close() {
       clearInterval(timer);
       await pruning;

@@ -12,8 +12,11 @@ export interface ClaimRequest {
 }
 
 export type ClaimResult =
-  /** This request owns the key: execute it, then complete() or release(). */
-  | { outcome: "claimed"; id: bigint }
+  /**
+   * This request owns the key: execute it, then complete() or release(). `recoveryPoint` is set when it
+   * took over the key of an attempt that died after committing what it created (see scope.ts).
+   */
+  | { outcome: "claimed"; id: bigint; recoveryPoint: string | null }
   | { outcome: "replay"; status: number; body: string; contentType: string | null }
   | { outcome: "in_flight" }
   | { outcome: "mismatch" };
@@ -24,33 +27,47 @@ export interface StoredResponse {
   contentType: string | null;
 }
 
-/** Idempotency records in the database, so they hold across instances and restarts. */
-export function createIdempotencyStore(prisma: PrismaClient) {
+/**
+ * Idempotency records in the database, so they hold across instances and restarts. An in-flight claim
+ * is a lease (`leaseMs`, longer than any request runs): a retry after it has lapsed (the instance
+ * holding it crashed) takes the key over instead of being refused for the record's whole 24 h.
+ */
+export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs: number }) {
+  const { leaseMs } = options;
   return {
     /**
      * One atomic statement claims a key that is new or whose record has expired; the unique index on
-     * (merchant, mode, key) makes concurrent claims, on any instance, race for the same row.
+     * (merchant, mode, key) makes concurrent claims, on any instance, race for the same row. Times come
+     * from the database's clock, so instances with skewed clocks agree.
      */
     async claim(request: ClaimRequest): Promise<ClaimResult> {
       const { merchantId, mode, key, fingerprint } = request;
       // A record released between our failed claim and our read is simply claimed on the next turn.
       for (let attempt = 0; attempt < 3; attempt++) {
         const claimed = await prisma.$queryRaw<{ id: bigint }[]>`
-          INSERT INTO idempotency_keys (merchant_id, mode, key, request_fingerprint, status, created_at, expires_at)
+          INSERT INTO idempotency_keys (merchant_id, mode, key, request_fingerprint, status, created_at, expires_at, locked_until)
           VALUES (${merchantId}, ${mode}::"Mode", ${key}, ${fingerprint}, 'in_flight', now(),
-                  now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}))
+                  now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}), now() + make_interval(secs => ${leaseMs / 1000}::double precision))
           ON CONFLICT (merchant_id, mode, key) DO UPDATE SET
             request_fingerprint = EXCLUDED.request_fingerprint, status = 'in_flight', response_status = NULL,
             response_body = NULL, response_content_type = NULL, created_at = EXCLUDED.created_at,
-            expires_at = EXCLUDED.expires_at
+            expires_at = EXCLUDED.expires_at, locked_until = EXCLUDED.locked_until, recovery_point = NULL
           WHERE idempotency_keys.expires_at <= now()
           RETURNING id`;
-        if (claimed[0]) return { outcome: "claimed", id: claimed[0].id };
+        if (claimed[0]) return { outcome: "claimed", id: claimed[0].id, recoveryPoint: null };
 
         const existing = await prisma.idempotencyKey.findUnique({ where: { merchantId_mode_key: { merchantId, mode, key } } });
         if (!existing) continue;
         if (existing.requestFingerprint !== fingerprint) return { outcome: "mismatch" };
-        if (existing.status === "in_flight") return { outcome: "in_flight" };
+        if (existing.status === "in_flight") {
+          // The same request again: take the key over if its holder's lease lapsed; only one retry wins.
+          const takenOver = await prisma.$queryRaw<{ id: bigint; recovery_point: string | null }[]>`
+            UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => ${leaseMs / 1000}::double precision)
+            WHERE id = ${existing.id} AND status = 'in_flight' AND (locked_until IS NULL OR locked_until <= now())
+            RETURNING id, recovery_point`;
+          if (takenOver[0]) return { outcome: "claimed", id: takenOver[0].id, recoveryPoint: takenOver[0].recovery_point };
+          return { outcome: "in_flight" };
+        }
         return {
           outcome: "replay",
           status: existing.responseStatus ?? 500,
@@ -70,7 +87,8 @@ export function createIdempotencyStore(prisma: PrismaClient) {
 
     /** Forgets a claim whose request never really executed, so a corrected retry with the same key runs. */
     async release(id: bigint): Promise<void> {
-      await prisma.idempotencyKey.deleteMany({ where: { id, status: "in_flight" } });
+      // A record with a recovery point did create something: it stays, for a retry to recover.
+      await prisma.idempotencyKey.deleteMany({ where: { id, status: "in_flight", recoveryPoint: null } });
     },
 
     /** Deletes expired records; an expired key already counts as new, this only keeps the table small. */

@@ -135,6 +135,7 @@ describe("Idempotency-Key on POST", () => {
         key,
         requestFingerprint: requestFingerprint("POST", CREATE_CHANNEL, body),
         expiresAt: new Date(Date.now() + 3_600_000),
+        lockedUntil: new Date(Date.now() + 60_000),
       },
     });
     const res = await createChannel(merchant.testKey, body, key);
@@ -177,7 +178,7 @@ describe("Idempotency-Key on POST", () => {
     expect(replayed(await createChannel(merchant.testKey, channelBody("Today"), key))).toBe("true");
 
     await prisma().idempotencyKey.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    expect(await createIdempotencyStore(prisma()).pruneExpired()).toBeGreaterThanOrEqual(1);
+    expect(await createIdempotencyStore(prisma(), { leaseMs: 60_000 }).pruneExpired()).toBeGreaterThanOrEqual(1);
     expect(await records(key)).toEqual([]);
   });
 

@@ -4,6 +4,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
+import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
 import { enqueueJobs, type JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
@@ -196,6 +197,12 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     },
 
     async createPayout(principal: Principal, input: PayoutInput): Promise<Payout> {
+      // An interrupted earlier attempt of this Idempotency-Keyed request committed it: never send it twice.
+      const recoveredId = recoveredObjectId("payout");
+      if (recoveredId !== null) {
+        const recovered = await prisma.payout.findFirst({ where: { id: recoveredId, ...scope(principal) } });
+        if (recovered) return recovered;
+      }
       const amount = parseAmount(input.amount);
       const phoneNumber = normalizeMsisdn(input.phoneNumber);
       const clientReference = optionalText(input.reference, "reference", 100);
@@ -226,6 +233,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
             providerRequestId: randomUUID(),
           },
         });
+        await recordRecoveryPoint(tx, "payout", row.id);
         await enqueueJobs(tx, [{ kind: PAYOUT_QUERY_JOB, payload: { payoutId: row.id }, runAt: new Date(Date.now() + deps.resultOverdueMs) }]);
         return row;
       });

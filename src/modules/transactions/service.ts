@@ -6,6 +6,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRequest, JobRunner } from "../../jobs/runner.ts";
+import { recoveredObjectId } from "../../idempotency/scope.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
@@ -118,6 +119,8 @@ export interface ProviderPayment {
 export const RECONCILE_JOB = "transaction.reconcile";
 const MOMO_CURRENCY = "KES";
 const MAX_QUERY_BACKOFF_MS = 60_000;
+/** What a retry of a push interrupted by a crash is told: the push is not sent again, it is reconciled. */
+const RECOVERED_PUSH_MESSAGE = "Request already accepted for processing";
 
 function connectorOf(connectors: Connectors, channel: PaymentChannel): Connector | undefined {
   return connectors[channel.provider as ProviderName];
@@ -142,6 +145,16 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
   const checkoutUrl = (reference: string) => `${deps.publicBaseUrl}/payment/checkout/${reference}`;
   const transition = (request: TransitionRequest) => transitionTransaction(stateMachine, request);
+
+  /**
+   * The transaction an interrupted earlier attempt of this Idempotency-Keyed request committed: the
+   * retry answers with it instead of creating (and, for a push, sending) a second one.
+   */
+  async function recoveredTransaction(principal: Principal): Promise<Transaction | null> {
+    const id = recoveredObjectId("transaction");
+    if (id === null) return null;
+    return prisma.transaction.findFirst({ where: { id, merchantId: principal.merchantId, mode: principal.mode } });
+  }
 
   async function merchantCurrency(principal: Principal): Promise<string> {
     const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } });
@@ -225,6 +238,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
     /** A card/checkout payment: validate -> resolve channel and currency -> customer and row, in one DB transaction. */
     async initialize(principal: Principal, input: InitializeInput) {
+      const recovered = await recoveredTransaction(principal);
+      if (recovered) return recovered;
       const amount = parseAmount(input.amount);
       if (!input.email) throw new ValidationError("email", "is required");
       const email = normalizeEmail(input.email);
@@ -267,6 +282,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
      * at a provider without a record here, and a crash in between is settled by reconciliation.
      */
     async startStkCollection(principal: Principal, input: StkCollectionInput) {
+      const recovered = await recoveredTransaction(principal);
+      if (recovered) return { transaction: recovered, customerMessage: RECOVERED_PUSH_MESSAGE };
       const amount = parseAmount(input.amount);
       const phoneNumber = normalizeMsisdn(input.phoneNumber);
       const clientReference = optionalText(input.reference, "reference", 100);

@@ -1,4 +1,5 @@
 import type { Event, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
+import { recordRecoveryPoint } from "../../idempotency/scope.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/runner.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
@@ -74,7 +75,8 @@ export interface NewTransactionOptions {
 
 /**
  * Inserts a pending transaction in the caller's database transaction, with its transaction.pending
- * event and jobs. The caller runs afterCreate() once that transaction commits.
+ * event, jobs and, for a request with an Idempotency-Key, its recovery point. The caller runs
+ * afterCreate() once that transaction commits.
  */
 export async function insertPendingTransaction(
   tx: Prisma.TransactionClient,
@@ -82,6 +84,7 @@ export async function insertPendingTransaction(
   options: NewTransactionOptions,
 ): Promise<{ transaction: Transaction; event: Event | null; jobsQueued: number }> {
   const transaction = await tx.transaction.create({ data: { ...data, status: "pending" } });
+  await recordRecoveryPoint(tx, "transaction", transaction.id);
   const jobs = options.jobs?.(transaction) ?? [];
   await enqueueJobs(tx, jobs);
   let jobsQueued = jobs.length;

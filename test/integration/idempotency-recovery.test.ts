@@ -1,0 +1,150 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { requestFingerprint } from "../../src/idempotency/hooks.ts";
+import { runInIdempotencyScope } from "../../src/idempotency/scope.ts";
+import { createIdempotencyStore } from "../../src/idempotency/store.ts";
+import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+
+/**
+ * Idempotency-Key records survive a crash without locking clients out: an in-flight claim is a lease
+ * (IDEMPOTENCY_LEASE_MS), and what the crashed attempt committed is found again through its recovery
+ * point, so the retry answers with that object instead of creating a second one.
+ *
+ * "A crashed attempt" is reproduced in this process exactly as the routes run one: the key is claimed in
+ * the store, the service runs inside the key's scope and commits, and the response is never recorded.
+ */
+const LEASE_MS = 800;
+const INITIALIZE = "/api/transactions/initialize";
+const PAYOUTS = "/v1/payouts";
+
+describe("Idempotency-Key recovery after a crash", () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ env: { IDEMPOTENCY_LEASE_MS: String(LEASE_MS), RATE_LIMIT_ENABLED: "false", SANDBOX_STK_DELAY_MS: "60000" } });
+  });
+  afterAll(() => gw?.close());
+
+  const prisma = () => gw.gateway.db.prisma;
+  const store = () => createIdempotencyStore(prisma(), { leaseMs: LEASE_MS });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** The principal the merchant's test key authenticates as. */
+  async function principalOf(merchantId: number) {
+    const key = await prisma().apiKey.findFirstOrThrow({ where: { merchantId, mode: "test" } });
+    return { merchantId, mode: "test" as const, keyId: key.id, keyPrefix: key.prefix };
+  }
+
+  /** A merchant whose default channel is a sandbox one. */
+  async function merchantWithChannel() {
+    const merchant = await gw.createMerchant();
+    const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox" });
+    expect(channel.status, channel.text).toBe(201);
+    return { merchant, channelId: channel.body.channel.id as number };
+  }
+
+  /** Claims `key` for the request as the preHandler does, and returns the scope the route would run in. */
+  async function claimAsRoute(merchantId: number, key: string, url: string, body: unknown) {
+    const claim = await store().claim({ merchantId, mode: "test", key, fingerprint: requestFingerprint("POST", url, body) });
+    expect(claim.outcome).toBe("claimed");
+    if (claim.outcome !== "claimed") throw new Error("not claimed");
+    return { claimId: claim.id, recoveryPoint: claim.recoveryPoint };
+  }
+
+  it("initialize: within the lease a retry is 409; after it, the retry answers with the committed transaction, once", async () => {
+    const { merchant } = await merchantWithChannel();
+    const key = `key-${randomUUID()}`;
+    const body = { amount: 250000, email: "crash@payers.test", description: "crashed after commit" };
+    const scope = await claimAsRoute(merchant.id, key, INITIALIZE, body);
+    // The attempt commits its transaction, then "dies" before its response is stored.
+    const committed = await runInIdempotencyScope(scope, async () => gw.gateway.services.transactions.initialize(await principalOf(merchant.id), body));
+    const record = await prisma().idempotencyKey.findFirstOrThrow({ where: { key } });
+    expect(record).toMatchObject({ status: "in_flight", recoveryPoint: `transaction:${committed.id}` });
+
+    const api = apiClient(gw.url, merchant.testKey);
+    const early = await api.post(INITIALIZE, body, { "idempotency-key": key });
+    expect(early.status).toBe(409);
+    expect(early.body).toMatchObject({ status: "error", code: "idempotency_key_in_use" });
+
+    await sleep(LEASE_MS + 200);
+    const retry = await api.post(INITIALIZE, body, { "idempotency-key": key });
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.body).toMatchObject({ status: "success", reference: committed.reference, access_code: committed.accessCode });
+    expect(retry.body.transaction).toMatchObject({ id: committed.id, amount: 250000, status: "pending" });
+    expect(await prisma().transaction.count({ where: { merchantId: merchant.id } })).toBe(1);
+
+    // Recorded now: later retries are plain replays of that answer.
+    const again = await api.post(INITIALIZE, body, { "idempotency-key": key });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body).toEqual(retry.body);
+    // A different request under the same key is still refused.
+    expect((await api.post(INITIALIZE, { ...body, amount: 1 }, { "idempotency-key": key })).status).toBe(422);
+  });
+
+  it("initialize: an attempt that died before committing anything is simply run by the retry", async () => {
+    const { merchant } = await merchantWithChannel();
+    const key = `key-${randomUUID()}`;
+    const body = { amount: 1000, email: "early-crash@payers.test" };
+    await claimAsRoute(merchant.id, key, INITIALIZE, body);
+    await sleep(LEASE_MS + 200);
+    const retry = await apiClient(gw.url, merchant.testKey).post(INITIALIZE, body, { "idempotency-key": key });
+    expect(retry.status, retry.text).toBe(200);
+    const rows = await prisma().transaction.findMany({ where: { merchantId: merchant.id } });
+    expect(rows.map((r) => r.reference)).toEqual([retry.body.reference]);
+  });
+
+  it("an STK push committed before the crash is not pushed again: the retry returns it", async () => {
+    const { merchant, channelId } = await merchantWithChannel();
+    const api = apiClient(gw.url, merchant.testKey);
+    const key = `key-${randomUUID()}`;
+    const body = { amount: 5000, phone_number: "254708374149", reference: "ORDER-9", payment_channel_id: channelId };
+    const scope = await claimAsRoute(merchant.id, key, "/v1/collections/stk", body);
+    const { transaction } = await runInIdempotencyScope(scope, async () =>
+      gw.gateway.services.transactions.startStkCollection(await principalOf(merchant.id), {
+        amount: body.amount,
+        phoneNumber: body.phone_number,
+        reference: body.reference,
+        paymentChannelId: body.payment_channel_id,
+      }),
+    );
+    await sleep(LEASE_MS + 200);
+    const retry = await api.post("/v1/collections/stk", body, { "idempotency-key": key });
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body.data).toMatchObject({ id: transaction.id, reference: transaction.reference, checkout_request_id: transaction.checkoutRequestId });
+    expect(await prisma().transaction.count({ where: { merchantId: merchant.id } })).toBe(1);
+  });
+
+  it("a payout committed before the crash is never sent twice: the retry returns it", async () => {
+    const { merchant, channelId } = await merchantWithChannel();
+    const api = apiClient(gw.url, merchant.testKey);
+    const key = `key-${randomUUID()}`;
+    const body = { amount: 10000, phone_number: "254708374149", payment_channel_id: channelId };
+    const scope = await claimAsRoute(merchant.id, key, PAYOUTS, body);
+    const payout = await runInIdempotencyScope(scope, async () =>
+      gw.gateway.services.payouts.createPayout(await principalOf(merchant.id), {
+        amount: body.amount,
+        phoneNumber: body.phone_number,
+        paymentChannelId: body.payment_channel_id,
+      }),
+    );
+    await sleep(LEASE_MS + 200);
+    const retry = await api.post(PAYOUTS, body, { "idempotency-key": key });
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body.data).toMatchObject({ id: payout.id, reference: payout.reference });
+    expect(await prisma().payout.count({ where: { merchantId: merchant.id } })).toBe(1);
+  });
+
+  it("only one of many concurrent retries takes over a lapsed key", async () => {
+    const { merchant } = await merchantWithChannel();
+    const key = `key-${randomUUID()}`;
+    const body = { amount: 777, email: "race@payers.test" };
+    await claimAsRoute(merchant.id, key, INITIALIZE, body);
+    await sleep(LEASE_MS + 200);
+    const api = apiClient(gw.url, merchant.testKey);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => api.post(INITIALIZE, body, { "idempotency-key": key })));
+    const ok = answers.filter((a) => a.status === 200);
+    expect(answers.every((a) => a.status === 200 || (a.status === 409 && a.body.code === "idempotency_key_in_use"))).toBe(true);
+    expect(new Set(ok.map((a) => a.body.reference)).size).toBe(1);
+    expect(await prisma().transaction.count({ where: { merchantId: merchant.id } })).toBe(1);
+  });
+});

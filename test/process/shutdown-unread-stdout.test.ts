@@ -1,0 +1,69 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { repoRoot } from "../support/process.ts";
+
+/**
+ * A gateway whose stdout nobody reads (a full pipe) still serves and still stops on SIGTERM: log lines
+ * must never block the event loop, or the shutdown handler (and its forced-exit deadline) never runs.
+ */
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(() => database?.drop());
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+it("serves and stops on SIGTERM while its stdout pipe is full and unread", { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      NODE_ENV: "test",
+      ...database.env,
+      ENCRYPTION_KEY: database.encryptionKeyHex,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      RATE_LIMIT_ENABLED: "false",
+    },
+    // stdout is a pipe this test never reads: once its buffer (64 KB) is full, every further write would block.
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  child.stdout!.pause();
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.on("exit", (code) => resolve({ code, at: Date.now() })));
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 30_000;
+    while (!(await fetch(`${base}/health`).then((r) => r.ok, () => false))) {
+      if (Date.now() > deadline) throw new Error("the gateway did not start");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // About 400 bytes of log lines per request: 600 requests write well over the pipe's 64 KB.
+    let served = 0;
+    for (let i = 0; i < 600; i++) {
+      const ok = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+      if (!ok) break;
+      served++;
+    }
+    expect(served).toBe(600);
+    const sent = Date.now();
+    child.kill("SIGTERM");
+    const { code, at } = await exited;
+    expect(code).toBe(0);
+    expect(at - sent).toBeLessThan(5000);
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+});
