@@ -51,21 +51,33 @@ export function renderCheckoutPage(view: CheckoutView | null): string {
       event.preventDefault();
       const data = Object.fromEntries(new FormData(form));
       form.querySelector("button").disabled = true;
-      const response = await fetch(location.pathname.replace(/\\/$/, "") + "/pay", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...data, expiry_month: Number(data.expiry_month), expiry_year: Number(data.expiry_year) }),
-      });
-      const answer = await response.json();
+      let response, answer;
+      try {
+        response = await fetch(location.pathname.replace(/\\/$/, "") + "/pay", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ ...data, expiry_month: Number(data.expiry_month), expiry_year: Number(data.expiry_year) }),
+        });
+        answer = await response.json();
+      } catch {
+        answer = { status: "error", message: "The payment could not be sent. Check your connection and try again." };
+      }
       if (answer.status === "success") {
         form.remove();
         result.className = "completed";
         result.textContent = "Payment completed. Thank you.";
+      } else if (response && response.status === 409) {
+        // Settled already, or another payment of this transaction is being charged: no second
+        // attempt from here; the page reloads to show how that payment ends.
+        form.remove();
+        result.className = "pending";
+        result.textContent = answer.message + ". This page will refresh shortly.";
+        setTimeout(() => location.reload(), 3000);
       } else {
         result.className = "failed";
         result.textContent = answer.message;
         form.querySelector("button").disabled = false;
-        if (response.status === 402 || response.status === 409) form.remove();
+        if (response && response.status === 402) form.remove();
       }
     });
   </script>`

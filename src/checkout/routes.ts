@@ -24,9 +24,8 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
       expYear: required(intField(body, "expiry_year"), "expiry_year"),
       cvc: required(stringField(body, "cvc"), "cvc"),
     });
-    if (transaction.status === "failed") {
-      throw new GatewayError("payment_declined", outcome && outcome.outcome !== "succeeded" ? outcome.reason : "The payment was declined");
-    }
+    // This caller's own charge decides its answer (a concurrent one was refused with a 409 before charging).
+    if (outcome.outcome !== "succeeded") throw new GatewayError("payment_declined", outcome.reason);
     return reply.send({
       status: "success",
       message: "Payment completed",

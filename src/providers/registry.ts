@@ -7,7 +7,12 @@ import { z } from "zod";
 const nonEmpty = z.string().trim().min(1, "is required").max(500, "must be at most 500 characters");
 
 export const connectorConfigSchemas = {
-  sandbox: z.object({}).passthrough(),
+  sandbox: z
+    .object({
+      // Simulated card-processor latency (a real charge takes a moment): what concurrent payments overlap on.
+      charge_delay_ms: z.number().int("must be a whole number").min(0, "must be 0 to 10000").max(10_000, "must be 0 to 10000").optional(),
+    })
+    .passthrough(),
   paystack: z.object({
     public_key: nonEmpty.regex(/^pk_(test|live)_/, "must start with pk_test_ or pk_live_"),
     secret_key: nonEmpty.regex(/^sk_(test|live)_/, "must start with sk_test_ or sk_live_"),

@@ -119,6 +119,10 @@ export interface ProviderPayment {
 export const RECONCILE_JOB = "transaction.reconcile";
 const MOMO_CURRENCY = "KES";
 const MAX_QUERY_BACKOFF_MS = 60_000;
+/** How long a checkout card charge holds its transaction; longer than any connector's charge timeout. */
+export const CARD_CHARGE_LEASE_MS = 2 * 60_000;
+export const PAYMENT_IN_PROGRESS = "A payment for this transaction is in progress";
+const alreadySettled = (status: string) => new GatewayError("conflict", `Transaction is already ${status}`);
 /** What a retry of a push interrupted by a crash is told: the push is not sent again, it is reconciled. */
 const RECOVERED_PUSH_MESSAGE = "Request already accepted for processing";
 
@@ -417,15 +421,18 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     },
 
     /**
-     * A payer's card payment from the hosted checkout: the connector decides, the state machine
-     * records it. A declined card fails the transaction, as Paystack does.
+     * A payer's card payment from the hosted checkout: validate -> claim the transaction -> charge ->
+     * record. The claim (one conditional UPDATE of `charge_started_at`) admits one charge call per
+     * transaction at a time, across instances; a concurrent submission is a 409, never a second charge.
+     * Each caller gets its own outcome: a declined card fails the transaction (as Paystack does) and
+     * is reported as declined, whatever another attempt did. A charge that throws without an outcome
+     * (provider unavailable) releases the claim so the payer can retry; a claim older than the lease
+     * (its instance crashed mid-charge) may be taken over.
      */
-    async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome | null }> {
+    async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
       const transaction = await prisma.transaction.findUnique({ where: { reference }, include: { channel: true } });
       if (!transaction) throw new NotFoundError("Transaction");
-      if (transaction.status !== "pending") {
-        throw new GatewayError("conflict", `Transaction is already ${transaction.status}`);
-      }
+      if (transaction.status !== "pending") throw alreadySettled(transaction.status);
       const card = validateCard(cardInput);
       const channel = transaction.channel;
       const connector = channel ? connectorOf(connectors, channel) : undefined;
@@ -433,20 +440,50 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         throw new GatewayError("forbidden", "This transaction's payment channel does not take card payments here");
       }
       if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channel.id} is inactive`);
-      const outcome = await connector.chargeCard({
-        reference,
-        amount: transaction.amount,
-        currency: transaction.currency,
-        card,
-        config: channels.readChannelConfig(channel),
+      const config = channels.readChannelConfig(channel);
+
+      // The claim's timestamp is its token: only the attempt that wrote it releases it.
+      const claimedAt = new Date();
+      const claim = await prisma.transaction.updateMany({
+        where: {
+          id: transaction.id,
+          status: "pending",
+          OR: [{ chargeStartedAt: null }, { chargeStartedAt: { lt: new Date(claimedAt.getTime() - CARD_CHARGE_LEASE_MS) } }],
+        },
+        data: { chargeStartedAt: claimedAt },
       });
+      if (claim.count === 0) {
+        const current = await prisma.transaction.findUnique({ where: { id: transaction.id }, select: { status: true } });
+        if (current && current.status !== "pending") throw alreadySettled(current.status);
+        throw new GatewayError("conflict", PAYMENT_IN_PROGRESS);
+      }
+
+      let outcome: CardOutcome;
+      try {
+        logger.info({ reference }, "card charge sent");
+        outcome = await connector.chargeCard({ reference, amount: transaction.amount, currency: transaction.currency, card, config });
+      } catch (error) {
+        await prisma.transaction
+          .updateMany({ where: { id: transaction.id, chargeStartedAt: claimedAt }, data: { chargeStartedAt: null } })
+          .catch((releaseError: unknown) => logger.warn({ reference, err: (releaseError as Error).message }, "card charge claim not released; it lapses with its lease"));
+        logger.warn({ reference, err: (error as Error).message }, "card charge failed without an outcome; claim released");
+        throw error instanceof GatewayError ? error : new GatewayError("provider_unavailable", undefined, { cause: error });
+      }
       const result = await transition(
         outcome.outcome === "succeeded"
           ? { transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } }
           : { transactionId: transaction.id, to: "failed", changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason } },
       );
-      // A concurrent payment settled it first: report what is recorded, not this attempt.
-      return { transaction: result.transaction, outcome: result.applied ? outcome : null };
+      if (!result.applied) {
+        // Only possible when this charge outlived its lease and another attempt took over and settled:
+        // this attempt's outcome is not the recorded one, so it is not reported as if it were.
+        logger.error(
+          { reference, outcome: outcome.outcome, providerReference: outcome.outcome === "succeeded" ? outcome.providerReference : undefined },
+          "card charge finished after the transaction was settled by another attempt; not recorded",
+        );
+        throw alreadySettled(result.transaction.status);
+      }
+      return { transaction: result.transaction, outcome };
     },
 
     /** What the payer's checkout page shows; null when the reference is unknown. */

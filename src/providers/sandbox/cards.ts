@@ -2,9 +2,13 @@
  * The sandbox connector's card simulator: no network, outcomes decided by documented test cards
  * (listed in the README), so the checkout page and the tests can complete or fail transactions.
  */
+import { GatewayError } from "../../errors.ts";
 import type { CardOutcome } from "../types.ts";
 
-export const sandboxTestCards: Record<string, { outcome: "succeeded" } | { outcome: "declined" | "failed"; code: string; reason: string }> = {
+export const sandboxTestCards: Record<
+  string,
+  { outcome: "succeeded" } | { outcome: "unavailable" } | { outcome: "declined" | "failed"; code: string; reason: string }
+> = {
   "4084084084084081": { outcome: "succeeded" },
   "4242424242424242": { outcome: "succeeded" },
   "5555555555554444": { outcome: "succeeded" },
@@ -12,6 +16,8 @@ export const sandboxTestCards: Record<string, { outcome: "succeeded" } | { outco
   "4000000000009995": { outcome: "declined", code: "insufficient_funds", reason: "Insufficient funds" },
   "4000000000000069": { outcome: "declined", code: "expired_card", reason: "Card expired" },
   "4000000000000119": { outcome: "failed", code: "processing_error", reason: "The card could not be processed" },
+  // No outcome at all, as when the card provider cannot be reached: the charge throws.
+  "4000000000005035": { outcome: "unavailable" },
 };
 
 function brandOf(number: string): string {
@@ -20,7 +26,7 @@ function brandOf(number: string): string {
   return "card";
 }
 
-/** Decides a sandbox charge. The number must already be validated (digits, Luhn). */
+/** Decides a sandbox charge. The number must already be validated (digits, Luhn). Throws for the "unavailable" card. */
 export function simulateCardCharge(number: string, providerReference: string): CardOutcome {
   const last4 = number.slice(-4);
   const brand = brandOf(number);
@@ -28,5 +34,6 @@ export function simulateCardCharge(number: string, providerReference: string): C
   if (!known) {
     return { outcome: "declined", code: "test_card_unknown", reason: "The sandbox accepts only the documented test cards", last4, brand };
   }
+  if (known.outcome === "unavailable") throw new GatewayError("provider_unavailable", "The sandbox card processor is unavailable (test card)");
   return known.outcome === "succeeded" ? { outcome: "succeeded", providerReference, last4, brand } : { ...known, last4, brand };
 }

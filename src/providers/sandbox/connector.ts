@@ -12,7 +12,9 @@ export function createSandboxConnector(options: { stkDelayMs?: number; payoutDel
     currencies: connectorCurrencies.sandbox,
     momo: createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000 }),
     payouts: createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 }),
-    async chargeCard({ card }) {
+    async chargeCard({ card, config }) {
+      const delayMs = (config as { charge_delay_ms?: number } | null)?.charge_delay_ms ?? 0;
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       return simulateCardCharge(card.number, `sbx_${randomBytes(8).toString("hex")}`);
     },
   };
