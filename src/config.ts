@@ -78,6 +78,7 @@ const envSchema = z.object({
   JOB_POLL_INTERVAL_MS: positiveInt(2000),
   JOB_LEASE_MS: positiveInt(60_000),
   IDEMPOTENCY_LEASE_MS: positiveInt(60_000),
+  CHECKOUT_CHARGE_LEASE_MS: positiveInt(120_000),
   WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
   WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
@@ -161,6 +162,8 @@ export interface Config {
   webhooks: WebhookConfig;
   /** How long a request holds its Idempotency-Key before a retry may take it over (its instance died). */
   idempotencyLeaseMs: number;
+  /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
+  checkoutChargeLeaseMs: number;
 }
 
 export interface WebhookConfig {
@@ -255,5 +258,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
     idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
+    checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
   };
 }

@@ -18,7 +18,7 @@ import type { SecretBox } from "./security/encryption.ts";
 export interface ServiceDeps {
   prisma: PrismaClient;
   secrets: SecretBox;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "jobs" | "webhooks">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "jobs" | "webhooks" | "checkoutChargeLeaseMs">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -49,6 +49,7 @@ export function createServices(deps: ServiceDeps) {
     jobs,
     logger,
     publicBaseUrl: config.publicBaseUrl,
+    cardChargeLeaseMs: config.checkoutChargeLeaseMs,
     collection: {
       reconcileAfterMs: config.momo.stkCallbackOverdueMs,
       queryBackoffMs: config.momo.stkQueryBackoffMs,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, type HttpResult } from "../support/gateway.ts";
 import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
@@ -7,7 +8,9 @@ import { startGatewayProcess, type StartedGatewayProcess } from "../support/proc
  * kill -9 of the gateway in the middle of a burst of Idempotency-Keyed payments, then a restart and a
  * retry of every request with its key (what a client does when its connection drops): nothing that
  * was acknowledged is lost, nothing is created twice, and every retry is answered with the payment
- * the key stands for (the acknowledged one where there was one).
+ * the key stands for (the acknowledged one where there was one). The same for checkout card payments,
+ * which carry no key: the transaction's charge claim lapses, a retry settles what the crash left open,
+ * and each transaction completes exactly once.
  */
 const LEASE_MS = 1000;
 const BURST = 40;
@@ -21,6 +24,7 @@ interface Attempt {
 
 describe("Idempotency-Keyed payments across a gateway crash", () => {
   let database: TestDatabase;
+  let receiver: WebhookReceiver;
   let env: Record<string, string>;
   let apiKey: string;
   let gateway: StartedGatewayProcess;
@@ -34,10 +38,17 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
+    receiver = await startWebhookReceiver();
     env = {
       ...database.env,
       ENCRYPTION_KEY: database.encryptionKeyHex,
       IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
+      CHECKOUT_CHARGE_LEASE_MS: String(LEASE_MS),
+      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+      JOB_POLL_INTERVAL_MS: "200",
+      // Deliveries the dead instance had claimed are taken over after the job lease (here 2 s + 5 s).
+      JOB_LEASE_MS: "1000",
+      WEBHOOK_TIMEOUT_MS: "2000",
       RATE_LIMIT_ENABLED: "false",
       SANDBOX_STK_DELAY_MS: "600000",
     };
@@ -50,6 +61,7 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
       await p.exited;
     }
+    await receiver?.close();
     await database?.drop();
   });
 
@@ -139,5 +151,74 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
       const mine = rows.filter((t) => t.clientReference === attempt.body.reference);
       expect(mine.map((t) => t.reference), attempt.key).toEqual([retries[i]!.body.data.reference]);
     }
+  });
+
+  it("checkout pay: nothing acknowledged lost, every transaction completed exactly once", { timeout: 90_000 }, async () => {
+    const api = apiClient(gateway.url, apiKey);
+    // A card processor that takes a moment, so the crash lands in the middle of charges.
+    const channel = await api.post("/api/payment-channels/create", { name: "Slow cards", provider: "sandbox", config: { charge_delay_ms: 200 } });
+    expect(channel.status, channel.text).toBe(201);
+    const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/completed`, events: ["transaction.completed"] });
+    expect(hook.status, hook.text).toBe(201);
+    const references: string[] = [];
+    for (let i = 0; i < BURST; i++) {
+      const init = await api.post("/api/transactions/initialize", { amount: 500 + i, email: `card${i}@crash.test`, payment_channel_id: channel.body.channel.id });
+      expect(init.status, init.text).toBe(200);
+      references.push(init.body.reference);
+    }
+    const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
+    const pay = (reference: string) => apiClient(gateway.url).post(`/payment/checkout/${reference}/pay`, card);
+
+    const acknowledged = new Set<string>();
+    let answered = 0;
+    let killed = false;
+    await Promise.all(
+      references.map((reference) =>
+        pay(reference).then(
+          (res) => {
+            if (killed) return;
+            if (res.status === 200) acknowledged.add(reference);
+            if (++answered >= 8) {
+              killed = true;
+              gateway.child.kill("SIGKILL");
+            }
+          },
+          () => undefined,
+        ),
+      ),
+    );
+    if (!killed) gateway.child.kill("SIGKILL");
+    expect(await gateway.exited).toBe("SIGKILL");
+    expect(acknowledged.size).toBeGreaterThanOrEqual(1);
+    gateway = await start();
+    await new Promise((r) => setTimeout(r, LEASE_MS + 300));
+
+    // The payer tries again: an acknowledged payment is already completed (409), any other one is charged now.
+    const retries = await Promise.all(references.map((reference) => pay(reference)));
+    retries.forEach((res, i) => {
+      const reference = references[i]!;
+      if (acknowledged.has(reference)) {
+        expect(res.status, res.text).toBe(409);
+        expect(res.body.message).toBe("Transaction is already completed");
+      } else {
+        expect([200, 409], res.text).toContain(res.status);
+        if (res.status === 409) expect(res.body.message).toBe("Transaction is already completed");
+      }
+    });
+    for (const reference of references) {
+      const verify = await apiClient(gateway.url, apiKey).get(`/api/transactions/verify/${reference}`);
+      expect(verify.body.transaction.status, reference).toBe("completed");
+    }
+    // One transaction.completed event per transaction (webhooks are at-least-once: count distinct event ids).
+    await receiver.waitFor(BURST, 30_000);
+    const eventsByReference = new Map<string, Set<string>>();
+    for (const delivery of receiver.received) {
+      const reference = delivery.json.data.reference as string;
+      const ids = eventsByReference.get(reference) ?? new Set<string>();
+      ids.add(delivery.headers["webhook-id"]!);
+      eventsByReference.set(reference, ids);
+    }
+    expect([...eventsByReference.keys()].sort()).toEqual([...references].sort());
+    for (const [reference, ids] of eventsByReference) expect(ids.size, reference).toBe(1);
   });
 });

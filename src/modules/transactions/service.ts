@@ -92,6 +92,8 @@ export interface TransactionServiceDeps {
   jobs: JobRunner;
   logger: Logger;
   publicBaseUrl: string;
+  /** How long a card charge's claim holds its transaction (CHECKOUT_CHARGE_LEASE_MS); default CARD_CHARGE_LEASE_MS. */
+  cardChargeLeaseMs?: number;
   collection: CollectionTiming;
   /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */
   stkCallbackUrl(channel: PaymentChannel, momo: MomoConnector): string;
@@ -119,7 +121,7 @@ export interface ProviderPayment {
 export const RECONCILE_JOB = "transaction.reconcile";
 const MOMO_CURRENCY = "KES";
 const MAX_QUERY_BACKOFF_MS = 60_000;
-/** How long a checkout card charge holds its transaction; longer than any connector's charge timeout. */
+/** How long a checkout card charge holds its transaction by default; longer than any connector's charge timeout. */
 export const CARD_CHARGE_LEASE_MS = 2 * 60_000;
 export const PAYMENT_IN_PROGRESS = "A payment for this transaction is in progress";
 const alreadySettled = (status: string) => new GatewayError("conflict", `Transaction is already ${status}`);
@@ -448,7 +450,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         where: {
           id: transaction.id,
           status: "pending",
-          OR: [{ chargeStartedAt: null }, { chargeStartedAt: { lt: new Date(claimedAt.getTime() - CARD_CHARGE_LEASE_MS) } }],
+          OR: [{ chargeStartedAt: null }, { chargeStartedAt: { lt: new Date(claimedAt.getTime() - (deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS)) } }],
         },
         data: { chargeStartedAt: claimedAt },
       });
