@@ -14,6 +14,10 @@ const optionalString = z
 const positiveInt = (fallback: number) =>
   optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(1, "must be at least 1").optional()).transform((v) => v ?? fallback);
 
+/** A whole number that may be 0, e.g. a cache lifetime where 0 turns the cache off. */
+const nonNegativeInt = (fallback: number) =>
+  optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(0, "must be 0 or more").optional()).transform((v) => v ?? fallback);
+
 /** "true"/"false" (also 1/0, yes/no); unset means the given default (which may depend on NODE_ENV). */
 const booleanFlag = z
   .string()
@@ -78,6 +82,7 @@ const envSchema = z.object({
   JOB_POLL_INTERVAL_MS: positiveInt(2000),
   JOB_LEASE_MS: positiveInt(60_000),
   IDEMPOTENCY_LEASE_MS: positiveInt(60_000),
+  API_KEY_CACHE_TTL_MS: nonNegativeInt(30_000),
   CHECKOUT_CHARGE_LEASE_MS: positiveInt(120_000),
   WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
@@ -162,6 +167,8 @@ export interface Config {
   webhooks: WebhookConfig;
   /** How long a request holds its Idempotency-Key before a retry may take it over (its instance died). */
   idempotencyLeaseMs: number;
+  /** How long a verified API key is trusted without a database lookup (0: look it up every time); revocations reach every instance at once through Redis. */
+  apiKeyCacheTtlMs: number;
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
 }
@@ -258,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
     idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
+    apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
   };
 }

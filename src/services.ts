@@ -6,6 +6,7 @@ import type { Logger } from "./logger.ts";
 import { createChannelService } from "./modules/channels/service.ts";
 import { createCustomerService } from "./modules/customers/service.ts";
 import { createEventPublisher } from "./modules/events/publisher.ts";
+import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
 import { createMomoService } from "./modules/momo/service.ts";
@@ -18,7 +19,7 @@ import type { SecretBox } from "./security/encryption.ts";
 export interface ServiceDeps {
   prisma: PrismaClient;
   secrets: SecretBox;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "jobs" | "webhooks" | "checkoutChargeLeaseMs">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "jobs" | "webhooks" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -74,7 +75,7 @@ export function createServices(deps: ServiceDeps) {
     publisher,
     jobs,
     connectors,
-    merchants: createMerchantService(prisma),
+    merchants: createMerchantService(prisma, { keyCache: createApiKeyCache({ ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger }) }),
     channels,
     customers,
     transactions,

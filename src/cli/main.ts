@@ -3,6 +3,8 @@ import { ConfigError, loadConfig } from "../config.ts";
 import { openDatabase } from "../db/database.ts";
 import { GatewayError } from "../errors.ts";
 import { createLogger } from "../logger.ts";
+import { RedisConnections } from "../infra/redis.ts";
+import { createApiKeyCache } from "../modules/merchants/key-cache.ts";
 import { createMerchantService } from "../modules/merchants/service.ts";
 import { required, UsageError } from "./usage.ts";
 import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, unsupportedTrigger } from "./webhooks.ts";
@@ -57,8 +59,10 @@ async function run(argv: string[]): Promise<unknown> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
   const db = await openDatabase(config, logger, { migrate: true });
+  // With Redis, a revoke tells every running instance to drop the key from its cache at once.
+  const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
   try {
-    const merchants = createMerchantService(db.prisma);
+    const merchants = createMerchantService(db.prisma, { keyCache: createApiKeyCache({ ttlMs: 0, redis }) });
     switch (command) {
       case "db deploy":
         return { status: "migrations applied", backend: db.backend };
@@ -105,6 +109,7 @@ async function run(argv: string[]): Promise<unknown> {
       }
     }
   } finally {
+    await redis?.close();
     await db.close();
   }
 }

@@ -3,6 +3,7 @@ import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
 import { generateApiKey, hashApiKey, looksLikeApiKey, type KeyMode } from "../../security/api-keys.ts";
+import type { ApiKeyCache } from "./key-cache.ts";
 
 const merchantInput = z.object({
   name: z.string().trim().min(1, "is required").max(200, "must be at most 200 characters"),
@@ -20,7 +21,9 @@ export interface IssuedKey {
   plaintext: string;
 }
 
-export function createMerchantService(prisma: PrismaClient) {
+/** `keyCache` keeps verified keys in process (see key-cache.ts); without it every request looks its key up. */
+export function createMerchantService(prisma: PrismaClient, options: { keyCache?: ApiKeyCache } = {}) {
+  const { keyCache } = options;
   async function issueKey(db: Pick<PrismaClient, "apiKey">, merchantId: number, mode: KeyMode): Promise<IssuedKey> {
     const key = generateApiKey(mode);
     await db.apiKey.create({ data: { merchantId, mode, prefix: key.prefix, hash: key.hash } });
@@ -66,18 +69,25 @@ export function createMerchantService(prisma: PrismaClient) {
       const key = await prisma.apiKey.findUnique({ where: { prefix } });
       if (!key) throw new NotFoundError(`API key ${prefix}`);
       if (key.revokedAt) return key;
-      return prisma.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+      const revoked = await prisma.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+      await keyCache?.revoked(key.id);
+      return revoked;
     },
 
     /** The principal for a presented key, or null when it is missing, unknown or revoked. */
     async authenticate(presented: string | undefined): Promise<Principal | null> {
       if (!presented || !looksLikeApiKey(presented)) return null;
+      const hash = hashApiKey(presented);
+      const cached = keyCache?.get(hash);
+      if (cached) return cached;
       const key = await prisma.apiKey.findUnique({
-        where: { hash: hashApiKey(presented) },
+        where: { hash },
         select: { id: true, merchantId: true, mode: true, prefix: true, revokedAt: true },
       });
       if (!key || key.revokedAt) return null;
-      return { merchantId: key.merchantId, mode: key.mode, keyId: key.id, keyPrefix: key.prefix };
+      const principal: Principal = { merchantId: key.merchantId, mode: key.mode, keyId: key.id, keyPrefix: key.prefix };
+      keyCache?.set(hash, principal);
+      return principal;
     },
 
     getMerchant(id: number) {

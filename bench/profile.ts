@@ -1,0 +1,136 @@
+/**
+ * Where a hot path's CPU goes: the gateway as its own process under `node --cpu-prof` on a throwaway
+ * PostgreSQL, driven by wrk (1 thread, 32 connections) on one operation, then stopped with SIGTERM so
+ * V8 writes the profile. Prints the top frames by self time and the share of time per package.
+ *
+ *   node --import tsx bench/profile.ts verify        # or initialize, list
+ *   node --import tsx bench/profile.ts verify 10     # seconds of load (default 6)
+ */
+import { spawn, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startPostgres } from "../test/support/postgres.ts";
+
+const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const operation = process.argv[2] ?? "verify";
+const seconds = Number(process.argv[3] ?? 6);
+if (!["verify", "initialize", "list"].includes(operation)) throw new Error("operation: verify, initialize or list");
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The package a frame belongs to (node_modules/<pkg>), or our own folder, or node internals. */
+function ownerOf(url: string): string {
+  if (!url) return "(native / GC / idle)";
+  const nm = url.lastIndexOf("node_modules/");
+  if (nm >= 0) {
+    const rest = url.slice(nm + "node_modules/".length).split("/");
+    return rest[0]!.startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0]!;
+  }
+  if (url.startsWith("node:")) return "node:internals";
+  const src = url.indexOf("/src/");
+  if (src >= 0) return `src/${url.slice(src + 5).split("/")[0]}`;
+  return url;
+}
+
+function summarize(profile: CpuProfile) {
+  const selfTime = new Map<number, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    selfTime.set(profile.samples[i]!, (selfTime.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  }
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const total = [...selfTime.values()].reduce((a, b) => a + b, 0);
+  const frames = new Map<string, number>();
+  const owners = new Map<string, number>();
+  for (const [id, time] of selfTime) {
+    const node = byId.get(id)!;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url.split("/").slice(-2).join("/");
+    const name = `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`;
+    frames.set(name, (frames.get(name) ?? 0) + time);
+    const owner = ownerOf(url);
+    owners.set(owner, (owners.get(owner) ?? 0) + time);
+  }
+  const pct = (t: number) => ((100 * t) / total).toFixed(1).padStart(5);
+  console.log(`\nTop frames by self time (${operation}, ${(total / 1e6).toFixed(1)} s sampled):`);
+  for (const [name, time] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`${pct(time)} %  ${name}`);
+  console.log("\nSelf time by package:");
+  for (const [owner, time] of [...owners].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${pct(time)} %  ${owner}`);
+}
+
+async function main() {
+  const pgServer = await startPostgres();
+  const databaseUrl = await pgServer.createDatabase();
+  const work = mkdtempSync(join(tmpdir(), "gateway-profile-"));
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "/tmp",
+    NODE_ENV: "production",
+    LOG_LEVEL: "silent",
+    RATE_LIMIT_ENABLED: "false",
+    DATABASE_URL: databaseUrl,
+    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATA_DIR: work,
+  };
+  const created = JSON.parse(
+    execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "merchant", "create", "--name", "Bench", "--email", "bench@bench.test"], {
+      cwd: repoRoot,
+      env: { ...env, LOG_LEVEL: "warn" },
+    }).toString(),
+  );
+  const key: string = created.keys.test;
+  const child = spawn(process.execPath, ["--cpu-prof", "--cpu-prof-dir", work, "--import", "tsx", "src/main.ts"], {
+    cwd: repoRoot,
+    env: { ...env, LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/"address":"(http:\/\/[^"]+)"/);
+      if (m) resolve(m[1]!);
+    });
+    child.on("exit", () => reject(new Error(`gateway exited: ${out}`)));
+  });
+  const headers = { "x-api-key": key, "content-type": "application/json" };
+  await fetch(`${url}/api/payment-channels/create`, { method: "POST", headers, body: JSON.stringify({ name: "Sandbox", provider: "sandbox" }) });
+  let reference = "";
+  for (let i = 0; i < 200; i++) {
+    const res = await fetch(`${url}/api/transactions/initialize`, { method: "POST", headers, body: JSON.stringify({ amount: 1000 + i, email: `p${i % 20}@bench.test` }) });
+    reference = ((await res.json()) as { reference: string }).reference;
+  }
+  const lua = join(work, "post.lua");
+  writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '{"amount":2500,"email":"wrk@bench.test"}'\nwrk.headers["Content-Type"] = "application/json"\n`);
+  const path = { verify: `/api/transactions/verify/${reference}`, initialize: "/api/transactions/initialize", list: "/api/transactions/list" }[operation]!;
+  const wrkArgs = ["-t1", "-c32", `-d${seconds}s`, "--latency", "-H", `X-API-Key: ${key}`, ...(operation === "initialize" ? ["-s", lua] : []), `${url}${path}`];
+  console.log(execFileSync("wrk", wrkArgs).toString());
+  child.kill("SIGTERM");
+  await new Promise((r) => child.on("exit", r));
+  const file = readdirSync(work).find((f) => f.endsWith(".cpuprofile"));
+  if (!file) throw new Error("no profile written");
+  summarize(JSON.parse(readFileSync(join(work, file), "utf8")) as CpuProfile);
+  rmSync(work, { recursive: true, force: true });
+  await pgServer.stop();
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
