@@ -18,7 +18,7 @@ import { runInIdempotencyScope } from "./idempotency/scope.ts";
 import { createIdempotencyStore } from "./idempotency/store.ts";
 import { RedisConnections } from "./infra/redis.ts";
 import type { Logger } from "./logger.ts";
-import { registerRateLimit } from "./rate-limit/hook.ts";
+import { budgetedAuthentication, registerRateLimit } from "./rate-limit/hook.ts";
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, runOperation, type RestRequest } from "./rest/route-table.ts";
 import { restRoutes } from "./rest/routes.ts";
@@ -89,7 +89,7 @@ function isApiPath(path: string): boolean {
   return path.startsWith("/api/") || path.startsWith("/v1/") || path === "/graphql" || path.startsWith("/graphql?");
 }
 
-/** A WebSocket upgrade authenticates in graphql-ws's connection_init and is limited per operation. */
+/** A WebSocket upgrade authenticates (and is budgeted) in graphql-ws's connection_init, then per operation. */
 function isWebSocketUpgrade(request: FastifyRequest): boolean {
   return (request.headers.upgrade ?? "").toLowerCase() === "websocket";
 }
@@ -255,7 +255,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     handler: handleGraphql,
     wsHandler: graphqlWebSocketHandler({
       yoga,
-      authenticate: (key) => services.merchants.authenticate(key),
+      authenticate: budgetedAuthentication(rateLimiter, (key) => services.merchants.authenticate(key)),
       chargeOperation: (key) => chargeOperation(rateLimiter, key),
       keepAliveMs: config.graphql.wsKeepAliveMs,
     }),

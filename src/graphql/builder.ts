@@ -9,8 +9,9 @@ import type { Principal } from "../auth.ts";
 import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
 import type { GraphQLContext } from "./context.ts";
+import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toValidationError } from "./relay.ts";
 
-export const builder = new SchemaBuilder<{
+type GatewaySchemaTypes = {
   Context: GraphQLContext;
   PrismaTypes: PrismaTypes;
   AuthScopes: { merchant: boolean };
@@ -21,7 +22,10 @@ export const builder = new SchemaBuilder<{
     BigInt: { Input: bigint; Output: bigint | number };
     JSON: { Input: unknown; Output: unknown };
   };
-}>({
+};
+
+// Annotated because the relay options below refer to the builder itself.
+export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>> = new SchemaBuilder<GatewaySchemaTypes>({
   // scope-auth first so authorization runs before anything else wraps a resolver.
   plugins: [ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
@@ -32,7 +36,18 @@ export const builder = new SchemaBuilder<{
   relay: {
     clientMutationId: "omit",
     cursorType: "String",
+    // Client-sent ids and cursors are checked here, for every Node and connection (src/graphql/relay.ts):
+    // a bad id is null (as a missing or foreign one), a bad cursor a validation_failed naming the argument.
+    decodeGlobalID: decodeGlobalIDOrNothing,
+    nodeQueryOptions: { resolve: (_root, { id }, ctx, info) => loadNodeOrNull(builder, ctx, info, id) },
+    // One list of promises, so one bad or failing id nulls its own entry only.
+    nodesQueryOptions: { resolve: (_root, { ids }, ctx, info) => ids.map((id) => loadNodeOrNull(builder, ctx, info, id)) },
+    firstArgOptions: { validate: pageSizeArg() },
+    lastArgOptions: { validate: pageSizeArg() },
+    beforeArgOptions: { validate: cursorArg() },
+    afterArgOptions: { validate: cursorArg() },
   },
+  validation: { validationError: toValidationError },
   prisma: {
     client: (ctx) => ctx.prisma,
     dmmf: getDatamodel(),

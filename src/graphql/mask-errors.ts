@@ -10,7 +10,9 @@ export function maskError(error: unknown, message: string, isDev?: boolean): Err
   const original = error instanceof GraphQLError ? error.originalError : error;
   const known = toGatewayError(original);
   if (known.code !== "internal_error") {
-    return new GraphQLError(known.message, { extensions: { code: known.code } });
+    // Keep where it happened (path, locations): with several root fields, the client must know which one failed.
+    const at = error instanceof GraphQLError ? { nodes: error.nodes, path: error.path } : {};
+    return new GraphQLError(known.message, { ...at, extensions: { code: known.code } });
   }
   return yogaMaskError(error, message, isDev);
 }

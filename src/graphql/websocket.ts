@@ -3,18 +3,21 @@ import { GraphQLError, type ExecutionArgs } from "graphql";
 import { makeHandler } from "graphql-ws/use/@fastify/websocket";
 import type { YogaServerInstance } from "graphql-yoga";
 import type { Principal } from "../auth.ts";
-import type { GatewayError } from "../errors.ts";
+import { GatewayError } from "../errors.ts";
 import type { GraphQLContext } from "./context.ts";
 
 /**
  * GraphQL over WebSocket (graphql-ws) on /graphql, wired the way graphql-yoga documents it: every
  * operation goes through yoga's envelop (parse, validate, context), so the same armor limits apply
  * as over HTTP. The API key comes in the connection_init payload as {"X-API-Key": "<key>"}; a missing
- * or bad key closes the socket with 4403.
+ * or bad key closes the socket with 4403 (Forbidden) and spends the client IP's budget, as a 401 does.
+ * An IP or key over its budget closes it with 4429 before the key is looked up: the HTTP 429's number,
+ * and a close code graphql-ws clients treat as fatal, so they do not retry into the limit.
  */
 export interface WebSocketDeps {
   yoga: YogaServerInstance<any, GraphQLContext>;
-  authenticate(presentedKey: string | undefined): Promise<Principal | null>;
+  /** connection_init, budgeted like an HTTP request: the principal, null for a bad key, or the 429 error. */
+  authenticate(ip: string, presentedKey: string | undefined): Promise<Principal | null | GatewayError>;
   /** Counts one subscribe operation against the key's rate limit; resolves to the 429 error when over it. */
   chargeOperation(presentedKey: string): Promise<GatewayError | undefined>;
   keepAliveMs?: number;
@@ -24,6 +27,9 @@ interface Connection {
   principal: Principal;
   presentedKey: string;
 }
+
+/** Also graphql-ws's "too many initialisation requests"; either way the client must back off. */
+export const RATE_LIMITED_CLOSE_CODE = 4429;
 
 type Envelope = ReturnType<WebSocketDeps["yoga"]["getEnveloped"]>;
 
@@ -36,7 +42,12 @@ export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
       onConnect: async (ctx) => {
         const presented = ctx.connectionParams?.["X-API-Key"];
         const presentedKey = typeof presented === "string" ? presented : undefined;
-        const principal = await deps.authenticate(presentedKey);
+        const principal = await deps.authenticate(ctx.extra.request.ip, presentedKey);
+        if (principal instanceof GatewayError) {
+          // graphql-ws's own close (4403) that follows `false` is a no-op on a socket already closing.
+          ctx.extra.socket.close(RATE_LIMITED_CLOSE_CODE, principal.message);
+          return false;
+        }
         if (!principal || !presentedKey) return false; // graphql-ws closes with 4403 Forbidden
         connections.set(ctx, { principal, presentedKey });
         return true;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { errorEnvelope } from "../errors.ts";
+import { errorEnvelope, type GatewayError } from "../errors.ts";
 import { looksLikeApiKey } from "../security/api-keys.ts";
 import { rateLimitError, rateLimitHeaders, retryAfterSeconds, type GatewayRateLimiter, type RateLimitState } from "./limiter.ts";
 
@@ -15,6 +15,9 @@ import { rateLimitError, rateLimitHeaders, retryAfterSeconds, type GatewayRateLi
  * So a blocked IP is refused even with a valid key until its window resets: telling a valid key from
  * a guess would take the very lookup the block is there to save. Behind a proxy set TRUST_PROXY, or all
  * clients share the proxy's address and one guesser blocks everyone.
+ *
+ * A WebSocket's connection_init is one such request too (budgetedAuthentication below): the upgrade
+ * itself carries no key, so it is counted there rather than here.
  */
 export interface RateLimitHooks {
   /** Call when the presented key did not authenticate (before sending the 401). */
@@ -34,16 +37,8 @@ export function registerRateLimit(
 
   app.addHook("onRequest", async (request, reply) => {
     if (!isLimited(request)) return;
-    const key = presentedKey(request);
-    let state: RateLimitState;
-    if (key && looksLikeApiKey(key)) {
-      const ip = await limiter.peekIp(request.ip);
-      if (!ip.allowed) return refuse(reply, ip);
-      state = await limiter.consumeApiKey(key);
-    } else {
-      ipCharged.add(request);
-      state = await limiter.consumeIp(request.ip);
-    }
+    const { state, spentIp } = await admit(limiter, request.ip, presentedKey(request));
+    if (spentIp) ipCharged.add(request);
     if (!state.allowed) return refuse(reply, state);
     reply.headers(rateLimitHeaders(state));
   });
@@ -54,6 +49,35 @@ export function registerRateLimit(
       // The 401 reports the budget that now matters to this caller: its IP's.
       reply.headers(rateLimitHeaders(await limiter.consumeIp(request.ip)));
     },
+  };
+}
+
+/** Steps 1 and 2 above, for one request (or WebSocket connection_init) from `ip` presenting `key`. */
+async function admit(limiter: GatewayRateLimiter, ip: string, key: string | undefined): Promise<{ state: RateLimitState; spentIp: boolean }> {
+  if (key && looksLikeApiKey(key)) {
+    const ipState = await limiter.peekIp(ip);
+    if (!ipState.allowed) return { state: ipState, spentIp: false };
+    return { state: await limiter.consumeApiKey(key), spentIp: false };
+  }
+  return { state: await limiter.consumeIp(ip), spentIp: true };
+}
+
+/**
+ * graphql-ws's connection_init, budgeted exactly like an HTTP request (steps 1 to 3): resolves to the
+ * principal, to null when the key is missing or bad (its IP's budget spent), or to the 429 error,
+ * before any lookup, when the IP or the key is over its budget.
+ */
+export function budgetedAuthentication<P>(
+  limiter: GatewayRateLimiter | undefined,
+  authenticate: (presentedKey: string | undefined) => Promise<P | null>,
+): (ip: string, presentedKey: string | undefined) => Promise<P | null | GatewayError> {
+  return async (ip, key) => {
+    if (!limiter) return authenticate(key);
+    const { state, spentIp } = await admit(limiter, ip, key);
+    if (!state.allowed) return rateLimitError(state);
+    const principal = await authenticate(key);
+    if (!principal && !spentIp) await limiter.consumeIp(ip);
+    return principal;
   };
 }
 

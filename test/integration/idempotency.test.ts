@@ -250,7 +250,8 @@ describe("Idempotency-Key on POST", () => {
     const key = newKey();
     const results = [
       await createChannel(a.testKey, channelBody("A test"), key),
-      await createChannel(a.liveKey, channelBody("A live"), key),
+      // Sandbox channels are test-mode only: the live one is a real provider's (not called on creation).
+      await createChannel(a.liveKey, { name: "A live", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } }, key),
       await createChannel(b.testKey, channelBody("B test"), key),
     ];
     expect(results.map((r) => [r.status, replayed(r)])).toEqual([

@@ -57,9 +57,11 @@ describe("GraphQL subscriptions", () => {
     gw = await startTestGateway();
     a = await gw.createMerchant("A");
     b = await gw.createMerchant("B");
-    for (const key of [a.testKey, a.liveKey, b.testKey]) {
+    for (const key of [a.testKey, b.testKey]) {
       await apiClient(gw.url, key).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     }
+    // Sandbox channels are test-mode only (hardening issue item 9); A's live payments come through Paystack.
+    await apiClient(gw.url, a.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
   });
   afterAll(() => gw?.close());
 
@@ -118,10 +120,15 @@ describe("GraphQL subscriptions", () => {
     await new Promise((r) => setTimeout(r, 300));
     const aRef = await initialize(a);
     const bRef = await initialize(b);
-    const aLiveRef = await initialize(a, a.liveKey);
     await pay(aRef);
     await pay(bRef, DECLINED);
-    await pay(aLiveRef);
+    // A live payment without calling a real provider: recorded as a provider's confirmation would be.
+    const [aLiveChannel] = await gw.gateway.services.channels.listChannels({ merchantId: a.id, mode: "live", keyId: 0, keyPrefix: "" });
+    const aLiveRef = (
+      await gw.gateway.services.transactions.recordProviderPayment(aLiveChannel!, {
+        providerReference: "LIVE-SUB-1", amount: 4321n, currency: "KES", phoneNumber: null, clientReference: null, paymentMethod: "card",
+      })
+    ).transaction.reference;
     await subs.aTest.waitFor(1);
     await subs.bTest.waitFor(1);
     await subs.aLive.waitFor(1);
@@ -166,7 +173,8 @@ describe("GraphQL subscriptions", () => {
   });
 
   it("counts each subscribe operation against the key's rate limit", async () => {
-    const limited = await startTestGateway({ env: { RATE_LIMIT_PER_MINUTE: "3" } });
+    // 4: connection_init counts one request of the key's budget too, like an HTTP request.
+    const limited = await startTestGateway({ env: { RATE_LIMIT_PER_MINUTE: "4" } });
     try {
       const merchant = await limited.createMerchant();
       const client = wsClient(limited.url, merchant.testKey);

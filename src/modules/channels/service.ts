@@ -37,6 +37,37 @@ function validateProvider(value: string | null | undefined): ProviderName {
   return value;
 }
 
+/**
+ * The sandbox connector approves public test cards and simulates pushes: in live mode it would turn
+ * test cards into "completed" live payments, so sandbox channels are test-mode only.
+ */
+const liveProviderList = providerList.split(", ").filter((name) => name !== "sandbox").join(", ");
+
+function isSandboxInLive(mode: string, provider: string): boolean {
+  return mode === "live" && provider === "sandbox";
+}
+
+/** Whether a channel may take or send money in its own mode (a live sandbox row predates the rule). */
+function isUsableChannel(channel: Pick<PaymentChannel, "mode" | "provider">): boolean {
+  return !isSandboxInLive(channel.mode, channel.provider);
+}
+
+function validateProviderForMode(principal: Principal, value: string | null | undefined): ProviderName {
+  const provider = validateProvider(value);
+  if (isSandboxInLive(principal.mode, provider)) {
+    throw new ValidationError("provider", `sandbox is for test mode only; with a live key use one of ${liveProviderList}`);
+  }
+  return provider;
+}
+
+/** A live sandbox channel created before the rule is refused as a 400, never used. */
+function assertUsable(channel: PaymentChannel, field: string): PaymentChannel {
+  if (!isUsableChannel(channel)) {
+    throw new ValidationError(field, `payment channel ${channel.id} is a sandbox channel, which is for test mode only; use a channel of another provider (${liveProviderList})`);
+  }
+  return channel;
+}
+
 function valueAt(root: unknown, path: PropertyKey[]): unknown {
   let value = root;
   for (const key of path) value = value && typeof value === "object" ? (value as Record<PropertyKey, unknown>)[key] : undefined;
@@ -87,7 +118,7 @@ export function createChannelService(prisma: PrismaClient, secrets: SecretBox) {
      */
     async createChannel(principal: Principal, input: CreateChannelInput): Promise<PaymentChannel> {
       const name = validateName(input.name);
-      const provider = validateProvider(input.provider);
+      const provider = validateProviderForMode(principal, input.provider);
       const configEncrypted = secrets.encryptJson(validateConfig(provider, input.config));
       return prisma.$transaction(async (tx) => {
         await lockMerchant(tx, principal.merchantId);
@@ -147,16 +178,18 @@ export function createChannelService(prisma: PrismaClient, secrets: SecretBox) {
       });
     },
 
+    isUsableChannel,
+
     /** The channel a payment should use: the one named, or else the merchant's active default. */
     async resolvePaymentChannel(principal: Principal, channelId?: number | null): Promise<PaymentChannel> {
       if (channelId != null) {
         const channel = await getChannel(principal, channelId);
         if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channelId} is inactive`);
-        return channel;
+        return assertUsable(channel, "payment_channel_id");
       }
       const fallback = await prisma.paymentChannel.findFirst({ where: { ...scope(principal), isDefault: true, isActive: true } });
       if (!fallback) throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
-      return fallback;
+      return assertUsable(fallback, "payment_channel_id");
     },
 
     /** The decrypted credentials; only connectors should need them, and they must never be logged. */

@@ -119,6 +119,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     }
     const active = await prisma.paymentChannel.findMany({ where: { ...scope(principal), isActive: true }, orderBy: [{ isDefault: "desc" }, { id: "desc" }] });
     for (const channel of active) {
+      if (!channels.isUsableChannel(channel)) continue; // a live sandbox row that predates the rule
       const found = capable(channel);
       if (found) return found;
     }

@@ -442,6 +442,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         throw new GatewayError("forbidden", "This transaction's payment channel does not take card payments here");
       }
       if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channel.id} is inactive`);
+      // A live sandbox channel (made before sandbox became test-only) would pass public test cards as live payments.
+      if (!channels.isUsableChannel(channel)) throw new GatewayError("forbidden", "This transaction's payment channel is a sandbox channel, which takes test payments only");
       const config = channels.readChannelConfig(channel);
 
       // The claim's timestamp is its token: only the attempt that wrote it releases it.

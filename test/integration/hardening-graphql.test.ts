@@ -1,0 +1,294 @@
+import { isObjectType } from "graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDemoMerchantIfEmpty } from "../../src/demo.ts";
+import { schema } from "../../src/graphql/schema.ts";
+import { apiClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+
+/** Hardening issue items 7 (Relay ids and cursors) and 9 (sandbox channels are test-mode only). */
+
+const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+const NODE = `query Node($id: ID!) { node(id: $id) { __typename id } }`;
+const NODES = `query Nodes($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }`;
+
+/** Every global id a client can get wrong: none may be an internal error, all must read as "not found". */
+const MALFORMED_IDS = [
+  "",
+  "!!!",
+  "not base64 at all",
+  "\u0000",
+  b64("Customer"),
+  b64("Customer:"),
+  b64(":1"),
+  b64("Customer:abc"),
+  b64("Customer:-1"),
+  b64("Customer:0"),
+  b64("Customer:01"),
+  b64("Customer:1.5"),
+  b64("Customer:1e3"),
+  b64("Customer:99999999999"), // beyond a PostgreSQL integer
+  b64("Customer:2147483648"),
+  b64("Customer:1:2"),
+  b64("Customer: 1"),
+  b64("Foo:1"), // no such type
+  b64("PageInfo:1"), // a type, not a Node
+  b64("WebhookDelivery:1"),
+  b64("Query:1"),
+  b64("TransactionStatus:1"), // an enum
+  b64(`Transaction:${"9".repeat(500)}`),
+  "A".repeat(10_000),
+];
+
+/** Cursors a client can get wrong; Pothos issues base64("GPC:N:<id>") for an Int id. */
+const MALFORMED_CURSORS = [
+  "",
+  "!!!",
+  "\u0000",
+  b64("xx"),
+  b64("GPC:"),
+  b64("GPC:N:"),
+  b64("GPC:N:abc"),
+  b64("GPC:S:abc"), // a string where the id is an Int: used to reach Prisma
+  b64("GPC:N:-5"),
+  b64("GPC:N:1.5"),
+  b64("GPC:N:99999999999"), // beyond a PostgreSQL integer: used to reach PostgreSQL
+  b64("GPC:T:[1]"),
+  b64("GPC:J:{}"),
+  "A".repeat(10_000),
+];
+
+function expectNoInternalError(res: HttpResult) {
+  expect(res.status, res.text).toBe(200);
+  expect(res.text).not.toMatch(/INTERNAL_SERVER_ERROR|Unexpected error|Invalid global ID|does not support loading|has not been implemented/);
+  expect(res.text).not.toMatch(/\bat .+:\d+:\d+|node_modules|prisma/i);
+}
+
+describe("Relay node(id), nodes(ids) and connection cursors", () => {
+  let gw: TestGateway;
+  let a: TestMerchant;
+  let b: TestMerchant;
+  /** Global ids of A's own objects, one per Node type. */
+  const own: Record<string, string> = {};
+  let bCustomerId: string;
+  let aLiveCustomerId: string;
+
+  const gql = (key: string, query: string, variables?: Record<string, unknown>) => apiClient(gw.url, key).post("/graphql", { query, variables });
+
+  async function createCustomer(key: string, email: string): Promise<string> {
+    const res = await gql(key, `mutation($email: String!) { createCustomer(input: { email: $email }) { ... on Customer { id } } }`, { email });
+    expect(res.body.data?.createCustomer?.id, res.text).toBeTruthy();
+    return res.body.data.createCustomer.id;
+  }
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", WEBHOOK_ALLOW_PRIVATE_URLS: "true" } });
+    a = await gw.createMerchant("Relay A");
+    b = await gw.createMerchant("Relay B");
+    const channel = await gql(a.testKey, `mutation { createPaymentChannel(input: { name: "Sandbox", provider: "sandbox" }) { ... on PaymentChannel { id databaseId } } }`);
+    own.PaymentChannel = channel.body.data.createPaymentChannel.id;
+    own.Customer = await createCustomer(a.testKey, "relay-a@example.com");
+    bCustomerId = await createCustomer(b.testKey, "relay-b@example.com");
+    aLiveCustomerId = await createCustomer(a.liveKey, "relay-a-live@example.com");
+    for (let i = 0; i < 3; i++) {
+      const init = await apiClient(gw.url, a.testKey).post("/api/transactions/initialize", { amount: 1000 + i, email: "relay@example.com" });
+      expect(init.status, init.text).toBe(200);
+      const payout = await gql(a.testKey, `mutation { createPayout(input: { amount: ${1000 + i * 100}, phoneNumber: "254708374149" }) { __typename ... on Payout { id } } }`);
+      expect(payout.body.data?.createPayout?.__typename, payout.text).toBe("Payout");
+    }
+    const transactions = await gql(a.testKey, `{ transactions(first: 1) { edges { node { id } } } payouts(first: 1) { edges { node { id } } } viewer { id } }`);
+    own.Transaction = transactions.body.data.transactions.edges[0].node.id;
+    own.Payout = transactions.body.data.payouts.edges[0].node.id;
+    own.Merchant = transactions.body.data.viewer.id;
+    const endpoint = await apiClient(gw.url, a.testKey).post("/v1/webhooks", { url: "http://127.0.0.1:9/relay" });
+    expect(endpoint.status, endpoint.text).toBe(201);
+    const endpoints = await gql(a.testKey, `{ webhookEndpoints { id } }`);
+    own.WebhookEndpoint = endpoints.body.data.webhookEndpoints[0].id;
+  });
+  afterAll(() => gw?.close());
+
+  it("finds the caller's own object of every Node type", async () => {
+    const nodeTypes = Object.values(schema.getTypeMap())
+      .filter((type) => isObjectType(type) && type.getInterfaces().some((i) => i.name === "Node"))
+      .map((type) => type.name)
+      .sort();
+    // A new Node type must be added to this test (and be keyed by an Int id: src/graphql/relay.ts).
+    expect(Object.keys(own).sort()).toEqual(nodeTypes);
+    for (const [typename, id] of Object.entries(own)) {
+      const res = await gql(a.testKey, NODE, { id });
+      expect(res.body, res.text).toEqual({ data: { node: { __typename: typename, id } } });
+    }
+  });
+
+  it("node(id) is null, without an error, for a missing, foreign or malformed id", async () => {
+    const missing = b64("Customer:999999");
+    const answers: string[] = [];
+    for (const id of [missing, bCustomerId, aLiveCustomerId, ...MALFORMED_IDS]) {
+      const res = await gql(a.testKey, NODE, { id });
+      expectNoInternalError(res);
+      expect(res.body, `${JSON.stringify(id.slice(0, 40))}: ${res.text}`).toEqual({ data: { node: null } });
+      answers.push(res.text);
+    }
+    // A foreign id (another merchant's, or the same merchant's other mode) reads exactly like a missing one.
+    expect(new Set(answers.slice(0, 3)).size).toBe(1);
+    // B still sees its own customer (the id above was real).
+    expect((await gql(b.testKey, NODE, { id: bCustomerId })).body.data.node).toEqual({ __typename: "Customer", id: bCustomerId });
+  });
+
+  it("nodes(ids): one bad id nulls its own entry only", async () => {
+    const ids = [own.Customer!, "!!!", bCustomerId, own.Transaction!, b64("Foo:1"), b64("Customer:99999999999"), own.Customer!, ...MALFORMED_IDS, own.Payout!];
+    const res = await gql(a.testKey, NODES, { ids });
+    expectNoInternalError(res);
+    expect(res.body.errors).toBeUndefined();
+    const nodes = res.body.data.nodes as ({ id: string } | null)[];
+    expect(nodes).toHaveLength(ids.length);
+    expect(nodes.map((n) => n?.id ?? null)).toEqual(ids.map((id) => (Object.values(own).includes(id) ? id : null)));
+  });
+
+  it("node(id) with an id given inline in the document behaves the same", async () => {
+    const res = await gql(a.testKey, `{ bad: node(id: "%%%") { id } good: node(id: "${own.Customer}") { id } }`);
+    expectNoInternalError(res);
+    expect(res.body).toEqual({ data: { bad: null, good: { id: own.Customer } } });
+  });
+
+  /** Every connection in the schema, so a new one is covered (or fails here) without editing this test. */
+  const connections = () =>
+    Object.values(schema.getQueryType()!.getFields())
+      .filter((field) => field.args.some((arg) => arg.name === "after"))
+      .map((field) => field.name);
+
+  it("covers every Relay connection of the schema", () => {
+    expect(connections().sort()).toEqual(["payouts", "transactions"]);
+  });
+
+  it("a malformed after/before cursor is a validation_failed naming the argument, on every connection", async () => {
+    for (const field of connections()) {
+      for (const argument of ["after", "before"]) {
+        for (const cursor of MALFORMED_CURSORS) {
+          const res = await gql(a.testKey, `query($c: String) { viewer { name } ${field}(first: 2, ${argument}: $c) { totalCount } }`, { c: cursor });
+          expectNoInternalError(res);
+          const label = `${field}(${argument}: ${JSON.stringify(cursor.slice(0, 30))}): ${res.text.slice(0, 300)}`;
+          expect(res.body.errors, label).toHaveLength(1);
+          expect(res.body.errors[0], label).toMatchObject({
+            message: `${argument}: is not a valid cursor; pass a cursor from pageInfo or an edge`,
+            extensions: { code: "validation_failed" },
+            path: [field],
+          });
+        }
+      }
+    }
+  });
+
+  it("a negative first/last is a validation_failed too", async () => {
+    for (const field of connections()) {
+      for (const argument of ["first", "last"]) {
+        const res = await gql(a.testKey, `{ ${field}(${argument}: -1) { totalCount } }`);
+        expectNoInternalError(res);
+        expect(res.body.errors?.[0]).toMatchObject({ message: `${argument}: must be a non-negative integer`, extensions: { code: "validation_failed" } });
+      }
+    }
+  });
+
+  it("cursors the gateway issued still page forwards and backwards", async () => {
+    for (const field of connections()) {
+      const page = (args: string) => gql(a.testKey, `{ ${field}(${args}) { totalCount edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`);
+      const all = (await page("first: 10")).body.data[field];
+      expect(all.totalCount).toBe(3);
+      const ids = all.edges.map((e: { node: { id: string } }) => e.node.id);
+      const first = (await page("first: 2")).body.data[field];
+      expect(first.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(ids.slice(0, 2));
+      expect(first.pageInfo.hasNextPage).toBe(true);
+      const rest = await page(`first: 2, after: "${first.pageInfo.endCursor}"`);
+      expect(rest.body.errors, rest.text).toBeUndefined();
+      expect(rest.body.data[field].edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(ids.slice(2));
+      const back = await page(`last: 2, before: "${all.edges[2].cursor}"`);
+      expect(back.body.errors, back.text).toBeUndefined();
+      expect(back.body.data[field].edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(ids.slice(0, 2));
+      // A well-formed cursor of a row that is not the caller's pages nothing of anyone else's.
+      const foreign = await gql(b.testKey, `{ ${field}(first: 5, after: "${all.edges[0].cursor}") { totalCount edges { node { id } } } }`);
+      expect(foreign.body).toEqual({ data: { [field]: { totalCount: 0, edges: [] } } });
+    }
+  });
+});
+
+describe("sandbox channels are test-mode only", () => {
+  let gw: TestGateway;
+  let demoKey: string | null;
+  let m: TestMerchant;
+
+  const liveSandboxRows = () => gw.gateway.db.prisma.paymentChannel.count({ where: { mode: "live", provider: "sandbox" } });
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } });
+    // Before any other merchant: the database is empty, as on a first start.
+    demoKey = await createDemoMerchantIfEmpty(gw.gateway.services);
+    m = await gw.createMerchant();
+  });
+  afterAll(() => gw?.close());
+
+  it("the demo merchant still gets its (test-mode) sandbox channel", async () => {
+    expect(demoKey).toMatch(/^sk_test_/);
+    const list = await apiClient(gw.url, demoKey!).get("/api/payment-channels/list");
+    expect(list.body.channels).toMatchObject([{ provider: "sandbox", is_default: true, is_active: true }]);
+  });
+
+  it("a live key cannot create one: 400 envelope naming provider, over REST and GraphQL, and nothing written", async () => {
+    const rest = await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    expect(rest.status, rest.text).toBe(400);
+    expect(rest.body).toEqual({
+      status: "error",
+      code: "validation_failed",
+      message: "provider: sandbox is for test mode only; with a live key use one of mpesa, paystack",
+    });
+    const gql = await apiClient(gw.url, m.liveKey).post("/graphql", {
+      query: `mutation { createPaymentChannel(input: { name: "Sandbox", provider: "sandbox" }) { __typename ... on ValidationError { field code message } } }`,
+    });
+    expect(gql.body.data.createPaymentChannel).toEqual({
+      __typename: "ValidationError",
+      field: "provider",
+      code: "validation_failed",
+      message: "provider: sandbox is for test mode only; with a live key use one of mpesa, paystack",
+    });
+    expect(await liveSandboxRows()).toBe(0);
+  });
+
+  it("a test key still can, and a live key can still create a real provider's channel", async () => {
+    const test = await apiClient(gw.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    expect(test.status, test.text).toBe(201);
+    const live = await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", {
+      name: "Paystack",
+      provider: "paystack",
+      config: { public_key: "pk_live_abc", secret_key: "sk_live_abc" },
+    });
+    expect(live.status, live.text).toBe(201);
+    expect(live.body.channel.provider).toBe("paystack");
+  });
+
+  it("a live sandbox row from before the rule is never used: 400 naming payment_channel_id, no payment, no payout", async () => {
+    const merchant = await gw.createMerchant();
+    const live = apiClient(gw.url, merchant.liveKey);
+    // Such a row can no longer be created through the service: make a test-mode one and move it to live mode.
+    const created = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Legacy sandbox", provider: "sandbox", config: {} });
+    const legacy = await gw.gateway.db.prisma.paymentChannel.update({ where: { id: created.body.channel.id }, data: { mode: "live" } });
+    expect(legacy).toMatchObject({ mode: "live", provider: "sandbox", isActive: true, isDefault: true });
+    const refused = (res: HttpResult) => {
+      expect(res.status, res.text).toBe(400);
+      expect(res.body).toMatchObject({ status: "error", code: "validation_failed" });
+      expect(res.body.message).toMatch(/^payment_channel_id: payment channel \d+ is a sandbox channel, which is for test mode only/);
+    };
+    // Named, and as the default.
+    refused(await live.post("/api/transactions/initialize", { amount: 5000, email: "live@example.com", payment_channel_id: legacy.id }));
+    refused(await live.post("/api/transactions/initialize", { amount: 5000, email: "live@example.com" }));
+    refused(await live.post("/api/momo/stk-push", { amount: 100, phone_number: "254708374149", payment_channel_id: legacy.id }));
+    refused(await live.post("/v1/payouts", { amount: 150000, phone_number: "254708374149", payment_channel_id: legacy.id }));
+    // No channel named: the payout fallback skips it, so there is no channel that can pay out.
+    const fallback = await live.post("/v1/payouts", { amount: 150000, phone_number: "254708374149" });
+    expect(fallback.status, fallback.text).toBe(400);
+    expect(fallback.body.message).toBe("payment_channel_id: is required: the merchant has no active channel that can pay out");
+    const db = gw.gateway.db.prisma;
+    expect(await db.transaction.count({ where: { merchantId: merchant.id } })).toBe(0);
+    expect(await db.payout.count({ where: { merchantId: merchant.id } })).toBe(0);
+    // The same merchant's test-mode sandbox is unaffected.
+    const test = apiClient(gw.url, merchant.testKey);
+    expect((await test.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
+    expect((await test.post("/api/transactions/initialize", { amount: 5000, email: "test@example.com" })).status).toBe(200);
+  });
+});
