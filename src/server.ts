@@ -24,6 +24,7 @@ import { compileRoutes, runOperation, type RestRequest } from "./rest/route-tabl
 import { restRoutes } from "./rest/routes.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
 import { createServices, type Services } from "./services.ts";
+import { assertSafeText } from "./validation.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -275,6 +276,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
           query: (request.query ?? {}) as Record<string, unknown>,
           params: (request.params ?? {}) as Record<string, string>,
         };
+        assertSafeText(restRequest);
         const data = await runInIdempotencyScope(idempotency.scopeOf(request), () =>
           runOperation(schema, route, route.variables(restRequest), contextFor(request.principal)),
         );

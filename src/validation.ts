@@ -7,3 +7,46 @@ export function optionalText(value: string | null | undefined, field: string, ma
   if (text.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
   return text;
 }
+
+/** C0 control characters other than tab, line feed and carriage return, and DEL: never meaningful in a field, and NUL cannot be stored. */
+const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
+/** No text value the gateway takes is longer (fields have tighter bounds of their own; bodies are capped at 1 MB). */
+export const MAX_TEXT_LENGTH = 10_000;
+
+/**
+ * The one check every client-sent text passes before it reaches a service or the database (REST bodies,
+ * query strings and path parameters, GraphQL variables and literals, provider callbacks): a string, or
+ * an object key, with a control character or over MAX_TEXT_LENGTH is a ValidationError naming where it
+ * is (`config.secret_key`, `input.description`, `Body.stkCallback.CheckoutRequestID`). Null when all is fine.
+ */
+export function unsafeTextIn(value: unknown, field: string, depth = 0): ValidationError | null {
+  if (typeof value === "string") {
+    if (CONTROL_CHARACTERS.test(value)) return new ValidationError(field, "must not contain control characters such as NUL (\\u0000)");
+    if (value.length > MAX_TEXT_LENGTH) return new ValidationError(field, `must be at most ${MAX_TEXT_LENGTH} characters`);
+    return null;
+  }
+  if (!value || typeof value !== "object" || depth > 20) return null;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = unsafeTextIn(item, `${field}[${i}]`, depth + 1);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const path = field ? `${field}.${key}` : key;
+    const badKey = unsafeTextIn(key, path, depth + 1);
+    if (badKey) return badKey;
+    const found = unsafeTextIn(item, path, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+/** Throws the ValidationError of unsafeTextIn for each named part of a request (body, query, params). */
+export function assertSafeText(parts: object): void {
+  for (const part of Object.values(parts)) {
+    const found = unsafeTextIn(part, "");
+    if (found) throw found;
+  }
+}

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { GatewayError } from "../errors.ts";
 import { intField, required, stringField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
+import { assertSafeText, unsafeTextIn } from "../validation.ts";
 import { renderCheckoutPage } from "./page.ts";
 
 /**
@@ -10,7 +11,9 @@ import { renderCheckoutPage } from "./page.ts";
  */
 export function registerCheckoutRoutes(app: FastifyInstance, services: Services) {
   app.get<{ Params: { reference: string } }>("/payment/checkout/:reference", async (request, reply) => {
-    const view = await services.transactions.checkoutView(request.params.reference);
+    // A reference no transaction can have (control characters, absurd length) is simply not found.
+    const reference = request.params.reference;
+    const view = unsafeTextIn(reference, "reference") ? null : await services.transactions.checkoutView(reference);
     reply.header("cache-control", "no-store").header("x-frame-options", "DENY");
     reply.header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'");
     return reply.code(view ? 200 : 404).type("text/html; charset=utf-8").send(renderCheckoutPage(view));
@@ -18,6 +21,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
 
   app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", async (request, reply) => {
     const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
+    assertSafeText({ params: request.params, body });
     const { transaction, outcome } = await services.transactions.payWithCard(request.params.reference, {
       number: required(stringField(body, "card_number"), "card_number"),
       expMonth: required(intField(body, "expiry_month"), "expiry_month"),

@@ -1,7 +1,9 @@
 import { EnvelopArmorPlugin } from "@escape.tech/graphql-armor";
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationContext } from "graphql";
+import { BREAK, GraphQLError, Kind, NoSchemaIntrospectionCustomRule, visit, type ASTNode, type DocumentNode, type ExecutionArgs, type ValidationContext } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Config } from "../config.ts";
+import type { ValidationError } from "../errors.ts";
+import { unsafeTextIn } from "../validation.ts";
 
 /**
  * Limits on what one GraphQL document may ask for, checked while parsing and validating, so a refused
@@ -26,7 +28,7 @@ export function graphqlHardening(options: Config["graphql"]): Plugin[] {
     }) as Plugin,
   ];
   if (!options.introspection) plugins.push(disableIntrospection());
-  plugins.push(scrubEchoedValues());
+  plugins.push(scrubEchoedValues(), refuseUnsafeText());
   return plugins;
 }
 
@@ -75,6 +77,43 @@ export function scrubEchoedValues(): Plugin {
           });
         },
       };
+    },
+  };
+}
+
+/** The first string literal in a document that unsafeTextIn refuses, named by its argument or input field. */
+function unsafeLiteral(document: DocumentNode): ValidationError | null {
+  let found: ValidationError | null = null;
+  visit(document, {
+    StringValue(node, _key, parent, _path, ancestors) {
+      const owner = [...ancestors, parent].reverse().find(
+        (a): a is ASTNode & { name: { value: string } } => !Array.isArray(a) && ((a as ASTNode).kind === Kind.ARGUMENT || (a as ASTNode).kind === Kind.OBJECT_FIELD),
+      );
+      found = unsafeTextIn(node.value, owner?.name.value ?? "query");
+      return found ? BREAK : undefined;
+    },
+  });
+  return found;
+}
+
+/**
+ * Text with control characters (NUL above all: PostgreSQL cannot store it) or of absurd length, in a
+ * variable or a literal, is refused before execution with code validation_failed naming where it is,
+ * over HTTP, SSE and WebSocket alike (validation.ts has the rule; REST applies it to its raw input).
+ */
+export function refuseUnsafeText(): Plugin {
+  const refusal = (args: ExecutionArgs) => {
+    const unsafe = unsafeTextIn(args.variableValues ?? {}, "") ?? unsafeLiteral(args.document);
+    return unsafe ? { errors: [new GraphQLError(unsafe.message, { extensions: { code: unsafe.code } })] } : null;
+  };
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const result = refusal(args);
+      if (result) setResultAndStopExecution(result);
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const result = refusal(args);
+      if (result) setResultAndStopExecution(result);
     },
   };
 }
