@@ -3,6 +3,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, type HttpResult } from "../support/gateway.ts";
 import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * kill -9 of the gateway in the middle of a burst of Idempotency-Keyed payments, then a restart and a
@@ -209,15 +210,22 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
       const verify = await apiClient(gateway.url, apiKey).get(`/api/transactions/verify/${reference}`);
       expect(verify.body.transaction.status, reference).toBe("completed");
     }
-    // One transaction.completed event per transaction (webhooks are at-least-once: count distinct event ids).
-    await receiver.waitFor(BURST, 30_000);
+    // One transaction.completed event per transaction (webhooks are at-least-once: a delivery cut off by the
+    // crash comes again with the same id, so count distinct event ids).
     const eventsByReference = new Map<string, Set<string>>();
-    for (const delivery of receiver.received) {
-      const reference = delivery.json.data.reference as string;
-      const ids = eventsByReference.get(reference) ?? new Set<string>();
-      ids.add(delivery.headers["webhook-id"]!);
-      eventsByReference.set(reference, ids);
-    }
+    await until(
+      () => {
+        for (const delivery of receiver.received) {
+          const reference = delivery.json.data.reference as string;
+          const ids = eventsByReference.get(reference) ?? new Set<string>();
+          ids.add(delivery.headers["webhook-id"]!);
+          eventsByReference.set(reference, ids);
+        }
+        return eventsByReference.size;
+      },
+      (n) => n === BURST,
+      30_000,
+    );
     expect([...eventsByReference.keys()].sort()).toEqual([...references].sort());
     for (const [reference, ids] of eventsByReference) expect(ids.size, reference).toBe(1);
   });
