@@ -5,14 +5,15 @@ import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { until } from "../support/wait.ts";
 
 /**
- * PostgreSQL goes away (every connection dropped, new ones refused) and comes back: meanwhile every
- * request that needs it is a 503 in the envelope with Retry-After, never a 500 or a masked GraphQL
- * internal error, and the gateway serves again by itself once the database returns.
+ * PostgreSQL goes away (every connection dropped, new ones refused) and comes back, under two gateway
+ * instances: meanwhile every request that needs it is a 503 in the envelope with Retry-After, never a
+ * 500 or a masked GraphQL internal error, and both serve again by themselves once the database returns.
  */
 describe("PostgreSQL outage", () => {
   let database: TestDatabase;
   let proxy: TcpProxy;
   let gw: TestGateway;
+  let second: TestGateway;
   let merchant: TestMerchant;
   let reference: string;
 
@@ -22,10 +23,9 @@ describe("PostgreSQL outage", () => {
     proxy = await startTcpProxy(Number(direct.port));
     const viaProxy = new URL(direct);
     viaProxy.port = String(proxy.port);
-    gw = await startTestGateway({
-      database: { ...database, env: { ...database.env, DATABASE_URL: viaProxy.toString() } },
-      env: { RATE_LIMIT_ENABLED: "false" },
-    });
+    const proxied = { ...database, env: { ...database.env, DATABASE_URL: viaProxy.toString() } };
+    gw = await startTestGateway({ database: proxied, env: { RATE_LIMIT_ENABLED: "false" } });
+    second = await startTestGateway({ database: proxied, env: { RATE_LIMIT_ENABLED: "false" } });
     merchant = await gw.createMerchant();
     const api = apiClient(gw.url, merchant.testKey);
     expect((await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox" })).status).toBe(201);
@@ -35,6 +35,7 @@ describe("PostgreSQL outage", () => {
   });
 
   afterAll(async () => {
+    await second?.close();
     await gw?.close();
     await proxy?.close();
     await database?.drop();
@@ -63,10 +64,17 @@ describe("PostgreSQL outage", () => {
     expect(graphql.text).not.toMatch(/INTERNAL_SERVER_ERROR|Unexpected error/);
     expect(graphql.status === 503 || graphql.body.errors?.[0]?.extensions?.code === "service_unavailable", graphql.text).toBe(true);
 
+    // The other instance, with its own pool and key cache, says the same.
+    const onSecond = await apiClient(second.url, merchant.testKey).get(`/api/transactions/verify/${reference}`);
+    expect(onSecond.status, onSecond.text).toBe(503);
+    expect(onSecond.headers.get("retry-after")).toMatch(/^\d+$/);
+
     await proxy.restore();
     const back = await until(() => requests.verify(), (r) => r.status === 200, 20_000);
     expect(back.body.transaction.reference).toBe(reference);
     expect((await requests.ready()).status).toBe(200);
     expect((await requests.initialize()).status).toBe(200);
+    const secondBack = await until(() => apiClient(second.url, merchant.testKey).get(`/api/transactions/verify/${reference}`), (r) => r.status === 200, 20_000);
+    expect(secondBack.body.transaction.reference).toBe(reference);
   });
 });
