@@ -51,6 +51,9 @@ describe("endpoint health", () => {
     await pay();
     const first = await until(endpointsView, (e) => e.find((x) => x.databaseId === id)?.failingSince != null);
     expect(first.find((x) => x.databaseId === id)).toMatchObject({ enabled: true, disabledReason: null });
+    // The first delivery's retries run out before the clock moves: a retry landing after it would be
+    // the one to disable the endpoint, and the second payment would then queue nothing.
+    await until(() => prisma().webhookDelivery.findMany({ where: { endpointId: id } }), (d) => d.length === 1 && d[0]!.status === "failed");
 
     // Five days of failures later (the clock is moved back rather than waited for).
     await prisma().webhookEndpoint.update({ where: { id }, data: { failingSince: new Date(Date.now() - 5 * 24 * 3600_000 - 60_000) } });
