@@ -25,6 +25,11 @@ export function runInIdempotencyScope<T>(scope: IdempotencyScope | undefined, wo
   return scope ? storage.run(scope, work) : work();
 }
 
+/** Whether the current work runs for a request holding an Idempotency-Key (its writes carry a recovery point). */
+export function inIdempotencyScope(): boolean {
+  return storage.getStore() !== undefined;
+}
+
 /** The id of the `kind` object an interrupted earlier attempt of this keyed request committed, if any. */
 export function recoveredObjectId(kind: RecoverableKind): number | null {
   const point = storage.getStore()?.recoveryPoint;

@@ -6,7 +6,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRequest, JobRunner } from "../../jobs/runner.ts";
-import { recoveredObjectId } from "../../idempotency/scope.ts";
+import { inIdempotencyScope, recoveredObjectId } from "../../idempotency/scope.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
@@ -242,7 +242,12 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   return {
     checkoutUrl,
 
-    /** A card/checkout payment: validate -> resolve channel and currency -> customer and row, in one DB transaction. */
+    /**
+     * A card/checkout payment: validate -> resolve channel and currency -> customer -> row. The row is one
+     * INSERT (no interactive transaction holding a pooled connection), except for a request with an
+     * Idempotency-Key, whose recovery point is written in the same database transaction. The payer's
+     * customer record is found or created first: it stands on its own if the insert then fails.
+     */
     async initialize(principal: Principal, input: InitializeInput) {
       const recovered = await recoveredTransaction(principal);
       if (recovered) return recovered;
@@ -253,31 +258,31 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const firstName = optionalText(input.firstName, "first_name", 100);
       const lastName = optionalText(input.lastName, "last_name", 100);
       const description = optionalText(input.description, "description", 500);
-      const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
+      const [channel, defaultCurrency] = await Promise.all([
+        channels.resolvePaymentChannel(principal, input.paymentChannelId),
+        input.currency ? null : merchantCurrency(principal),
+      ]);
       const connector = connectorOf(connectors, channel);
       if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
-      const currency = parseCurrency(input.currency || (await merchantCurrency(principal)), connector.currencies, channel.provider);
+      const currency = parseCurrency(input.currency || defaultCurrency!, connector.currencies, channel.provider);
 
-      const created = await prisma.$transaction(async (tx) => {
-        const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone }, tx);
-        return insertPendingTransaction(
-          tx,
-          {
-            merchantId: principal.merchantId,
-            mode: principal.mode,
-            reference: newReference(),
-            accessCode: newAccessCode(),
-            amount,
-            currency,
-            description,
-            email,
-            phoneNumber: phone,
-            channelId: channel.id,
-            customerId: customer.id,
-          },
-          { announce: false },
-        );
-      });
+      const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone });
+      const row: Prisma.TransactionUncheckedCreateInput = {
+        merchantId: principal.merchantId,
+        mode: principal.mode,
+        reference: newReference(),
+        accessCode: newAccessCode(),
+        amount,
+        currency,
+        description,
+        email,
+        phoneNumber: phone,
+        channelId: channel.id,
+        customerId: customer.id,
+      };
+      const created = inIdempotencyScope()
+        ? await prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false }))
+        : await insertPendingTransaction(prisma, row, { announce: false });
       afterCreate(stateMachine, created);
       return created.transaction;
     },

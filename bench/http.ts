@@ -1,0 +1,268 @@
+/**
+ * The hot paths as an operator sizing a deployment sees them: wrk (its own process, 1 thread) against the
+ * gateway (its own process, NODE_ENV=production, LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false) on a
+ * throwaway PostgreSQL, interleaved in the same run with bench/bare-server.ts (node:http + pg, pool 10,
+ * the least SQL each operation needs, no auth) on the same database; then the gateway on the embedded
+ * PGlite for the same operations; cold start to /ready and RSS.
+ *
+ *   node --import tsx bench/http.ts            # print the tables (about 3 minutes)
+ *   node --import tsx bench/http.ts --write    # and record them in bench/README.md
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startPostgres } from "../test/support/postgres.ts";
+import { writeReadmeSection } from "./readme.ts";
+
+const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const SECONDS = 6;
+const ROUNDS = 2;
+const write = process.argv.includes("--write");
+const children: ChildProcess[] = [];
+const work = mkdtempSync(join(tmpdir(), "bench-http-"));
+const started = Date.now();
+const deadline = setTimeout(() => {
+  console.error("bench/http.ts: gave up after 8 minutes");
+  cleanup();
+  process.exit(1);
+}, 8 * 60_000);
+
+function cleanup() {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  rmSync(work, { recursive: true, force: true });
+}
+process.on("SIGINT", () => {
+  cleanup();
+  process.exit(130);
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await fetch(url).then((r) => r.ok, () => false))) {
+    if (Date.now() > until) throw new Error(`${url} did not answer`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const baseEnv = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" };
+
+/** The gateway as `npm start` runs it; resolves with its URL, pid and cold start (spawn to /ready 200). */
+async function startGateway(env: Record<string, string>) {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: repoRoot,
+    env: { ...baseEnv, NODE_ENV: "production", LOG_LEVEL: "silent", RATE_LIMIT_ENABLED: "false", HOST: "127.0.0.1", PORT: String(port), ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitForOk(`${url}/ready`);
+  return { url, child, coldStartMs: performance.now() - t0, output: () => output };
+}
+
+function rssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const toMs = (value: string) => {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(value.trim());
+  if (!m) return Number.NaN;
+  return Number(m[1]) * (m[2] === "us" ? 0.001 : m[2] === "s" ? 1000 : 1);
+};
+
+function wrk(url: string, options: { connections?: number; headers?: Record<string, string>; post?: string } = {}): WrkResult {
+  const args = ["-t1", `-c${options.connections ?? 32}`, `-d${SECONDS}s`, "--latency"];
+  for (const [k, v] of Object.entries(options.headers ?? {})) args.push("-H", `${k}: ${v}`);
+  if (options.post) {
+    const script = join(work, `post-${randomBytes(4).toString("hex")}.lua`);
+    writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${options.post}'\nwrk.headers["Content-Type"] = "application/json"\n`);
+    args.push("-s", script);
+  }
+  args.push(url);
+  const out = execFileSync("wrk", args, { encoding: "utf8" });
+  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
+  if (!/^\s+99%/m.test(out)) console.error(`wrk ${url}: no latency distribution in\n${out}`);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
+    p50: toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ""),
+    p99: toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ""),
+    errors: Number(errors ?? 0),
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const best = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0) });
+
+async function main() {
+  const pgServer = await startPostgres();
+  const databaseUrl = await pgServer.createDatabase();
+  const encryptionKey = randomBytes(32).toString("hex");
+  const pgEnv = { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: encryptionKey, DATA_DIR: join(work, "pg-data") };
+  try {
+    const createMerchant = (name: string) =>
+      JSON.parse(
+        execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "merchant", "create", "--name", name, "--email", `${name}@bench.test`], {
+          cwd: repoRoot,
+          env: { ...baseEnv, ...pgEnv, LOG_LEVEL: "warn" },
+        }).toString(),
+      ) as { merchant: { id: number }; keys: { test: string } };
+    const created = createMerchant("bench");
+    // Lists read a merchant no initialize run writes to, so every list run pages over the same 200 rows.
+    const listed = createMerchant("lists");
+    const key = created.keys.test;
+    const headers = { "X-API-Key": key };
+
+    const gateway = await startGateway(pgEnv);
+    const rssIdle = rssMb(gateway.child.pid!);
+    const seed = async (url: string, apiKey: string) => {
+      const h = { "x-api-key": apiKey, "content-type": "application/json" };
+      const channel = (await (await fetch(`${url}/api/payment-channels/create`, { method: "POST", headers: h, body: JSON.stringify({ name: "Sandbox", provider: "sandbox" }) })).json()) as { channel: { id: number } };
+      let reference = "";
+      for (let i = 0; i < 200; i++) {
+        const res = await fetch(`${url}/api/transactions/initialize`, { method: "POST", headers: h, body: JSON.stringify({ amount: 1000 + i, email: `p${i % 20}@bench.test` }) });
+        reference = ((await res.json()) as { reference: string }).reference;
+      }
+      return { channelId: channel.channel.id, reference };
+    };
+    const { channelId, reference } = await seed(gateway.url, key);
+    await seed(gateway.url, listed.keys.test);
+
+    const barePort = await freePort();
+    const bare = spawn(process.execPath, ["--import", "tsx", "bench/bare-server.ts"], {
+      cwd: repoRoot,
+      env: { ...baseEnv, DATABASE_URL: databaseUrl, MERCHANT_ID: String(created.merchant.id), LIST_MERCHANT_ID: String(listed.merchant.id), CHANNEL_ID: String(channelId), PORT: String(barePort) },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    children.push(bare);
+    const bareUrl = `http://127.0.0.1:${barePort}`;
+    await waitForOk(`${bareUrl}/hello`);
+
+    const body = '{"amount":2500,"email":"wrk@bench.test"}';
+    const ops = [
+      { name: "GET verify", gateway: () => wrk(`${gateway.url}/api/transactions/verify/${reference}`, { headers }), bare: () => wrk(`${bareUrl}/verify/${reference}`) },
+      { name: "POST initialize", gateway: () => wrk(`${gateway.url}/api/transactions/initialize`, { headers, post: body }), bare: () => wrk(`${bareUrl}/initialize`, { post: body }) },
+      { name: "GET list (20 + count)", gateway: () => wrk(`${gateway.url}/api/transactions/list`, { headers: { "X-API-Key": listed.keys.test } }), bare: () => wrk(`${bareUrl}/list`) },
+      { name: "GET /health (bare: hello)", gateway: () => wrk(`${gateway.url}/health`), bare: () => wrk(`${bareUrl}/hello`) },
+    ];
+    const results = new Map<string, { gateway: WrkResult[]; bare: WrkResult[] }>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const op of ops) {
+        const entry = results.get(op.name) ?? { gateway: [], bare: [] };
+        entry.gateway.push(op.gateway());
+        entry.bare.push(op.bare());
+        results.set(op.name, entry);
+        console.error(`round ${round + 1}: ${op.name} done`);
+      }
+    }
+    const light = {
+      verify: wrk(`${gateway.url}/api/transactions/verify/${reference}`, { headers, connections: 2 }),
+      initialize: wrk(`${gateway.url}/api/transactions/initialize`, { headers, post: body, connections: 2 }),
+    };
+    const rssLoaded = rssMb(gateway.child.pid!);
+    gateway.child.kill("SIGTERM");
+    bare.kill("SIGTERM");
+
+    // The embedded PGlite, same operations (it seeds itself: the demo merchant's key is printed at first start).
+    const pglite = await startGateway({ DATA_DIR: join(work, "pglite") });
+    const demoKey = /Test API key \(shown once, keep it\): (sk_test_\S+)/.exec(pglite.output())?.[1];
+    if (!demoKey) throw new Error("no demo key from the PGlite gateway");
+    const seeded = await seed(pglite.url, demoKey);
+    const pgliteHeaders = { "X-API-Key": demoKey };
+    const pgliteRuns = {
+      "GET verify": wrk(`${pglite.url}/api/transactions/verify/${seeded.reference}`, { headers: pgliteHeaders }),
+      "POST initialize": wrk(`${pglite.url}/api/transactions/initialize`, { headers: pgliteHeaders, post: body }),
+      "GET list (20 + count)": wrk(`${pglite.url}/api/transactions/list`, { headers: pgliteHeaders }),
+    };
+    pglite.child.kill("SIGTERM");
+
+    const f = (n: number, d = 0) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+    const bareVerify = best(results.get("GET verify")!.bare).rps;
+    const lines = [
+      `wrk 1 thread, 32 connections, ${SECONDS} s per run, median of ${ROUNDS} interleaved rounds; gateway and bare server each their own process on one throwaway PostgreSQL 15; Node ${process.version}, ${availableParallelism()} CPUs, ${new Date().toISOString().slice(0, 10)}, run took ${Math.round((Date.now() - started) / 1000)} s`,
+      "",
+      "| operation | gateway req/s | gateway p50 / p99 (ms) | bare req/s | bare p50 / p99 (ms) | ratio to bare | ratio to bare verify | non-2xx |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ];
+    for (const [name, r] of results) {
+      const g = best(r.gateway);
+      const b = best(r.bare);
+      lines.push(`| ${name} | ${f(g.rps)} | ${f(g.p50, 1)} / ${f(g.p99, 1)} | ${f(b.rps)} | ${f(b.p50, 1)} / ${f(b.p99, 1)} | ${f(g.rps / b.rps, 2)}x | ${f(g.rps / bareVerify, 2)}x | ${g.errors} |`);
+    }
+    lines.push(
+      "",
+      "Light load (2 connections), gateway: p50 / p99 in ms and req/s:",
+      "",
+      "| operation | req/s | p50 (ms) | p99 (ms) |",
+      "|---|---:|---:|---:|",
+      `| GET verify | ${f(light.verify.rps)} | ${f(light.verify.p50, 1)} | ${f(light.verify.p99, 1)} |`,
+      `| POST initialize | ${f(light.initialize.rps)} | ${f(light.initialize.p50, 1)} | ${f(light.initialize.p99, 1)} |`,
+      "",
+      "Embedded PGlite (same operations, 32 connections) against PostgreSQL mode:",
+      "",
+      "| operation | PGlite req/s | PostgreSQL req/s | ratio |",
+      "|---|---:|---:|---:|",
+    );
+    for (const [name, r] of Object.entries(pgliteRuns)) {
+      const pgRps = best(results.get(name)!.gateway).rps;
+      lines.push(`| ${name} | ${f(r.rps)} | ${f(pgRps)} | ${f(r.rps / pgRps, 2)}x |`);
+    }
+    lines.push(
+      "",
+      `Cold start to the first 200 of /ready: ${f(gateway.coldStartMs)} ms on PostgreSQL, ${f(pglite.coldStartMs)} ms on PGlite (first start: creates the database and the demo merchant). RSS of the PostgreSQL-mode gateway: ${f(rssIdle)} MB idle after start, ${f(rssLoaded)} MB after the load.`,
+    );
+    const table = lines.join("\n");
+    console.log(table);
+    if (write) {
+      writeReadmeSection(
+        "## The hot paths under an outside load generator (`bench/http.ts`)",
+        `What an operator sizing a deployment sees: wrk, in its own process, against the gateway in its own process
+(\`NODE_ENV=production\`, \`LOG_LEVEL=silent\`, \`RATE_LIMIT_ENABLED=false\`) and, interleaved in the same run on the
+same database, against \`bench/bare-server.ts\`: bare \`node:http\` + \`pg\` (pool 10) doing the least SQL each operation
+needs (one \`INSERT ... RETURNING\` for initialize, one \`SELECT\` by reference for verify, 20 rows and a count for
+list) and no authentication, validation or events. "ratio to bare" is gateway / bare for the same operation; the
+performance issue's goals are verify >= 0.5x, initialize >= 0.3x and list >= 0.3x of bare verify. wrk, both
+servers and PostgreSQL share the machine's cores. \`node --import tsx bench/http.ts --write\` (about 3 minutes).
+
+<!-- http:start -->
+${table}
+<!-- http:end -->`,
+      );
+    }
+  } finally {
+    cleanup();
+    await pgServer.stop();
+    clearTimeout(deadline);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    cleanup();
+    process.exit(1);
+  },
+);
