@@ -11,10 +11,10 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../test/support/local-server.ts";
 import { startPostgres } from "../test/support/postgres.ts";
 import { writeReadmeSection } from "./readme.ts";
 
@@ -39,14 +39,6 @@ process.on("SIGINT", () => {
   cleanup();
   process.exit(130);
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;

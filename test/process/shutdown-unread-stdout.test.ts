@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { freePort } from "../support/local-server.ts";
 import { repoRoot } from "../support/process.ts";
 
 /**
@@ -14,14 +14,6 @@ beforeAll(async () => {
   database = await createTestDatabase();
 });
 afterAll(() => database?.drop());
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 it("serves and stops on SIGTERM while its stdout pipe is full and unread", { timeout: 60_000 }, async () => {
   const port = await freePort();
