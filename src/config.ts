@@ -78,6 +78,14 @@ const envSchema = z.object({
   STK_QUERY_BACKOFF_MS: positiveInt(10_000),
   STK_LIFETIME_MS: positiveInt(180_000),
   C2B_VALIDATION_TIMEOUT_MS: positiveInt(5000),
+  /** Overrides https://api.paystack.co for every paystack channel (a proxy, or a loopback fake in tests). */
+  PAYSTACK_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /** A pending Paystack payment with no webhook is first verified this long after initialize, then with backoff. */
+  PAYSTACK_VERIFY_AFTER_MS: positiveInt(60_000),
+  /** A Paystack payment still unpaid this long after initialize is failed as abandoned (Paystack's own 24 h). */
+  PAYSTACK_ABANDON_AFTER_MS: positiveInt(24 * 3_600_000),
+  /** How long one call to Paystack may take before it counts as unanswered. */
+  PAYSTACK_TIMEOUT_MS: positiveInt(15_000),
   JOBS_ENABLED: booleanFlag,
   JOB_POLL_INTERVAL_MS: positiveInt(2000),
   JOB_LEASE_MS: positiveInt(60_000),
@@ -158,6 +166,7 @@ export interface Config {
     wsKeepAliveMs: number;
   };
   momo: MomoConfig;
+  paystack: PaystackConfig;
   jobs: {
     /** False for API-only instances: another instance works the queue. */
     enabled: boolean;
@@ -198,6 +207,14 @@ export interface MomoConfig {
   stkLifetimeMs: number;
   /** How long a merchant's C2B validation URL has to answer. */
   c2bValidationTimeoutMs: number;
+}
+
+/** Paystack: the API base override and the timing of verification for payments whose webhook never came. */
+export interface PaystackConfig {
+  baseUrl: string | undefined;
+  verifyAfterMs: number;
+  abandonAfterMs: number;
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -251,6 +268,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       stkQueryBackoffMs: e.STK_QUERY_BACKOFF_MS,
       stkLifetimeMs: e.STK_LIFETIME_MS,
       c2bValidationTimeoutMs: e.C2B_VALIDATION_TIMEOUT_MS,
+    },
+    paystack: {
+      baseUrl: e.PAYSTACK_BASE_URL?.replace(/\/+$/, ""),
+      verifyAfterMs: e.PAYSTACK_VERIFY_AFTER_MS,
+      abandonAfterMs: e.PAYSTACK_ABANDON_AFTER_MS,
+      timeoutMs: e.PAYSTACK_TIMEOUT_MS,
     },
     jobs: {
       enabled: e.JOBS_ENABLED ?? true,

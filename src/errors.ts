@@ -5,6 +5,7 @@
  */
 export const errorCatalogue = {
   invalid_api_key: { status: 401, message: "Invalid API key" },
+  invalid_signature: { status: 401, message: "The webhook signature does not match its body" },
   validation_failed: { status: 400, message: "Invalid request" },
   malformed_json: { status: 400, message: "Malformed JSON in request body" },
   unsupported_media_type: { status: 415, message: "Content-Type must be application/json" },

@@ -6,6 +6,7 @@ import type { Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import type { Config } from "./config.ts";
 import { registerMomoCallbackRoutes } from "./modules/momo/callbacks.ts";
+import { registerPaystackCallbackRoutes } from "./modules/paystack/callbacks.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
@@ -101,8 +102,10 @@ function isKeyedApiRequest(request: FastifyRequest): boolean {
 }
 
 /** A payer's card attempt: keyless, so it spends its IP's budget, which throttles card testing. */
+/** A card payment, or a payer's return from a provider's page: both make a call to the provider. */
 function isCheckoutPayment(request: FastifyRequest): boolean {
-  return request.method === "POST" && request.url.startsWith("/payment/checkout/");
+  if (!request.url.startsWith("/payment/checkout/")) return false;
+  return request.method === "POST" || /^\/payment\/checkout\/[^/?]+\/return(?:[?]|$)/.test(request.url);
 }
 
 /**
@@ -265,6 +268,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   registerCheckoutRoutes(app, services);
   registerMomoCallbackRoutes(app, services);
+  registerPaystackCallbackRoutes(app, services);
 
   for (const route of routes) {
     app.route({

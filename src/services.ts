@@ -19,7 +19,7 @@ import type { SecretBox } from "./security/encryption.ts";
 export interface ServiceDeps {
   prisma: PrismaClient;
   secrets: SecretBox;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "jobs" | "webhooks" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -37,9 +37,11 @@ export function createServices(deps: ServiceDeps) {
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
     mpesaCertPath: config.momo.mpesaCertPath,
     sandboxStkDelayMs: config.momo.sandboxStkDelayMs,
+    paystackBaseUrl: config.paystack.baseUrl,
+    paystackTimeoutMs: config.paystack.timeoutMs,
     redis: deps.redis,
   });
-  const channels = createChannelService(prisma, deps.secrets);
+  const channels = createChannelService(prisma, deps.secrets, config.publicBaseUrl);
   const customers = createCustomerService(prisma);
   const transactions = createTransactionService({
     prisma,
@@ -56,6 +58,7 @@ export function createServices(deps: ServiceDeps) {
       queryBackoffMs: config.momo.stkQueryBackoffMs,
       lifetimeMs: config.momo.stkLifetimeMs,
     },
+    hosted: { verifyAfterMs: config.paystack.verifyAfterMs, abandonAfterMs: config.paystack.abandonAfterMs },
     stkCallbackUrl: (channel, momo) => momoCallbackUrls(config.publicBaseUrl, channel, momo.forbiddenUrlWords).stk,
   });
   const payouts = createPayoutService({

@@ -8,6 +8,15 @@ export interface CheckoutView {
   description: string | null;
   merchantName: string;
   acceptsCards: boolean;
+  /** The payer pays on the provider's own page (Paystack) and comes back here. */
+  hosted: boolean;
+}
+
+export interface CheckoutPageOptions {
+  /** The payer is back from the provider's page and its answer is not in yet: say so, and look again shortly. */
+  confirming?: boolean;
+  /** Shown above the result, e.g. that the provider could not be reached. */
+  notice?: string;
 }
 
 const escapeHtml = (text: string) =>
@@ -23,15 +32,20 @@ export function formatAmount(amount: bigint, currency: string): string {
 }
 
 /** The hosted checkout page: amount, merchant, and a card form that posts to /pay. */
-export function renderCheckoutPage(view: CheckoutView | null): string {
+export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutPageOptions = {}): string {
   const body = !view
     ? `<h1>Payment not found</h1><p>This payment link is not valid.</p>`
     : `<p class="merchant">${escapeHtml(view.merchantName)}</p>
   <h1 id="amount">${escapeHtml(formatAmount(view.amount, view.currency))}</h1>
   ${view.description ? `<p class="description">${escapeHtml(view.description)}</p>` : ""}
+  ${options.notice ? `<p id="notice">${escapeHtml(options.notice)}</p>` : ""}
   ${
     view.status !== "pending"
       ? `<p id="result" class="${view.status}">This payment is ${escapeHtml(view.status)}.</p>`
+      : view.hosted
+        ? options.confirming
+          ? `<p id="result" class="pending">We are confirming your payment. This page updates by itself.</p>`
+          : `<p id="result">The payment page could not be opened. Please try again in a moment.</p>`
       : !view.acceptsCards
         ? `<p id="result">Card payments are not available for this payment.</p>`
         : `<form id="pay">
@@ -84,6 +98,7 @@ export function renderCheckoutPage(view: CheckoutView | null): string {
   }`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh" content="5">` : ""}
 <title>Checkout</title>
 <style>
   body { font-family: system-ui, sans-serif; max-width: 26rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }

@@ -1,22 +1,49 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import { GatewayError } from "../errors.ts";
 import { intField, required, stringField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
-import { renderCheckoutPage } from "./page.ts";
+import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from "./page.ts";
 
 /**
  * The payer's side: the hosted checkout page and the card payment it submits. No API key here: the
  * unguessable reference in the URL is what the merchant handed to its payer.
  */
 export function registerCheckoutRoutes(app: FastifyInstance, services: Services) {
+  const sendPage = (reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
+    reply.header("cache-control", "no-store").header("x-frame-options", "DENY");
+    reply.header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'");
+    return reply.code(view ? 200 : 404).type("text/html; charset=utf-8").send(renderCheckoutPage(view, options));
+  };
+
   app.get<{ Params: { reference: string } }>("/payment/checkout/:reference", async (request, reply) => {
     // A reference no transaction can have (control characters, absurd length) is simply not found.
     const reference = request.params.reference;
     const view = unsafeTextIn(reference, "reference") ? null : await services.transactions.checkoutView(reference);
-    reply.header("cache-control", "no-store").header("x-frame-options", "DENY");
-    reply.header("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'");
-    return reply.code(view ? 200 : 404).type("text/html; charset=utf-8").send(renderCheckoutPage(view));
+    if (view?.hosted && view.status === "pending") {
+      // The payer pays on the provider's page (Paystack's) and comes back to .../return.
+      const providerPage = await services.transactions.hostedCheckoutUrl(reference).catch((error: unknown) => {
+        request.log.warn({ reference, err: (error as Error).message }, "provider payment page unavailable");
+        return null;
+      });
+      if (providerPage) return reply.header("cache-control", "no-store").redirect(providerPage, 303);
+    }
+    return sendPage(reply, view);
+  });
+
+  /** The payer is back from the provider's page (Paystack's callback_url): ask the provider, record, show the result. */
+  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference/return", async (request, reply) => {
+    const reference = request.params.reference;
+    if (unsafeTextIn(reference, "reference")) return sendPage(reply, null);
+    let notice: string | undefined;
+    try {
+      await services.transactions.verifyHostedPaymentByReference(reference, "payer return");
+    } catch (error) {
+      request.log.warn({ reference, err: (error as Error).message }, "payment verification on return failed");
+      notice = "We could not confirm your payment with the provider yet.";
+    }
+    const view = await services.transactions.checkoutView(reference);
+    return sendPage(reply, view, { confirming: true, ...(notice ? { notice } : {}) });
   });
 
   app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", async (request, reply) => {

@@ -1,7 +1,8 @@
 import type { RedisConnections } from "../infra/redis.ts";
 import { createMpesaConnector } from "./mpesa/connector.ts";
 import { createMemoryTokenStore, createRedisTokenStore } from "./mpesa/token-store.ts";
-import { connectorCurrencies, type ProviderName } from "./registry.ts";
+import type { ProviderName } from "./registry.ts";
+import { createPaystackConnector } from "./paystack/connector.ts";
 import { createSandboxConnector } from "./sandbox/connector.ts";
 import type { Connector } from "./types.ts";
 
@@ -13,16 +14,19 @@ export interface ConnectorOptions {
   sandboxStkDelayMs?: number;
   /** Safaricom certificate override for B2C SecurityCredential encryption (MPESA_CERT_PATH). */
   mpesaCertPath?: string | undefined;
+  /** Overrides https://api.paystack.co for every paystack channel (PAYSTACK_BASE_URL). */
+  paystackBaseUrl?: string | undefined;
+  paystackTimeoutMs?: number | undefined;
   /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
   redis?: RedisConnections | undefined;
 }
 
-/** Connectors for every provider; those not yet wired to their provider expose only their currencies. */
+/** Connectors for every provider. */
 export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
   return {
     sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs }),
     mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath }),
-    paystack: { provider: "paystack", currencies: connectorCurrencies.paystack },
+    paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs }),
   };
 }

@@ -24,6 +24,8 @@ export interface Connector {
   readonly provider: ProviderName;
   readonly currencies: readonly string[];
   chargeCard?(request: CardChargeRequest): Promise<CardOutcome>;
+  /** The payer pays on the provider's own page (Paystack); the gateway verifies every outcome. */
+  hosted?: HostedCheckoutConnector;
   momo?: MomoConnector;
   payouts?: PayoutConnector;
 }
@@ -112,10 +114,64 @@ export interface MomoConnector {
   close?(): void;
 }
 
+/* ---- Hosted checkout (Paystack): the payer pays on the provider's page; outcomes are verified by asking. ---- */
+
+export interface HostedPaymentRequest {
+  config: unknown;
+  /** The gateway's own reference, sent as the provider's: every later lookup uses it. */
+  reference: string;
+  amount: bigint;
+  currency: string;
+  email: string;
+  /** Where the provider sends the payer back after paying. */
+  callbackUrl: string;
+  metadata: Record<string, string | number>;
+}
+
+export interface HostedPaymentStarted {
+  accessCode: string;
+  /** The provider's payment page for this payment. */
+  checkoutUrl: string;
+}
+
+/** What the provider answers when asked about one payment; amount in minor units, as it reports them. */
+export interface HostedPaymentStatus {
+  outcome: CollectionOutcome;
+  amount: bigint | null;
+  currency: string | null;
+  /** card, bank, mobile_money, ... when the provider says. */
+  paymentMethod: string | null;
+}
+
+/**
+ * A provider's notification whose signature checked out. It only says which object to look at: the
+ * gateway confirms the outcome by asking the provider before anything changes.
+ */
+export type ProviderNotification =
+  | { kind: "collection"; reference: string; event: string }
+  | { kind: "payout"; reference: string; event: string }
+  | { kind: "other"; event: string };
+
+export interface HostedCheckoutConnector {
+  /** Throws a ValidationError naming the field the provider cannot take (amount, currency, email). */
+  checkPayment(request: { amount: bigint; currency: string }): void;
+  start(request: HostedPaymentRequest): Promise<HostedPaymentStarted>;
+  verify(request: { config: unknown; reference: string }): Promise<HostedPaymentStatus>;
+  /**
+   * Checks the notification's signature over the raw bytes (constant time) before reading them; null
+   * when it does not verify, which must change nothing.
+   */
+  readNotification(request: { config: unknown; rawBody: Buffer; headers: Record<string, string | string[] | undefined> }): ProviderNotification | null;
+  /** The gateway's answer to a notification it accepted. */
+  notificationAck(): unknown;
+}
+
 /* ---- Payouts (M-Pesa B2C). Amounts are minor units; the connector converts. ---- */
 
 export interface PayoutRequest {
   config: unknown;
+  /** The gateway's payout reference: providers that key transfers by the caller's reference (Paystack) get it. */
+  reference: string;
   /** Fixed and committed before the call (Daraja's OriginatorConversationID): the provider refuses a reuse. */
   providerRequestId: string;
   amount: bigint;
@@ -145,8 +201,18 @@ export interface PayoutConnector {
   checkAmount(amount: bigint, currency: string): void;
   /** Sends the payout; resolves with the provider's conversation id once it accepted the request. */
   send(request: PayoutRequest): Promise<{ providerConversationId: string }>;
-  /** Asks the provider what became of a payout; the answer arrives later as a result on resultUrl. */
-  queryStatus(request: { config: unknown; providerRequestId: string; resultUrl: string; timeoutUrl: string; deliverResult?: (body: unknown) => Promise<void> }): Promise<void>;
+  /**
+   * Asks the provider what became of a payout. Daraja posts the answer later to resultUrl; a provider that
+   * answers at once (Paystack, the sandbox) hands it to deliverResult.
+   */
+  queryStatus(request: {
+    config: unknown;
+    reference: string;
+    providerRequestId: string;
+    resultUrl: string;
+    timeoutUrl: string;
+    deliverResult?: (body: unknown) => Promise<void>;
+  }): Promise<void>;
   parseResult(body: unknown): PayoutResult;
   /** The answer to queryStatus; null when it does not settle the payout (the query failed, or it is still in flight). */
   parseStatusResult(body: unknown): PayoutResult | null;

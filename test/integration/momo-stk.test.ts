@@ -71,7 +71,7 @@ describe("STK push", () => {
     const t = res.body.transaction;
     expect(Object.keys(t)).toEqual(["id", "reference", "amount", "phone_number", "status", "checkout_request_id", "created_at"]);
     expect(t).toMatchObject({ amount: 150000, phone_number: PHONE, status: "pending" });
-    expect(t.reference).toMatch(/^txn_/);
+    expect(t.reference).toMatch(/^txn-/);
     expect(t.checkout_request_id).toMatch(/^ws_CO_/);
     expect(t.created_at).toMatch(ISO_MS);
 

@@ -137,7 +137,7 @@ describe("transactions", () => {
       const { transaction, reference } = res.body;
       expect(res.body.status).toBe("success");
       expect(transaction).toEqual({ id: expect.any(Number), reference, amount: 150000, status: "pending", created_at: expect.stringMatching(ISO_MS) });
-      expect(reference).toMatch(/^txn_[A-Za-z0-9]{20}$/);
+      expect(reference).toMatch(/^txn-[A-Za-z0-9]{20}$/);
       expect(res.body.authorization_url).toBe(`https://pay.example.test/payment/checkout/${reference}`);
       expect(res.body.access_code).toMatch(/^[A-Za-z0-9]{16}$/);
     });

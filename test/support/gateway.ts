@@ -29,6 +29,8 @@ export interface StartOptions {
   database?: TestDatabase;
   /** Logger for the gateway (e.g. one writing to memory, to assert on log lines); by default LOG_LEVEL's. */
   logger?: Logger;
+  /** A fixed port (so PUBLIC_BASE_URL can name it, for providers that send the payer back); default ephemeral. */
+  port?: number;
 }
 
 /** The real server, in this process, listening on an ephemeral loopback port. */
@@ -44,7 +46,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     ...options.env,
   });
   const gateway = await createGateway(config, options.logger ?? createLogger(config.logLevel), options.onQuery ? { onQuery: options.onQuery } : {});
-  const address = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
+  const address = await gateway.app.listen({ port: options.port ?? 0, host: "127.0.0.1" });
   const ownsDatabase = !options.database;
   return {
     url: address,

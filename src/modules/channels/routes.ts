@@ -8,9 +8,10 @@ interface ChannelData {
   isActive: boolean;
   isDefault: boolean;
   createdAt: string;
+  webhookUrl: string | null;
 }
 
-const channelFields = "databaseId name provider isActive isDefault createdAt";
+const channelFields = "databaseId name provider isActive isDefault createdAt webhookUrl";
 
 /** The documented channel object; config is write-only and never part of it. */
 const toLegacyChannel = (c: ChannelData) => ({
@@ -20,6 +21,8 @@ const toLegacyChannel = (c: ChannelData) => ({
   is_active: c.isActive,
   is_default: c.isDefault,
   created_at: c.createdAt,
+  // Only channels that need one (paystack) carry it; the documented shape of the others is unchanged.
+  ...(c.webhookUrl ? { webhook_url: c.webhookUrl } : {}),
 });
 
 function createVariables({ body }: RestRequest) {

@@ -17,6 +17,12 @@ export const PaymentChannel = builder.prismaNode("PaymentChannel", {
     isActive: t.exposeBoolean("isActive"),
     isDefault: t.exposeBoolean("isDefault", { description: "Used by payments that name no channel. At most one per merchant and mode." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    webhookUrl: t.string({
+      nullable: true,
+      description: "Paystack channels: the URL to paste into Paystack's dashboard (Settings, API keys & webhooks) so its webhooks reach this channel. Null for other providers.",
+      select: { provider: true, callbackToken: true },
+      resolve: (channel, _args, ctx) => ctx.services.channels.providerWebhookUrl(channel),
+    }),
   }),
 });
 

@@ -90,7 +90,19 @@ function validateConfig(provider: ProviderName, input: unknown): unknown {
   throw new ValidationError(field, issue.message);
 }
 
-export function createChannelService(prisma: PrismaClient, secrets: SecretBox) {
+/**
+ * Provider callback paths carry the channel's token hex-encoded: base64url text could by chance spell a
+ * word Daraja refuses in URLs ("exe", "sql", ...); hex cannot.
+ */
+export const encodeCallbackToken = (token: string) => Buffer.from(token, "utf8").toString("hex");
+
+export function decodeCallbackToken(segment: string): string | null {
+  if (!/^(?:[0-9a-f]{2}){1,128}$/.test(segment)) return null;
+  const token = Buffer.from(segment, "hex").toString("latin1");
+  return /^[A-Za-z0-9_-]+$/.test(token) ? token : null;
+}
+
+export function createChannelService(prisma: PrismaClient, secrets: SecretBox, publicBaseUrl = "") {
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
 
   /**
@@ -145,6 +157,21 @@ export function createChannelService(prisma: PrismaClient, secrets: SecretBox) {
     },
 
     getChannel,
+
+    /** The channel a provider callback path names (its hex-encoded token), or null. */
+    async findByCallbackSegment(segment: string, provider?: string): Promise<PaymentChannel | null> {
+      const token = decodeCallbackToken(segment);
+      const channel = token ? await prisma.paymentChannel.findUnique({ where: { callbackToken: token } }) : null;
+      return channel && (provider === undefined || channel.provider === provider) ? channel : null;
+    },
+
+    /**
+     * The URL a merchant pastes into the provider's dashboard so its webhooks reach this channel (Paystack
+     * has one webhook URL per account and mode); null for providers configured otherwise.
+     */
+    providerWebhookUrl(channel: Pick<PaymentChannel, "provider" | "callbackToken">): string | null {
+      return channel.provider === "paystack" ? `${publicBaseUrl}/callbacks/paystack/${encodeCallbackToken(channel.callbackToken)}` : null;
+    },
 
     /** Renames and/or replaces the credentials; the provider itself cannot change. */
     async updateChannel(principal: Principal, id: number, input: UpdateChannelInput): Promise<PaymentChannel> {

@@ -1,17 +1,8 @@
 import type { PaymentChannel } from "../../db/generated/prisma/client.ts";
 import { GatewayError } from "../../errors.ts";
+import { encodeCallbackToken } from "../channels/service.ts";
 
-/**
- * Daraja calls the gateway back on paths that carry the channel's token hex-encoded: base64url text
- * could by chance spell a word Daraja refuses in URLs ("exe", "sql", ...); hex cannot.
- */
-export const encodeCallbackToken = (token: string) => Buffer.from(token, "utf8").toString("hex");
-
-export function decodeCallbackToken(segment: string): string | null {
-  if (!/^(?:[0-9a-f]{2}){1,128}$/.test(segment)) return null;
-  const token = Buffer.from(segment, "hex").toString("latin1");
-  return /^[A-Za-z0-9_-]+$/.test(token) ? token : null;
-}
+export { decodeCallbackToken, encodeCallbackToken } from "../channels/service.ts";
 
 export interface MomoCallbackUrls {
   stk: string;

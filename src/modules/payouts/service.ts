@@ -50,11 +50,14 @@ export const PAYOUT_QUERY_JOB = "payout.query";
 export const payoutCommands = ["BusinessPayment", "SalaryPayment", "PromotionPayment"] as const;
 const MAX_QUERY_BACKOFF_MS = 60 * 60_000;
 
-/** URL-safe and unguessable (~119 bits), like transaction references. */
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/**
+ * URL-safe and unguessable (~103 bits). Lowercase, because it is also the transfer reference sent to
+ * providers that key transfers by the caller's reference (Paystack: lowercase, digits, `-`, `_`).
+ */
+const BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz";
 function newPayoutReference(): string {
   let out = "po_";
-  while (out.length < 23) for (const byte of randomBytes(40)) if (byte < 248 && out.length < 23) out += BASE62[byte % 62];
+  while (out.length < 23) for (const byte of randomBytes(40)) if (byte < 252 && out.length < 23) out += BASE36[byte % 36];
   return out;
 }
 
@@ -159,7 +162,20 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     await applyResult(channel, result, reference);
   }
 
-  /** Asks the provider what became of a payout with no result; its answer arrives as a result callback. */
+  /** Asks the provider what became of a payout: Daraja answers later on the status URL, others at once. */
+  async function askProvider(payout: Payout & { channel: PaymentChannel }, payouts: PayoutConnector): Promise<void> {
+    const urls = deps.callbackUrls(payout.channel);
+    await payouts.queryStatus({
+      config: channels.readChannelConfig(payout.channel),
+      reference: payout.reference,
+      providerRequestId: payout.providerRequestId,
+      resultUrl: urls.statusResult(payout.reference),
+      timeoutUrl: urls.timeout,
+      deliverResult: async (body) => void (await applyStatusResult(payout.channel, payouts, body, payout.reference)),
+    });
+  }
+
+  /** Asks the provider what became of a payout with no result. */
   deps.jobs.register<{ payoutId: number }>({
     kind: PAYOUT_QUERY_JOB,
     concurrency: 5,
@@ -168,15 +184,10 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       if (!payout || payout.status !== "pending") return;
       const payouts = payoutsOf(payout.channel);
       if (!payouts) return;
-      const urls = deps.callbackUrls(payout.channel);
       try {
-        await payouts.queryStatus({
-          config: channels.readChannelConfig(payout.channel),
-          providerRequestId: payout.providerRequestId,
-          resultUrl: urls.statusResult(payout.reference),
-          timeoutUrl: urls.timeout,
-          deliverResult: async (body) => void (await applyStatusResult(payout.channel, payouts, body, payout.reference)),
-        });
+        await askProvider(payout, payouts);
+        const after = await prisma.payout.findUnique({ where: { id: payoutId }, select: { status: true } });
+        if (after?.status !== "pending") return;
       } catch (error) {
         logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout status query failed; will ask again");
       }
@@ -188,6 +199,20 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   return {
     applyResult,
     applyStatusResult,
+
+    /**
+     * A provider notified us about a payout (a Paystack transfer webhook): its outcome is taken from the
+     * provider's own answer to a status query, never from the notification. Throws when it cannot be asked.
+     */
+    async verifyPayout(channel: PaymentChannel, reference: string): Promise<void> {
+      const payout = await prisma.payout.findFirst({ where: { channelId: channel.id, reference }, include: { channel: true } });
+      const payouts = payoutsOf(channel);
+      if (!payout || !payouts) {
+        logger.warn({ channelId: channel.id }, "payout notification for an unknown payout; not applied");
+        return;
+      }
+      if (payout.status === "pending") await askProvider(payout, payouts);
+    },
 
     /** Daraja gave up queueing a payout: whether it was paid is unknown, so ask now rather than wait. */
     async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null) {
@@ -242,6 +267,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       try {
         const accepted = await payouts.send({
           config,
+          reference: payout.reference,
           providerRequestId: payout.providerRequestId,
           amount,
           currency,

@@ -13,7 +13,17 @@ import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
 import { normalizeMsisdn, normalizePhone, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ProviderName } from "../../providers/registry.ts";
-import type { CardDetails, CardOutcome, CollectionCallback, CollectionOutcome, Connector, MomoConnector, SettledCollectionOutcome } from "../../providers/types.ts";
+import type {
+  CardDetails,
+  CardOutcome,
+  CollectionCallback,
+  CollectionOutcome,
+  Connector,
+  HostedCheckoutConnector,
+  HostedPaymentStatus,
+  MomoConnector,
+  SettledCollectionOutcome,
+} from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
@@ -33,8 +43,12 @@ function randomToken(length: number): string {
   return out;
 }
 
-/** URL-safe and unguessable (~119 bits): the reference alone opens the hosted checkout page. */
-export const newReference = () => `txn_${randomToken(20)}`;
+/**
+ * URL-safe and unguessable (~119 bits): the reference alone opens the hosted checkout page. Its
+ * characters are ones every provider takes in a reference (Paystack: alphanumerics, `-`, `.`, `=`);
+ * older `txn_` references keep working, as lookups are by the whole string.
+ */
+export const newReference = () => `txn-${randomToken(20)}`;
 /** Paystack-style access code: what a checkout integration may use instead of the whole URL. */
 const newAccessCode = () => randomToken(16);
 
@@ -83,6 +97,13 @@ export interface CollectionTiming {
   lifetimeMs: number;
 }
 
+export interface HostedTiming {
+  /** A pending hosted payment is first verified this long after initialize; the wait then doubles, capped at an hour. */
+  verifyAfterMs: number;
+  /** Still unpaid this long after initialize: failed as abandoned. */
+  abandonAfterMs: number;
+}
+
 export interface TransactionServiceDeps {
   prisma: PrismaClient;
   channels: ChannelService;
@@ -95,6 +116,7 @@ export interface TransactionServiceDeps {
   /** How long a card charge's claim holds its transaction (CHECKOUT_CHARGE_LEASE_MS); default CARD_CHARGE_LEASE_MS. */
   cardChargeLeaseMs?: number;
   collection: CollectionTiming;
+  hosted: HostedTiming;
   /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */
   stkCallbackUrl(channel: PaymentChannel, momo: MomoConnector): string;
 }
@@ -121,6 +143,7 @@ export interface ProviderPayment {
 export const RECONCILE_JOB = "transaction.reconcile";
 const MOMO_CURRENCY = "KES";
 const MAX_QUERY_BACKOFF_MS = 60_000;
+const MAX_VERIFY_BACKOFF_MS = 60 * 60_000;
 /** How long a checkout card charge holds its transaction by default; longer than any connector's charge timeout. */
 export const CARD_CHARGE_LEASE_MS = 2 * 60_000;
 export const PAYMENT_IN_PROGRESS = "A payment for this transaction is in progress";
@@ -150,6 +173,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   const stateMachine = { prisma, publisher: deps.publisher, jobs: deps.jobs };
 
   const checkoutUrl = (reference: string) => `${deps.publicBaseUrl}/payment/checkout/${reference}`;
+  /** Where a hosted-checkout provider sends the payer back (Paystack's callback_url). */
+  const returnUrl = (reference: string) => `${checkoutUrl(reference)}/return`;
   const transition = (request: TransitionRequest) => transitionTransaction(stateMachine, request);
 
   /**
@@ -168,18 +193,18 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   }
 
   /** Records a provider's verdict on a collection; false when it was already settled. */
-  async function settleCollection(transaction: Transaction, outcome: SettledCollectionOutcome, source: string): Promise<boolean> {
+  async function settleCollection(transaction: Transaction, outcome: SettledCollectionOutcome, source: string, changes: Prisma.TransactionUpdateManyMutationInput = {}): Promise<boolean> {
     const result =
       outcome.state === "completed"
         ? await transition({
             transactionId: transaction.id,
             to: "completed",
-            changes: outcome.providerReference ? { providerReference: outcome.providerReference } : {},
+            changes: { ...changes, ...(outcome.providerReference ? { providerReference: outcome.providerReference } : {}) },
           })
         : await transition({
             transactionId: transaction.id,
             to: "failed",
-            changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null },
+            changes: { ...changes, failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null },
           });
     if (result.applied) logger.info({ reference: transaction.reference, status: result.transaction.status, source }, "collection settled");
     return result.applied;
@@ -208,6 +233,78 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   }
 
   /**
+   * Applies what a hosted-checkout provider answered when asked: a payment completes only when the
+   * provider's amount and currency are the stored ones. True when the answer settled it (now or before).
+   */
+  async function applyHostedStatus(transaction: Transaction, status: HostedPaymentStatus, source: string): Promise<boolean> {
+    if (status.outcome.state === "pending") return false;
+    if (status.outcome.state === "completed" && (status.amount !== transaction.amount || status.currency !== transaction.currency)) {
+      logger.error(
+        { reference: transaction.reference, expected: `${transaction.amount} ${transaction.currency}`, reported: `${status.amount} ${status.currency}`, source },
+        "provider reports a payment of another amount or currency; not applied",
+      );
+      return false;
+    }
+    await settleCollection(transaction, status.outcome, source, { paymentMethod: status.paymentMethod ?? "card" });
+    return true;
+  }
+
+  /** Asks the provider about a pending hosted payment and records a settled answer. Throws when the provider cannot be asked. */
+  async function verifyHostedPayment(transaction: Transaction & { channel: PaymentChannel | null }, source: string): Promise<Transaction> {
+    const hosted = transaction.channel ? connectorOf(connectors, transaction.channel)?.hosted : undefined;
+    if (!hosted || transaction.status !== "pending") return transaction;
+    const status = await hosted.verify({ config: channels.readChannelConfig(transaction.channel!), reference: transaction.reference });
+    await applyHostedStatus(transaction, status, source);
+    return prisma.transaction.findUniqueOrThrow({ where: { id: transaction.id } });
+  }
+
+  /**
+   * Starts the payment at the provider and stores where its page is. A refusal fails the transaction:
+   * the payer was never sent anywhere, so nothing can be paid on it.
+   */
+  async function openHostedPayment(transaction: Transaction, channel: PaymentChannel, hosted: HostedCheckoutConnector, failOnRefusal = true): Promise<Transaction> {
+    let started;
+    try {
+      started = await hosted.start({
+        config: channels.readChannelConfig(channel),
+        reference: transaction.reference,
+        amount: transaction.amount,
+        currency: transaction.currency,
+        email: transaction.email ?? "",
+        callbackUrl: returnUrl(transaction.reference),
+        metadata: { transaction_id: transaction.id, reference: transaction.reference, merchant_id: transaction.merchantId },
+      });
+    } catch (error) {
+      const refusal = error instanceof GatewayError ? error : new GatewayError("provider_unavailable", undefined, { cause: error });
+      logger.warn({ reference: transaction.reference, code: refusal.code, err: refusal.message }, "hosted payment not started at the provider");
+      // A late start (after a crash) may race another page load's: that one's refusal must not fail the payment.
+      if (failOnRefusal) await transition({ transactionId: transaction.id, to: "failed", changes: { failureCode: refusal.code, failureReason: refusal.message.slice(0, 500) } });
+      throw refusal;
+    }
+    return prisma.transaction.update({ where: { id: transaction.id }, data: { providerAccessCode: started.accessCode, providerCheckoutUrl: started.checkoutUrl } });
+  }
+
+  /** A pending hosted payment with no webhook: verify with backoff, and give up as abandoned after the provider's window. */
+  async function reconcileHosted(transaction: Transaction & { channel: PaymentChannel }, hosted: HostedCheckoutConnector, attempt: number) {
+    try {
+      const status = await hosted.verify({ config: channels.readChannelConfig(transaction.channel), reference: transaction.reference });
+      if (status.outcome.state !== "pending") {
+        await applyHostedStatus(transaction, status, "reconciliation");
+        return; // settled, or reported with another amount (logged for a person to look at; asking again will not change it)
+      }
+    } catch (error) {
+      logger.warn({ reference: transaction.reference, err: (error as Error).message }, "hosted payment verification failed; will retry");
+    }
+    const abandonAt = transaction.createdAt.getTime() + deps.hosted.abandonAfterMs;
+    if (Date.now() >= abandonAt) {
+      await settleCollection(transaction, { state: "failed", code: "abandoned", message: "The payer did not complete the payment" }, "expiry");
+      return;
+    }
+    const backoff = Math.min(deps.hosted.verifyAfterMs * 2 ** attempt, MAX_VERIFY_BACKOFF_MS);
+    return { retryInMs: Math.max(0, Math.min(backoff, abandonAt - Date.now())) };
+  }
+
+  /**
    * Asks the provider about a collection whose callback is overdue: settles what it answers, expires
    * what outlived the push, and otherwise asks again later with exponential backoff.
    */
@@ -217,6 +314,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     async run({ transactionId }, job) {
       const transaction = await prisma.transaction.findUnique({ where: { id: transactionId }, include: { channel: true } });
       if (!transaction || transaction.status !== "pending" || !transaction.channel) return;
+      const hosted = connectorOf(connectors, transaction.channel)?.hosted;
+      if (hosted) return reconcileHosted({ ...transaction, channel: transaction.channel }, hosted, job.attempt);
       let outcome: CollectionOutcome = { state: "pending" };
       if (transaction.checkoutRequestId) {
         try {
@@ -265,6 +364,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const connector = connectorOf(connectors, channel);
       if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
       const currency = parseCurrency(input.currency || defaultCurrency!, connector.currencies, channel.provider);
+      const hosted = connector.hosted;
+      hosted?.checkPayment({ amount, currency });
 
       const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone });
       const row: Prisma.TransactionUncheckedCreateInput = {
@@ -280,6 +381,15 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         channelId: channel.id,
         customerId: customer.id,
       };
+      if (hosted) {
+        // Row and its verification job first, then the provider: whatever happens at Paystack is found again.
+        const verifyAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
+        const created = await prisma.$transaction((tx) =>
+          insertPendingTransaction(tx, row, { announce: false, jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: verifyAt }] }),
+        );
+        afterCreate(stateMachine, created);
+        return openHostedPayment(created.transaction, channel, hosted);
+      }
       const created = inIdempotencyScope()
         ? await prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false }))
         : await insertPendingTransaction(prisma, row, { announce: false });
@@ -357,6 +467,28 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     },
 
     applyCollectionCallback,
+
+    /**
+     * Where the payer of a hosted-checkout payment goes to pay: the provider's page while it is pending
+     * (started now if an interrupted initialize never got that far), null otherwise.
+     */
+    async hostedCheckoutUrl(reference: string): Promise<string | null> {
+      const transaction = await prisma.transaction.findUnique({ where: { reference }, include: { channel: true } });
+      const hosted = transaction?.channel ? connectorOf(connectors, transaction.channel)?.hosted : undefined;
+      if (!transaction || !hosted || transaction.status !== "pending") return null;
+      if (transaction.providerCheckoutUrl) return transaction.providerCheckoutUrl;
+      return (await openHostedPayment(transaction, transaction.channel!, hosted, false)).providerCheckoutUrl;
+    },
+
+    /** The payer is back from the provider's page (or the provider notified us): ask the provider, then record it. */
+    async verifyHostedPaymentByReference(reference: string, source: string, channelId?: number): Promise<Transaction | null> {
+      const transaction = await prisma.transaction.findFirst({ where: { reference, ...(channelId === undefined ? {} : { channelId }) }, include: { channel: true } });
+      if (!transaction) {
+        logger.warn({ channelId, source }, "hosted payment notice for an unknown reference; not applied");
+        return null;
+      }
+      return verifyHostedPayment(transaction, source);
+    },
 
     /**
      * A payment the provider announces itself (M-Pesa C2B), recorded once per receipt (the unique
@@ -513,6 +645,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         description: t.description,
         merchantName: t.merchant.name,
         acceptsCards: t.channel !== null && connectors[t.channel.provider as ProviderName]?.chargeCard !== undefined,
+        hosted: t.channel !== null && connectors[t.channel.provider as ProviderName]?.hosted !== undefined,
       };
     },
 
