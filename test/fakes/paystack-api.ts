@@ -1,0 +1,338 @@
+import { createHmac, randomBytes, randomInt } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+/**
+ * A loopback Paystack: transaction initialize and verify, its hosted payment page, transfer recipients,
+ * transfers and transfer verify, speaking the documented envelope ({status, message, data}) and checking
+ * what Paystack checks (the secret key, reference characters, duplicate references, currencies, the
+ * transfer source). Webhooks are posted with a real `x-paystack-signature`: hex HMAC-SHA512 of the raw
+ * body keyed with the secret key. Switches reproduce Paystack's failures.
+ */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage["headers"];
+  body: any;
+}
+
+export interface FakeTransaction {
+  id: number;
+  reference: string;
+  amount: number;
+  currency: string;
+  email: string;
+  callback_url: string | null;
+  metadata: unknown;
+  access_code: string;
+  /** What verify reports: "abandoned" until the payer pays (Paystack's own wording for an unpaid transaction). */
+  status: "abandoned" | "success" | "failed";
+  paid_at: string | null;
+  gateway_response: string;
+  created_at: string;
+}
+
+export interface FakeRecipient {
+  recipient_code: string;
+  type: string;
+  name: string;
+  currency: string;
+  details: { account_number: string; account_name: string | null; bank_code: string; bank_name: string };
+}
+
+export interface FakeTransfer {
+  id: number;
+  reference: string;
+  amount: number;
+  currency: string;
+  recipient_code: string;
+  reason: string | null;
+  transfer_code: string;
+  status: "pending" | "success" | "failed" | "reversed";
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface FakePaystackSwitches {
+  /** The next matching call(s) answer this without doing anything. */
+  failNext: { path: string; status: number; body: unknown; count?: number } | null;
+  /** Delay before answering calls whose path starts with the key. */
+  delayMs: Record<string, number>;
+  /** Post charge.success to webhookUrl when a payment succeeds. */
+  chargeWebhooks: boolean;
+  transferOutcome: "success" | "failed" | "reversed";
+  transferSettleDelayMs: number;
+  /** Settle transfers but post no webhook (the gateway must ask /transfer/verify). */
+  transferNoWebhook: boolean;
+  insufficientBalance: boolean;
+  /** Fields merged into verify's data for a reference (a mismatched amount or currency). */
+  verifyOverride: Record<string, Record<string, unknown>>;
+}
+
+const CURRENCIES = ["NGN", "GHS", "ZAR", "KES", "USD"];
+
+export function paystackSignature(rawBody: string | Buffer, secretKey: string): string {
+  return createHmac("sha512", secretKey).update(rawBody).digest("hex");
+}
+
+const code = (prefix: string) => `${prefix}${randomBytes(8).toString("hex").slice(0, 15)}`;
+
+export async function startFakePaystack(options: { secretKey?: string; publicKey?: string } = {}) {
+  const secretKey = options.secretKey ?? `sk_test_${randomBytes(20).toString("hex")}`;
+  const publicKey = options.publicKey ?? `pk_test_${randomBytes(20).toString("hex")}`;
+  const requests: RecordedRequest[] = [];
+  const transactions = new Map<string, FakeTransaction>();
+  const recipients = new Map<string, FakeRecipient>();
+  const transfers = new Map<string, FakeTransfer>();
+  const webhooksSent: { url: string; body: unknown; status: number | null; error?: string }[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  const sockets = new Set<Socket>();
+  const switches: FakePaystackSwitches = {
+    failNext: null,
+    delayMs: {},
+    chargeWebhooks: true,
+    transferOutcome: "success",
+    transferSettleDelayMs: 20,
+    transferNoWebhook: false,
+    insufficientBalance: false,
+    verifyOverride: {},
+  };
+  let nextId = 4_000_000 + randomInt(1000);
+  let url = "";
+
+  const fake = {
+    url,
+    secretKey,
+    publicKey,
+    requests,
+    transactions,
+    recipients,
+    transfers,
+    switches,
+    webhooksSent,
+    webhookUrl: undefined as string | undefined,
+    channelConfig: () => ({ public_key: publicKey, secret_key: secretKey }),
+
+    verifyData(reference: string) {
+      const t = transactions.get(reference)!;
+      const paid = t.status === "success";
+      return {
+        id: t.id,
+        domain: "test",
+        status: t.status,
+        reference: t.reference,
+        amount: t.amount,
+        requested_amount: t.amount,
+        currency: t.currency,
+        gateway_response: t.gateway_response,
+        paid_at: t.paid_at,
+        created_at: t.created_at,
+        channel: "card",
+        metadata: t.metadata,
+        fees: paid ? Math.round(t.amount * 0.015) : null,
+        authorization: paid
+          ? { authorization_code: code("AUTH_"), bin: "408408", last4: "4081", exp_month: "12", exp_year: "2030", channel: "card", card_type: "visa ", bank: "TEST BANK", country_code: "NG", brand: "visa", reusable: true, signature: code("SIG_") }
+          : {},
+        customer: { id: 181873746, email: t.email, customer_code: "CUS_fake" },
+        ...(switches.verifyOverride[reference] ?? {}),
+      };
+    },
+
+    chargeEvent(reference: string, event = "charge.success") {
+      return { event, data: fake.verifyData(reference) };
+    },
+
+    transferData(reference: string) {
+      const t = transfers.get(reference)!;
+      const r = recipients.get(t.recipient_code)!;
+      return {
+        amount: t.amount,
+        currency: t.currency,
+        domain: "test",
+        id: t.id,
+        reason: t.reason,
+        reference: t.reference,
+        source: "balance",
+        status: t.status,
+        transfer_code: t.transfer_code,
+        createdAt: t.createdAt,
+        updatedAt: t.updatedAt,
+        recipient: { recipient_code: r.recipient_code, type: r.type, name: r.name, currency: r.currency, details: r.details },
+      };
+    },
+
+    transferEvent(reference: string, event: "transfer.success" | "transfer.failed" | "transfer.reversed") {
+      return { event, data: fake.transferData(reference) };
+    },
+
+    /** POSTs a webhook as Paystack does; rawBody/signedBody reproduce a tampered body, signature a forged header. */
+    async sendWebhook(target: string, body: unknown, opts: { signWith?: string; rawBody?: string; signedBody?: string; signature?: string } = {}) {
+      const raw = opts.rawBody ?? JSON.stringify(body);
+      const signature = opts.signature ?? paystackSignature(opts.signedBody ?? raw, opts.signWith ?? secretKey);
+      try {
+        const response = await fetch(target, { method: "POST", headers: { "content-type": "application/json", "x-paystack-signature": signature }, body: raw });
+        const text = await response.text();
+        webhooksSent.push({ url: target, body, status: response.status });
+        return { status: response.status, text };
+      } catch (error) {
+        webhooksSent.push({ url: target, body, status: null, error: (error as Error).message });
+        return { status: 0, text: (error as Error).message };
+      }
+    },
+
+    /** The payer pays (or is declined) on the hosted page; charge.success goes to webhookUrl when configured. */
+    async pay(reference: string, outcome: "success" | "failed" = "success") {
+      const t = transactions.get(reference);
+      if (!t) throw new Error(`no transaction ${reference}`);
+      t.status = outcome;
+      t.gateway_response = outcome === "success" ? "Successful" : "Declined";
+      t.paid_at = outcome === "success" ? new Date().toISOString() : null;
+      if (outcome === "success" && switches.chargeWebhooks && fake.webhookUrl) await fake.sendWebhook(fake.webhookUrl, fake.chargeEvent(reference));
+    },
+
+    async close() {
+      for (const timer of timers) clearTimeout(timer);
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  const send = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+  };
+  const refuse = (res: ServerResponse, status: number, message: string, extra: Record<string, unknown> = {}) => send(res, status, { status: false, message, ...extra });
+
+  function settleTransferLater(transfer: FakeTransfer) {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      transfer.status = switches.transferOutcome;
+      transfer.updatedAt = new Date().toISOString();
+      if (!switches.transferNoWebhook && fake.webhookUrl) void fake.sendWebhook(fake.webhookUrl, fake.transferEvent(transfer.reference, `transfer.${transfer.status}` as "transfer.success"));
+    }, switches.transferSettleDelayMs);
+    timers.add(timer);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, raw: string) {
+    const path = req.url ?? "/";
+    let body: any = null;
+    try {
+      body = raw ? JSON.parse(raw) : null;
+    } catch {
+      body = null;
+    }
+    requests.push({ method: req.method ?? "GET", path, headers: req.headers, body });
+    const delay = Object.entries(switches.delayMs).find(([prefix]) => path.startsWith(prefix))?.[1];
+    if (delay) await new Promise<void>((resolve) => { const t = setTimeout(() => { timers.delete(t); resolve(); }, delay); timers.add(t); });
+    if (res.destroyed) return;
+
+    // The hosted page (no API key: it is the payer's browser).
+    const page = /^\/checkout\/([A-Za-z0-9]+)(\/pay)?(?:\?.*)?$/.exec(path);
+    if (page) {
+      const t = [...transactions.values()].find((x) => x.access_code === page[1]);
+      if (!t) return void res.writeHead(404, { "content-type": "text/html" }).end("<h1>Not found</h1>");
+      if (!page[2]) {
+        return void res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(`<!doctype html><html><head><meta charset="utf-8"><title>Paystack Checkout</title></head><body>
+<h1>Pay ${t.currency} ${(t.amount / 100).toFixed(2)}</h1><p>${t.email}</p>
+<form method="post" action="/checkout/${t.access_code}/pay"><button id="pay" name="outcome" value="success">Pay</button><button id="decline" name="outcome" value="failed">Decline</button></form></body></html>`);
+      }
+      const outcome = new URLSearchParams(raw).get("outcome") === "failed" ? "failed" : "success";
+      await fake.pay(t.reference, outcome);
+      const back = t.callback_url ?? "about:blank";
+      const location = `${back}${back.includes("?") ? "&" : "?"}trxref=${encodeURIComponent(t.reference)}&reference=${encodeURIComponent(t.reference)}`;
+      return void res.writeHead(302, { location }).end();
+    }
+
+    if (req.headers.authorization !== `Bearer ${secretKey}`) return refuse(res, 401, "Invalid key");
+    const failure = switches.failNext;
+    if (failure && path.startsWith(failure.path)) {
+      failure.count = (failure.count ?? 1) - 1;
+      if (failure.count <= 0) switches.failNext = null;
+      return send(res, failure.status, failure.body);
+    }
+
+    if (req.method === "POST" && path === "/transaction/initialize") {
+      const amount = typeof body?.amount === "string" && /^\d+$/.test(body.amount) ? Number(body.amount) : body?.amount;
+      if (typeof body?.email !== "string" || !/^[^@\s]+@[^@\s]+$/.test(body.email)) return refuse(res, 400, "Invalid Email Address Passed", { type: "validation_error", code: "invalid_params" });
+      if (!Number.isSafeInteger(amount) || amount <= 0) return refuse(res, 400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_params" });
+      const currency = body.currency ?? "NGN";
+      if (!CURRENCIES.includes(currency)) return refuse(res, 403, "Currency not supported by merchant", { type: "validation_error", code: "unsupported_currency" });
+      const reference = typeof body.reference === "string" ? body.reference : code("T");
+      if (!/^[A-Za-z0-9.=-]+$/.test(reference)) return refuse(res, 400, "Invalid transaction reference: only -, ., = and alphanumeric characters allowed", { type: "validation_error", code: "invalid_params" });
+      if (transactions.has(reference)) return refuse(res, 400, "Duplicate Transaction Reference", { type: "validation_error", code: "duplicate_reference" });
+      const accessCode = randomBytes(8).toString("hex");
+      transactions.set(reference, {
+        id: nextId++, reference, amount, currency, email: body.email, callback_url: body.callback_url ?? null, metadata: body.metadata ?? null,
+        access_code: accessCode, status: "abandoned", paid_at: null, gateway_response: "The transaction was not completed", created_at: new Date().toISOString(),
+      });
+      return send(res, 200, { status: true, message: "Authorization URL created", data: { authorization_url: `${url}/checkout/${accessCode}`, access_code: accessCode, reference } });
+    }
+
+    const verify = /^\/transaction\/verify\/([^/?]+)$/.exec(path);
+    if (req.method === "GET" && verify) {
+      const reference = decodeURIComponent(verify[1]!);
+      if (!transactions.has(reference)) return refuse(res, 400, "Transaction reference not found", { type: "validation_error", code: "transaction_not_found" });
+      return send(res, 200, { status: true, message: "Verification successful", data: fake.verifyData(reference) });
+    }
+
+    if (req.method === "POST" && path === "/transferrecipient") {
+      const { type, name, account_number, bank_code, currency } = body ?? {};
+      if (!["mobile_money", "nuban", "basa", "ghipss"].includes(type)) return refuse(res, 400, "Invalid recipient type", { type: "validation_error" });
+      if (typeof name !== "string" || !name || typeof account_number !== "string" || !account_number || typeof bank_code !== "string" || !bank_code) {
+        return refuse(res, 400, "Name, account number and bank code are required", { type: "validation_error" });
+      }
+      // Paystack returns the existing recipient for the same account.
+      let recipient = [...recipients.values()].find((r) => r.type === type && r.details.account_number === account_number && r.details.bank_code === bank_code);
+      if (!recipient) {
+        recipient = { recipient_code: code("RCP_"), type, name, currency: currency ?? "NGN", details: { account_number, account_name: name, bank_code, bank_name: bank_code === "MPESA" ? "M-PESA" : "Test Bank" } };
+        recipients.set(recipient.recipient_code, recipient);
+      }
+      return send(res, 201, { status: true, message: "Transfer recipient created successfully", data: { active: true, domain: "test", id: nextId++, integration: 100032, ...recipient } });
+    }
+
+    if (req.method === "POST" && path === "/transfer") {
+      const { source, amount, recipient, reference, reason, currency } = body ?? {};
+      if (source !== "balance") return refuse(res, 400, "Invalid transfer source", { type: "validation_error" });
+      if (!recipients.has(recipient)) return refuse(res, 400, "Recipient specified is invalid", { type: "validation_error" });
+      if (!Number.isSafeInteger(amount) || amount <= 0) return refuse(res, 400, "Invalid amount", { type: "validation_error" });
+      if (typeof reference !== "string" || !/^[a-z0-9_-]{16,50}$/.test(reference)) {
+        return refuse(res, 400, "Invalid transfer reference: lowercase alphanumerics, - and _ only, 16 to 50 characters", { type: "validation_error" });
+      }
+      if (transfers.has(reference)) return refuse(res, 400, "Duplicate Transaction Reference", { type: "validation_error", code: "duplicate_reference" });
+      if (switches.insufficientBalance) return refuse(res, 400, "Your balance is not enough to fulfil this request", { type: "api_error", code: "insufficient_balance" });
+      const now = new Date().toISOString();
+      const transfer: FakeTransfer = { id: nextId++, reference, amount, currency: currency ?? "NGN", recipient_code: recipient, reason: reason ?? null, transfer_code: code("TRF_"), status: "pending", createdAt: now, updatedAt: now };
+      transfers.set(reference, transfer);
+      settleTransferLater(transfer);
+      return send(res, 200, { status: true, message: "Transfer has been queued", data: { integration: 100032, domain: "test", amount, currency: transfer.currency, source, reason, recipient: nextId, status: "pending", transfer_code: transfer.transfer_code, id: transfer.id, reference, createdAt: now, updatedAt: now } });
+    }
+
+    const transferVerify = /^\/transfer\/verify\/([^/?]+)$/.exec(path);
+    if (req.method === "GET" && transferVerify) {
+      const reference = decodeURIComponent(transferVerify[1]!);
+      if (!transfers.has(reference)) return refuse(res, 400, "Transfer not found", { type: "validation_error", code: "transfer_not_found" });
+      return send(res, 200, { status: true, message: "Transfer retrieved", data: fake.transferData(reference) });
+    }
+
+    return refuse(res, 404, "Not found");
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      handle(req, res, Buffer.concat(chunks).toString("utf8")).catch((error: unknown) => {
+        if (!res.headersSent) refuse(res, 500, (error as Error).message);
+      });
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.url = url;
+  return fake;
+}
+
+export type FakePaystack = Awaited<ReturnType<typeof startFakePaystack>>;

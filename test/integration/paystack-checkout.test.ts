@@ -1,0 +1,83 @@
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
+import { launchChromium } from "../support/browser.ts";
+import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { freePort } from "../support/local-server.ts";
+
+/**
+ * The payer's side of a paystack channel in a real Chromium: the gateway's checkout link sends the payer
+ * to Paystack's page (the loopback fake's), and Paystack's redirect back shows the verified result.
+ */
+describe("hosted checkout on a paystack channel", () => {
+  let fake: FakePaystack;
+  let gw: TestGateway;
+  let browser: Browser;
+  let api: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    fake = await startFakePaystack();
+    // Paystack sends the payer back to PUBLIC_BASE_URL, so it must name the port the gateway listens on.
+    const port = await freePort();
+    gw = await startTestGateway({ port, env: { PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, PAYSTACK_BASE_URL: fake.url, JOBS_ENABLED: "false" } });
+    const merchant = await gw.createMerchant("Accra Crafts");
+    api = apiClient(gw.url, merchant.testKey);
+    const channel = await api.post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: fake.channelConfig() });
+    expect(channel.status, channel.text).toBe(201);
+    fake.webhookUrl = channel.body.channel.webhook_url;
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+    await fake?.close();
+  });
+
+  async function startPayment(amount: number) {
+    const init = await api.post("/api/transactions/initialize", { amount, currency: "GHS", email: "payer@example.com", description: "Kente cloth" });
+    expect(init.status, init.text).toBe(200);
+    return { reference: init.body.reference as string, url: init.body.authorization_url as string };
+  }
+
+  it("sends the payer to Paystack's page, and after paying shows the completed payment back on the gateway", async () => {
+    const { reference, url } = await startPayment(125000);
+    const page = await browser.newPage();
+    await page.goto(url);
+    // On Paystack's page now, for this payment.
+    expect(page.url()).toBe(`${fake.url}/checkout/${fake.transactions.get(reference)!.access_code}`);
+    await page.click("button#pay");
+    await page.waitForURL((u) => u.pathname === `/payment/checkout/${reference}/return`);
+    expect(await page.textContent("#result")).toBe("This payment is completed.");
+    expect(await page.textContent("#amount")).toBe("GHS 1,250.00");
+    const verified = await api.get(`/api/transactions/verify/${reference}`);
+    expect(verified.body.status).toBe("completed");
+    await page.close();
+  });
+
+  it("shows a declined payment as failed after the payer comes back", async () => {
+    const { reference, url } = await startPayment(5000);
+    const page = await browser.newPage();
+    await page.goto(url);
+    await page.click("button#decline");
+    await page.waitForURL((u) => u.pathname === `/payment/checkout/${reference}/return`);
+    expect(await page.textContent("#result")).toBe("This payment is failed.");
+    expect((await api.get(`/api/transactions/verify/${reference}`)).body.status).toBe("failed");
+    await page.close();
+  });
+
+  it("a payer who comes back before Paystack settles sees that it is being confirmed, and the page updates by itself", async () => {
+    fake.switches.chargeWebhooks = false;
+    try {
+      const { reference } = await startPayment(7000);
+      const page = await browser.newPage();
+      await page.goto(`${gw.url}/payment/checkout/${reference}/return?trxref=${reference}&reference=${reference}`);
+      expect(await page.textContent("#result")).toBe("We are confirming your payment. This page updates by itself.");
+      await fake.pay(reference);
+      // The page refreshes itself (every 5 s) and verifies again.
+      await page.waitForFunction(() => document.querySelector("#result")?.textContent === "This payment is completed.", undefined, { timeout: 15_000 });
+      await page.close();
+    } finally {
+      fake.switches.chargeWebhooks = true;
+    }
+  });
+});
