@@ -157,6 +157,27 @@ describe("initialize", () => {
   });
 });
 
+describe("references", () => {
+  it("a reference in the older txn_ form keeps working for verify, the checkout page and settlement", async () => {
+    const { reference } = await initialize();
+    const legacy = `txn_${reference.slice(4)}`;
+    await prisma().transaction.update({ where: { reference }, data: { reference: legacy } });
+    fake.transactions.set(legacy, { ...fake.transactions.get(reference)!, reference: legacy });
+    const verified = await kept(api.get(`/api/transactions/verify/${legacy}`));
+    expect(verified.status).toBe(200);
+    expect(verified.body.transaction.reference).toBe(legacy);
+    expect((await fetch(`${gw.url}/payment/checkout/${legacy}`, { redirect: "manual" })).status).toBe(303);
+    fake.switches.chargeWebhooks = false;
+    try {
+      await fake.pay(legacy);
+    } finally {
+      fake.switches.chargeWebhooks = true;
+    }
+    await fetch(`${gw.url}/payment/checkout/${legacy}/return?reference=${legacy}`);
+    expect((await row(legacy)).status).toBe("completed");
+  });
+});
+
 describe("settlement", () => {
   it("a charge.success webhook is verified with Paystack, then completes the transaction once, with one event and one merchant webhook", async () => {
     const { reference } = await initialize();
