@@ -1,9 +1,74 @@
 import type { KeyMode } from "./security/api-keys.ts";
 
-/** Who is calling: the merchant and mode of the API key. Every read and write is scoped by both. */
+export type UserRole = "owner" | "developer" | "viewer";
+
+/**
+ * Who is calling: a merchant in one mode, by an API key or by a signed-in user's bearer token. Every
+ * read and write is scoped by both merchant and mode.
+ */
 export interface Principal {
   merchantId: number;
   mode: KeyMode;
-  keyId: number;
-  keyPrefix: string;
+  /**
+   * What the caller may do. An API key is the merchant's own server acting for it, so it is an owner;
+   * a user has the role they were given.
+   */
+  role: UserRole;
+  /** The signed-in user (bearer token); null for an API key. */
+  userId: number | null;
+  /** The API key (id and visible prefix); null for a user. */
+  keyId: number | null;
+  keyPrefix: string | null;
+}
+
+/** viewer reads; developer also writes in test mode; owner writes in both modes. */
+export function canWrite(principal: Principal): boolean {
+  return principal.role === "owner" || (principal.role === "developer" && principal.mode === "test");
+}
+
+export function isOwner(principal: Principal): boolean {
+  return principal.role === "owner";
+}
+
+/**
+ * What a request presents: an API key (X-API-Key, everywhere) or a signed-in user's access token
+ * (Authorization: Bearer, on /v1 and GraphQL). A key wins when both are sent.
+ */
+export type Credential = { apiKey: string } | { bearer: string } | undefined;
+
+export function credentialFrom(apiKey: string | undefined, authorization: string | undefined, bearerAllowed: boolean): Credential {
+  if (apiKey !== undefined) return { apiKey };
+  if (!bearerAllowed || authorization === undefined) return undefined;
+  const match = /^Bearer +(\S+)\s*$/i.exec(authorization);
+  return match ? { bearer: match[1]! } : undefined;
+}
+
+export interface Authenticator {
+  /**
+   * The rate-limit budget a credential spends, decided before any database lookup: a well-formed key's
+   * own budget (named by the key), or its merchant's for a valid access token (an HMAC check, no
+   * lookup), so a dashboard's many queries never look like key guessing. Undefined for none,
+   * or one that cannot be valid: the request then spends its IP's budget.
+   */
+  budget(credential: Credential): Promise<string | undefined>;
+  /** The principal, or null for a missing, unknown, revoked, expired or tampered-with credential. */
+  authenticate(credential: Credential): Promise<Principal | null>;
+}
+
+export function createAuthenticator(deps: {
+  apiKeys: { authenticate(key: string | undefined): Promise<Principal | null>; looksValid(key: string): boolean };
+  accessTokens: { verify(token: string): Promise<Principal | null> };
+}): Authenticator {
+  return {
+    async budget(credential) {
+      if (!credential) return undefined;
+      if ("apiKey" in credential) return deps.apiKeys.looksValid(credential.apiKey) ? credential.apiKey : undefined;
+      const principal = await deps.accessTokens.verify(credential.bearer);
+      return principal ? `merchant:${principal.merchantId}` : undefined;
+    },
+    authenticate(credential) {
+      if (!credential) return Promise.resolve(null);
+      return "apiKey" in credential ? deps.apiKeys.authenticate(credential.apiKey) : deps.accessTokens.verify(credential.bearer);
+    },
+  };
 }

@@ -92,6 +92,13 @@ const envSchema = z.object({
   IDEMPOTENCY_LEASE_MS: positiveInt(60_000),
   API_KEY_CACHE_TTL_MS: nonNegativeInt(30_000),
   CHECKOUT_CHARGE_LEASE_MS: positiveInt(120_000),
+  /** Signs users' access tokens; shared by every instance. Unset: derived from the encryption key. */
+  JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters (generate one with: openssl rand -hex 32)").optional()),
+  ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
+  REFRESH_TOKEN_TTL_DAYS: positiveInt(30),
+  LOGIN_FAILURES_PER_EMAIL: positiveInt(5),
+  LOGIN_FAILURES_PER_IP: positiveInt(20),
+  LOGIN_FAILURE_WINDOW_SECONDS: positiveInt(900),
   WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
   WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
@@ -180,6 +187,17 @@ export interface Config {
   apiKeyCacheTtlMs: number;
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
+  auth: AuthConfig;
+}
+
+/** Users' sign-in: token lifetimes, the token signing secret, and password-guessing limits. */
+export interface AuthConfig {
+  jwtSecret: string | undefined;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlMs: number;
+  loginFailuresPerEmail: number;
+  loginFailuresPerIp: number;
+  loginFailureWindowSeconds: number;
 }
 
 export interface WebhookConfig {
@@ -290,5 +308,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
+    auth: {
+      jwtSecret: e.JWT_SECRET,
+      accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
+      refreshTokenTtlMs: e.REFRESH_TOKEN_TTL_DAYS * 86_400_000,
+      loginFailuresPerEmail: e.LOGIN_FAILURES_PER_EMAIL,
+      loginFailuresPerIp: e.LOGIN_FAILURES_PER_IP,
+      loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
+    },
   };
 }

@@ -1,20 +1,31 @@
+import { randomBytes } from "node:crypto";
+import type { Principal } from "./auth.ts";
 import { ConflictError } from "./errors.ts";
 import type { Services } from "./services.ts";
 
 export const DEMO_MERCHANT = { name: "Demo Merchant", email: "demo@example.com", defaultCurrency: "KES" } as const;
 
+export interface DemoCredentials {
+  /** The demo merchant's test API key. */
+  testKey: string;
+  /** The demo owner's sign-in for the dashboard. */
+  user: { email: string; password: string };
+}
+
 /**
- * On the first start against an empty database: a demo merchant with a sandbox channel, so the
- * README quick start needs nothing else. Returns its test key (shown once) or null when the database
- * already had merchants.
+ * On the first start against an empty database: a demo merchant with a sandbox channel and an owner
+ * who can sign in to the dashboard, so the README quick start needs nothing else. Returns the test key
+ * and the owner's password (each shown once), or null when the database already had merchants.
  */
-export async function createDemoMerchantIfEmpty(services: Services): Promise<string | null> {
+export async function createDemoMerchantIfEmpty(services: Services): Promise<DemoCredentials | null> {
   if (await services.merchants.hasAnyMerchant()) return null;
   try {
     const { merchant, keys } = await services.merchants.createMerchant(DEMO_MERCHANT);
-    const principal = { merchantId: merchant.id, mode: "test" as const, keyId: 0, keyPrefix: keys.test.prefix };
+    const principal: Principal = { merchantId: merchant.id, mode: "test", role: "owner", userId: null, keyId: null, keyPrefix: keys.test.prefix };
     await services.channels.createChannel(principal, { name: "Sandbox", provider: "sandbox", config: {} });
-    return keys.test.plaintext;
+    const user = { email: DEMO_MERCHANT.email, password: randomBytes(12).toString("base64url") };
+    await services.users.createUser({ merchantId: merchant.id, ...user, role: "owner" });
+    return { testKey: keys.test.plaintext, user };
   } catch (error) {
     // Another instance starting at the same moment created it first.
     if (error instanceof ConflictError) return null;

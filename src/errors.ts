@@ -5,6 +5,8 @@
  */
 export const errorCatalogue = {
   invalid_api_key: { status: 401, message: "Invalid API key" },
+  invalid_credentials: { status: 401, message: "Invalid e-mail or password" },
+  invalid_token: { status: 401, message: "The access or refresh token is invalid or has expired" },
   invalid_signature: { status: 401, message: "The webhook signature does not match its body" },
   validation_failed: { status: 400, message: "Invalid request" },
   malformed_json: { status: 400, message: "Malformed JSON in request body" },
@@ -84,6 +86,11 @@ function sqlState(error: unknown): string | undefined {
   const e = error as { code?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown } } } } | null;
   const code = e?.meta?.driverAdapterError?.cause?.originalCode ?? e?.code;
   return typeof code === "string" ? code : undefined;
+}
+
+/** A unique constraint refused the write (Prisma's P2002, or PostgreSQL's 23505 underneath). */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "P2002" || sqlState(error) === "23505";
 }
 
 /** Prisma's codes for "could not reach / lost the database" (P1xxx connection errors, P2024 pool timeout, P2037 too many connections). */

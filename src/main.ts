@@ -29,18 +29,19 @@ async function main() {
     throw error;
   }
 
-  const demoKey = await createDemoMerchantIfEmpty(gateway.services);
+  const demo = await createDemoMerchantIfEmpty(gateway.services);
   const address = await gateway.app.listen({ port: config.port, host: config.host });
   logger.info({ address, database: gateway.db.backend }, "payment gateway listening");
 
-  if (demoKey) {
-    // Printed once, to the terminal only (not the log): the key is a secret and is never shown again.
+  if (demo) {
+    // Printed once, to the terminal only (not the log): the key and password are secrets never shown again.
     process.stdout.write(
       [
         "",
         "  Demo merchant created with a sandbox payment channel.",
-        `  Test API key (shown once, keep it): ${demoKey}`,
-        `  Try: curl -H "X-API-Key: ${demoKey}" ${config.publicBaseUrl}/v1/status`,
+        `  Test API key (shown once, keep it): ${demo.testKey}`,
+        `  Try: curl -H "X-API-Key: ${demo.testKey}" ${config.publicBaseUrl}/v1/status`,
+        `  Dashboard: ${config.publicBaseUrl}/dashboard  e-mail ${demo.user.email}  password (shown once) ${demo.user.password}`,
         "",
         "",
       ].join("\n"),

@@ -2,11 +2,12 @@ import websocket from "@fastify/websocket";
 import { STATUS_CODES } from "node:http";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
-import type { Principal } from "./auth.ts";
+import { createAuthenticator, credentialFrom, type Credential, type Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import type { Config } from "./config.ts";
 import { registerMomoCallbackRoutes } from "./modules/momo/callbacks.ts";
 import { registerPaystackCallbackRoutes } from "./modules/paystack/callbacks.ts";
+import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
@@ -23,6 +24,7 @@ import { budgetedAuthentication, registerRateLimit } from "./rate-limit/hook.ts"
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, runOperation, type RestRequest } from "./rest/route-table.ts";
 import { restRoutes } from "./rest/routes.ts";
+import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
 import { createServices, type Services } from "./services.ts";
 import { assertSafeText } from "./validation.ts";
@@ -86,9 +88,22 @@ function sendError(reply: FastifyReply, error: GatewayError) {
   return reply.code(error.status).type("application/json; charset=utf-8").send(errorEnvelope(error));
 }
 
-/** The API surface: every request here needs a key and is rate limited (/health, /ready are not). */
+/**
+ * The API surface: every request here needs a credential and is rate limited (/health, /ready are not).
+ * Signing in is how a user gets one: /v1/auth/* has its own limits on failed attempts instead.
+ */
 function isApiPath(path: string): boolean {
+  if (path.startsWith("/v1/auth/")) return false;
   return path.startsWith("/api/") || path.startsWith("/v1/") || path === "/graphql" || path.startsWith("/graphql?");
+}
+
+/** X-API-Key anywhere; a user's bearer token on /v1 and GraphQL only (the documented /api routes take keys). */
+function credentialOf(request: FastifyRequest): Credential {
+  const header = (name: string) => {
+    const value = request.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  return credentialFrom(header("x-api-key"), header("authorization"), !request.url.startsWith("/api/"));
 }
 
 /** A WebSocket upgrade authenticates (and is budgeted) in graphql-ws's connection_init, then per operation. */
@@ -136,11 +151,16 @@ function isGraphiqlPageRequest(request: FastifyRequest): boolean {
 
 export async function createGateway(config: Config, logger: Logger, dbOptions: OpenOptions = {}): Promise<Gateway> {
   const db = await openDatabase(config, logger, { migrate: true, ...dbOptions });
-  const secrets = new SecretBox(config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir));
+  const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
+  const secrets = new SecretBox(encryptionKey);
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
-  const services = createServices({ prisma: db.prisma, secrets, config, redis, logger });
+  const services = createServices({ prisma: db.prisma, secrets, encryptionKey, config, redis, logger });
   if (config.jobs.enabled) services.jobs.start();
   const routes = compileRoutes(schema, restRoutes);
+  const authenticator = createAuthenticator({
+    apiKeys: { authenticate: (key) => services.merchants.authenticate(key), looksValid: looksLikeApiKey },
+    accessTokens: services.tokens,
+  });
   const rateLimiter = config.rateLimit.enabled
     ? await createRateLimiter({ perKeyPerMinute: config.rateLimit.perKeyPerMinute, perIpPerMinute: config.rateLimit.perIpPerMinute, redis, logger })
     : undefined;
@@ -202,18 +222,23 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.setNotFoundHandler((_request, reply) => sendError(reply, new GatewayError("route_not_found")));
 
   // Registered first: rate limiting runs before authentication, idempotency and any database work.
-  const rateLimit = registerRateLimit(app, rateLimiter, (request) => isKeyedApiRequest(request) || isCheckoutPayment(request));
+  const rateLimit = registerRateLimit(
+    app,
+    rateLimiter,
+    (request) => isKeyedApiRequest(request) || isCheckoutPayment(request),
+    (request) => authenticator.budget(credentialOf(request)),
+  );
 
-  /** Every /api, /v1 and /graphql request needs a valid key, checked before any other work. */
+  /** Every /api, /v1 and /graphql request needs a valid key or access token, checked before any other work. */
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url;
     if (!isKeyedApiRequest(request)) return;
     if (path.startsWith("/graphql") && isGraphiqlPageRequest(request) && config.nodeEnv !== "production") return;
-    const header = request.headers["x-api-key"];
-    const principal = await services.merchants.authenticate(Array.isArray(header) ? header[0] : header);
+    const credential = credentialOf(request);
+    const principal = await authenticator.authenticate(credential);
     if (!principal) {
       await rateLimit.authenticationFailed(request, reply);
-      return sendError(reply, new GatewayError("invalid_api_key"));
+      return sendError(reply, new GatewayError(credential && "bearer" in credential ? "invalid_token" : "invalid_api_key"));
     }
     request.principal = principal;
   });
@@ -259,8 +284,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     handler: handleGraphql,
     wsHandler: graphqlWebSocketHandler({
       yoga,
-      authenticate: budgetedAuthentication(rateLimiter, (key) => services.merchants.authenticate(key)),
-      chargeOperation: (key) => chargeOperation(rateLimiter, key),
+      authenticate: budgetedAuthentication(rateLimiter, authenticator),
+      chargeOperation: (budget) => chargeOperation(rateLimiter, budget),
       keepAliveMs: config.graphql.wsKeepAliveMs,
     }),
   });
@@ -269,6 +294,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerCheckoutRoutes(app, services);
   registerMomoCallbackRoutes(app, services);
   registerPaystackCallbackRoutes(app, services);
+  registerAuthRoutes(app, services);
 
   for (const route of routes) {
     app.route({

@@ -12,6 +12,9 @@ import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
+import { createLoginLimiter } from "./modules/users/login-limiter.ts";
+import { createUserService } from "./modules/users/service.ts";
+import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
 import type { SecretBox } from "./security/encryption.ts";
@@ -19,7 +22,9 @@ import type { SecretBox } from "./security/encryption.ts";
 export interface ServiceDeps {
   prisma: PrismaClient;
   secrets: SecretBox;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs">;
+  /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
+  encryptionKey: Buffer;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -74,8 +79,22 @@ export function createServices(deps: ServiceDeps) {
       return { result: urls.b2cResult, timeout: urls.b2cTimeout, statusResult: urls.b2cStatusResult };
     },
   });
+  const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
+  const users = createUserService({
+    prisma,
+    tokens,
+    refreshTokenTtlMs: config.auth.refreshTokenTtlMs,
+    loginLimiter: createLoginLimiter({
+      failuresPerEmail: config.auth.loginFailuresPerEmail,
+      failuresPerIp: config.auth.loginFailuresPerIp,
+      windowSeconds: config.auth.loginFailureWindowSeconds,
+      redis: deps.redis,
+    }),
+  });
   return {
     publisher,
+    tokens,
+    users,
     jobs,
     connectors,
     merchants: createMerchantService(prisma, { keyCache: createApiKeyCache({ ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger }) }),

@@ -6,6 +6,8 @@ import { createLogger } from "../logger.ts";
 import { RedisConnections } from "../infra/redis.ts";
 import { createApiKeyCache } from "../modules/merchants/key-cache.ts";
 import { createMerchantService } from "../modules/merchants/service.ts";
+import { createUser } from "../modules/users/service.ts";
+import { readPassword } from "./password.ts";
 import { required, UsageError } from "./usage.ts";
 import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, unsupportedTrigger } from "./webhooks.ts";
 
@@ -15,6 +17,8 @@ const usage = `Usage: npm run cli -- <command>
   merchant list
   key create --merchant <id> --mode test|live
   key revoke <prefix>
+  user create --merchant <id> --email <email> --role owner|developer|viewer [--password-stdin]
+                            asks for the password at the terminal, or reads it from stdin
   db deploy
   jobs                      the job queue: counts, oldest due, and the last errors, by kind and status
   webhooks listen --forward-to <url> --key <sk_test_...> [--url http://localhost:3000]
@@ -34,6 +38,8 @@ async function run(argv: string[]): Promise<unknown> {
       "forward-to": { type: "string" },
       key: { type: "string" },
       url: { type: "string" },
+      role: { type: "string" },
+      "password-stdin": { type: "boolean" },
     },
   });
   const [group, action, arg] = positionals;
@@ -53,8 +59,10 @@ async function run(argv: string[]): Promise<unknown> {
     });
     return undefined; // everything was printed as it happened
   }
-  const known = ["merchant create", "merchant list", "key create", "key revoke", "db deploy", "jobs"];
+  const known = ["merchant create", "merchant list", "key create", "key revoke", "user create", "db deploy", "jobs"];
   if (!known.includes(command)) throw new UsageError(command ? `Unknown command: ${command}` : "No command given");
+  // Asked before the database is opened, so a mistyped repeat does not hold the data directory.
+  const password = command === "user create" ? await readPassword(values["password-stdin"] === true) : undefined;
 
   const config = loadConfig();
   const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
@@ -95,12 +103,20 @@ async function run(argv: string[]): Promise<unknown> {
           })),
         };
       case "key create": {
-        const merchantId = Number(required(values, "merchant"));
-        if (!Number.isSafeInteger(merchantId) || merchantId <= 0) throw new UsageError("--merchant must be a merchant id");
+        const merchantId = merchantIdOption(values.merchant);
         const mode = required(values, "mode");
         if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
         const key = await merchants.createKey(merchantId, mode);
         return { merchant_id: merchantId, mode, prefix: key.prefix, key: key.plaintext };
+      }
+      case "user create": {
+        const user = await createUser(db.prisma, {
+          merchantId: merchantIdOption(values.merchant),
+          email: required(values, "email"),
+          role: required(values, "role"),
+          password: password!,
+        });
+        return { user: { id: user.id, email: user.email, role: user.role, merchant_id: user.merchantId } };
       }
       case "key revoke": {
         if (!arg) throw new UsageError("key revoke needs the key's prefix, e.g. sk_test_Ab12Cd34");
@@ -112,6 +128,12 @@ async function run(argv: string[]): Promise<unknown> {
     await redis?.close();
     await db.close();
   }
+}
+
+function merchantIdOption(value: string | undefined): number {
+  const merchantId = Number(required({ merchant: value }, "merchant"));
+  if (!Number.isSafeInteger(merchantId) || merchantId <= 0) throw new UsageError("--merchant must be a merchant id");
+  return merchantId;
 }
 
 run(process.argv.slice(2)).then(

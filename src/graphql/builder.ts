@@ -5,7 +5,7 @@ import RelayPlugin from "@pothos/plugin-relay";
 import ScopeAuthPlugin from "@pothos/plugin-scope-auth";
 import ValidationPlugin from "@pothos/plugin-validation";
 import { GraphQLError, valueFromASTUntyped } from "graphql";
-import type { Principal } from "../auth.ts";
+import { canWrite, isOwner, type Principal } from "../auth.ts";
 import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
 import type { GraphQLContext } from "./context.ts";
@@ -14,8 +14,9 @@ import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toVali
 type GatewaySchemaTypes = {
   Context: GraphQLContext;
   PrismaTypes: PrismaTypes;
-  AuthScopes: { merchant: boolean };
-  AuthContexts: { merchant: GraphQLContext & { principal: Principal } };
+  /** merchant: any caller; writer: may change data in its mode (see canWrite); owner: owners and API keys. */
+  AuthScopes: { merchant: boolean; writer: boolean; owner: boolean };
+  AuthContexts: { merchant: GraphQLContext & { principal: Principal }; writer: GraphQLContext & { principal: Principal }; owner: GraphQLContext & { principal: Principal } };
   DefaultFieldNullability: false;
   Scalars: {
     DateTime: { Input: Date; Output: Date | string };
@@ -30,8 +31,17 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   plugins: [ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
-    authScopes: (ctx) => ({ merchant: ctx.principal !== null }),
-    unauthorizedError: () => new GraphQLError("Invalid API key", { extensions: { code: "invalid_api_key" } }),
+    authScopes: (ctx) => ({
+      merchant: ctx.principal !== null,
+      writer: ctx.principal !== null && canWrite(ctx.principal),
+      owner: ctx.principal !== null && isOwner(ctx.principal),
+    }),
+    // REST maps the code to the catalogue's 401 or 403 envelope; GraphQL clients read it from extensions.
+    unauthorizedError: (_parent, ctx) => {
+      const principal = ctx.principal;
+      if (!principal) return new GraphQLError("Invalid API key", { extensions: { code: "invalid_api_key" } });
+      return new GraphQLError(roleRefusal(principal), { extensions: { code: "forbidden" } });
+    },
   },
   relay: {
     clientMutationId: "omit",
@@ -58,8 +68,16 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   errors: { defaultTypes: [], directResult: true },
 });
 
+/** Why a signed-in user may not do something, in words their team can act on. */
+function roleRefusal(principal: Principal): string {
+  if (principal.role === "viewer") return "Your role (viewer) can only read; ask an owner for the developer or owner role";
+  if (principal.role === "developer" && principal.mode === "live") return "Your role (developer) can change test-mode data only; ask an owner";
+  return `Your role (${principal.role}) cannot do this; only an owner can`;
+}
+
 builder.queryType({ authScopes: { merchant: true } });
-builder.mutationType({ authScopes: { merchant: true } });
+// Every mutation changes data: viewers never, developers in test mode only. Owner-only fields add { owner: true }.
+builder.mutationType({ authScopes: { writer: true } });
 
 builder.scalarType("DateTime", {
   description: "ISO 8601 timestamp in UTC with milliseconds, e.g. 2024-01-31T09:15:00.000Z",

@@ -1,15 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { errorEnvelope, type GatewayError } from "../errors.ts";
-import { looksLikeApiKey } from "../security/api-keys.ts";
 import { rateLimitError, rateLimitHeaders, retryAfterSeconds, type GatewayRateLimiter, type RateLimitState } from "./limiter.ts";
 
 /**
  * Rate limiting as the first onRequest hook, before authentication and so before any database work.
  * Key lookups hit the database, so this works like brute-force protection:
  *
- *  1. no key, or one that cannot be a key: spend the IP budget (the key check then fails without the DB);
- *  2. a well-formed key: if the IP has used up its budget on failed requests, refuse (429) without
- *     looking the key up; otherwise spend the key's budget (counted by a hash of the presented string);
+ *  1. no credential, or one that cannot be valid: spend the IP budget (the check then fails without the DB);
+ *  2. a well-formed key or a valid access token (Authenticator.budget in auth.ts): if the IP has used up
+ *     its budget on failed requests, refuse (429) without looking anything up; otherwise spend the key's
+ *     budget (counted by a hash of the presented string), or the token's merchant's;
  *  3. the key turns out unknown or revoked: authenticationFailed() spends the IP budget as well.
  *
  * So a blocked IP is refused even with a valid key until its window resets: telling a valid key from
@@ -30,6 +30,7 @@ export function registerRateLimit(
   app: FastifyInstance,
   limiter: GatewayRateLimiter | undefined,
   isLimited: (request: FastifyRequest) => boolean,
+  budgetOf: (request: FastifyRequest) => Promise<string | undefined>,
 ): RateLimitHooks {
   if (!limiter) return noRateLimit;
   /** Requests that already spent the IP budget in step 1, so a failed key check does not spend it twice. */
@@ -37,7 +38,7 @@ export function registerRateLimit(
 
   app.addHook("onRequest", async (request, reply) => {
     if (!isLimited(request)) return;
-    const { state, spentIp } = await admit(limiter, request.ip, presentedKey(request));
+    const { state, spentIp } = await admit(limiter, request.ip, await budgetOf(request));
     if (spentIp) ipCharged.add(request);
     if (!state.allowed) return refuse(reply, state);
     reply.headers(rateLimitHeaders(state));
@@ -52,38 +53,37 @@ export function registerRateLimit(
   };
 }
 
-/** Steps 1 and 2 above, for one request (or WebSocket connection_init) from `ip` presenting `key`. */
-async function admit(limiter: GatewayRateLimiter, ip: string, key: string | undefined): Promise<{ state: RateLimitState; spentIp: boolean }> {
-  if (key && looksLikeApiKey(key)) {
+/** Steps 1 and 2 above, for one request (or WebSocket connection_init) from `ip` whose credential spends `budget`. */
+async function admit(limiter: GatewayRateLimiter, ip: string, budget: string | undefined): Promise<{ state: RateLimitState; spentIp: boolean }> {
+  if (budget) {
     const ipState = await limiter.peekIp(ip);
     if (!ipState.allowed) return { state: ipState, spentIp: false };
-    return { state: await limiter.consumeApiKey(key), spentIp: false };
+    return { state: await limiter.consumeApiKey(budget), spentIp: false };
   }
   return { state: await limiter.consumeIp(ip), spentIp: true };
 }
 
 /**
  * graphql-ws's connection_init, budgeted exactly like an HTTP request (steps 1 to 3): resolves to the
- * principal, to null when the key is missing or bad (its IP's budget spent), or to the 429 error,
- * before any lookup, when the IP or the key is over its budget.
+ * principal and the budget its later operations spend, to null when the credential is missing or bad
+ * (its IP's budget spent), or to the 429 error, before any lookup, when the IP or the budget is used up.
  */
-export function budgetedAuthentication<P>(
+export function budgetedAuthentication<C, P>(
   limiter: GatewayRateLimiter | undefined,
-  authenticate: (presentedKey: string | undefined) => Promise<P | null>,
-): (ip: string, presentedKey: string | undefined) => Promise<P | null | GatewayError> {
-  return async (ip, key) => {
-    if (!limiter) return authenticate(key);
-    const { state, spentIp } = await admit(limiter, ip, key);
-    if (!state.allowed) return rateLimitError(state);
-    const principal = await authenticate(key);
-    if (!principal && !spentIp) await limiter.consumeIp(ip);
-    return principal;
+  authenticator: { budget(credential: C): Promise<string | undefined>; authenticate(credential: C): Promise<P | null> },
+): (ip: string, credential: C) => Promise<{ principal: P; budget: string | undefined } | null | GatewayError> {
+  return async (ip, credential) => {
+    const budget = await authenticator.budget(credential);
+    if (limiter) {
+      const { state, spentIp } = await admit(limiter, ip, budget);
+      if (!state.allowed) return rateLimitError(state);
+      const principal = await authenticator.authenticate(credential);
+      if (!principal && !spentIp) await limiter.consumeIp(ip);
+      return principal ? { principal, budget } : null;
+    }
+    const principal = await authenticator.authenticate(credential);
+    return principal ? { principal, budget } : null;
   };
-}
-
-function presentedKey(request: FastifyRequest): string | undefined {
-  const header = request.headers["x-api-key"];
-  return Array.isArray(header) ? header[0] : header;
 }
 
 function refuse(reply: FastifyReply, state: RateLimitState) {

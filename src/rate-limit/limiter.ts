@@ -7,7 +7,8 @@ import type { Logger } from "../logger.ts";
 
 /**
  * Request budgets, counted before any database work (see hook.ts for the order of checks):
- * - per API key: RATE_LIMIT_PER_MINUTE, counted under a hash of the presented key string, so no lookup
+ * - per API key (and per merchant for users' access tokens): RATE_LIMIT_PER_MINUTE, counted under a hash
+ *   of the presented key string, so no lookup
  *   is needed and no key ever reaches Redis or a log in plaintext;
  * - per client IP: RATE_LIMIT_IP_PER_MINUTE, spent only by requests without a valid key (key guessing).
  *
@@ -86,11 +87,12 @@ export class GatewayRateLimiter {
   }
 
   /**
-   * Spends one request of a key's budget. The key is only hashed, never looked up, so this also serves
-   * paths that authenticate elsewhere (a WebSocket/SSE subscribe counts one operation per call).
+   * Spends one request of a credential's budget: named by the presented API key, or "merchant:<id>" for
+   * users' access tokens (Authenticator.budget). The name is only hashed, never looked up, so this also
+   * serves paths that authenticate elsewhere (a WebSocket/SSE subscribe counts one operation per call).
    */
-  consumeApiKey(presentedKey: string): Promise<RateLimitState> {
-    return consume(this.#perKey, this.#keyLimit, keyBucket(presentedKey));
+  consumeApiKey(budget: string): Promise<RateLimitState> {
+    return consume(this.#perKey, this.#keyLimit, keyBucket(budget));
   }
 
   /** Spends one request of an IP's budget for requests without a valid key. */
@@ -147,9 +149,9 @@ function rateLimitClient(redis: RedisConnections, logger: Logger): Redis {
  * key's budget and resolves to the 429 error when over it (undefined when allowed or limiting is off).
  * HTTP requests, SSE included, are already counted by the onRequest hook.
  */
-export async function chargeOperation(limiter: GatewayRateLimiter | undefined, presentedKey: string): Promise<GatewayError | undefined> {
+export async function chargeOperation(limiter: GatewayRateLimiter | undefined, budget: string): Promise<GatewayError | undefined> {
   if (!limiter) return undefined;
-  const state = await limiter.consumeApiKey(presentedKey);
+  const state = await limiter.consumeApiKey(budget);
   return state.allowed ? undefined : rateLimitError(state);
 }
 

@@ -412,7 +412,7 @@ describe("payment channels", () => {
   });
 
   describe("resolvePaymentChannel (for the transactions module)", () => {
-    const principal = (m: TestMerchant, mode: "test" | "live" = "test") => ({ merchantId: m.id, mode, keyId: 0, keyPrefix: "" });
+    const principal = (m: TestMerchant, mode: "test" | "live" = "test") => ({ merchantId: m.id, mode, role: "owner" as const, userId: null, keyId: null, keyPrefix: null });
 
     it("returns the named channel, or the active default when none is named", async () => {
       const m = await gw.createMerchant();

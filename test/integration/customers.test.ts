@@ -82,7 +82,7 @@ describe("customers", () => {
   const rest = (key: string) => apiClient(gw.url, key);
   const createCustomer = (key: string, body: unknown) => rest(key).post("/api/customers/create", body);
   const listCustomers = (key: string, query = "") => rest(key).get(`/api/customers/list${query}`);
-  const principal = (m: TestMerchant, mode: "test" | "live" = "test") => ({ merchantId: m.id, mode, keyId: 0, keyPrefix: "" });
+  const principal = (m: TestMerchant, mode: "test" | "live" = "test") => ({ merchantId: m.id, mode, role: "owner" as const, userId: null, keyId: null, keyPrefix: null });
 
   describe("POST /api/customers/create", () => {
     it("creates a customer and answers 201 with the documented body, normalising e-mail and phone", async () => {

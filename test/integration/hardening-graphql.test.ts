@@ -220,7 +220,7 @@ describe("sandbox channels are test-mode only", () => {
   beforeAll(async () => {
     gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } });
     // Before any other merchant: the database is empty, as on a first start.
-    demoKey = await createDemoMerchantIfEmpty(gw.gateway.services);
+    demoKey = (await createDemoMerchantIfEmpty(gw.gateway.services))?.testKey ?? null;
     m = await gw.createMerchant();
   });
   afterAll(() => gw?.close());

@@ -32,7 +32,7 @@ describe("Idempotency-Key recovery after a crash", () => {
   /** The principal the merchant's test key authenticates as. */
   async function principalOf(merchantId: number) {
     const key = await prisma().apiKey.findFirstOrThrow({ where: { merchantId, mode: "test" } });
-    return { merchantId, mode: "test" as const, keyId: key.id, keyPrefix: key.prefix };
+    return { merchantId, mode: "test" as const, role: "owner" as const, userId: null, keyId: key.id, keyPrefix: key.prefix };
   }
 
   /** A merchant whose default channel is a sandbox one. */

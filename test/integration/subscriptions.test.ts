@@ -123,7 +123,7 @@ describe("GraphQL subscriptions", () => {
     await pay(aRef);
     await pay(bRef, DECLINED);
     // A live payment without calling a real provider: recorded as a provider's confirmation would be.
-    const [aLiveChannel] = await gw.gateway.services.channels.listChannels({ merchantId: a.id, mode: "live", keyId: 0, keyPrefix: "" });
+    const [aLiveChannel] = await gw.gateway.services.channels.listChannels({ merchantId: a.id, mode: "live", role: "owner" as const, userId: null, keyId: null, keyPrefix: null });
     const aLiveRef = (
       await gw.gateway.services.transactions.recordProviderPayment(aLiveChannel!, {
         providerReference: "LIVE-SUB-1", amount: 4321n, currency: "KES", phoneNumber: null, clientReference: null, paymentMethod: "card",

@@ -129,7 +129,7 @@ describe("endpoint health", () => {
       const refused = await strictApi.post("/v1/webhooks", { url: `${receiver.url}/strict` });
       expect(refused.status).toBe(400);
       expect(refused.body.message).toMatch(/^url: /);
-      const endpoint = await strict.gateway.services.webhooks.createEndpoint({ merchantId: merchant.id, mode: "test", keyId: 0, keyPrefix: "" }, { url: "https://93.184.216.34/hooks" });
+      const endpoint = await strict.gateway.services.webhooks.createEndpoint({ merchantId: merchant.id, mode: "test", role: "owner" as const, userId: null, keyId: null, keyPrefix: null }, { url: "https://93.184.216.34/hooks" });
       await strict.gateway.db.prisma.webhookEndpoint.update({ where: { id: endpoint.endpoint.id }, data: { url: `${receiver.url}/strict` } });
       expect((await strictApi.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
       const init = await strictApi.post("/api/transactions/initialize", { amount: 500, email: "p@example.test" });

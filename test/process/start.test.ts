@@ -34,6 +34,20 @@ describe("npm start on an empty database", () => {
     expect(status.body.data).toMatchObject({ merchant: { name: "Demo Merchant", default_currency: "KES" }, mode: "test" });
   });
 
+  it("prints the demo owner's dashboard password once (never in a log line), and it signs in", async () => {
+    const [, email, password] = await first!.waitFor(/Dashboard: \S+\/dashboard {2}e-mail (\S+) {2}password \(shown once\) (\S+)/);
+    for (const line of first!.output().split("\n").filter((l) => l.startsWith("{"))) expect(line).not.toContain(password!);
+    const login = await apiClient(first!.url).post("/v1/auth/login", { email, password });
+    expect(login.status, login.text).toBe(200);
+    expect(login.body.data).toMatchObject({ token_type: "Bearer", mode: "test", user: { email: "demo@example.com", role: "owner" } });
+    const viewer = await fetch(`${first!.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${login.body.data.access_token}` },
+      body: JSON.stringify({ query: "{ viewer { name } currentUser { email role } }" }),
+    });
+    expect(await viewer.json()).toEqual({ data: { viewer: { name: "Demo Merchant" }, currentUser: { email: "demo@example.com", role: "owner" } } });
+  });
+
   it("shuts down gracefully on SIGTERM: exit code 0 and the database closed", async () => {
     first!.child.kill("SIGTERM");
     expect(await first!.exited).toBe(0);

@@ -19,6 +19,8 @@ export interface TestGateway {
   database: TestDatabase;
   /** Seeds a merchant through the service (the testkit way), with one test and one live key. */
   createMerchant(name?: string): Promise<TestMerchant>;
+  /** Seeds a user of a merchant through the service; answers the e-mail and password to sign in with. */
+  createUser(merchantId: number, role: "owner" | "developer" | "viewer"): Promise<{ id: number; email: string; password: string }>;
   close(): Promise<void>;
 }
 
@@ -59,6 +61,11 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
       });
       return { id: merchant.id, name: merchant.name, testKey: keys.test.plaintext, liveKey: keys.live.plaintext };
     },
+    async createUser(merchantId, role) {
+      const credentials = { email: `${role}-${randomBytes(6).toString("hex")}@users.test`, password: `pw-${randomBytes(12).toString("base64url")}` };
+      const user = await gateway.services.users.createUser({ merchantId, role, ...credentials });
+      return { id: user.id, ...credentials };
+    },
     async close() {
       await gateway.close();
       if (ownsDatabase) await database.drop();
@@ -86,10 +93,16 @@ async function toResult(response: Response): Promise<HttpResult> {
 
 /** A client for one API key: REST calls and typed GraphQL operations over real HTTP. */
 export function apiClient(baseUrl: string, apiKey?: string) {
-  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
-    ...(apiKey ? { "x-api-key": apiKey } : {}),
-    ...extra,
-  });
+  return httpClient(baseUrl, apiKey ? { "x-api-key": apiKey } : {});
+}
+
+/** The same client for a signed-in user: Authorization: Bearer <access token>. */
+export function bearerClient(baseUrl: string, accessToken: string) {
+  return httpClient(baseUrl, { authorization: `Bearer ${accessToken}` });
+}
+
+function httpClient(baseUrl: string, credential: Record<string, string>) {
+  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({ ...credential, ...extra });
   return {
     async get(path: string, extra?: Record<string, string>) {
       return toResult(await fetch(`${baseUrl}${path}`, { headers: headers(extra) }));

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import { Prisma, type Customer } from "../../db/generated/prisma/client.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
+import { ConflictError, NotFoundError, ValidationError, isUniqueViolation } from "../../errors.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
 import { optionalText } from "../../validation.ts";
 
@@ -37,10 +37,6 @@ function validateCustomer(principal: Principal, input: CustomerInput) {
     lastName: optionalText(input.lastName, "last_name", MAX_NAME_LENGTH),
     phone: input.phone?.trim() ? normalizePhone(input.phone) : null,
   };
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002";
 }
 
 export function createCustomerService(prisma: PrismaClient) {

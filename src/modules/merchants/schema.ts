@@ -1,4 +1,5 @@
 import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
 
 export const ModeEnum = builder.enumType("Mode", {
   description: "Test-mode and live-mode objects never mix: every key, and everything it creates, has one mode.",
@@ -31,3 +32,55 @@ builder.queryField("viewer", (t) =>
       ctx.prisma.merchant.findUniqueOrThrow({ ...query, where: { id: ctx.principal!.merchantId } }),
   }),
 );
+
+/** API keys of the caller's mode: listed by their visible prefix; a new key's secret is shown once. */
+const ApiKey = builder.prismaObject("ApiKey", {
+  fields: (t) => ({
+    databaseId: t.exposeInt("id"),
+    prefix: t.exposeString("prefix", { description: "The key's first characters (sk_test_Ab12Cd34); not enough to authenticate." }),
+    mode: t.expose("mode", { type: ModeEnum }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
+  }),
+});
+
+const CreatedApiKey = builder.objectRef<{ apiKey: { id: number }; secret: string }>("CreatedApiKey").implement({
+  fields: (t) => ({
+    apiKey: t.prismaField({
+      type: ApiKey,
+      resolve: (query, created, _args, ctx) => ctx.prisma.apiKey.findUniqueOrThrow({ ...query, where: { id: created.apiKey.id } }),
+    }),
+    secret: t.exposeString("secret", { description: "The whole key. Shown once: only its hash is stored." }),
+  }),
+});
+
+builder.queryField("apiKeys", (t) =>
+  t.prismaField({
+    type: [ApiKey],
+    description: "The merchant's API keys in the caller's mode, newest first, revoked ones included.",
+    resolve: (query, _root, _args, ctx) =>
+      ctx.prisma.apiKey.findMany({ ...query, where: { merchantId: ctx.principal!.merchantId, mode: ctx.principal!.mode }, orderBy: { id: "desc" } }),
+  }),
+);
+
+builder.mutationFields((t) => ({
+  createApiKey: t.field({
+    type: CreatedApiKey,
+    description: "A new secret key in the caller's mode (live keys: owners only).",
+    errors: { types: businessErrors },
+    resolve: async (_root, _args, ctx) => {
+      const key = await ctx.services.merchants.createKey(ctx.principal!.merchantId, ctx.principal!.mode);
+      return { apiKey: { id: key.id }, secret: key.plaintext };
+    },
+  }),
+  revokeApiKey: t.prismaField({
+    type: ApiKey,
+    description: "Stops a key working at once, on every instance. Revoking twice is harmless.",
+    errors: { types: businessErrors },
+    args: { prefix: t.arg.string({ required: true }) },
+    resolve: async (query, _root, { prefix }, ctx) => {
+      const key = await ctx.services.merchants.revokeKey(prefix, { merchantId: ctx.principal!.merchantId, mode: ctx.principal!.mode });
+      return ctx.prisma.apiKey.findUniqueOrThrow({ ...query, where: { id: key.id } });
+    },
+  }),
+}));

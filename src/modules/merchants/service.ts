@@ -15,6 +15,7 @@ const merchantInput = z.object({
 });
 
 export interface IssuedKey {
+  id: number;
   mode: KeyMode;
   prefix: string;
   /** Shown once; only its hash is stored. */
@@ -26,8 +27,8 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
   const { keyCache } = options;
   async function issueKey(db: Pick<PrismaClient, "apiKey">, merchantId: number, mode: KeyMode): Promise<IssuedKey> {
     const key = generateApiKey(mode);
-    await db.apiKey.create({ data: { merchantId, mode, prefix: key.prefix, hash: key.hash } });
-    return { mode, prefix: key.prefix, plaintext: key.plaintext };
+    const row = await db.apiKey.create({ data: { merchantId, mode, prefix: key.prefix, hash: key.hash }, select: { id: true } });
+    return { id: row.id, mode, prefix: key.prefix, plaintext: key.plaintext };
   }
 
   return {
@@ -64,10 +65,13 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
       return issueKey(prisma, merchantId, mode);
     },
 
-    /** Revokes by the visible prefix; revoking twice is a no-op that still reports the key. */
-    async revokeKey(prefix: string) {
+    /**
+     * Revokes by the visible prefix; revoking twice is a no-op that still reports the key. `owner` limits
+     * it to one merchant's keys of one mode (the API); the operator's CLI passes none.
+     */
+    async revokeKey(prefix: string, owner?: { merchantId: number; mode: KeyMode }) {
       const key = await prisma.apiKey.findUnique({ where: { prefix } });
-      if (!key) throw new NotFoundError(`API key ${prefix}`);
+      if (!key || (owner && (key.merchantId !== owner.merchantId || key.mode !== owner.mode))) throw new NotFoundError(`API key ${prefix}`);
       if (key.revokedAt) return key;
       const revoked = await prisma.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
       await keyCache?.revoked(key.id);
@@ -85,7 +89,8 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
         select: { id: true, merchantId: true, mode: true, prefix: true, revokedAt: true },
       });
       if (!key || key.revokedAt) return null;
-      const principal: Principal = { merchantId: key.merchantId, mode: key.mode, keyId: key.id, keyPrefix: key.prefix };
+      // A key is the merchant's own server acting for it: it may do everything in its mode.
+      const principal: Principal = { merchantId: key.merchantId, mode: key.mode, role: "owner", userId: null, keyId: key.id, keyPrefix: key.prefix };
       keyCache?.set(hash, principal);
       return principal;
     },

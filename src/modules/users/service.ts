@@ -1,0 +1,171 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { UserRole } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import { ConflictError, GatewayError, NotFoundError, ValidationError, isUniqueViolation } from "../../errors.ts";
+import { rateLimitError } from "../../rate-limit/limiter.ts";
+import type { KeyMode } from "../../security/api-keys.ts";
+import type { LoginLimiter } from "./login-limiter.ts";
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hashPassword, unknownUserHash, verifyPassword } from "./passwords.ts";
+import { generateRefreshToken, hashRefreshToken, type AccessTokens } from "./tokens.ts";
+
+export const USER_ROLES: readonly UserRole[] = ["owner", "developer", "viewer"];
+
+const email = z
+  .string()
+  .trim()
+  .max(254, "must be at most 254 characters")
+  .pipe(z.email("must be a valid e-mail address"))
+  .transform((value) => value.toLowerCase());
+const mode = z.enum(["test", "live"], { error: "must be test or live" });
+
+const newUserInput = z.object({
+  merchantId: z.number().int().positive(),
+  email,
+  password: z
+    .string({ error: "is required" })
+    .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
+    .max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`),
+  role: z.enum(["owner", "developer", "viewer"], { error: "must be owner, developer or viewer" }),
+});
+
+const loginInput = z.object({
+  email: z.string({ error: "is required" }).min(1, "is required").max(254, "must be at most 254 characters"),
+  password: z.string({ error: "is required" }).min(1, "is required").max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`),
+  mode: mode.default("test"),
+});
+
+const refreshInput = z.object({
+  refresh_token: z.string({ error: "is required" }).min(1, "is required").max(200, "is not a refresh token"),
+  mode: mode.optional(),
+});
+
+function parse<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
+  const parsed = schema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new ValidationError(issue.path.join(".") || "body", issue.message);
+}
+
+export interface NewUser {
+  merchantId: number;
+  email: string;
+  password: string;
+  role: string;
+}
+
+/** Adds a user (also the CLI's `user create`, which has no sessions to manage). */
+export async function createUser(prisma: PrismaClient, input: NewUser) {
+  const data = parse(newUserInput, input);
+  if (!(await prisma.merchant.findUnique({ where: { id: data.merchantId }, select: { id: true } }))) throw new NotFoundError(`Merchant ${data.merchantId}`);
+  try {
+    return await prisma.user.create({
+      data: { merchantId: data.merchantId, email: data.email, role: data.role, passwordHash: await hashPassword(data.password) },
+      select: { id: true, merchantId: true, email: true, role: true, createdAt: true },
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new ConflictError(`A user with e-mail ${data.email} already exists`, "email");
+    throw error;
+  }
+}
+
+/** What login and refresh answer (the body of POST /v1/auth/login and /refresh, under data). */
+export interface Session {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  refresh_token: string;
+  user: { id: number; email: string; role: UserRole; merchant_id: number };
+  mode: KeyMode;
+}
+
+export interface UserServiceDeps {
+  prisma: PrismaClient;
+  tokens: AccessTokens;
+  loginLimiter: LoginLimiter;
+  refreshTokenTtlMs: number;
+}
+
+/**
+ * A merchant's team: users, their passwords, and their sessions. A session is a family of refresh tokens,
+ * each usable once (rotation); presenting a used one means it was copied, so the whole family is revoked
+ * (OAuth 2.0 Security Best Current Practice, section 4.14).
+ */
+export function createUserService(deps: UserServiceDeps) {
+  const { prisma, tokens, loginLimiter } = deps;
+  const invalidToken = () => new GatewayError("invalid_token", "The refresh token is invalid, expired or already used; sign in again");
+
+  async function session(user: { id: number; email: string; role: UserRole; merchantId: number }, familyId: string, sessionMode: KeyMode, db: Pick<PrismaClient, "refreshToken"> = prisma): Promise<Session> {
+    const refresh = generateRefreshToken();
+    await db.refreshToken.create({
+      data: { userId: user.id, familyId, hash: refresh.hash, mode: sessionMode, expiresAt: new Date(Date.now() + deps.refreshTokenTtlMs) },
+    });
+    return {
+      access_token: await tokens.issue({ userId: user.id, merchantId: user.merchantId, role: user.role, mode: sessionMode }),
+      token_type: "Bearer",
+      expires_in: tokens.ttlSeconds,
+      refresh_token: refresh.plaintext,
+      user: { id: user.id, email: user.email, role: user.role, merchant_id: user.merchantId },
+      mode: sessionMode,
+    };
+  }
+
+  return {
+    createUser: (input: NewUser) => createUser(prisma, input),
+
+    listUsers(merchantId: number) {
+      return prisma.user.findMany({ where: { merchantId }, orderBy: { id: "asc" }, select: { id: true, merchantId: true, email: true, role: true, createdAt: true } });
+    },
+
+    getUser(merchantId: number, id: number) {
+      return prisma.user.findFirst({ where: { id, merchantId }, select: { id: true, merchantId: true, email: true, role: true, createdAt: true } });
+    },
+
+    /**
+     * A wrong e-mail and a wrong password are the same 401 after the same work (an unknown e-mail is
+     * checked against a dummy hash); both count against the e-mail's and the IP's failure budgets.
+     */
+    async login(input: unknown, ip: string): Promise<Session> {
+      const { email: presented, password, mode: sessionMode } = parse(loginInput, input);
+      const address = presented.trim().toLowerCase();
+      const refused = await loginLimiter.attempt(address, ip);
+      if (refused) throw rateLimitError(refused);
+      const user = await prisma.user.findUnique({ where: { email: address } });
+      const ok = await verifyPassword(password, user?.passwordHash ?? (await unknownUserHash()));
+      if (!user || !ok) throw new GatewayError("invalid_credentials");
+      await loginLimiter.succeeded(address, ip);
+      return session(user, randomUUID(), sessionMode);
+    },
+
+    async refresh(input: unknown): Promise<Session> {
+      const { refresh_token, mode: requestedMode } = parse(refreshInput, input);
+      const hash = hashRefreshToken(refresh_token);
+      const outcome = await prisma.$transaction(async (tx) => {
+        const token = await tx.refreshToken.findUnique({ where: { hash }, include: { user: true } });
+        if (!token || token.revokedAt || token.expiresAt <= new Date()) return null;
+        // Using the token up is a conditional update, so of two concurrent refreshes one wins and the
+        // other is reuse: exactly one new token per old one.
+        const used = await tx.refreshToken.updateMany({ where: { id: token.id, usedAt: null, revokedAt: null }, data: { usedAt: new Date() } });
+        if (used.count === 0) return { reused: token.familyId } as const;
+        return { session: await session(token.user, token.familyId, requestedMode ?? token.mode, tx) } as const;
+      });
+      if (!outcome) throw invalidToken();
+      if ("reused" in outcome) {
+        // Revoked outside the refresh's transaction so it holds even though the request fails.
+        await prisma.refreshToken.updateMany({ where: { familyId: outcome.reused, revokedAt: null }, data: { revokedAt: new Date() } });
+        throw invalidToken();
+      }
+      return outcome.session;
+    },
+
+    /** Ends the session the refresh token belongs to (every token of its family); unknown tokens are a 401. */
+    async logout(input: unknown): Promise<void> {
+      const { refresh_token } = parse(refreshInput, input);
+      const token = await prisma.refreshToken.findUnique({ where: { hash: hashRefreshToken(refresh_token) }, select: { familyId: true } });
+      if (!token) throw invalidToken();
+      await prisma.refreshToken.updateMany({ where: { familyId: token.familyId, revokedAt: null }, data: { revokedAt: new Date() } });
+    },
+  };
+}
+
+export type UserService = ReturnType<typeof createUserService>;
