@@ -40,12 +40,15 @@ export class GatewayError extends Error {
   readonly status: number;
   /** The input field at fault, for validation errors. */
   readonly field: string | undefined;
+  /** For a 429: when to try again (sent as Retry-After). */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message?: string, options?: { field?: string; cause?: unknown }) {
+  constructor(code: ErrorCode, message?: string, options?: { field?: string; cause?: unknown; retryAfterSeconds?: number }) {
     super(message ?? errorCatalogue[code].message, { cause: options?.cause });
     this.code = code;
     this.status = errorCatalogue[code].status;
     this.field = options?.field;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }
 

@@ -85,6 +85,7 @@ function clientErrorResponse(error: NodeJS.ErrnoException): string {
 function sendError(reply: FastifyReply, error: GatewayError) {
   // A 503 is temporary (the database or a dependency is down): say when to come back.
   if (error.status === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+  if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
   return reply.code(error.status).type("application/json; charset=utf-8").send(errorEnvelope(error));
 }
 
@@ -211,6 +212,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   });
 
   app.decorateRequest("principal", null);
+  // Fastify parses text/plain bodies by default; the API takes JSON only, so they get the documented 415.
+  app.removeContentTypeParser("text/plain");
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof GatewayError ? error : (fastifyErrorToGateway(error) ?? toGatewayError(error));

@@ -157,7 +157,8 @@ export async function chargeOperation(limiter: GatewayRateLimiter | undefined, b
 
 /** The catalogue's 429, with the wait in the message. */
 export function rateLimitError(state: RateLimitState): GatewayError {
-  return new GatewayError("rate_limited", `Rate limit exceeded, retry in ${retryAfterSeconds(state)} seconds`);
+  const seconds = retryAfterSeconds(state);
+  return new GatewayError("rate_limited", `Rate limit exceeded, retry in ${seconds} seconds`, { retryAfterSeconds: seconds });
 }
 
 export function retryAfterSeconds(state: RateLimitState): number {

@@ -103,6 +103,8 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     expect(endpoint.status, endpoint.text).toBe(201);
     const endpoints = await gql(a.testKey, `{ webhookEndpoints { id } }`);
     own.WebhookEndpoint = endpoints.body.data.webhookEndpoints[0].id;
+    await gw.createUser(a.id, "viewer");
+    own.User = (await gql(a.testKey, `{ users { id } }`)).body.data.users[0].id;
   });
   afterAll(() => gw?.close());
 

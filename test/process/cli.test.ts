@@ -63,6 +63,33 @@ describe("operator CLI", () => {
     expect(badMode.code).toBe(2);
   });
 
+  it("user create reads the password from stdin (never an argument); the user signs in; mistakes exit non-zero", async () => {
+    const password = "correct horse battery staple";
+    const args = ["user", "create", "--merchant", String(merchantId), "--email", "Ops@Acme.test", "--role", "developer", "--password-stdin"];
+    const { code, output } = await runCli(args, database.env, `${password}\n`);
+    expect(code, output).toBe(0);
+    expect(JSON.parse(output.trim())).toEqual({ user: { id: expect.any(Number), email: "ops@acme.test", role: "developer", merchant_id: merchantId } });
+    expect(output).not.toContain(password);
+    const again = await runCli(args, database.env, password);
+    expect(again.code).toBe(1);
+    expect(again.output.trim()).toBe("A user with e-mail ops@acme.test already exists");
+    const noTerminal = await runCli(args.slice(0, -1), database.env);
+    expect(noTerminal.code).toBe(2);
+    expect(noTerminal.output).toContain("--password-stdin");
+    const badRole = await runCli(["user", "create", "--merchant", String(merchantId), "--email", "x@acme.test", "--role", "admin", "--password-stdin"], database.env, password);
+    expect(badRole.code).toBe(1);
+    expect(badRole.output).toContain("role");
+    const server = await startGatewayProcess(database.env);
+    try {
+      const login = await apiClient(server.url).post("/v1/auth/login", { email: "ops@acme.test", password });
+      expect(login.status, login.text).toBe(200);
+      expect(login.body.data.user).toMatchObject({ email: "ops@acme.test", role: "developer", merchant_id: merchantId });
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
   it("key revoke <prefix> makes that key fail with 401 while the others keep working", async () => {
     const prefix = extraKey.slice(0, "sk_test_".length + 8);
     const { code, output } = await runCli(["key", "revoke", prefix], database.env);

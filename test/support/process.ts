@@ -14,13 +14,14 @@ export interface RunningProcess {
 }
 
 /** Runs a TypeScript entry of this repo (src/main.ts, src/cli/main.ts) as its own process. */
-export function runEntry(entry: string, args: string[], env: Record<string, string>): RunningProcess {
+export function runEntry(entry: string, args: string[], env: Record<string, string>, stdin?: string): RunningProcess {
   // One process, as `npm start` runs it (node --import tsx), so pids and signals reach the gateway itself.
   const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "test", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (stdin !== undefined) child.stdin!.end(stdin);
   let buffer = "";
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
@@ -78,8 +79,8 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
 }
 
 /** Runs the operator CLI to completion. */
-export async function runCli(args: string[], env: Record<string, string>) {
-  const proc = runEntry("src/cli/main.ts", args, { LOG_LEVEL: "warn", ...env });
+export async function runCli(args: string[], env: Record<string, string>, stdin?: string) {
+  const proc = runEntry("src/cli/main.ts", args, { LOG_LEVEL: "warn", ...env }, stdin);
   const code = await proc.exited;
   return { code, output: proc.output() };
 }

@@ -10,10 +10,15 @@ export interface ClosedSocket {
 
 /** A graphql-ws client with the key in connection_init, as frontends connect. */
 export function wsClient(httpUrl: string, apiKey: string | undefined, onClosed?: (event: ClosedSocket) => void): Client {
+  return wsClientWith(httpUrl, apiKey === undefined ? {} : { "X-API-Key": apiKey }, onClosed);
+}
+
+/** The same with any connection_init payload, e.g. a user's {"Authorization": "Bearer <token>"}. */
+export function wsClientWith(httpUrl: string, connectionParams: Record<string, unknown>, onClosed?: (event: ClosedSocket) => void): Client {
   return createClient({
     url: `${httpUrl.replace(/^http/, "ws")}/graphql`,
     webSocketImpl: WebSocket,
-    connectionParams: apiKey === undefined ? {} : { "X-API-Key": apiKey },
+    connectionParams,
     retryAttempts: 0,
     lazy: true,
     on: { closed: (event) => onClosed?.({ code: (event as { code: number }).code, reason: (event as { reason: string }).reason }) },
@@ -87,11 +92,13 @@ export function collect<TData, TVars extends Record<string, unknown>>(
 }
 
 /** GraphQL over SSE (yoga's "distinct connections" mode): parsed `next` payloads as they arrive. */
-export async function sseSubscribe(httpUrl: string, apiKey: string, document: TypedDocumentNode<any, any>, variables?: Record<string, unknown>) {
+/** `credential`: an API key, or headers such as a user's {authorization: "Bearer <token>"}. */
+export async function sseSubscribe(httpUrl: string, credential: string | Record<string, string>, document: TypedDocumentNode<any, any>, variables?: Record<string, unknown>) {
   const controller = new AbortController();
+  const credentialHeaders = typeof credential === "string" ? { "x-api-key": credential } : credential;
   const response = await fetch(`${httpUrl}/graphql`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "text/event-stream", "x-api-key": apiKey },
+    headers: { "content-type": "application/json", accept: "text/event-stream", ...credentialHeaders },
     body: JSON.stringify({ query: print(document), variables }),
     signal: controller.signal,
   });

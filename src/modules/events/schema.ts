@@ -5,6 +5,7 @@ import { Transaction as TransactionType } from "../transactions/schema.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
 import { webhookBody } from "../webhooks/payload.ts";
 import type { PublishedEvent } from "./publisher.ts";
+import { toPublishedEvent } from "./status-change.ts";
 
 /** The transaction as it was when the event happened, rebuilt from the event's snapshot. */
 function transactionAsOf(event: PublishedEvent): Transaction {
@@ -50,6 +51,17 @@ const TransactionEvent = builder.objectRef<PublishedEvent>("TransactionEvent").i
     }),
   }),
 });
+
+builder.objectField(TransactionType, "events", (t) =>
+  t.field({
+    type: [TransactionEvent],
+    description: "Its status changes, oldest first, each with the transaction as of that change (their ids are what webhookDeliveries(eventId) takes).",
+    resolve: async (transaction, _args, ctx) => {
+      const rows = await ctx.prisma.event.findMany({ where: { transactionId: transaction.id, merchantId: ctx.principal!.merchantId }, orderBy: { id: "asc" }, take: 100 });
+      return rows.map(toPublishedEvent);
+    },
+  }),
+);
 
 /**
  * Ends an event stream when the signal aborts (server shutdown), so open subscriptions close cleanly.
