@@ -1,4 +1,5 @@
 import { pino, type Logger } from "pino";
+import pretty from "pino-pretty";
 import sonicBoom, { type SonicBoom } from "sonic-boom";
 
 // sonic-boom is CommonJS whose module.exports is the class; its types describe it as a named export.
@@ -26,8 +27,11 @@ export function redactCallbackToken(url: string): string {
   return url.replace(/^(\/callbacks\/[^/]+\/)[^/?]+/, "$1[redacted]");
 }
 
-/** `destination` lets tests read the lines the gateway really writes. */
-export function createLogger(level: string, destination?: { write(line: string): void }): Logger {
+/**
+ * JSON lines, one per event. `destination` lets tests read the lines the gateway really writes;
+ * `pretty` (development with a terminal attached) prints them readably instead.
+ */
+export function createLogger(level: string, destination?: { write(line: string): void }, format: { pretty?: boolean } = {}): Logger {
   const options = {
     level,
     redact: { paths: redactPaths, censor: "[redacted]" },
@@ -45,6 +49,7 @@ export function createLogger(level: string, destination?: { write(line: string):
   // the process (requests, the shutdown handler, even process.exit). Lines queue in memory instead, and
   // a forced exit may lose the last of them. (pino.destination() registers exactly such a flush.)
   // minLength 1 still writes each line at once, and makes flush(cb) wait until queued lines are written.
+  if (format.pretty && !destination) return pino(options, pretty({ colorize: true, translateTime: "HH:MM:ss.l", ignore: "pid,hostname" }));
   return pino(options, destination ?? new SonicBoomClass({ fd: 1, sync: false, minLength: 1 }));
 }
 

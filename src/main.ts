@@ -16,7 +16,7 @@ async function main() {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, { pretty: config.nodeEnv === "development" && process.stdout.isTTY === true });
 
   let gateway;
   try {
@@ -29,8 +29,10 @@ async function main() {
     throw error;
   }
 
-  const demo = await createDemoMerchantIfEmpty(gateway.services);
+  // Listening first: a start that fails on a busy port or a bad HOST creates no demo merchant, so the
+  // next start does, and prints its key.
   const address = await gateway.app.listen({ port: config.port, host: config.host });
+  const demo = await createDemoMerchantIfEmpty(gateway.services);
   logger.info({ address, database: gateway.db.backend }, "payment gateway listening");
 
   if (demo) {
@@ -40,6 +42,7 @@ async function main() {
         "",
         "  Demo merchant created with a sandbox payment channel.",
         `  Test API key (shown once, keep it): ${demo.testKey}`,
+        "  Lost it? npm run cli -- demo  prints a new one.",
         `  Try: curl -H "X-API-Key: ${demo.testKey}" ${config.publicBaseUrl}/v1/status`,
         `  Dashboard: ${config.publicBaseUrl}/dashboard  e-mail ${demo.user.email}  password (shown once) ${demo.user.password}`,
         "",

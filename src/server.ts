@@ -1,9 +1,12 @@
 import websocket from "@fastify/websocket";
+import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import { createAuthenticator, credentialFrom, type Credential, type Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
+import { registerDashboardRoutes } from "./dashboard/routes.ts";
 import type { Config } from "./config.ts";
 import { registerMomoCallbackRoutes } from "./modules/momo/callbacks.ts";
 import { registerPaystackCallbackRoutes } from "./modules/paystack/callbacks.ts";
@@ -19,7 +22,7 @@ import { registerIdempotency } from "./idempotency/hooks.ts";
 import { runInIdempotencyScope } from "./idempotency/scope.ts";
 import { createIdempotencyStore } from "./idempotency/store.ts";
 import { RedisConnections } from "./infra/redis.ts";
-import type { Logger } from "./logger.ts";
+import { redactCallbackToken, type Logger } from "./logger.ts";
 import { budgetedAuthentication, registerRateLimit } from "./rate-limit/hook.ts";
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, runOperation, type RestRequest } from "./rest/route-table.ts";
@@ -172,6 +175,13 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     forceCloseConnections: "idle",
     return503OnClosing: true,
     trustProxy: config.trustProxy,
+    // One line per request, written once the merchant is known (onResponse below), not Fastify's two.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
+    // A caller's (or proxy's) X-Request-Id is kept when it is a plain token, so one id follows a request across services.
+    genReqId: (request) => {
+      const presented = request.headers["x-request-id"];
+      return typeof presented === "string" && /^[A-Za-z0-9._:-]{8,128}$/.test(presented) ? presented : randomUUID();
+    },
     // A path Fastify cannot decode, or a parameter over its length limit, answered in the envelope.
     frameworkErrors: (error, _request, reply) =>
       sendError(
@@ -197,7 +207,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const yoga: YogaServerInstance<{ req: FastifyRequest; reply: FastifyReply }, GraphQLContext> = createYoga({
     schema,
     graphqlEndpoint: "/graphql",
-    graphiql: config.nodeEnv !== "production",
+    graphiql: config.nodeEnv !== "production" && { title: "Payment gateway · GraphiQL", defaultQuery: "{ viewer { name mode } }" },
+    // GraphiQL's scripts and styles from the package, inline: no CDN, so it works on a machine with no internet.
+    renderGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
     plugins: graphqlHardening(config.graphql),
@@ -223,6 +235,27 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   });
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, new GatewayError("route_not_found")));
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
+  app.addHook("onResponse", async (request, reply) => {
+    const principal = request.principal;
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        url: redactCallbackToken(request.url),
+        statusCode: reply.statusCode,
+        responseTimeMs: Math.round(reply.elapsedTime * 10) / 10,
+        merchantId: principal?.merchantId ?? null,
+        mode: principal?.mode ?? null,
+        ...(principal?.userId ? { userId: principal.userId } : {}),
+      },
+      "request completed",
+    );
+  });
 
   // Registered first: rate limiting runs before authentication, idempotency and any database work.
   const rateLimit = registerRateLimit(
@@ -298,6 +331,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerMomoCallbackRoutes(app, services);
   registerPaystackCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
+  await registerDashboardRoutes(app);
 
   for (const route of routes) {
     app.route({

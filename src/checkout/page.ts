@@ -10,6 +10,12 @@ export interface CheckoutView {
   acceptsCards: boolean;
   /** The payer pays on the provider's own page (Paystack) and comes back here. */
   hosted: boolean;
+  mode: "test" | "live";
+  /** The sandbox's card form, whose test cards the page lists in test mode. */
+  sandbox: boolean;
+  failureReason: string | null;
+  /** The merchant's callback_url with the reference appended: where the payer goes once the payment is settled. */
+  returnUrl: string | null;
 }
 
 export interface CheckoutPageOptions {
@@ -31,17 +37,26 @@ export function formatAmount(amount: bigint, currency: string): string {
   return `${currency} ${whole}.${(amount % unit).toString().padStart(exponent, "0")}`;
 }
 
+/** What a settled payment's page says: the outcome in words, with the provider's reason for a failure. */
+function settledText(view: CheckoutView): string {
+  if (view.status === "completed") return "Payment completed. Thank you.";
+  return view.failureReason ? `This payment did not go through: ${view.failureReason}.` : "This payment did not go through.";
+}
+
 /** The hosted checkout page: amount, merchant, and a card form that posts to /pay. */
 export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutPageOptions = {}): string {
+  const backLink = view?.returnUrl ? `<a id="return" href="${escapeHtml(view.returnUrl)}">Return to ${escapeHtml(view.merchantName)}</a>` : "";
+  const testMode = view?.mode === "test";
   const body = !view
     ? `<h1>Payment not found</h1><p>This payment link is not valid.</p>`
-    : `<p class="merchant">${escapeHtml(view.merchantName)}</p>
+    : `${testMode ? `<p class="test-ribbon" role="note">Test mode: no real money moves</p>` : ""}
+  <p class="merchant">${escapeHtml(view.merchantName)}</p>
   <h1 id="amount">${escapeHtml(formatAmount(view.amount, view.currency))}</h1>
   ${view.description ? `<p class="description">${escapeHtml(view.description)}</p>` : ""}
   ${options.notice ? `<p id="notice">${escapeHtml(options.notice)}</p>` : ""}
   ${
     view.status !== "pending"
-      ? `<p id="result" class="${view.status}">This payment is ${escapeHtml(view.status)}.</p>`
+      ? `<p id="result" class="${view.status}">${escapeHtml(settledText(view))}</p>${backLink}`
       : view.hosted
         ? options.confirming
           ? `<p id="result" class="pending">We are confirming your payment. This page updates by itself.</p>`
@@ -57,7 +72,13 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
     </div>
     <button type="submit">Pay ${escapeHtml(formatAmount(view.amount, view.currency))}</button>
   </form>
+  ${
+    testMode && view.sandbox
+      ? `<p class="hint">Test cards: 4084 0840 8408 4081 succeeds; 4000 0000 0000 0002 is declined, 4000 0000 0000 9995 has insufficient funds. Any future expiry date and any CVC.</p>`
+      : ""
+  }
   <p id="result" role="status"></p>
+  ${backLink.replace("<a ", "<a hidden ")}
   <script>
     const form = document.getElementById("pay");
     const result = document.getElementById("result");
@@ -76,10 +97,16 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
       } catch {
         answer = { status: "error", message: "The payment could not be sent. Check your connection and try again." };
       }
+      const back = document.getElementById("return");
       if (answer.status === "success") {
         form.remove();
         result.className = "completed";
         result.textContent = "Payment completed. Thank you.";
+        // Back to the merchant's callback_url, with the reference, as Paystack does; the link stays for slow redirects.
+        if (back) {
+          back.hidden = false;
+          setTimeout(() => location.assign(back.href), 1500);
+        }
       } else if (response && response.status === 409) {
         // Settled already, or another payment of this transaction is being charged: no second
         // attempt from here; the page reloads to show how that payment ends.
@@ -91,7 +118,10 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
         result.className = "failed";
         result.textContent = answer.message;
         form.querySelector("button").disabled = false;
-        if (response && response.status === 402) form.remove();
+        if (response && response.status === 402) {
+          form.remove();
+          if (back) back.hidden = false;
+        }
       }
     });
   </script>`
@@ -106,6 +136,8 @@ ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh"
   label { display: block; margin: .5rem 0; font-size: .9rem; } input { display: block; width: 100%; padding: .5rem; font-size: 1rem; box-sizing: border-box; }
   .row { display: flex; gap: .5rem; } button { margin-top: 1rem; width: 100%; padding: .75rem; font-size: 1rem; background: #0a6; color: #fff; border: 0; border-radius: 4px; }
   .completed { color: #0a6; } .failed { color: #c22; }
+  .test-ribbon { background: #c2410c; color: #fff; font-weight: 600; text-align: center; padding: .4rem; margin: -3rem -1rem 2rem; letter-spacing: .02em; }
+  .hint { color: #555; font-size: .85rem; margin-top: 1rem; } #return { display: inline-block; margin-top: 1rem; } #return[hidden] { display: none; }
 </style></head>
 <body>
   ${body}

@@ -43,6 +43,8 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
       notice = "We could not confirm your payment with the provider yet.";
     }
     const view = await services.transactions.checkoutView(reference);
+    // Settled, and the merchant gave a callback_url: the payer goes straight back there, as Paystack would send them.
+    if (view?.returnUrl && view.status !== "pending") return reply.header("cache-control", "no-store").redirect(view.returnUrl, 303);
     return sendPage(reply, view, { confirming: true, ...(notice ? { notice } : {}) });
   });
 

@@ -188,7 +188,7 @@ describe("checkout payment claim", () => {
         await prisma().transaction.update({ where: { id }, data: { chargeStartedAt: null } });
         expect((await pay(reference, SUCCESS)).status).toBe(200);
         await page.waitForSelector("#result.completed", { timeout: 10_000 });
-        expect(await page.textContent("#result")).toBe("This payment is completed.");
+        expect(await page.textContent("#result")).toBe("Payment completed. Thank you.");
         expect(chargesOf(reference)).toBe(1);
       } finally {
         await page.close();

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
@@ -50,7 +52,7 @@ describe("hosted checkout page", () => {
     expect(verify.body.transaction).toMatchObject({ status: "completed", payment_method: "card" });
     // Reloading a settled payment shows its state instead of the form.
     await page.reload();
-    expect(await page.textContent("#result")).toBe("This payment is completed.");
+    expect(await page.textContent("#result")).toBe("Payment completed. Thank you.");
     expect(await page.$("form#pay")).toBeNull();
     await page.close();
   });
@@ -75,5 +77,62 @@ describe("hosted checkout page", () => {
     await page.waitForSelector("#result.completed");
     expect((await api.get(`/api/transactions/verify/${reference}`)).body.transaction.status).toBe("completed");
     await page.close();
+  });
+
+  it("in test mode: a ribbon says no real money moves, and the sandbox's test cards are listed", async () => {
+    const { page } = await openCheckout(1000);
+    expect(await page.textContent(".test-ribbon")).toBe("Test mode: no real money moves");
+    expect(await page.textContent(".hint")).toContain("4084 0840 8408 4081 succeeds");
+    await page.close();
+  });
+
+  it("a declined payment's verify carries failure_code and failure_reason; the page reloads with the reason", async () => {
+    const { page, reference } = await openCheckout(1200);
+    await fillCard(page, "4000 0000 0000 9995");
+    await page.waitForSelector("#result.failed");
+    const verify = await api.get(`/api/transactions/verify/${reference}`);
+    expect(verify.body.transaction).toMatchObject({ status: "failed", failure_code: "insufficient_funds", failure_reason: "Insufficient funds" });
+    await page.reload();
+    expect(await page.textContent("#result")).toBe("This payment did not go through: Insufficient funds.");
+    const paid = await openCheckout(1300);
+    await fillCard(paid.page, "4084 0840 8408 4081");
+    await paid.page.waitForSelector("#result.completed");
+    const ok = await api.get(`/api/transactions/verify/${paid.reference}`);
+    expect(ok.body.transaction).not.toHaveProperty("failure_code");
+    await page.close();
+    await paid.page.close();
+  });
+
+  it("callback_url: after paying the payer is sent to the merchant's page with trxref and reference; the result page links back", async () => {
+    const merchantSite = createServer((request, response) => response.end(`merchant page ${request.url}`));
+    await new Promise<void>((resolve) => merchantSite.listen(0, "127.0.0.1", resolve));
+    const site = `http://127.0.0.1:${(merchantSite.address() as AddressInfo).port}`;
+    try {
+      const init = await api.post("/api/transactions/initialize", { amount: 4200, email: "payer@example.com", callback_url: `${site}/thanks?order=42` });
+      expect(init.status, init.text).toBe(200);
+      const reference = init.body.reference as string;
+      const page = await browser.newPage();
+      await page.goto(`${gw.url}${new URL(init.body.authorization_url).pathname}`);
+      await fillCard(page, "4084 0840 8408 4081");
+      await page.waitForURL(`${site}/thanks?**`, { timeout: 10_000 });
+      const landed = new URL(page.url());
+      expect(Object.fromEntries(landed.searchParams)).toEqual({ order: "42", trxref: reference, reference });
+      // Coming back to the checkout link shows the outcome and the way back.
+      await page.goto(`${gw.url}/payment/checkout/${reference}`);
+      expect(await page.getAttribute("#return", "href")).toBe(`${site}/thanks?order=42&trxref=${reference}&reference=${reference}`);
+      expect(await page.textContent("#return")).toBe("Return to Mama Mboga Ltd");
+      await page.close();
+    } finally {
+      merchantSite.close();
+    }
+  });
+
+  it("callback_url must be an absolute http(s) URL: 400 naming it, and nothing created", async () => {
+    for (const callback_url of ["javascript:alert(1)", "/relative", "ftp://example.com/x", "https://user:pw@example.com/", `https://example.com/${"x".repeat(2100)}`]) {
+      const res = await api.post("/api/transactions/initialize", { amount: 100, email: "payer@example.com", callback_url });
+      expect(res.status, callback_url).toBe(400);
+      expect(res.body).toMatchObject({ status: "error", code: "validation_failed" });
+      expect(res.body.message).toMatch(/^callback_url: /);
+    }
   });
 });

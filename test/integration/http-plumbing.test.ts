@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /** Responses must never carry a stack trace, SQL, or a file path. */
@@ -88,5 +89,44 @@ describe("HTTP plumbing", () => {
     const res = await fetch(`${gw.url}/graphql`, { headers: { accept: "text/html" } });
     expect(res.status).toBe(200);
     expect(await res.text()).toMatch(/graphiql/i);
+  });
+});
+
+describe("request ids and request lines", () => {
+  let gw: TestGateway;
+  let merchant: TestMerchant;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ logger: createLogger("info", { write: (line) => void lines.push(line) }) });
+    merchant = await gw.createMerchant();
+  });
+  afterAll(() => gw?.close());
+
+  const lineFor = (requestId: string) =>
+    lines.map((l) => JSON.parse(l)).find((entry) => entry.requestId === requestId && entry.msg === "request completed");
+
+  it("every response carries X-Request-Id; its log line names the request id, merchant, mode, route and status", async () => {
+    const res = await apiClient(gw.url, merchant.liveKey).get("/api/transactions/verify/txn_unknown");
+    expect(res.status).toBe(404);
+    const id = res.headers.get("x-request-id")!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await expect.poll(() => lineFor(id)).toMatchObject({
+      requestId: id,
+      method: "GET",
+      route: "/api/transactions/verify/:reference",
+      statusCode: 404,
+      merchantId: merchant.id,
+      mode: "live",
+      responseTimeMs: expect.any(Number),
+    });
+  });
+
+  it("keeps a caller's well-formed X-Request-Id, replaces a malformed one, and logs keyless requests without a merchant", async () => {
+    const kept = await apiClient(gw.url).get("/health", { "x-request-id": "lb-7f3a9c2e-0001" });
+    expect(kept.headers.get("x-request-id")).toBe("lb-7f3a9c2e-0001");
+    await expect.poll(() => lineFor("lb-7f3a9c2e-0001")).toMatchObject({ route: "/health", statusCode: 200, merchantId: null, mode: null });
+    const replaced = await apiClient(gw.url).get("/health", { "x-request-id": "bad id with spaces" });
+    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

@@ -104,7 +104,8 @@ describe("STK push", () => {
     expect(ack.body).toEqual({ ResultCode: 0, ResultDesc: "Accepted" });
     const stored = await row(t.id);
     expect(stored).toMatchObject({ status: "failed", failureCode: String(code), failureReason: `Result ${code}` });
-    expect((await api.get(`/api/momo/stk-status/${t.reference}`)).body.transaction.status).toBe("failed");
+    const status = (await api.get(`/api/momo/stk-status/${t.reference}`)).body.transaction;
+    expect(status).toMatchObject({ status: "failed", failure_code: String(code), failure_reason: `Result ${code}` });
   });
 
   it("a duplicated callback changes nothing and is still acknowledged", async () => {

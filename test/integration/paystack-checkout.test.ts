@@ -47,7 +47,7 @@ describe("hosted checkout on a paystack channel", () => {
     expect(page.url()).toBe(`${fake.url}/checkout/${fake.transactions.get(reference)!.access_code}`);
     await page.click("button#pay");
     await page.waitForURL((u) => u.pathname === `/payment/checkout/${reference}/return`);
-    expect(await page.textContent("#result")).toBe("This payment is completed.");
+    expect(await page.textContent("#result")).toBe("Payment completed. Thank you.");
     expect(await page.textContent("#amount")).toBe("GHS 1,250.00");
     const verified = await api.get(`/api/transactions/verify/${reference}`);
     expect(verified.body.status).toBe("completed");
@@ -60,7 +60,7 @@ describe("hosted checkout on a paystack channel", () => {
     await page.goto(url);
     await page.click("button#decline");
     await page.waitForURL((u) => u.pathname === `/payment/checkout/${reference}/return`);
-    expect(await page.textContent("#result")).toBe("This payment is failed.");
+    expect(await page.textContent("#result")).toBe("This payment did not go through: Declined.");
     expect((await api.get(`/api/transactions/verify/${reference}`)).body.status).toBe("failed");
     await page.close();
   });
@@ -74,7 +74,7 @@ describe("hosted checkout on a paystack channel", () => {
       expect(await page.textContent("#result")).toBe("We are confirming your payment. This page updates by itself.");
       await fake.pay(reference);
       // The page refreshes itself (every 5 s) and verifies again.
-      await page.waitForFunction(() => document.querySelector("#result")?.textContent === "This payment is completed.", undefined, { timeout: 15_000 });
+      await page.waitForFunction(() => document.querySelector("#result")?.textContent === "Payment completed. Thank you.", undefined, { timeout: 15_000 });
       await page.close();
     } finally {
       fake.switches.chargeWebhooks = true;

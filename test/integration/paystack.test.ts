@@ -205,7 +205,7 @@ describe("settlement", () => {
 
       await fake.pay(reference);
       const back = await fetch(`${gw.url}/payment/checkout/${reference}/return?trxref=${reference}&reference=${reference}`);
-      expect(await back.text()).toContain("This payment is completed.");
+      expect(await back.text()).toContain("Payment completed. Thank you.");
       expect((await row(reference)).status).toBe("completed");
       expect(await eventsOf(reference)).toEqual(["transaction.completed"]);
       // Settled: the payer's link now shows the result instead of sending them to Paystack again.
@@ -222,7 +222,7 @@ describe("settlement", () => {
       const { reference } = await initialize();
       await fake.pay(reference, "failed");
       const back = await fetch(`${gw.url}/payment/checkout/${reference}/return?reference=${reference}`);
-      expect(await back.text()).toContain("This payment is failed.");
+      expect(await back.text()).toContain("This payment did not go through: Declined.");
       expect(await row(reference)).toMatchObject({ status: "failed", failureCode: "declined" });
     } finally {
       fake.switches.chargeWebhooks = true;

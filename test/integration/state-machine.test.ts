@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PublishedEvent } from "../../src/modules/events/publisher.ts";
+import { CREATED_NOTICE } from "../../src/modules/transactions/state-machine.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /** The one function that changes a transaction's status: exactly once, terminal states final, events after commit. */
@@ -7,6 +8,8 @@ describe("transaction state machine", () => {
   let gw: TestGateway;
   let api: ReturnType<typeof apiClient>;
   const published: PublishedEvent[] = [];
+  // Status changes only: a new checkout transaction also sends live subscribers a created notice (no event row).
+  const statusEvents = () => published.filter((e) => e.type !== CREATED_NOTICE);
 
   beforeAll(async () => {
     gw = await startTestGateway();
@@ -44,9 +47,10 @@ describe("transaction state machine", () => {
     const events = await gw.gateway.db.prisma.event.findMany({ where: { transactionId: transaction.id } });
     expect(events).toHaveLength(1);
     expect(events[0]!.type).toBe(`transaction.${finalRow.status}`);
-    await vi.waitFor(() => expect(published.filter((e) => e.transactionId === transaction.id)).toHaveLength(1));
+    await vi.waitFor(() => expect(statusEvents().filter((e) => e.transactionId === transaction.id)).toHaveLength(1));
     await new Promise((resolve) => setTimeout(resolve, 100)); // and no second one arrives
-    expect(published.filter((e) => e.transactionId === transaction.id)).toHaveLength(1);
+    expect(statusEvents().filter((e) => e.transactionId === transaction.id)).toHaveLength(1);
+    expect(published.filter((e) => e.transactionId === transaction.id).map((e) => e.type)).toEqual([CREATED_NOTICE, `transaction.${finalRow.status}`]);
   });
 
   it("never changes a terminal state", async () => {
@@ -76,7 +80,7 @@ describe("transaction state machine", () => {
 
   it("publishes nothing and writes nothing when the database transaction fails", async () => {
     const transaction = await newTransaction();
-    const before = published.length;
+    const before = statusEvents().length;
     // A change that violates a constraint (unique checkout_request_id) rolls the whole transition back.
     const taken = await newTransaction();
     await gw.gateway.db.prisma.transaction.update({ where: { id: taken.id }, data: { checkoutRequestId: "ws_CO_TAKEN" } });
@@ -87,6 +91,6 @@ describe("transaction state machine", () => {
     expect(row.status).toBe("pending");
     expect(await gw.gateway.db.prisma.event.count({ where: { transactionId: transaction.id } })).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(published.length).toBe(before);
+    expect(statusEvents().length).toBe(before);
   });
 });

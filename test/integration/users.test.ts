@@ -103,11 +103,11 @@ describe("sign-in and tokens", () => {
     await new Promise((r) => setTimeout(r, 300));
     const init = await apiClient(gw.url, acme.testKey).post("/api/transactions/initialize", { amount: 1500, email: "payer@example.com" });
     await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, CARD);
-    const expected = { type: "transaction.completed", transaction: { reference: init.body.reference } };
-    await events.waitFor(1);
-    expect((events.results[0]!.data as any).transactionEvents).toEqual(expected);
-    await sse.waitFor(() => sse.events.some((e) => e.data?.data));
-    expect(sse.events.find((e) => e.data?.data)!.data.data.transactionEvents).toEqual(expected);
+    const expected = ["transaction.created", "transaction.completed"].map((type) => ({ type, transaction: { reference: init.body.reference } }));
+    await events.waitFor(2);
+    expect(events.results.map((r) => (r.data as any).transactionEvents)).toEqual(expected);
+    await sse.waitFor(() => sse.events.filter((e) => e.data?.data).length >= 2);
+    expect(sse.events.filter((e) => e.data?.data).map((e) => e.data.data.transactionEvents)).toEqual(expected);
     await sse.close();
     await ws.dispose();
   });
@@ -569,9 +569,9 @@ describe("isolation with bearer tokens: merchants and modes", () => {
     await new Promise((r) => setTimeout(r, 300));
     const init = await apiClient(gw.url, a.testKey).post("/api/transactions/initialize", { amount: 700, email: "live-sub@payers.test" });
     await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, CARD);
-    await subs.aTest!.events.waitFor(1);
+    await subs.aTest!.events.waitFor(2);
     await new Promise((r) => setTimeout(r, 300));
-    expect(subs.aTest!.events.results.map((r) => (r.data as any).transactionEvents.transaction.reference)).toEqual([init.body.reference]);
+    expect(subs.aTest!.events.results.map((r) => (r.data as any).transactionEvents.transaction.reference)).toEqual([init.body.reference, init.body.reference]);
     expect(subs.aLive!.events.results).toEqual([]);
     expect(subs.bTest!.events.results).toEqual([]);
     for (const { ws } of Object.values(subs)) await ws.dispose();

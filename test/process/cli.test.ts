@@ -133,6 +133,25 @@ describe("operator CLI", () => {
     expect(parsed.recent_failures).toEqual([{ id: expect.any(String), kind: "webhook.deliver", attempts: 8, last_error: "HTTP 500", failed_at: expect.any(String) }]);
   });
 
+  it("--help prints usage (for the CLI and for one command) on stdout and exits 0; an unknown option exits 2 in one line", async () => {
+    const all = await runCli(["--help"], database.env);
+    expect(all.code).toBe(0);
+    expect(all.output).toMatch(/^Usage: npm run cli -- <command> \[--help\]\n/);
+    for (const command of ["merchant create", "user create", "demo", "webhooks listen", "jobs"]) expect(all.output).toContain(`\n  ${command}`);
+    const one = await runCli(["user", "create", "--help"], database.env);
+    expect(one.code).toBe(0);
+    expect(one.output).toContain("Usage: npm run cli -- user create --merchant <id> --email <email> --role owner|developer|viewer [--password-stdin]\nAdds a dashboard user.");
+    const bogus = await runCli(["merchant", "list", "--bogus"], database.env);
+    expect(bogus.code).toBe(2);
+    expect(bogus.output.split("\n")[0]).toBe("Unknown option '--bogus'");
+  });
+
+  it("demo without a demo merchant says so and exits 1", async () => {
+    const { code, output } = await runCli(["demo"], database.env);
+    expect(code).toBe(1);
+    expect(output.trim()).toBe("No demo merchant in this database: it is created at the first start against an empty database");
+  });
+
   it("unknown commands print usage and exit 2", async () => {
     const { code, output } = await runCli(["merchant", "delete"], database.env);
     expect(code).toBe(2);

@@ -1,7 +1,8 @@
+import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
-import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { runCli, runEntry, startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
 
 describe("npm start on an empty database", () => {
   let database: TestDatabase;
@@ -55,6 +56,21 @@ describe("npm start on an empty database", () => {
     first = undefined;
   });
 
+  it("npm run cli -- demo prints a new working test key for the demo merchant", async () => {
+    const { code, output } = await runCli(["demo"], database.env);
+    expect(code, output).toBe(0);
+    const demo = JSON.parse(output.trim());
+    expect(demo).toMatchObject({ mode: "test", key: expect.stringMatching(/^sk_test_/) });
+    const server = await startGatewayProcess(database.env);
+    try {
+      const status = await apiClient(server.url, demo.key).get("/v1/status");
+      expect(status.body.data).toMatchObject({ merchant: { id: demo.merchant_id, name: "Demo Merchant" }, mode: "test" });
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
   it("does not create or print a demo key again on the next start", async () => {
     const second = await startGatewayProcess(database.env);
     try {
@@ -63,6 +79,32 @@ describe("npm start on an empty database", () => {
     } finally {
       second.child.kill("SIGINT");
       expect(await second.exited).toBe(0);
+    }
+  });
+});
+
+describe("a first start that cannot listen", () => {
+  it("creates no demo merchant, so the next start does and prints its key", async () => {
+    const database = await createTestDatabase();
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = String((busy.address() as { port: number }).port);
+      const failed = runEntry("src/main.ts", [], { PORT: port, HOST: "127.0.0.1", LOG_LEVEL: "info", ...database.env });
+      expect(await failed.exited).toBe(1);
+      expect(failed.output()).toContain("EADDRINUSE");
+      expect(failed.output()).not.toMatch(/Test API key/);
+      const next = await startGatewayProcess(database.env);
+      try {
+        await next.waitFor(/Test API key \(shown once, keep it\): sk_test_\S+/);
+        expect(next.output()).toContain("Lost it? npm run cli -- demo  prints a new one.");
+      } finally {
+        next.child.kill("SIGTERM");
+        await next.exited;
+      }
+    } finally {
+      busy.close();
+      await database.drop();
     }
   });
 });

@@ -133,7 +133,9 @@ builder.subscriptionType({ authScopes: { merchant: true } });
 builder.subscriptionFields((t) => ({
   transactionEvents: t.field({
     type: TransactionEvent,
-    description: "Every event of the merchant's transactions in the key's mode: transaction.pending, .completed and .failed.",
+    description:
+      "Every event of the merchant's transactions in the key's mode: transaction.created (live only: a checkout payment " +
+      "was started; no webhook and no stored event), transaction.pending, .completed and .failed.",
     subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.transactionId !== null),
     resolve: (event) => event,
   }),

@@ -1,5 +1,6 @@
 import { intField, required, stringField } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
+import { failureOf } from "../transactions/routes.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
 interface MomoTransaction {
@@ -60,14 +61,14 @@ export const momoRoutes: RestRoute[] = [
     }),
   }),
 
-  defineRoute<{ stkStatus: MomoTransaction }>({
+  defineRoute<{ stkStatus: MomoTransaction & { failureCode: string | null; failureReason: string | null } }>({
     method: "GET",
     path: "/api/momo/stk-status/:reference",
     operation: `query RestStkStatus($reference: String!) {
       stkStatus(reference: $reference) {
         __typename
         ... on Error { code message }
-        ... on Transaction { ${transactionFields} }
+        ... on Transaction { ${transactionFields} failureCode failureReason }
       }
     }`,
     variables: ({ params }) => ({ reference: params.reference }),
@@ -82,6 +83,7 @@ export const momoRoutes: RestRoute[] = [
           status: t.status,
           payment_method: t.paymentMethod,
           created_at: t.createdAt,
+          ...failureOf(t),
         },
       },
     }),

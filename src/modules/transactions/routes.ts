@@ -18,6 +18,15 @@ const summary = (t: TransactionFields) => ({
   created_at: t.createdAt,
 });
 
+export interface FailureFields {
+  status: string;
+  failureCode: string | null;
+  failureReason: string | null;
+}
+
+/** Why a failed payment failed (the provider's code and words); the documented fields alone otherwise. */
+export const failureOf = (t: FailureFields) => (t.status === "failed" ? { failure_code: t.failureCode, failure_reason: t.failureReason } : {});
+
 export const transactionRoutes = [
   defineRoute<{
     initializeTransaction: { reference: string; accessCode: string; authorizationUrl: string; transaction: TransactionFields };
@@ -44,6 +53,7 @@ export const transactionRoutes = [
         firstName: stringField(body, "first_name"),
         lastName: stringField(body, "last_name"),
         phone: stringField(body, "phone"),
+        callbackUrl: stringField(body, "callback_url"),
       },
     }),
     respond: ({ initializeTransaction: r }) => ({
@@ -58,19 +68,19 @@ export const transactionRoutes = [
     }),
   }),
 
-  defineRoute<{ transaction: TransactionFields & { paymentMethod: string | null } }>({
+  defineRoute<{ transaction: TransactionFields & { paymentMethod: string | null } & FailureFields }>({
     method: "GET",
     path: "/api/transactions/verify/:reference",
     operation: `query RestVerifyTransaction($reference: String!) {
       transaction(reference: $reference) {
         __typename
         ... on Error { code message }
-        ... on Transaction { databaseId reference amount status paymentMethod createdAt }
+        ... on Transaction { databaseId reference amount status paymentMethod createdAt failureCode failureReason }
       }
     }`,
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ transaction: t }) => {
-      const transaction = { ...summary(t), payment_method: t.paymentMethod };
+      const transaction = { ...summary(t), payment_method: t.paymentMethod, ...failureOf(t) };
       // The documented body repeats "status": "success" first, the transaction status last, so a legacy
       // client's JSON parser (last key wins) reads the transaction status. JSON.stringify cannot emit
       // a duplicate key, hence the hand-built text.

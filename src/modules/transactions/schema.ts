@@ -101,6 +101,10 @@ const InitializeTransactionInput = builder.inputType("InitializeTransactionInput
     firstName: t.string({ required: false }),
     lastName: t.string({ required: false }),
     phone: t.string({ required: false, description: "E.164 with a leading +." }),
+    callbackUrl: t.string({
+      required: false,
+      description: "An http(s) URL of the merchant's: after paying, the payer is sent there with ?trxref=<reference>&reference=<reference>.",
+    }),
   }),
 });
 

@@ -61,6 +61,32 @@ export interface InitializeInput {
   firstName?: string | null;
   lastName?: string | null;
   phone?: string | null;
+  /** The merchant's page to send the payer back to after paying (Paystack's field). */
+  callbackUrl?: string | null;
+}
+
+/** An http(s) URL the payer's browser is sent to; no credentials in it, at most 2,048 characters. */
+function parseCallbackUrl(value: string | null | undefined): string | null {
+  const text = optionalText(value, "callback_url", 2048);
+  if (!text) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ValidationError("callback_url", "must be an absolute http(s) URL");
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.username || url.password) {
+    throw new ValidationError("callback_url", "must be an absolute http(s) URL without credentials");
+  }
+  return url.href;
+}
+
+/** Where the payer goes after paying: the merchant's callback_url with ?trxref=<ref>&reference=<ref>, as Paystack sends them. */
+export function payerReturnUrl(callbackUrl: string, reference: string): string {
+  const url = new URL(callbackUrl);
+  url.searchParams.set("trxref", reference);
+  url.searchParams.set("reference", reference);
+  return url.href;
 }
 
 export type TransactionFilters = StatusDateFilters;
@@ -357,6 +383,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const firstName = optionalText(input.firstName, "first_name", 100);
       const lastName = optionalText(input.lastName, "last_name", 100);
       const description = optionalText(input.description, "description", 500);
+      const callbackUrl = parseCallbackUrl(input.callbackUrl);
       const [channel, defaultCurrency] = await Promise.all([
         channels.resolvePaymentChannel(principal, input.paymentChannelId),
         input.currency ? null : merchantCurrency(principal),
@@ -380,6 +407,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         phoneNumber: phone,
         channelId: channel.id,
         customerId: customer.id,
+        callbackUrl,
       };
       if (hosted) {
         // Row and its verification job first, then the provider: whatever happens at Paystack is found again.
@@ -632,7 +660,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const t = await prisma.transaction.findUnique({
         where: { reference },
         select: {
-          reference: true, amount: true, currency: true, status: true, description: true,
+          reference: true, amount: true, currency: true, status: true, description: true, mode: true,
+          failureReason: true, callbackUrl: true,
           merchant: { select: { name: true } }, channel: { select: { provider: true } },
         },
       });
@@ -643,6 +672,10 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         currency: t.currency,
         status: t.status,
         description: t.description,
+        mode: t.mode,
+        failureReason: t.failureReason,
+        returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
+        sandbox: t.channel?.provider === "sandbox",
         merchantName: t.merchant.name,
         acceptsCards: t.channel !== null && connectors[t.channel.provider as ProviderName]?.chargeCard !== undefined,
         hosted: t.channel !== null && connectors[t.channel.provider as ProviderName]?.hosted !== undefined,

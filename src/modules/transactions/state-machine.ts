@@ -103,6 +103,25 @@ export async function insertPendingTransaction(
   return { transaction, event, jobsQueued };
 }
 
-export function afterCreate(deps: StateMachineDeps, created: { event: Event | null; jobsQueued: number }): void {
+/** The news of a new transaction for live subscribers (transactionEvents): the dashboard's table shows it at once. */
+export const CREATED_NOTICE = "transaction.created";
+
+export function afterCreate(deps: StateMachineDeps, created: { transaction: Transaction; event: Event | null; jobsQueued: number }): void {
   afterCommit(deps, created.event, created.jobsQueued);
+  // A checkout payment has no event of its own until it settles (an STK push has transaction.pending).
+  // Creation is not a status change: told to live subscribers only, with no event row and no webhook,
+  // so initialize stays one INSERT. A missed notice costs nothing: the settling event follows.
+  if (!created.event) {
+    const t = created.transaction;
+    deps.publisher.publish({
+      id: `${CREATED_NOTICE}:${t.id}`,
+      type: CREATED_NOTICE,
+      merchantId: t.merchantId,
+      mode: t.mode,
+      transactionId: t.id,
+      payoutId: null,
+      createdAt: t.createdAt.toISOString(),
+      payload: { transaction: transactionSnapshot(t) },
+    });
+  }
 }

@@ -1,0 +1,73 @@
+import { clearSession, getAccessToken, refresh } from "./session.ts";
+
+/** A GraphQL or transport failure, with the gateway's machine-readable code (e.g. "forbidden"). */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+interface GraphQLResponse<T> {
+  data?: T | null;
+  errors?: { message: string; extensions?: { code?: string } }[];
+  status?: string;
+  message?: string;
+  code?: string;
+}
+
+/**
+ * Runs one GraphQL operation as the signed-in user. An expired access token (HTTP 401) is refreshed
+ * once and the operation retried; a refused refresh ends the session.
+ */
+export async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const token = getAccessToken();
+    if (!token) throw new ApiError("You are signed out", "invalid_token");
+    let response: Response;
+    try {
+      response = await fetch("/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query, variables }),
+      });
+    } catch {
+      throw new ApiError("The gateway cannot be reached; check your connection", "network_error");
+    }
+    if (response.status === 401 && attempt === 0) {
+      // Another request may have refreshed already; otherwise refresh now.
+      if (getAccessToken() === token && !(await refresh())) throw new ApiError("Your session has ended; sign in again", "invalid_token");
+      continue;
+    }
+    const body = (await response.json().catch(() => null)) as GraphQLResponse<T> | null;
+    if (response.status === 401) clearSession();
+    if (!body) throw new ApiError(`Unexpected answer from the gateway (HTTP ${response.status})`, "http_error");
+    if (body.status === "error") throw new ApiError(body.message ?? "Request failed", body.code ?? "http_error");
+    const error = body.errors?.[0];
+    if (error) throw new ApiError(error.message, error.extensions?.code ?? "graphql_error");
+    if (!body.data) throw new ApiError("Empty answer from the gateway", "http_error");
+    return body.data;
+  }
+}
+
+/** A mutation's union result: the object, or one of the Error types (ConflictError, ValidationError, ...). */
+export type Result<T> = T | { __typename: `${string}Error`; code: string; message: string; field?: string | null };
+
+/** The object of a union result; an Error member is thrown as an ApiError. */
+export function expectOk<T extends { __typename: string }>(result: Result<T>): T {
+  if (result.__typename.endsWith("Error")) {
+    const error = result as { code: string; message: string; field?: string | null };
+    throw new ApiError(error.field && !error.message.startsWith(error.field) ? `${error.field}: ${error.message}` : error.message, error.code);
+  }
+  return result as T;
+}
+
+/** Selected on every union result so errors can be shown. */
+export const ERROR_FIELDS = "__typename ... on Error { code message } ... on ValidationError { field }";
+
+export function errorMessage(error: unknown): string {
+  if (error instanceof ApiError && error.code === "forbidden") return `Not allowed: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}

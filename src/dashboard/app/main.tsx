@@ -1,0 +1,163 @@
+import { render } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { errorMessage } from "./api.ts";
+import { onLiveStatus, onTransactionEvent, startLive, type LiveStatus } from "./live.ts";
+import { formatMoney } from "./format.ts";
+import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
+import { ApiKeys } from "./sections/api-keys.tsx";
+import { Channels } from "./sections/channels.tsx";
+import { Customers } from "./sections/customers.tsx";
+import { Payouts } from "./sections/payouts.tsx";
+import { SignIn } from "./sections/signin.tsx";
+import { TransactionDetail } from "./sections/transaction-detail.tsx";
+import { Transactions } from "./sections/transactions.tsx";
+import { Webhooks } from "./sections/webhooks.tsx";
+import { hasStoredSession, refresh, signOut, switchMode, useSession, type Mode, type Session } from "./session.ts";
+import { LiveRegion, announce, useQuery } from "./ui.tsx";
+import "./styles.css";
+
+const NAV = [
+  ["/transactions", "Transactions"],
+  ["/customers", "Customers"],
+  ["/channels", "Payment channels"],
+  ["/api-keys", "API keys"],
+  ["/webhooks", "Webhooks"],
+  ["/payouts", "Payouts"],
+] as const;
+
+function App() {
+  const session = useSession();
+  // A refresh token in this tab's storage resumes the session after a reload.
+  const [resuming, setResuming] = useState(hasStoredSession);
+  const [notice, setNotice] = useState<string | null>(null);
+  useEffect(() => {
+    if (resuming) void refresh().catch(() => false).finally(() => setResuming(false));
+  }, []);
+  if (resuming && !session) return <p class="muted center" aria-busy="true">Loading…</p>;
+  if (!session) return <SignIn notice={notice} />;
+  return <Shell key={`${session.user.id}-${session.mode}`} session={session} onSignedOut={() => setNotice("You have signed out.")} />;
+}
+
+const EVENT_WORDS: Record<string, string> = { "transaction.completed": "completed", "transaction.failed": "failed", "transaction.pending": "waiting for the payer" };
+
+/** Everything after sign-in, for one user and mode (a mode switch remounts it, reconnecting live data). */
+function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => void }) {
+  const route = useRoute();
+  const viewer = useQuery<{ viewer: { name: string } }>("query DashboardViewer { viewer { name } }");
+  const [live, setLive] = useState<LiveStatus>("connecting");
+  const [switching, setSwitching] = useState<string | null>(null);
+  const [signingOut, setSigningOut] = useState(false);
+  const firstRoute = useRef(true);
+
+  useEffect(() => startLive(), []);
+  useEffect(() => onLiveStatus((status) => setLive(status)), []);
+  useEffect(
+    () =>
+      onTransactionEvent(({ type, transaction }) => {
+        const amount = formatMoney(transaction.amount, transaction.currency);
+        const words = EVENT_WORDS[type];
+        announce(words ? `Payment ${transaction.reference} of ${amount} ${words}` : `New payment: ${amount} from ${transaction.email ?? "a customer"}`);
+      }),
+    [],
+  );
+  useEffect(() => {
+    if (route === "/" || !NAV.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/transactions", true);
+    const section = NAV.find(([path]) => route.startsWith(path));
+    document.title = `${section ? section[1] : "Dashboard"} · ${viewer.data?.viewer.name ?? "Payment gateway"}`;
+    // After a client-side navigation, move focus to the new page's heading (as a page load would).
+    if (!firstRoute.current) document.querySelector<HTMLElement>("main h1")?.focus();
+    firstRoute.current = false;
+  }, [route, viewer.data]);
+
+  const changeMode = async (mode: Mode) => {
+    if (mode === session.mode) return;
+    setSwitching(null);
+    try {
+      if (!(await switchMode(mode))) return;
+      announce(`Switched to ${mode} mode`);
+    } catch (error) {
+      setSwitching(errorMessage(error));
+    }
+  };
+
+  const detail = /^\/transactions\/([^/]+)$/.exec(route);
+  let page;
+  if (detail) page = <TransactionDetail reference={decodeURIComponent(detail[1]!)} session={session} />;
+  else if (route.startsWith("/customers")) page = <Customers />;
+  else if (route.startsWith("/channels")) page = <Channels session={session} />;
+  else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
+  else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;
+  else if (route.startsWith("/payouts")) page = <Payouts />;
+  else page = <Transactions mode={session.mode} />;
+
+  const test = session.mode === "test";
+  return (
+    <div class={`app ${test ? "mode-test" : "mode-live"}`}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <div class="brand">
+          <span class="merchant" id="merchant-name">
+            {viewer.data?.viewer.name ?? "…"}
+          </span>
+          {test ? (
+            <span class="mode-badge" id="mode-badge">
+              TEST MODE
+            </span>
+          ) : (
+            <span class="mode-badge live" id="mode-badge">
+              LIVE
+            </span>
+          )}
+          <span class={`live-dot ${live}`} id="live-status" data-status={live} title="New payments and status changes appear without reloading">
+            {live === "live" ? "Auto-updating" : live === "connecting" ? "Connecting…" : "Reconnecting…"}
+          </span>
+        </div>
+        <div class="account">
+          <div class="mode-switch" role="group" aria-label="Mode">
+            <button type="button" aria-pressed={test} onClick={() => void changeMode("test")}>
+              Test
+            </button>
+            <button type="button" aria-pressed={!test} onClick={() => void changeMode("live")}>
+              Live
+            </button>
+          </div>
+          <span class="user" id="user">
+            <span class="user-email">{session.user.email}</span> <span class="role">{session.user.role}</span>
+          </span>
+          <button
+            type="button"
+            class="secondary small"
+            disabled={signingOut}
+            onClick={() => {
+              setSigningOut(true);
+              onSignedOut();
+              void signOut();
+            }}
+          >
+            {signingOut ? "Signing out…" : "Sign out"}
+          </button>
+        </div>
+      </header>
+      {switching && (
+        <p class="error banner" role="alert">
+          {switching}
+        </p>
+      )}
+      <nav class="sections" aria-label="Sections">
+        {NAV.map(([path, label]) => (
+          <a key={path} href={BASE + path} aria-current={route === path || route.startsWith(`${path}/`) ? "page" : undefined} onClick={(e) => onLinkClick(e, path)}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      <main id="main" tabIndex={-1}>
+        {page}
+      </main>
+      <LiveRegion />
+    </div>
+  );
+}
+
+render(<App />, document.getElementById("app")!);

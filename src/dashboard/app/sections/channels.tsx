@@ -1,0 +1,226 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ERROR_FIELDS, expectOk, gql, type Result } from "../api.ts";
+import { formatDate } from "../format.ts";
+import { canWrite, type Session } from "../session.ts";
+import { Badge, ConfirmButton, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, announce, useAction, useQuery } from "../ui.tsx";
+
+const FIELDS = "databaseId name provider isActive isDefault webhookUrl createdAt";
+const LIST = `query DashboardChannels { paymentChannels { ${FIELDS} } }`;
+const CREATE = `mutation DashboardCreateChannel($input: CreatePaymentChannelInput!) { createPaymentChannel(input: $input) { ${ERROR_FIELDS} ... on PaymentChannel { databaseId } } }`;
+const DEACTIVATE = `mutation DashboardDeactivateChannel($id: Int!) { deactivatePaymentChannel(id: $id) { ${ERROR_FIELDS} ... on PaymentChannel { databaseId } } }`;
+const SET_DEFAULT = `mutation DashboardDefaultChannel($id: Int!) { setDefaultPaymentChannel(id: $id) { ${ERROR_FIELDS} ... on PaymentChannel { databaseId } } }`;
+
+interface Channel {
+  databaseId: number;
+  name: string;
+  provider: string;
+  isActive: boolean;
+  isDefault: boolean;
+  webhookUrl: string | null;
+  createdAt: string;
+}
+
+/** The credentials each provider takes. Secret ones are password inputs; none is ever read back. */
+interface CredentialField {
+  name: string;
+  label: string;
+  secret?: boolean;
+  optional?: boolean;
+  options?: string[];
+  when?: (values: Record<string, string>) => boolean;
+}
+const PROVIDERS: Record<string, { label: string; fields: CredentialField[] }> = {
+  sandbox: { label: "Sandbox (test cards and simulated M-Pesa)", fields: [] },
+  paystack: {
+    label: "Paystack",
+    fields: [
+      { name: "public_key", label: "Public key (pk_test_… or pk_live_…)" },
+      { name: "secret_key", label: "Secret key (sk_test_… or sk_live_…)", secret: true },
+    ],
+  },
+  mpesa: {
+    label: "M-Pesa (Daraja)",
+    fields: [
+      { name: "environment", label: "Daraja environment", options: ["sandbox", "production"] },
+      { name: "transaction_type", label: "Account type", options: ["paybill", "till"] },
+      { name: "shortcode", label: "Shortcode" },
+      { name: "till_number", label: "Till number", when: (v) => v.transaction_type === "till" },
+      { name: "consumer_key", label: "Consumer key", secret: true },
+      { name: "consumer_secret", label: "Consumer secret", secret: true },
+      { name: "passkey", label: "Passkey", secret: true },
+      { name: "initiator_name", label: "B2C initiator name (payouts, optional)", optional: true },
+      { name: "initiator_password", label: "B2C initiator password (optional)", secret: true, optional: true },
+    ],
+  },
+};
+
+type Mutated = Result<{ __typename: "PaymentChannel" }>;
+
+export function Channels({ session }: { session: Session }) {
+  const writable = canWrite(session);
+  const { data, error, loading, reload } = useQuery<{ paymentChannels: Channel[] }>(LIST);
+  const action = useAction();
+  const [adding, setAdding] = useState(false);
+  const mutate = (query: string, field: string, channel: Channel, done: string) =>
+    action.run(async () => {
+      expectOk((await gql<Record<string, Mutated>>(query, { id: channel.databaseId }))[field]!);
+      announce(`${channel.name}: ${done}`);
+      await reload();
+    });
+  const channels = data?.paymentChannels;
+  return (
+    <section>
+      <PageHeader title="Payment channels">
+        {writable && !adding && (
+          <button type="button" onClick={() => setAdding(true)}>
+            New channel
+          </button>
+        )}
+      </PageHeader>
+      {writable && adding && (
+        <NewChannel
+          onCancel={() => setAdding(false)}
+          onCreated={() => {
+            setAdding(false);
+            void reload();
+          }}
+        />
+      )}
+      <h2>Channels</h2>
+      <ErrorNote message={error ?? action.error} />
+      {!channels && loading && <Loading />}
+      {channels && channels.length === 0 && (
+        <EmptyState title="No payment channels">
+          <p>A channel connects the gateway to a provider. Add a sandbox channel (New channel) to take test payments.</p>
+        </EmptyState>
+      )}
+      {channels && channels.length > 0 && (
+        <TableWrap label="Payment channels">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Provider</th>
+              <th scope="col">State</th>
+              <th scope="col">Created</th>
+              {writable && (
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              )}
+            </tr>
+          </thead>
+          <tbody id="channels">
+            {channels.map((channel) => (
+              <tr key={channel.databaseId}>
+                <th scope="row" data-label="Name">
+                  {channel.name}
+                  {channel.webhookUrl && <span class="muted block break">Webhook URL: {channel.webhookUrl}</span>}
+                </th>
+                <td data-label="Provider">{channel.provider}</td>
+                <td data-label="State">
+                  {channel.isActive ? <Badge value="active" kind="completed" /> : <Badge value="inactive" kind="neutral" />} {channel.isDefault && <Badge value="default" kind="info" />}
+                </td>
+                <td data-label="Created">{formatDate(channel.createdAt)}</td>
+                {writable && (
+                  <td class="actions">
+                    {channel.isActive && !channel.isDefault && (
+                      <button type="button" class="secondary small" disabled={action.busy} onClick={() => void mutate(SET_DEFAULT, "setDefaultPaymentChannel", channel, "now the default")}>
+                        Make default
+                      </button>
+                    )}
+                    {channel.isActive && (
+                      <ConfirmButton
+                        label="Deactivate"
+                        question={`Deactivate ${channel.name}? Payments can no longer use it.`}
+                        confirmLabel="Deactivate channel"
+                        disabled={action.busy}
+                        onConfirm={() => void mutate(DEACTIVATE, "deactivatePaymentChannel", channel, "deactivated")}
+                      />
+                    )}
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </TableWrap>
+      )}
+    </section>
+  );
+}
+
+function NewChannel({ onCreated, onCancel }: { onCreated: () => void; onCancel: () => void }) {
+  const [provider, setProvider] = useState("sandbox");
+  const [name, setName] = useState("");
+  const [values, setValues] = useState<Record<string, string>>({});
+  const create = useAction();
+  const providerRef = useRef<HTMLSelectElement>(null);
+  useEffect(() => providerRef.current?.focus(), []);
+  const fields = PROVIDERS[provider]!.fields.filter((field) => !field.when || field.when(values));
+  const submit = (event: Event) => {
+    event.preventDefault();
+    void create.run(async () => {
+      const config: Record<string, string> = {};
+      for (const field of fields) {
+        const value = (values[field.name] ?? field.options?.[0] ?? "").trim();
+        if (value) config[field.name] = value;
+      }
+      expectOk((await gql<{ createPaymentChannel: Mutated }>(CREATE, { input: { name: name.trim(), provider, config } })).createPaymentChannel);
+      // Credentials are write-only: forget them as soon as the gateway has them.
+      setValues({});
+      setName("");
+      announce(`Channel ${name.trim()} created`);
+      onCreated();
+    });
+  };
+  return (
+    <form class="card form" onSubmit={submit} aria-labelledby="new-channel-title" autoComplete="off">
+      <h2 id="new-channel-title">Add a channel</h2>
+      <div class="grid">
+        <div class="field">
+          <label for="channel-provider">Provider</label>
+          <select id="channel-provider" ref={providerRef} value={provider} onChange={(e) => (setProvider(e.currentTarget.value), setValues({}))}>
+            {Object.entries(PROVIDERS).map(([value, { label }]) => (
+              <option value={value} key={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="channel-name">Name</label>
+          <input id="channel-name" type="text" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        </div>
+        {fields.map((field) => (
+          <div class="field" key={`${provider}-${field.name}`}>
+            <label for={`channel-${field.name}`}>{field.label}</label>
+            {field.options ? (
+              <select id={`channel-${field.name}`} value={values[field.name] ?? field.options[0]} onChange={(e) => setValues({ ...values, [field.name]: e.currentTarget.value })}>
+                {field.options.map((option) => (
+                  <option key={option}>{option}</option>
+                ))}
+              </select>
+            ) : (
+              <input
+                id={`channel-${field.name}`}
+                {...(field.secret ? { type: "password", autoComplete: "new-password" } : { type: "text", autoComplete: "off" })}
+                required={!field.optional}
+                value={values[field.name] ?? ""}
+                onInput={(e) => setValues({ ...values, [field.name]: e.currentTarget.value })}
+              />
+            )}
+          </div>
+        ))}
+      </div>
+      {fields.some((field) => field.secret) && <p class="muted">Credentials are stored encrypted and never shown again.</p>}
+      <ErrorNote message={create.error} />
+      <div class="row">
+        <button type="submit" disabled={create.busy}>
+          Add channel
+        </button>
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}

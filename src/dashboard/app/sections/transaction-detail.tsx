@@ -1,0 +1,120 @@
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { gql } from "../api.ts";
+import { formatDate, formatMoney } from "../format.ts";
+import { onTransactionEvent } from "../live.ts";
+import { BASE, onLinkClick } from "../router.ts";
+import { canWrite, type Session } from "../session.ts";
+import { Badge, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
+import { TRANSACTION_FIELDS, type Transaction } from "./transaction-fields.ts";
+import { methodLabel } from "./transactions.tsx";
+import { DELIVERIES, DeliveriesTable, type Delivery } from "./webhooks.tsx";
+
+const QUERY = `query DashboardTransaction($reference: String!) {
+  transaction(reference: $reference) {
+    __typename
+    ... on Error { code message }
+    ... on Transaction {
+      ${TRANSACTION_FIELDS} databaseId description clientReference phoneNumber failureCode failureReason completedAt updatedAt
+      events { id type occurredAt }
+    }
+  }
+}`;
+
+interface Detail extends Transaction {
+  __typename: "Transaction";
+  databaseId: number;
+  description: string | null;
+  clientReference: string | null;
+  phoneNumber: string | null;
+  failureCode: string | null;
+  failureReason: string | null;
+  completedAt: string | null;
+  updatedAt: string;
+  events: { id: string; type: string; occurredAt: string }[];
+}
+type Answer = { transaction: Detail | { __typename: string; code: string; message: string } };
+
+export function TransactionDetail({ reference, session }: { reference: string; session: Session }) {
+  const { data, error, loading, reload } = useQuery<Answer>(QUERY, { reference });
+  const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
+  const [deliveriesError, setDeliveriesError] = useState<string | null>(null);
+  const transaction = data?.transaction.__typename === "Transaction" ? (data.transaction as Detail) : null;
+  const eventIds = transaction?.events.map((event) => event.id).join(",") ?? "";
+
+  // Its webhook deliveries: one query per event (webhookDeliveries takes one eventId).
+  const loadDeliveries = async () => {
+    try {
+      const ids = eventIds ? eventIds.split(",") : [];
+      const lists = await Promise.all(ids.map((eventId) => gql<{ webhookDeliveries: Delivery[] }>(DELIVERIES, { eventId, limit: 50 })));
+      setDeliveries(lists.flatMap((list) => list.webhookDeliveries));
+      setDeliveriesError(null);
+    } catch (failure) {
+      setDeliveriesError(failure instanceof Error ? failure.message : String(failure));
+    }
+  };
+  useEffect(() => void loadDeliveries(), [eventIds]);
+  useEffect(() => onTransactionEvent((event) => event.transaction.reference === reference && void reload()), [reference, reload]);
+
+  const back = (
+    <a href={`${BASE}/transactions`} onClick={(e) => onLinkClick(e, "/transactions")} class="back">
+      ← All transactions
+    </a>
+  );
+  if (!data) return <section>{back}{loading ? <Loading /> : <ErrorNote message={error} />}</section>;
+  if (!transaction) {
+    const failure = data.transaction as { message: string };
+    return (
+      <section>
+        {back}
+        <PageHeader title="Transaction not found" />
+        <p>{failure.message}</p>
+      </section>
+    );
+  }
+  const fields: [string, ComponentChildren][] = [
+    ["Amount", formatMoney(transaction.amount, transaction.currency)],
+    ["Status", <Badge value={transaction.status} />],
+    ["Method", methodLabel(transaction.paymentMethod)],
+    ["Channel", transaction.channel ? `${transaction.channel.name} (${transaction.channel.provider})` : "—"],
+    ["Customer", transaction.customer?.email ?? transaction.email ?? "—"],
+    ["Phone", transaction.phoneNumber ?? "—"],
+    ["Description", transaction.description ?? "—"],
+    ["Your reference", transaction.clientReference ?? "—"],
+    ["Created", formatDate(transaction.createdAt)],
+    ["Completed", formatDate(transaction.completedAt)],
+  ];
+  if (transaction.failureReason || transaction.failureCode) fields.push(["Failure", `${transaction.failureReason ?? ""} ${transaction.failureCode ? `(${transaction.failureCode})` : ""}`]);
+
+  return (
+    <section>
+      {back}
+      <PageHeader title={`Transaction ${transaction.reference}`} />
+      <ErrorNote message={error} />
+      <dl class="card fields" id="transaction-fields">
+        {fields.map(([name, value]) => (
+          <div key={name}>
+            <dt>{name}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+      <h2>Events</h2>
+      {transaction.events.length === 0 ? (
+        <p class="muted">No events yet: the payer has not finished paying.</p>
+      ) : (
+        <ol class="timeline" id="transaction-events">
+          {transaction.events.map((event) => (
+            <li key={event.id}>
+              <strong>{event.type}</strong> <span class="muted">{formatDate(event.occurredAt)}</span>
+              <span class="muted block">event {event.id}</span>
+            </li>
+          ))}
+        </ol>
+      )}
+      <h2>Webhook deliveries</h2>
+      <ErrorNote message={deliveriesError} />
+      {deliveries && <DeliveriesTable deliveries={deliveries} writable={canWrite(session)} onResent={() => void loadDeliveries()} />}
+    </section>
+  );
+}

@@ -1,0 +1,197 @@
+import { useEffect, useState } from "preact/hooks";
+import { formatDate, formatMoney } from "../format.ts";
+import { onLiveStatus, onTransactionEvent } from "../live.ts";
+import { BASE, navigate, onLinkClick } from "../router.ts";
+import type { Mode } from "../session.ts";
+import { Badge, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
+import { TRANSACTION_FIELDS, type Status, type Transaction } from "./transaction-fields.ts";
+
+const PAGE_SIZE = 20;
+const QUERY = `query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
+  transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
+    totalCount pageInfo { hasNextPage endCursor } edges { node { ${TRANSACTION_FIELDS} } }
+  }
+}`;
+
+interface Connection {
+  transactions: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: Transaction }[] };
+}
+interface Filters {
+  status: Status | "";
+  dateFrom: string;
+  dateTo: string;
+}
+
+const METHODS: Record<string, string> = { card: "Card", momo_stk: "M-Pesa STK", momo_c2b: "M-Pesa C2B" };
+export const methodLabel = (method: string | null) => (method ? (METHODS[method] ?? method) : "—");
+
+/** Whether a transaction arriving live belongs in the table as currently filtered. */
+function matches(transaction: Transaction, filters: Filters): boolean {
+  const day = transaction.createdAt.slice(0, 10);
+  return (!filters.status || transaction.status === filters.status) && (!filters.dateFrom || day >= filters.dateFrom) && (!filters.dateTo || day <= filters.dateTo);
+}
+
+export function Transactions({ mode }: { mode: Mode }) {
+  const [filters, setFilters] = useState<Filters>({ status: "", dateFrom: "", dateTo: "" });
+  // Cursors of the pages before this one (Relay paging forward; "Previous" pops).
+  const [cursors, setCursors] = useState<(string | null)[]>([]);
+  const after = cursors.length ? cursors[cursors.length - 1] : null;
+  const variables = { first: PAGE_SIZE, after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null };
+  const { data, error, loading, reload, setData } = useQuery<Connection>(QUERY, variables);
+  const [fresh, setFresh] = useState<Set<string>>(new Set());
+  const firstPage = cursors.length === 0;
+
+  useEffect(
+    () =>
+      onTransactionEvent(({ transaction }) => {
+        setData((current) => {
+          const edges = current.transactions.edges;
+          const index = edges.findIndex((edge) => edge.node.reference === transaction.reference);
+          if (index >= 0) {
+            const updated = edges.slice();
+            updated[index] = { node: { ...edges[index]!.node, ...transaction } };
+            return { transactions: { ...current.transactions, edges: updated } };
+          }
+          if (!firstPage || !matches(transaction, filters)) return current;
+          return { transactions: { ...current.transactions, totalCount: current.transactions.totalCount + 1, edges: [{ node: transaction }, ...edges] } };
+        });
+        setFresh((previous) => new Set(previous).add(transaction.reference));
+      }),
+    [setData, firstPage, filters],
+  );
+  // After a dropped connection, events may have been missed: load the page again.
+  useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
+
+  const setFilter = (name: keyof Filters, value: string) => {
+    setFilters({ ...filters, [name]: value });
+    setCursors([]);
+  };
+  const filtered = Boolean(filters.status || filters.dateFrom || filters.dateTo);
+  const connection = data?.transactions;
+  const rows = connection?.edges.map((edge) => edge.node) ?? [];
+  const noPaymentsYet = connection !== undefined && rows.length === 0 && !filtered && firstPage;
+
+  return (
+    <section>
+      <PageHeader title="Transactions" />
+      {!noPaymentsYet && (
+        <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filter transactions">
+          <div class="field status-field">
+            <label for="filter-status">Status</label>
+            <select id="filter-status" value={filters.status} onChange={(e) => setFilter("status", e.currentTarget.value)}>
+              <option value="">All</option>
+              <option value="pending">Pending</option>
+              <option value="completed">Completed</option>
+              <option value="failed">Failed</option>
+            </select>
+          </div>
+          <div class="field">
+            <label for="filter-from">From</label>
+            <input id="filter-from" type="date" value={filters.dateFrom} onChange={(e) => setFilter("dateFrom", e.currentTarget.value)} />
+          </div>
+          <div class="field">
+            <label for="filter-to">To</label>
+            <input id="filter-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
+          </div>
+          {filtered && (
+            <button type="button" class="secondary" onClick={() => (setFilters({ status: "", dateFrom: "", dateTo: "" }), setCursors([]))}>
+              Clear filters
+            </button>
+          )}
+        </form>
+      )}
+      <ErrorNote message={error} />
+      {!connection && loading && <Loading />}
+      {noPaymentsYet && <NoPaymentsYet mode={mode} />}
+      {connection && rows.length === 0 && (filtered || !firstPage) && <EmptyState title="No transactions match these filters" />}
+      {rows.length > 0 && (
+        <>
+          <p class="muted count" id="transactions-count">
+            {connection!.totalCount} transaction{connection!.totalCount === 1 ? "" : "s"}
+          </p>
+          <TableWrap label="Transactions">
+            <thead>
+              <tr>
+                <th scope="col">Reference</th>
+                <th scope="col">Status</th>
+                <th scope="col" class="num">
+                  Amount
+                </th>
+                <th scope="col">Method</th>
+                <th scope="col">Customer</th>
+                <th scope="col">Date</th>
+              </tr>
+            </thead>
+            <tbody id="transactions-rows">
+              {rows.map((t) => (
+                <tr key={t.reference} data-reference={t.reference} class={`clickable${fresh.has(t.reference) ? " fresh" : ""}`} onClick={() => navigate(`/transactions/${t.reference}`)}>
+                  <th scope="row" data-label="Reference">
+                    <a href={`${BASE}/transactions/${t.reference}`} onClick={(e) => (e.stopPropagation(), onLinkClick(e, `/transactions/${t.reference}`))} class="mono">
+                      {t.reference}
+                    </a>
+                  </th>
+                  <td data-label="Status">
+                    <Badge value={t.status} />
+                  </td>
+                  <td data-label="Amount" class="num">
+                    {formatMoney(t.amount, t.currency)}
+                  </td>
+                  <td data-label="Method">
+                    {methodLabel(t.paymentMethod)}
+                    {t.channel && <span class="muted block">{t.channel.name}</span>}
+                  </td>
+                  <td data-label="Customer">{t.customer?.email ?? t.email ?? "—"}</td>
+                  <td data-label="Date">{formatDate(t.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </TableWrap>
+        </>
+      )}
+      {connection && (cursors.length > 0 || connection.pageInfo.hasNextPage) && (
+        <nav class="pager" aria-label="Pages">
+          <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+            Previous
+          </button>
+          <span class="muted">Page {cursors.length + 1}</span>
+          <button type="button" class="secondary" disabled={!connection.pageInfo.hasNextPage} onClick={() => setCursors([...cursors, connection.pageInfo.endCursor])}>
+            Next
+          </button>
+        </nav>
+      )}
+    </section>
+  );
+}
+
+function NoPaymentsYet({ mode }: { mode: Mode }) {
+  const example = `curl -X POST ${location.origin}/api/transactions/initialize \\
+  -H "X-API-Key: sk_${mode}_..." -H "Content-Type: application/json" \\
+  -d '{"email": "payer@example.com", "amount": 1000}'`;
+  return (
+    <EmptyState title="No payments yet">
+      {mode === "test" ? (
+        <>
+          <p>Make a test payment to see it arrive here live:</p>
+          <ol>
+            <li>
+              Add a <strong>sandbox</strong> channel under{" "}
+              <a href={`${BASE}/channels`} onClick={(e) => onLinkClick(e, "/channels")}>
+                Payment channels
+              </a>{" "}
+              and create a test key under{" "}
+              <a href={`${BASE}/api-keys`} onClick={(e) => onLinkClick(e, "/api-keys")}>
+                API keys
+              </a>
+              .
+            </li>
+            <li>Start a payment of KES 10.00 with your test key:</li>
+          </ol>
+          <pre class="code">{example}</pre>
+          <p>Open the authorization_url it answers and pay with the test card 4084 0840 8408 4081.</p>
+        </>
+      ) : (
+        <p>Live payments appear here as soon as your customers pay. Switch to test mode to try the gateway without real money.</p>
+      )}
+    </EmptyState>
+  );
+}

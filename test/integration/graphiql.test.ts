@@ -1,0 +1,50 @@
+import { mkdirSync } from "node:fs";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "../support/browser.ts";
+import { startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+
+/** GraphiQL at /graphql renders and runs queries with every host but the gateway blocked (no CDN). */
+describe("GraphiQL, offline", () => {
+  let gw: TestGateway;
+  let browser: Browser;
+  let merchant: TestMerchant;
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    gw = await startTestGateway({ env: { NODE_ENV: "development", RATE_LIMIT_ENABLED: "false" } });
+    merchant = await gw.createMerchant("GraphiQL Traders");
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+  });
+
+  it("renders from the gateway alone and runs a query with the key in its headers", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const gateway = new URL(gw.url);
+    const elsewhere: string[] = [];
+    await page.route("**/*", (route) => {
+      const url = new URL(route.request().url());
+      if (url.protocol === "blob:" || url.protocol === "data:" || url.host === gateway.host) return route.continue();
+      elsewhere.push(url.href);
+      return route.abort();
+    });
+    const response = await page.goto(`${gw.url}/graphql`);
+    expect(response?.status()).toBe(200);
+    await page.waitForSelector(".graphiql-container", { timeout: 20_000 });
+    expect(await page.title()).toBe("Payment gateway · GraphiQL");
+
+    // The headers editor, then run the default query ({ viewer { name mode } }).
+    await page.getByText("Headers", { exact: true }).click();
+    const headers = page.locator(".graphiql-editor-tool .graphiql-editor").last();
+    await headers.click();
+    await page.keyboard.type(`{"X-API-Key": "${merchant.testKey}"`);
+    await page.locator(".graphiql-execute-button").click();
+    await expect.poll(async () => ((await page.locator(".result-window").textContent()) ?? "").replace(/\s+/g, " "), { timeout: 15_000 }).toContain(`"name": "GraphiQL Traders", "mode": "test"`);
+    mkdirSync("/tmp/graphiql-shots", { recursive: true });
+    await page.screenshot({ path: "/tmp/graphiql-shots/graphiql.png" });
+    expect(elsewhere).toEqual([]);
+    await page.close();
+  });
+});
