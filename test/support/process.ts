@@ -16,7 +16,12 @@ export interface RunningProcess {
 /** Runs a TypeScript entry of this repo (src/main.ts, src/cli/main.ts) as its own process. */
 export function runEntry(entry: string, args: string[], env: Record<string, string>, stdin?: string): RunningProcess {
   // One process, as `npm start` runs it (node --import tsx), so pids and signals reach the gateway itself.
-  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+  return runCommand(process.execPath, ["--import", "tsx", entry, ...args], env, stdin);
+}
+
+/** Runs any command from the repository root (npm start, node dist/main.js) with a minimal environment. */
+export function runCommand(command: string, args: string[], env: Record<string, string>, stdin?: string): RunningProcess {
+  const child = spawn(command, args, {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "test", ...env },
     stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
@@ -72,8 +77,11 @@ export interface StartedGatewayProcess extends RunningProcess {
 }
 
 /** `npm start` as a process: resolves once it listens, with its URL. */
-export async function startGatewayProcess(env: Record<string, string>): Promise<StartedGatewayProcess> {
-  const proc = runEntry("src/main.ts", [], { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  command: { command: string; args: string[] } = { command: process.execPath, args: ["--import", "tsx", "src/main.ts"] },
+): Promise<StartedGatewayProcess> {
+  const proc = runCommand(command.command, command.args, { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
   const match = await proc.waitFor(/"address":"(http:\/\/[^"]+)"/, 60_000);
   return { ...proc, url: match[1]! };
 }
