@@ -92,7 +92,9 @@ async function main() {
     }).toString(),
   );
   const key: string = created.keys.test;
-  const child = spawn(process.execPath, ["--cpu-prof", "--cpu-prof-dir", work, "--import", "tsx", "src/main.ts"], {
+  // The compiled build, as production runs it: no TypeScript loader in the profile.
+  execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  const child = spawn(process.execPath, ["--cpu-prof", "--cpu-prof-dir", work, "dist/main.js"], {
     cwd: repoRoot,
     env: { ...env, LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "inherit"],

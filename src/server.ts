@@ -158,7 +158,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
   const secrets = new SecretBox(encryptionKey);
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
-  const services = createServices({ prisma: db.prisma, secrets, encryptionKey, config, redis, logger });
+  const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger });
   if (config.jobs.enabled) services.jobs.start();
   const routes = compileRoutes(schema, restRoutes);
   const authenticator = createAuthenticator({
@@ -239,8 +239,10 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  const logRequests = logger.isLevelEnabled("info");
   // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
   app.addHook("onResponse", async (request, reply) => {
+    if (!logRequests) return; // LOG_LEVEL=warn or silent: not even the line's object
     const principal = request.principal;
     request.log.info(
       {

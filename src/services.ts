@@ -1,5 +1,5 @@
 import type { Config } from "./config.ts";
-import type { PrismaClient } from "./db/database.ts";
+import type { PrismaClient, Sql } from "./db/database.ts";
 import type { RedisConnections } from "./infra/redis.ts";
 import { createJobRunner } from "./jobs/runner.ts";
 import type { Logger } from "./logger.ts";
@@ -21,6 +21,7 @@ import type { SecretBox } from "./security/encryption.ts";
 
 export interface ServiceDeps {
   prisma: PrismaClient;
+  sql: Sql;
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
@@ -46,10 +47,11 @@ export function createServices(deps: ServiceDeps) {
     paystackTimeoutMs: config.paystack.timeoutMs,
     redis: deps.redis,
   });
-  const channels = createChannelService(prisma, deps.secrets, config.publicBaseUrl);
+  const channels = createChannelService(prisma, deps.sql, deps.secrets, config.publicBaseUrl);
   const customers = createCustomerService(prisma);
   const transactions = createTransactionService({
     prisma,
+    sql: deps.sql,
     channels,
     customers,
     connectors,

@@ -9,12 +9,15 @@ import type { Logger } from "../logger.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
 import { PrismaClient } from "./generated/prisma/client.ts";
 import { applyMigrations, type SqlConnection } from "./migrate.ts";
+import { pgliteSql, poolSql, type Sql } from "./sql.ts";
 
-export type { PrismaClient };
+export type { PrismaClient, Sql };
 export type Backend = "pglite" | "postgres";
 
 export interface Database {
   prisma: PrismaClient;
+  /** Plain SQL on the same connections, for the hottest statements only (see sql.ts). */
+  sql: Sql;
   backend: Backend;
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
@@ -62,15 +65,23 @@ async function openPostgres(url: string, logger: Logger, options: OpenOptions): 
       await conn.end();
     }
   }
-  const prisma = createClient(new PrismaPg({ connectionString: url, max: options.poolSize ?? 10 }), options);
+  // One pool for Prisma and the plain statements, so the pool size bounds both.
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  // An idle connection the server dropped must not crash the process; the next checkout reconnects.
+  pool.on("error", (error) => logger.warn({ err: error }, "idle database connection lost"));
+  const prisma = createClient(new PrismaPg(pool), options);
   await prisma.$connect();
   return {
     prisma,
+    sql: poolSql(pool, options.onQuery),
     backend: "postgres",
     ping: async () => {
       await prisma.$queryRawUnsafe("SELECT 1");
     },
-    close: () => prisma.$disconnect(),
+    close: async () => {
+      await prisma.$disconnect();
+      await pool.end();
+    },
   };
 }
 
@@ -95,6 +106,7 @@ async function openPglite(dataDir: string, logger: Logger, options: OpenOptions)
     const db = pglite;
     return {
       prisma,
+      sql: pgliteSql(db, options.onQuery),
       backend: "pglite",
       ping: async () => {
         await db.query("SELECT 1");

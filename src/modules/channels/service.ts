@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { connectorConfigSchemas, isProviderName, providerNames, type ProviderName } from "../../providers/registry.ts";
@@ -102,7 +102,24 @@ export function decodeCallbackToken(segment: string): string | null {
   return /^[A-Za-z0-9_-]+$/.test(token) ? token : null;
 }
 
-export function createChannelService(prisma: PrismaClient, secrets: SecretBox, publicBaseUrl = "") {
+type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt"> & { createdAt: Date | string; updatedAt: Date | string };
+
+/**
+ * The channel a payment uses (the one asked for, or the merchant's active default) and the merchant's
+ * default currency, in one statement: initialize's first round trip. Every column, as Prisma's model has it.
+ */
+const PAYMENT_CHANNEL_AND_CURRENCY = `SELECT m.default_currency AS "defaultCurrency", c.id, c.merchant_id AS "merchantId", c.mode, c.name,
+  c.provider, c.config_encrypted AS "configEncrypted", c.is_active AS "isActive", c.is_default AS "isDefault",
+  c.callback_token AS "callbackToken", c.created_at AS "createdAt", c.updated_at AS "updatedAt"
+FROM merchants m
+LEFT JOIN LATERAL (
+  SELECT * FROM payment_channels c
+  WHERE c.merchant_id = m.id AND c.mode = $2::"Mode" AND (CASE WHEN $3::int IS NULL THEN c.is_default AND c.is_active ELSE c.id = $3::int END)
+  LIMIT 1
+) c ON true
+WHERE m.id = $1`;
+
+export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, publicBaseUrl = "") {
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
 
   /**
@@ -217,6 +234,24 @@ export function createChannelService(prisma: PrismaClient, secrets: SecretBox, p
       const fallback = await prisma.paymentChannel.findFirst({ where: { ...scope(principal), isDefault: true, isActive: true } });
       if (!fallback) throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
       return assertUsable(fallback, "payment_channel_id");
+    },
+
+    /** resolvePaymentChannel and the merchant's default currency in one statement (initialize's hot path). */
+    async resolvePaymentChannelAndCurrency(principal: Principal, channelId?: number | null): Promise<{ channel: PaymentChannel; defaultCurrency: string }> {
+      const [row] = await sql.query<ChannelRow & { defaultCurrency: string; id: number | null }>(PAYMENT_CHANNEL_AND_CURRENCY, [
+        principal.merchantId,
+        principal.mode,
+        channelId ?? null,
+      ]);
+      if (!row) throw new NotFoundError("Merchant");
+      const { defaultCurrency, ...columns } = row;
+      if (columns.id === null) {
+        if (channelId != null) throw new NotFoundError(`Payment channel ${channelId}`);
+        throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
+      }
+      const channel: PaymentChannel = { ...columns, id: columns.id, createdAt: new Date(columns.createdAt), updatedAt: new Date(columns.updatedAt) };
+      if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channelId} is inactive`);
+      return { channel: assertUsable(channel, "payment_channel_id"), defaultCurrency };
     },
 
     /** The decrypted credentials; only connectors should need them, and they must never be logged. */

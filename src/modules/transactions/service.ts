@@ -2,14 +2,14 @@ import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import { luhnValid } from "../../cards.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRequest, JobRunner } from "../../jobs/runner.ts";
 import { inIdempotencyScope, recoveredObjectId } from "../../idempotency/scope.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
-import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
+import { pageWindow, resolvePaging, toPage, type Page, type Paging } from "../../paging.ts";
 import { normalizeMsisdn, normalizePhone, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ProviderName } from "../../providers/registry.ts";
@@ -28,6 +28,7 @@ import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
+import { TRANSACTION_COLUMNS, selectsColumnsOnly, transactionFromRow } from "./rows.ts";
 import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionRequest } from "./state-machine.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -132,6 +133,8 @@ export interface HostedTiming {
 
 export interface TransactionServiceDeps {
   prisma: PrismaClient;
+  /** Plain SQL for the hottest reads and the initialize insert (src/db/sql.ts). */
+  sql: Sql;
   channels: ChannelService;
   customers: CustomerService;
   connectors: Connectors;
@@ -213,9 +216,96 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     return prisma.transaction.findFirst({ where: { id, merchantId: principal.merchantId, mode: principal.mode } });
   }
 
-  async function merchantCurrency(principal: Principal): Promise<string> {
-    const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } });
-    return merchant.defaultCurrency;
+  /**
+   * Initialize's insert, with the payer's customer in the same statement: the existing one by e-mail, else
+   * a new one (ON CONFLICT covers a concurrent first payment by the same e-mail). A returning payer's
+   * customer row is left as it is, as findOrCreateCustomer does.
+   */
+  async function insertCheckoutTransaction(
+    principal: Principal,
+    t: {
+      reference: string;
+      accessCode: string;
+      amount: bigint;
+      currency: string;
+      description: string | null;
+      email: string;
+      phone: string | null;
+      firstName: string | null;
+      lastName: string | null;
+      channelId: number;
+      callbackUrl: string | null;
+    },
+  ): Promise<Transaction> {
+    const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(
+      `WITH existing AS (
+         SELECT id FROM customers WHERE merchant_id = $1 AND mode = $2::"Mode" AND email = $3
+       ), created AS (
+         INSERT INTO customers (merchant_id, mode, email, first_name, last_name, phone)
+         SELECT $1, $2::"Mode", $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM existing)
+         ON CONFLICT (merchant_id, mode, email) DO UPDATE SET email = EXCLUDED.email
+         RETURNING id
+       )
+       INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email,
+         phone_number, channel_id, customer_id, callback_url, updated_at)
+       VALUES ($1, $2::"Mode", $7, $8, $9::bigint, $10, 'pending', $11, $3, $6, $12,
+         COALESCE((SELECT id FROM existing), (SELECT id FROM created)), $13, now())
+       RETURNING ${TRANSACTION_COLUMNS}`,
+      [
+        principal.merchantId,
+        principal.mode,
+        t.email,
+        t.firstName,
+        t.lastName,
+        t.phone,
+        t.reference,
+        t.accessCode,
+        t.amount.toString(),
+        t.currency,
+        t.description,
+        t.channelId,
+        t.callbackUrl,
+      ],
+    );
+    return transactionFromRow(row!);
+  }
+
+  /** Verify's one statement: by reference, within the caller's merchant and mode. */
+  async function transactionByReference(principal: Principal, reference: string): Promise<Transaction | null> {
+    const rows = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(
+      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`,
+      [reference, principal.merchantId, principal.mode],
+    );
+    return rows[0] ? transactionFromRow(rows[0]) : null;
+  }
+
+  /**
+   * The list's page and its total in one round trip: the count (an index-only scan) joined to the page
+   * (the index in order, stopping at the limit). A page past the end is the one row of the count with
+   * no transaction in it. A window count would read every matching row in full instead.
+   */
+  async function transactionPage(where: ReturnType<typeof transactionWhere>, paging: Paging): Promise<[Transaction[], number]> {
+    const params: unknown[] = [where.merchantId, where.mode];
+    let filter = `merchant_id = $1 AND mode = $2::"Mode"`;
+    if (where.status) filter += ` AND status = $${params.push(where.status)}::"TransactionStatus"`;
+    const created = where.createdAt as { gte?: Date; lt?: Date } | undefined;
+    if (created?.gte) filter += ` AND created_at >= $${params.push(created.gte)}`;
+    if (created?.lt) filter += ` AND created_at < $${params.push(created.lt)}`;
+    // The offset as exact text: (page - 1) * limit can pass 2^53 for an absurd page, and PostgreSQL takes a bigint.
+    const offset = String((BigInt(paging.page) - 1n) * BigInt(paging.limit));
+    const limit = params.push(paging.limit);
+    const skip = params.push(offset);
+    const rows = await deps.sql.query<{ total: number } & ({ id: null } | Parameters<typeof transactionFromRow>[0])>(
+      `SELECT counted.total, page.* FROM (SELECT count(*)::int AS total FROM transactions WHERE ${filter}) counted
+       LEFT JOIN LATERAL (
+         SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${filter}
+         ORDER BY created_at DESC, id DESC LIMIT $${limit} OFFSET $${skip}::bigint
+       ) page ON true
+       ORDER BY page."createdAt" DESC, page.id DESC`,
+      params,
+    );
+    const items = rows.flatMap(({ total: _total, ...row }) => (row.id === null ? [] : [transactionFromRow(row as Parameters<typeof transactionFromRow>[0])]));
+    return [items, rows[0]!.total];
   }
 
   /** Records a provider's verdict on a collection; false when it was already settled. */
@@ -384,16 +474,31 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const lastName = optionalText(input.lastName, "last_name", 100);
       const description = optionalText(input.description, "description", 500);
       const callbackUrl = parseCallbackUrl(input.callbackUrl);
-      const [channel, defaultCurrency] = await Promise.all([
-        channels.resolvePaymentChannel(principal, input.paymentChannelId),
-        input.currency ? null : merchantCurrency(principal),
-      ]);
+      const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, input.paymentChannelId);
       const connector = connectorOf(connectors, channel);
       if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
       const currency = parseCurrency(input.currency || defaultCurrency!, connector.currencies, channel.provider);
       const hosted = connector.hosted;
       hosted?.checkPayment({ amount, currency });
 
+      if (!hosted && !inIdempotencyScope()) {
+        // The common case, in one statement: the payer's customer (found or created) and the row.
+        const transaction = await insertCheckoutTransaction(principal, {
+          reference: newReference(),
+          accessCode: newAccessCode(),
+          amount,
+          currency,
+          description,
+          email,
+          phone,
+          firstName,
+          lastName,
+          channelId: channel.id,
+          callbackUrl,
+        });
+        afterCreate(stateMachine, { transaction, event: null, jobsQueued: 0 });
+        return transaction;
+      }
       const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone });
       const row: Prisma.TransactionUncheckedCreateInput = {
         merchantId: principal.merchantId,
@@ -418,9 +523,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         afterCreate(stateMachine, created);
         return openHostedPayment(created.transaction, channel, hosted);
       }
-      const created = inIdempotencyScope()
-        ? await prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false }))
-        : await insertPendingTransaction(prisma, row, { announce: false });
+      // Under an Idempotency-Key the row and its recovery point commit together (src/idempotency).
+      const created = await prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false }));
       afterCreate(stateMachine, created);
       return created.transaction;
     },
@@ -564,10 +668,12 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       reference: string,
       query: { include?: Prisma.TransactionInclude; select?: Prisma.TransactionSelect } = {},
     ): Promise<Transaction> {
-      const transaction = (await prisma.transaction.findFirst({
-        ...query,
-        where: { reference, merchantId: principal.merchantId, mode: principal.mode },
-      })) as Transaction | null;
+      const transaction = selectsColumnsOnly(query)
+        ? await transactionByReference(principal, reference)
+        : ((await prisma.transaction.findFirst({
+            ...query,
+            where: { reference, merchantId: principal.merchantId, mode: principal.mode },
+          })) as Transaction | null);
       if (!transaction) throw new NotFoundError("Transaction");
       return transaction;
     },
@@ -580,6 +686,10 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     ): Promise<Page<Transaction>> {
       const where = transactionWhere(principal, input);
       const paging = resolvePaging(input);
+      if (selectsColumnsOnly(query)) {
+        const [items, total] = await transactionPage(where, paging);
+        return toPage(items, total, paging);
+      }
       const [items, total] = await Promise.all([
         prisma.transaction.findMany({ ...query, where, orderBy: newestFirst, ...pageWindow(paging) }),
         prisma.transaction.count({ where }),

@@ -1,0 +1,49 @@
+import type { Transaction } from "../../db/generated/prisma/client.ts";
+
+/**
+ * The transactions row as Prisma's model has it, for the statements on the hot paths that bypass
+ * Prisma (src/db/sql.ts). Every column, so a row from here serves any GraphQL selection of scalars;
+ * test/integration/hot-sql.test.ts checks it against Prisma's own read of the same row.
+ */
+export const TRANSACTION_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, access_code AS "accessCode", amount::text AS amount,
+  currency, status, payment_method AS "paymentMethod", description, email, phone_number AS "phoneNumber",
+  client_reference AS "clientReference", checkout_request_id AS "checkoutRequestId", provider_reference AS "providerReference",
+  failure_code AS "failureCode", failure_reason AS "failureReason", channel_id AS "channelId", customer_id AS "customerId",
+  created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt", charge_started_at AS "chargeStartedAt",
+  provider_access_code AS "providerAccessCode", provider_checkout_url AS "providerCheckoutUrl", callback_url AS "callbackUrl"`;
+
+type Row = Omit<Transaction, "amount" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
+  amount: string;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+  completedAt: Date | string | null;
+  chargeStartedAt: Date | string | null;
+};
+
+const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
+const optionalDate = (value: Date | string | null) => (value === null ? null : date(value));
+
+/** amount travels as text (int8 parses differently per driver) and becomes the model's BigInt. */
+export function transactionFromRow(row: Row): Transaction {
+  return {
+    ...row,
+    amount: BigInt(row.amount),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
+    completedAt: optionalDate(row.completedAt),
+    chargeStartedAt: optionalDate(row.chargeStartedAt),
+  };
+}
+
+/** Prisma model fields of Transaction that are columns (not relations): a selection of only these needs no join. */
+const SCALAR_FIELDS = new Set([
+  "id", "merchantId", "mode", "reference", "accessCode", "amount", "currency", "status", "paymentMethod", "description", "email",
+  "phoneNumber", "clientReference", "checkoutRequestId", "providerReference", "failureCode", "failureReason", "channelId",
+  "customerId", "createdAt", "updatedAt", "completedAt", "chargeStartedAt", "providerAccessCode", "providerCheckoutUrl", "callbackUrl",
+]);
+
+/** Whether a Pothos-derived Prisma query asks for nothing beyond the row's own columns. */
+export function selectsColumnsOnly(query: { include?: object; select?: object }): boolean {
+  if (query.include && Object.keys(query.include).length > 0) return false;
+  return !query.select || Object.keys(query.select).every((field) => SCALAR_FIELDS.has(field));
+}
