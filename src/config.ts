@@ -93,6 +93,10 @@ const envSchema = z.object({
   API_KEY_CACHE_TTL_MS: nonNegativeInt(30_000),
   CHECKOUT_CHARGE_LEASE_MS: positiveInt(120_000),
   /** Signs users' access tokens; shared by every instance. Unset: derived from the encryption key. */
+  /** Bearer token /metrics requires; unset: open in development and test, not served in production (see METRICS_PORT). */
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+  /** Serve /metrics on its own listener (same HOST) instead of the API port, e.g. for a private scrape network. */
+  METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).max(65535).optional()),
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters (generate one with: openssl rand -hex 32)").optional()),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
   REFRESH_TOKEN_TTL_DAYS: positiveInt(30),
@@ -185,6 +189,8 @@ export interface Config {
   idempotencyLeaseMs: number;
   /** How long a verified API key is trusted without a database lookup (0: look it up every time); revocations reach every instance at once through Redis. */
   apiKeyCacheTtlMs: number;
+  /** Prometheus /metrics: a bearer token it requires, and/or a port of its own. */
+  metrics: { token: string | undefined; port: number | undefined };
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
   auth: AuthConfig;
@@ -307,6 +313,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
     auth: {
       jwtSecret: e.JWT_SECRET,

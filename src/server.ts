@@ -17,8 +17,12 @@ import type { GraphQLContext } from "./graphql/context.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
 import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
+import { SubscriptionFanout } from "./graphql/fanout.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
 import { registerIdempotency } from "./idempotency/hooks.ts";
+import { createMetrics } from "./metrics/registry.ts";
+import { registerMetricsRoutes } from "./metrics/routes.ts";
+import { registerOpenApiRoutes } from "./openapi/routes.ts";
 import { runInIdempotencyScope } from "./idempotency/scope.ts";
 import { createIdempotencyStore } from "./idempotency/store.ts";
 import { RedisConnections } from "./infra/redis.ts";
@@ -49,6 +53,8 @@ export interface Gateway {
   redis: RedisConnections | undefined;
   /** Request budgets (undefined when disabled); a WebSocket subscribe calls chargeOperation() from rate-limit/limiter.ts. */
   rateLimiter: GatewayRateLimiter | undefined;
+  /** Identical graphql-ws subscriptions sharing one execution per event; stats() for metrics. */
+  subscriptions: SubscriptionFanout;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
   close(): Promise<void>;
 }
@@ -158,7 +164,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
   const secrets = new SecretBox(encryptionKey);
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
-  const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger });
+  const metrics = createMetrics();
+  const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
   const routes = compileRoutes(schema, restRoutes);
   const authenticator = createAuthenticator({
@@ -242,6 +249,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const logRequests = logger.isLevelEnabled("info");
   // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
   app.addHook("onResponse", async (request, reply) => {
+    metrics.observeRequest(request.routeOptions.url ?? "unmatched", request.method, reply.statusCode, reply.elapsedTime / 1000);
     if (!logRequests) return; // LOG_LEVEL=warn or silent: not even the line's object
     const principal = request.principal;
     request.log.info(
@@ -311,21 +319,28 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       reply.header(key, value);
     });
     reply.status(response.status);
+    if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+      live.sse++;
+      reply.raw.once("close", () => live.sse--);
+    }
     reply.send(response.body);
     return reply;
   };
+  const live = { websocket: 0, sse: 0 };
 
   // GET serves GraphiQL, GraphQL over HTTP and SSE, and the graphql-ws upgrade on the same path.
+  const subscriptions = new SubscriptionFanout();
   app.route({
     url: "/graphql",
     method: "GET",
     handler: handleGraphql,
-    wsHandler: graphqlWebSocketHandler({
+    wsHandler: countedSockets(live, graphqlWebSocketHandler({
       yoga,
       authenticate: budgetedAuthentication(rateLimiter, authenticator),
       chargeOperation: (budget) => chargeOperation(rateLimiter, budget),
       keepAliveMs: config.graphql.wsKeepAliveMs,
-    }),
+      fanout: subscriptions,
+    })),
   });
   app.route({ url: "/graphql", method: ["POST", "OPTIONS"], handler: handleGraphql });
 
@@ -333,6 +348,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerMomoCallbackRoutes(app, services);
   registerPaystackCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
+  registerOpenApiRoutes(app);
+  metrics.attach({ prisma: db.prisma, poolStats: db.poolStats, openSubscriptions: () => ({ ...live }), fanout: () => subscriptions.stats() });
+  const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);
   await registerDashboardRoutes(app);
 
   for (const route of routes) {
@@ -364,10 +382,12 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     config,
     redis,
     rateLimiter,
+    subscriptions,
     close() {
       closing ??= (async () => {
         shutdown.abort();
         await app.close();
+        await metricsListener.close();
         await idempotency.close();
         await services.jobs.stop();
         services.momo.close();
@@ -376,5 +396,18 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       })();
       return closing;
     },
+  };
+}
+
+/** Counts open graphql-ws sockets for /metrics. */
+function countedSockets<Socket extends { once(event: "close", listener: () => void): unknown }, Rest extends unknown[], Result>(
+  live: { websocket: number },
+  handler: (socket: Socket, ...rest: Rest) => Result,
+) {
+  // A function, not an arrow: @fastify/websocket calls the handler with the Fastify instance as `this`.
+  return function (this: unknown, socket: Socket, ...rest: Rest) {
+    live.websocket++;
+    socket.once("close", () => live.websocket--);
+    return handler.call(this, socket, ...rest);
   };
 }

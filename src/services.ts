@@ -5,7 +5,7 @@ import { createJobRunner } from "./jobs/runner.ts";
 import type { Logger } from "./logger.ts";
 import { createChannelService } from "./modules/channels/service.ts";
 import { createCustomerService } from "./modules/customers/service.ts";
-import { createEventPublisher } from "./modules/events/publisher.ts";
+import { createEventPublisher, type EventPublisher } from "./modules/events/publisher.ts";
 import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
@@ -18,6 +18,7 @@ import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
 import type { SecretBox } from "./security/encryption.ts";
+import type { GatewayMetrics } from "./metrics/registry.ts";
 
 export interface ServiceDeps {
   prisma: PrismaClient;
@@ -29,6 +30,8 @@ export interface ServiceDeps {
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
+  /** Counts committed status events and webhook attempts when set (the server's /metrics). */
+  metrics?: GatewayMetrics;
 }
 
 /**
@@ -37,7 +40,12 @@ export interface ServiceDeps {
  */
 export function createServices(deps: ServiceDeps) {
   const { prisma, logger, config } = deps;
-  const publisher = createEventPublisher(deps.redis);
+  const published = createEventPublisher(deps.redis);
+  const { metrics } = deps;
+  // publish() is called once per committed event, on the instance that committed it: the place to count.
+  const publisher: EventPublisher = metrics
+    ? { publish: (event) => (metrics.eventCommitted(event), published.publish(event)), subscribe: (m, mode) => published.subscribe(m, mode) }
+    : published;
   const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs });
   const connectors = createConnectors({
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
@@ -105,7 +113,7 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     momo: createMomoService({ prisma, channels, transactions, payouts, connectors, jobs, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
-    webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, logger }),
+    webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }
 

@@ -19,6 +19,8 @@ export interface Database {
   /** Plain SQL on the same connections, for the hottest statements only (see sql.ts). */
   sql: Sql;
   backend: Backend;
+  /** The PostgreSQL pool's use (metrics); PGlite has a single in-process connection and none. */
+  poolStats?: () => { total: number; idle: number; waiting: number };
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -75,6 +77,7 @@ async function openPostgres(url: string, logger: Logger, options: OpenOptions): 
     prisma,
     sql: poolSql(pool, options.onQuery),
     backend: "postgres",
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => {
       await prisma.$queryRawUnsafe("SELECT 1");
     },

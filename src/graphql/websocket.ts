@@ -1,10 +1,12 @@
 import type { WebsocketHandler } from "@fastify/websocket";
-import { GraphQLError, type ExecutionArgs } from "graphql";
+import { getOperationAST, GraphQLError, Kind, print, type ExecutionArgs, type ExecutionResult } from "graphql";
 import { makeHandler } from "graphql-ws/use/@fastify/websocket";
 import type { YogaServerInstance } from "graphql-yoga";
+import type WebSocket from "ws";
 import { credentialFrom, type Credential, type Principal } from "../auth.ts";
 import { GatewayError } from "../errors.ts";
 import type { GraphQLContext } from "./context.ts";
+import { isSharedExecution, type SubscriptionFanout } from "./fanout.ts";
 
 /**
  * GraphQL over WebSocket (graphql-ws) on /graphql, wired the way graphql-yoga documents it: every
@@ -22,6 +24,8 @@ export interface WebSocketDeps {
   /** Counts one subscribe operation against the credential's budget; resolves to the 429 error when over it. */
   chargeOperation(budget: string): Promise<GatewayError | undefined>;
   keepAliveMs?: number;
+  /** Where identical subscriptions share one execution (see sharedExecution); the gateway exposes its stats. */
+  fanout: SubscriptionFanout;
 }
 
 interface Connection {
@@ -42,9 +46,63 @@ export const RATE_LIMITED_CLOSE_CODE = 4429;
 
 type Envelope = ReturnType<WebSocketDeps["yoga"]["getEnveloped"]>;
 
+/** What execute/subscribe need besides the arguments graphql-ws passes them: one per operation. */
+interface Operation {
+  envelope: Envelope;
+  principal: Principal;
+  socket: WebSocket;
+  id: string;
+  params: unknown;
+}
+
+/** The stream of a subscription built by the subscriber's own subscribe call; anything else is a one-off result. */
+function isStream(result: unknown): result is AsyncIterableIterator<ExecutionResult> {
+  return typeof result === "object" && result !== null && Symbol.asyncIterator in result;
+}
+
+/** JSON with object keys sorted, so equal variables give equal keys whatever their order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * The key subscribers share an execution under, or undefined when this operation is not shared: its one root
+ * field must be marked sharedExecution and selected plainly (no fragment or directive at the root, so the field
+ * is known without executing). The key holds everything the result can depend on: the document, the operation
+ * and the variables, and the principal's merchant, mode and role (authorization depends on role and mode).
+ */
+function sharedKey(args: ExecutionArgs, principal: Principal): string | undefined {
+  const operation = getOperationAST(args.document, args.operationName);
+  if (operation?.operation !== "subscription" || operation.selectionSet.selections.length !== 1) return undefined;
+  const [root] = operation.selectionSet.selections;
+  if (root?.kind !== Kind.FIELD || root.directives?.length) return undefined;
+  const field = args.schema.getSubscriptionType()?.getFields()[root.name.value];
+  if (!field || !isSharedExecution(field)) return undefined;
+  return JSON.stringify([principal.merchantId, principal.mode, principal.role, args.operationName ?? null, canonicalJson(args.variableValues ?? {}), print(args.document)]);
+}
+
 export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
   // graphql-ws hands the same context object to every callback of one socket.
   const connections = new WeakMap<object, Connection>();
+  // graphql-ws passes onSubscribe's ExecutionArgs object on to execute/subscribe.
+  const operations = new WeakMap<ExecutionArgs, Operation>();
+
+  /**
+   * The group's one stream: executed with the scope alone (no user, key or connection of any one member), so
+   * nothing of one subscriber can reach another's frames, and ended by the group's signal.
+   */
+  const openShared = async (args: ExecutionArgs, operation: Operation, signal: AbortSignal) => {
+    const { merchantId, mode, role } = operation.principal;
+    const scope: Principal = { merchantId, mode, role, userId: null, keyId: null, keyPrefix: null };
+    const envelope = deps.yoga.getEnveloped({ params: operation.params, principal: scope });
+    const contextValue = Object.assign(await envelope.contextFactory(), { shutdownSignal: signal });
+    return envelope.subscribe({ ...args, contextValue });
+  };
 
   return makeHandler<Record<string, unknown>>(
     {
@@ -61,7 +119,7 @@ export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
         connections.set(ctx, authenticated);
         return true;
       },
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         const connection = connections.get(ctx)!;
         const limited = connection.budget === undefined ? undefined : await deps.chargeOperation(connection.budget);
         if (limited) return [new GraphQLError(limited.message, { extensions: { code: limited.code } })];
@@ -83,14 +141,25 @@ export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
           document,
           variableValues: payload.variables ?? null,
           contextValue: await envelope.contextFactory(),
-          rootValue: { execute: envelope.execute, subscribe: envelope.subscribe },
+          rootValue: null,
         };
         const errors = envelope.validate(args.schema, args.document);
         if (errors.length) return errors;
+        operations.set(args, { envelope, principal: connection.principal, socket: ctx.extra.socket, id, params: payload });
         return args;
       },
-      execute: (args) => (args.rootValue as Envelope).execute(args),
-      subscribe: (args) => (args.rootValue as Envelope).subscribe(args),
+      execute: (args) => operations.get(args)!.envelope.execute(args),
+      subscribe: async (args) => {
+        const operation = operations.get(args)!;
+        // Authorization, limits and the root field's own checks run for every subscriber, shared or not.
+        const result = await operation.envelope.subscribe(args);
+        const key = isStream(result) && sharedKey(args, operation.principal);
+        if (!key) return result;
+        // Its own stream is closed before it started (nothing listens before the first next()); the group's serves it.
+        await result.return?.();
+        const { shutdownSignal } = args.contextValue as GraphQLContext;
+        return deps.fanout.join(key, operation.socket, operation.id, shutdownSignal, (signal) => openShared(args, operation, signal));
+      },
     },
     deps.keepAliveMs,
   );

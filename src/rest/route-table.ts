@@ -22,6 +22,23 @@ export interface RestResponse {
   body: Record<string, unknown> | string;
 }
 
+/** What the OpenAPI document says of a route (src/openapi): built from the rows, so it cannot drift from them. */
+export interface RouteDoc {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** The JSON request body's schema, for POST routes. */
+  body?: Record<string, unknown>;
+  query?: Record<string, { description: string; schema: Record<string, unknown> }>;
+  /** The success status (200 unless said) and its body's schema. */
+  status?: number;
+  response: Record<string, unknown>;
+  responseDescription?: string;
+  /** Error statuses beyond the common ones (400, 401, 403, 413, 415, 429, 503), e.g. 404, 409, 502. */
+  errors?: number[];
+}
+
 export interface RestRoute<TData = any> {
   method: "GET" | "POST";
   /** Fastify path syntax, e.g. /api/transactions/verify/:reference */
@@ -30,6 +47,7 @@ export interface RestRoute<TData = any> {
   operation: string;
   variables(request: RestRequest): Record<string, unknown>;
   respond(data: TData, request: RestRequest): RestResponse;
+  doc?: RouteDoc;
 }
 
 export function defineRoute<TData>(route: RestRoute<TData>): RestRoute<TData> {

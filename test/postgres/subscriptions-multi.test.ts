@@ -87,6 +87,37 @@ describe("subscriptions across gateway instances", () => {
     await Promise.all([client.dispose(), bystander.dispose()]);
   });
 
+  it("WebSocket subscribers on B share one execution per event, through Redis, each getting it once", async () => {
+    const stats = () => b.gateway.subscriptions.stats();
+    const until = async (check: () => boolean) => {
+      for (const deadline = Date.now() + 10_000; !check(); await new Promise((r) => setTimeout(r, 10))) expect(Date.now()).toBeLessThan(deadline);
+    };
+    await until(() => stats().groups === 0); // the previous test's subscribers have gone
+    const clients = Array.from({ length: 5 }, () => wsClient(b.url, merchant.testKey));
+    const subs = clients.map((client) => collect(client, Everything));
+    const bystander = wsClient(b.url, other.testKey);
+    const theirs = collect(bystander, Everything);
+    await until(() => stats().subscribers === 6);
+    expect(stats().groups).toBe(2);
+    const before = stats();
+    await new Promise((r) => setTimeout(r, 300)); // B's Redis SUBSCRIBE is asynchronous
+    const reference = await initializeOnA(merchant);
+    expect((await payOnA(reference)).status).toBe(200);
+    for (const sub of subs) await sub.waitFor(2);
+    await new Promise((r) => setTimeout(r, 300));
+    for (const sub of subs) {
+      expect(sub.results.map((r) => r.data?.transactionEvents.transaction)).toEqual([
+        { reference, status: "pending" },
+        { reference, status: "completed" },
+      ]);
+    }
+    expect(theirs.results).toEqual([]);
+    const after = b.gateway.subscriptions.stats();
+    expect(after.executions - before.executions).toBe(2);
+    expect(after.deliveries - before.deliveries).toBe(10);
+    await Promise.all([...clients, bystander].map((client) => client.dispose()));
+  });
+
   it("an SSE subscriber on B receives the same", async () => {
     const reference = await initializeOnA(merchant);
     const stream = await sseSubscribe(b.url, merchant.testKey, Changed, { reference });

@@ -5,6 +5,9 @@ import { loadConfig } from "../../src/config.ts";
 import { createLogger, type Logger } from "../../src/logger.ts";
 import { createGateway, type Gateway } from "../../src/server.ts";
 import { createTestDatabase, type TestDatabase } from "./backend.ts";
+import { createResponseValidator, type ResponseValidator } from "./openapi-validation.ts";
+
+let responseValidator: ResponseValidator | undefined;
 
 export interface TestMerchant {
   id: number;
@@ -21,6 +24,8 @@ export interface TestGateway {
   createMerchant(name?: string): Promise<TestMerchant>;
   /** Seeds a user of a merchant through the service; answers the e-mail and password to sign in with. */
   createUser(merchantId: number, role: "owner" | "developer" | "viewer"): Promise<{ id: number; email: string; password: string }>;
+  /** REST answers checked against the OpenAPI document so far, and those that contradicted it. */
+  openApi: { checked: number; violations: string[] };
   close(): Promise<void>;
 }
 
@@ -48,12 +53,23 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     ...options.env,
   });
   const gateway = await createGateway(config, options.logger ?? createLogger(config.logLevel), options.onQuery ? { onQuery: options.onQuery } : {});
+  // Every REST answer of every test is checked against the OpenAPI document; close() reports what did not match.
+  const validator = (responseValidator ??= createResponseValidator());
+  const openApi = { checked: 0, violations: [] as string[] };
+  const violations = openApi.violations;
+  gateway.app.addHook("onSend", async (request, reply, payload) => {
+    const violation = validator.check(request.method, request.routeOptions.url, reply.statusCode, payload);
+    if (violation !== undefined) openApi.checked++;
+    if (violation) violations.push(violation);
+    return payload;
+  });
   const address = await gateway.app.listen({ port: options.port ?? 0, host: "127.0.0.1" });
   const ownsDatabase = !options.database;
   return {
     url: address,
     gateway,
     database,
+    openApi,
     async createMerchant(name = `Merchant ${randomBytes(3).toString("hex")}`) {
       const { merchant, keys } = await gateway.services.merchants.createMerchant({
         name,
@@ -69,6 +85,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     async close() {
       await gateway.close();
       if (ownsDatabase) await database.drop();
+      if (violations.length) throw new Error(`REST answers that contradict the OpenAPI document:\n${[...new Set(violations)].slice(0, 20).join("\n")}`);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
 import { boolParam, required, stringField } from "../../rest/params.ts";
+import { body, bool, envelope, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 
 interface ChannelData {
   databaseId: number;
@@ -39,6 +40,15 @@ export const channelRoutes = [
   defineRoute<{ createPaymentChannel: ChannelData }>({
     method: "POST",
     path: "/api/payment-channels/create",
+    doc: {
+      operationId: "createPaymentChannel",
+      summary: "Create a payment channel (it becomes the default)",
+      tag: "Payment channels",
+      body: body({ name: str(), provider: oneOfStrings(["sandbox", "mpesa", "paystack"]), config: { type: "object", description: "The provider's credentials; write-only" } }, ["name", "provider"]),
+      status: 201,
+      response: envelope({ message: str(), channel: schemas.channel }),
+      errors: [409, 422],
+    },
     operation: `mutation RestCreatePaymentChannel($input: CreatePaymentChannelInput!) {
       createPaymentChannel(input: $input) {
         ... on PaymentChannel { ${channelFields} }
@@ -54,6 +64,13 @@ export const channelRoutes = [
   defineRoute<{ paymentChannels: ChannelData[] }>({
     method: "GET",
     path: "/api/payment-channels/list",
+    doc: {
+      operationId: "listPaymentChannels",
+      summary: "The merchant's payment channels",
+      tag: "Payment channels",
+      query: { active_only: { description: "true: active channels only", schema: bool() } },
+      response: envelope({ channels: list(schemas.channel) }),
+    },
     operation: `query RestListPaymentChannels($activeOnly: Boolean) {
       paymentChannels(activeOnly: $activeOnly) { ${channelFields} }
     }`,

@@ -1,5 +1,6 @@
 import { defineRoute } from "../../rest/route-table.ts";
 import { intParam, required, stringField, stringParam } from "../../rest/params.ts";
+import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
 
 interface CustomerData {
   databaseId: number;
@@ -33,6 +34,15 @@ export const customerRoutes = [
   defineRoute<{ createCustomer: CustomerData }>({
     method: "POST",
     path: "/api/customers/create",
+    doc: {
+      operationId: "createCustomer",
+      summary: "Create a customer",
+      tag: "Customers",
+      body: body({ email: str(), first_name: str(), last_name: str(), phone: str("E.164 with a leading +") }, ["email"]),
+      status: 201,
+      response: envelope({ message: str(), customer: schemas.customer }),
+      errors: [409, 422],
+    },
     operation: `mutation RestCreateCustomer($input: CreateCustomerInput!) {
       createCustomer(input: $input) {
         ... on Customer { ${customerFields} }
@@ -55,6 +65,17 @@ export const customerRoutes = [
   defineRoute<{ customers: CustomerPageData }>({
     method: "GET",
     path: "/api/customers/list",
+    doc: {
+      operationId: "listCustomers",
+      summary: "The merchant's customers, by page",
+      tag: "Customers",
+      query: {
+        search: { description: "Part of the e-mail or name", schema: str() },
+        page: { description: "From 1", schema: int(undefined, { minimum: 1 }) },
+        limit: { description: "1 to 100 (default 20)", schema: int(undefined, { minimum: 1, maximum: 100 }) },
+      },
+      response: envelope({ data: list(schemas.customer), ...schemas.page }),
+    },
     operation: `query RestListCustomers($search: String, $page: Int, $limit: Int) {
       customers(search: $search, page: $page, limit: $limit) {
         ... on CustomerPage { items { ${customerFields} } total page limit pages }

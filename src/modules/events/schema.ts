@@ -1,5 +1,6 @@
 import { builder } from "../../graphql/builder.ts";
 import type { GraphQLContext } from "../../graphql/context.ts";
+import { sharedExecution } from "../../graphql/fanout.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { Transaction as TransactionType } from "../transactions/schema.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
@@ -91,7 +92,11 @@ export async function* untilAborted<T>(
   }
 }
 
-/** Every event of the caller's merchant and mode that passes `keep`, until shutdown. */
+/**
+ * Every event of the caller's merchant and mode that passes `keep`, until ctx.shutdownSignal aborts (shutdown, or
+ * a shared execution's last subscriber leaving). `keep` must depend on the event alone for a field marked
+ * sharedExecution.
+ */
 export async function* merchantEvents(ctx: GraphQLContext, keep: (event: PublishedEvent) => boolean): AsyncGenerator<PublishedEvent> {
   for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
     if (keep(event)) yield event;
@@ -138,6 +143,7 @@ builder.subscriptionFields((t) => ({
       "was started; no webhook and no stored event), transaction.pending, .completed and .failed.",
     subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.transactionId !== null),
     resolve: (event) => event,
+    extensions: sharedExecution,
   }),
 
   transactionStatusChanged: t.field({

@@ -1,4 +1,5 @@
 import { defineRoute } from "../../rest/route-table.ts";
+import { dateTime, envelope, int, obj, oneOfStrings, str } from "../../openapi/schemas.ts";
 
 interface StatusData {
   viewer: { databaseId: number; name: string; mode: "test" | "live"; defaultCurrency: string };
@@ -8,6 +9,14 @@ export const merchantRoutes = [
   defineRoute<StatusData>({
     method: "GET",
     path: "/v1/status",
+    doc: {
+      operationId: "status",
+      summary: "Who the credential belongs to, and in which mode",
+      tag: "Account",
+      response: envelope({
+        data: obj({ merchant: obj({ id: int(), name: str(), default_currency: str() }), mode: oneOfStrings(["test", "live"]), api_version: str(), server_time: dateTime() }),
+      }),
+    },
     operation: `query V1Status { viewer { databaseId name mode defaultCurrency } }`,
     variables: () => ({}),
     respond: ({ viewer }) => ({

@@ -1,6 +1,7 @@
 import { intField, required, stringField } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 import { failureOf } from "../transactions/routes.ts";
+import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
 interface MomoTransaction {
@@ -36,12 +37,34 @@ const stkPushVariables = ({ body }: { body: Record<string, unknown> }) => ({
   },
 });
 
+const stkBody = body(
+  {
+    amount: int("Whole shillings in minor units (KES 15.00 is 1500)", { minimum: 1 }),
+    phone_number: str("2547XXXXXXXX or +2547XXXXXXXX"),
+    payment_channel_id: int("Default: the merchant's default channel"),
+    reference: str("Your own reference, shown to the payer"),
+    description: str(),
+  },
+  ["amount", "phone_number"],
+);
+
 type StkPushData = { startStkPush: { customerMessage: string; transaction: MomoTransaction } };
 
 export const momoRoutes: RestRoute[] = [
   defineRoute<StkPushData>({
     method: "POST",
     path: "/api/momo/stk-push",
+    doc: {
+      operationId: "stkPush",
+      summary: "Send an M-Pesa STK push to the payer's phone",
+      tag: "Mobile money",
+      body: stkBody,
+      response: envelope({
+        message: str(),
+        transaction: obj({ id: int(), reference: str(), amount: schemas.amount, phone_number: nullable(str()), status: schemas.transactionStatus, checkout_request_id: nullable(str()), created_at: dateTime() }),
+      }),
+      errors: [404, 409, 422, 502],
+    },
     operation: stkPushOperation("RestStkPush"),
     variables: stkPushVariables,
     respond: ({ startStkPush: { transaction: t } }) => ({
@@ -64,6 +87,18 @@ export const momoRoutes: RestRoute[] = [
   defineRoute<{ stkStatus: MomoTransaction & { failureCode: string | null; failureReason: string | null } }>({
     method: "GET",
     path: "/api/momo/stk-status/:reference",
+    doc: {
+      operationId: "stkStatus",
+      summary: "An STK push's status (asks M-Pesa when still pending)",
+      tag: "Mobile money",
+      response: envelope({
+        transaction: obj(
+          { id: int(), reference: str(), amount: schemas.amount, phone_number: nullable(str()), status: schemas.transactionStatus, payment_method: nullable(str()), created_at: dateTime(), ...schemas.failure },
+          { optional: ["failure_code", "failure_reason"] },
+        ),
+      }),
+      errors: [404, 414],
+    },
     operation: `query RestStkStatus($reference: String!) {
       stkStatus(reference: $reference) {
         __typename
@@ -92,6 +127,14 @@ export const momoRoutes: RestRoute[] = [
   defineRoute<{ registerC2bUrls: { confirmationUrl: string; validationUrl: string } }>({
     method: "POST",
     path: "/api/momo/register-c2b-urls",
+    doc: {
+      operationId: "registerC2bUrls",
+      summary: "Register the merchant's C2B confirmation and validation URLs",
+      tag: "Mobile money",
+      body: body({ payment_channel_id: int(), confirmation_url: str(), validation_url: str(), response_type: oneOfStrings(["Completed", "Cancelled"]) }, ["confirmation_url", "validation_url"]),
+      response: envelope({ message: str(), urls: obj({ confirmation: str(), validation: str() }) }),
+      errors: [404, 409, 422, 502],
+    },
     operation: `mutation RestRegisterC2bUrls($input: RegisterC2bUrlsInput!) {
       registerC2bUrls(input: $input) {
         __typename
@@ -115,6 +158,14 @@ export const momoRoutes: RestRoute[] = [
   defineRoute<{ simulateC2b: { amount: number; phoneNumber: string; reference: string; status: string } }>({
     method: "POST",
     path: "/api/momo/simulate-c2b",
+    doc: {
+      operationId: "simulateC2b",
+      summary: "Simulate a customer-to-business payment (sandbox only)",
+      tag: "Mobile money",
+      body: body({ payment_channel_id: int(), amount: int(undefined, { minimum: 1 }), phone_number: str(), reference: str("The bill reference the payer types") }, ["amount", "phone_number", "reference"]),
+      response: envelope({ message: str(), transaction: obj({ amount: schemas.amount, phone_number: str(), reference: str(), status: str() }) }),
+      errors: [404, 409, 422, 502],
+    },
     operation: `mutation RestSimulateC2b($input: SimulateC2bInput!) {
       simulateC2b(input: $input) {
         __typename
@@ -143,6 +194,29 @@ export const momoRoutes: RestRoute[] = [
   defineRoute<StkPushData>({
     method: "POST",
     path: "/v1/collections/stk",
+    doc: {
+      operationId: "createStkCollection",
+      summary: "Collect by M-Pesa STK push (the v1 shape of stk-push)",
+      tag: "Mobile money",
+      body: stkBody,
+      status: 201,
+      response: envelope({
+        data: obj({
+          id: int(),
+          reference: str(),
+          client_reference: nullable(str()),
+          amount: schemas.amount,
+          currency: str(),
+          phone_number: nullable(str()),
+          status: schemas.transactionStatus,
+          payment_method: nullable(str()),
+          checkout_request_id: nullable(str()),
+          customer_message: str(),
+          created_at: dateTime(),
+        }),
+      }),
+      errors: [404, 409, 422, 502],
+    },
     operation: stkPushOperation("V1CollectionsStk"),
     variables: stkPushVariables,
     respond: ({ startStkPush: { customerMessage, transaction: t } }) => ({

@@ -2,6 +2,7 @@ import { ValidationError } from "../../errors.ts";
 import { intField, required, stringField } from "../../rest/params.ts";
 import { payoutCommands } from "./service.ts";
 import { defineRoute } from "../../rest/route-table.ts";
+import { body, envelope, int, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 
 /** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
 interface PayoutData {
@@ -54,6 +55,26 @@ export const payoutRoutes = [
   defineRoute<{ createPayout: PayoutData }>({
     method: "POST",
     path: "/v1/payouts",
+    doc: {
+      operationId: "createPayout",
+      summary: "Pay out to a phone (M-Pesa B2C); never sent twice",
+      tag: "Payouts",
+      body: body(
+        {
+          amount: int(undefined, { minimum: 1 }),
+          phone_number: str(),
+          currency: str(),
+          payment_channel_id: int(),
+          reference: str("Your own reference (unique per merchant and mode)"),
+          description: str(),
+          command_id: oneOfStrings(["BusinessPayment", "SalaryPayment", "PromotionPayment"]),
+        },
+        ["amount", "phone_number"],
+      ),
+      status: 201,
+      response: envelope({ data: schemas.payout }),
+      errors: [404, 409, 422, 502],
+    },
     operation: `mutation V1CreatePayout($input: CreatePayoutInput!) {
       createPayout(input: $input) {
         __typename
@@ -77,6 +98,13 @@ export const payoutRoutes = [
   defineRoute<{ payout: PayoutData }>({
     method: "GET",
     path: "/v1/payouts/:id",
+    doc: {
+      operationId: "getPayout",
+      summary: "One payout, by its reference",
+      tag: "Payouts",
+      response: envelope({ data: schemas.payout }),
+      errors: [404, 414],
+    },
     operation: `query V1Payout($reference: String!) {
       payout(reference: $reference) {
         __typename

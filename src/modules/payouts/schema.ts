@@ -2,6 +2,7 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { Principal } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
+import { sharedExecution } from "../../graphql/fanout.ts";
 import { ValidationError } from "../../errors.ts";
 import { toMsisdn } from "../../phone.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
@@ -126,6 +127,7 @@ builder.subscriptionFields((t) => ({
     description: "Every status change of the merchant's payouts in the key's mode.",
     subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.payoutId !== null),
     resolve: (event) => event,
+    extensions: sharedExecution,
   }),
   payoutStatusChanged: t.field({
     type: PayoutEvent,

@@ -1,6 +1,7 @@
 import { defineRoute } from "../../rest/route-table.ts";
 import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
 import { parseStatus } from "../../filters.ts";
+import { body, envelope, int, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
 
 interface TransactionFields {
   databaseId: number;
@@ -33,6 +34,33 @@ export const transactionRoutes = [
   }>({
     method: "POST",
     path: "/api/transactions/initialize",
+    doc: {
+      operationId: "initializeTransaction",
+      summary: "Start a card payment and get its hosted checkout URL",
+      tag: "Transactions",
+      body: body(
+        {
+          amount: int("Minor units", { minimum: 1 }),
+          email: str("The payer's e-mail"),
+          payment_channel_id: int("Default: the merchant's default channel"),
+          currency: str("ISO 4217; default: the merchant's currency"),
+          description: str(),
+          first_name: str(),
+          last_name: str(),
+          phone: str("E.164 with a leading +"),
+          callback_url: str("http(s) URL the payer returns to after paying, with ?trxref=&reference= appended"),
+        },
+        ["amount", "email"],
+      ),
+      response: envelope({
+        message: str(),
+        transaction: schemas.transactionSummary,
+        authorization_url: str("The hosted checkout page to send the payer to"),
+        access_code: str(),
+        reference: str(),
+      }),
+      errors: [404, 409, 422, 502],
+    },
     operation: `mutation RestInitializeTransaction($input: InitializeTransactionInput!) {
       initializeTransaction(input: $input) {
         __typename
@@ -71,6 +99,18 @@ export const transactionRoutes = [
   defineRoute<{ transaction: TransactionFields & { paymentMethod: string | null } & FailureFields }>({
     method: "GET",
     path: "/api/transactions/verify/:reference",
+    doc: {
+      operationId: "verifyTransaction",
+      summary: "One transaction's status",
+      description:
+        'The body carries "status" twice, as published: "success" first and the transaction\'s status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. failure_code and failure_reason are present when the transaction failed.',
+      tag: "Transactions",
+      response: obj({
+        status: schemas.transactionStatus,
+        transaction: obj({ ...schemas.transactionSummary.properties as Record<string, Record<string, unknown>>, payment_method: nullable(str("card, momo_stk or momo_c2b")), ...schemas.failure }, { optional: ["failure_code", "failure_reason"] }),
+      }),
+      errors: [404, 414],
+    },
     operation: `query RestVerifyTransaction($reference: String!) {
       transaction(reference: $reference) {
         __typename
@@ -93,6 +133,19 @@ export const transactionRoutes = [
   defineRoute<{ transactionsPage: { items: TransactionFields[]; total: number; page: number; limit: number; pages: number } }>({
     method: "GET",
     path: "/api/transactions/list",
+    doc: {
+      operationId: "listTransactions",
+      summary: "The merchant's transactions, newest first, by page",
+      tag: "Transactions",
+      query: {
+        page: { description: "From 1", schema: int(undefined, { minimum: 1 }) },
+        limit: { description: "1 to 100 (default 20)", schema: int(undefined, { minimum: 1, maximum: 100 }) },
+        status: { description: "pending, completed or failed", schema: schemas.transactionStatus },
+        date_from: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+        date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+      },
+      response: envelope({ data: list(schemas.transactionSummary), ...schemas.page }),
+    },
     operation: `query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
       transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
         __typename

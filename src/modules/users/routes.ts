@@ -1,6 +1,47 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
+import { body, envelope, schemas, str } from "../../openapi/schemas.ts";
+import type { DocumentedRoute } from "../../openapi/document.ts";
+
+/** What the OpenAPI document says of these routes (they are not rows of the route table). */
+export const authRouteDocs: DocumentedRoute[] = [
+  {
+    method: "POST",
+    path: "/v1/auth/login",
+    doc: {
+      operationId: "login",
+      summary: "Sign a user in: an access token (15 minutes) and a refresh token (30 days)",
+      description: "Wrong e-mail and wrong password are the same 401. Five failures per e-mail (20 per IP) in 15 minutes give a 429 with Retry-After.",
+      tag: "Auth",
+      body: body({ email: str(), password: str(), mode: { type: "string", enum: ["test", "live"], description: "Default test" } }, ["email", "password"]),
+      response: envelope({ data: schemas.session }),
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/auth/refresh",
+    doc: {
+      operationId: "refresh",
+      summary: "Trade a refresh token for a new pair (the old one stops working)",
+      description: "Presenting a refresh token that was already used revokes its whole family (theft detection): 401.",
+      tag: "Auth",
+      body: body({ refresh_token: str(), mode: { type: "string", enum: ["test", "live"], description: "Switch mode (default: the token's)" } }, ["refresh_token"]),
+      response: envelope({ data: schemas.session }),
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/auth/logout",
+    doc: {
+      operationId: "logout",
+      summary: "Revoke a refresh token's family (access tokens run out on their own)",
+      tag: "Auth",
+      body: body({ refresh_token: str() }, ["refresh_token"]),
+      response: envelope({ message: str() }),
+    },
+  },
+];
 
 /**
  * POST /v1/auth/login, /refresh and /logout. Plain routes rather than rows of the GraphQL route table:

@@ -1,5 +1,6 @@
 import { boolField, required, stringField, stringListField } from "../../rest/params.ts";
 import { defineRoute } from "../../rest/route-table.ts";
+import { body, bool, envelope, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
 
 /** /v1/webhooks over the GraphQL operations frontends use; the secret appears only in the create answer. */
 interface EndpointData {
@@ -27,6 +28,15 @@ export const webhookRoutes = [
   defineRoute<{ createWebhookEndpoint: { secret: string; endpoint: EndpointData } }>({
     method: "POST",
     path: "/v1/webhooks",
+    doc: {
+      operationId: "createWebhookEndpoint",
+      summary: "Add a webhook endpoint; its signing secret is shown this once",
+      tag: "Webhooks",
+      body: body({ url: str(), events: list(str()), description: str(), enabled: bool() }, ["url"]),
+      status: 201,
+      response: envelope({ data: obj({ ...(schemas.webhookEndpoint.properties as Record<string, Record<string, unknown>>), secret: str("whsec_...: verify deliveries with it (Standard Webhooks)") }) }),
+      errors: [409, 422],
+    },
     operation: `mutation V1CreateWebhook($input: CreateWebhookEndpointInput!) {
       createWebhookEndpoint(input: $input) {
         __typename
@@ -50,6 +60,12 @@ export const webhookRoutes = [
   defineRoute<{ webhookEndpoints: EndpointData[] }>({
     method: "GET",
     path: "/v1/webhooks",
+    doc: {
+      operationId: "listWebhookEndpoints",
+      summary: "The merchant's webhook endpoints (without secrets)",
+      tag: "Webhooks",
+      response: envelope({ data: list(obj({ ...(schemas.webhookEndpoint.properties as Record<string, Record<string, unknown>>), disabled_reason: nullable(str()) })) }),
+    },
     operation: `query V1ListWebhooks { webhookEndpoints { ${endpointFields} } }`,
     variables: () => ({}),
     respond: ({ webhookEndpoints }) => ({

@@ -52,7 +52,15 @@ function parseEventId(value: string, field: string): bigint {
   return BigInt(value);
 }
 
-export function createWebhookService(deps: { prisma: PrismaClient; secrets: SecretBox; jobs: JobRunner; config: WebhookConfig; logger: Logger }) {
+export function createWebhookService(deps: {
+  prisma: PrismaClient;
+  secrets: SecretBox;
+  jobs: JobRunner;
+  config: WebhookConfig;
+  logger: Logger;
+  /** Told of every delivery attempt's outcome (metrics). */
+  onAttempt?: (outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) => void;
+}) {
   const { prisma, secrets, config, logger } = deps;
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
   const allowPrivate = (mode: Mode) => mode === "test" && config.allowPrivateUrls;
@@ -123,6 +131,7 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
     const outcome = { attempts, lastStatusCode: result.statusCode, lastLatencyMs: result.latencyMs, lastError: result.error };
     if (result.ok) {
       await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { ...outcome, status: "succeeded", deliveredAt: new Date(), nextAttemptAt: null } });
+      deps.onAttempt?.("succeeded", event.createdAt);
       if (endpoint.failingSince) await prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { failingSince: null } });
       return;
     }
@@ -139,10 +148,12 @@ export function createWebhookService(deps: { prisma: PrismaClient; secrets: Secr
     }
     if (failingTooLong || attempts >= schedule.length) {
       await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { ...outcome, status: "failed", nextAttemptAt: null } });
+      deps.onAttempt?.("failed");
       return;
     }
     const retryInMs = withJitter(schedule[attempts]!);
     await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { ...outcome, nextAttemptAt: new Date(Date.now() + retryInMs) } });
+    deps.onAttempt?.("retrying");
     return { retryInMs, error: result.error ?? undefined };
   }
 

@@ -1,0 +1,94 @@
+/**
+ * JSON Schema (2020-12, as OpenAPI 3.1 uses) building blocks for the REST routes' docs. Objects list their
+ * properties and which are always present; a legacy client may rely on any of them.
+ */
+export type Schema = Record<string, unknown>;
+
+export const str = (description?: string, extra: Schema = {}): Schema => ({ type: "string", ...(description ? { description } : {}), ...extra });
+export const int = (description?: string, extra: Schema = {}): Schema => ({ type: "integer", ...(description ? { description } : {}), ...extra });
+export const bool = (description?: string): Schema => ({ type: "boolean", ...(description ? { description } : {}) });
+export const dateTime = (description?: string): Schema => str(description, { format: "date-time" });
+export const nullable = (schema: Schema): Schema => ({ ...schema, type: [schema.type as string, "null"] });
+export const list = (items: Schema, description?: string): Schema => ({ type: "array", items, ...(description ? { description } : {}) });
+export const oneOfStrings = (values: readonly string[], description?: string): Schema => str(description, { enum: [...values] });
+
+/** An object whose every listed property is present in the answer (null where the schema allows it). */
+export function obj(properties: Record<string, Schema>, options: { optional?: string[]; description?: string } = {}): Schema {
+  const optional = new Set(options.optional ?? []);
+  return {
+    type: "object",
+    ...(options.description ? { description: options.description } : {}),
+    properties,
+    required: Object.keys(properties).filter((k) => !optional.has(k)),
+  };
+}
+
+/** A request body: the listed required fields, the others optional. */
+export function body(properties: Record<string, Schema>, required: string[]): Schema {
+  return { type: "object", properties, required };
+}
+
+/** {"status":"success", ...fields} */
+export const envelope = (fields: Record<string, Schema>, optional: string[] = []): Schema =>
+  obj({ status: { type: "string", const: "success" }, ...fields }, { optional });
+
+export function errorEnvelope(codes: string[]): Schema {
+  return obj(
+    {
+      status: { type: "string", const: "error" },
+      message: str("What went wrong, for people; names the field for validation errors"),
+      code: oneOfStrings(codes, "Machine-readable: see the error-code table"),
+    },
+    { description: "Every error answer" },
+  );
+}
+
+const amount = int("Integer in the currency's minor unit (KES 15.00 is 1500)", { minimum: 0 });
+const transactionStatus = oneOfStrings(["pending", "completed", "failed"]);
+
+export const schemas = {
+  amount,
+  transactionStatus,
+  /** The transaction as the legacy /api routes answer it (initialize and list). */
+  transactionSummary: obj({ id: int(), reference: str(), amount, status: transactionStatus, created_at: dateTime() }),
+  page: { total: int("Matching rows in all"), page: int(), limit: int(), pages: int() },
+  channel: obj(
+    {
+      id: int(),
+      name: str(),
+      provider: oneOfStrings(["sandbox", "mpesa", "paystack"]),
+      is_active: bool(),
+      is_default: bool(),
+      created_at: dateTime(),
+      webhook_url: str("Where the provider sends its events (paystack channels only)"),
+    },
+    { optional: ["webhook_url"], description: "Credentials (config) are write-only and never returned" },
+  ),
+  customer: obj({ id: int(), email: str(), first_name: nullable(str()), last_name: nullable(str()), phone: nullable(str()), created_at: dateTime() }),
+  failure: { failure_code: nullable(str("The provider's code, when failed")), failure_reason: nullable(str("The provider's words, when failed")) },
+  payout: obj({
+    id: int(),
+    reference: str(),
+    client_reference: nullable(str()),
+    amount,
+    currency: str(),
+    phone_number: str(),
+    status: transactionStatus,
+    payment_channel_id: int(),
+    provider_reference: nullable(str()),
+    failure_code: nullable(str()),
+    failure_reason: nullable(str()),
+    created_at: dateTime(),
+    updated_at: dateTime(),
+    completed_at: nullable(dateTime()),
+  }),
+  webhookEndpoint: obj({ id: int(), url: str(), events: list(str()), description: nullable(str()), enabled: bool(), created_at: dateTime() }),
+  session: obj({
+    access_token: str("JWT (HS256), 15 minutes"),
+    token_type: { type: "string", const: "Bearer" },
+    expires_in: int("Seconds"),
+    refresh_token: str("Opaque; single use: refreshing returns a new one"),
+    user: obj({ id: int(), email: str(), role: oneOfStrings(["owner", "developer", "viewer"]), merchant_id: int() }),
+    mode: oneOfStrings(["test", "live"]),
+  }),
+};
