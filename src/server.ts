@@ -295,6 +295,13 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     graphqlMaxTokens: config.graphql.maxTokens,
   });
 
+  // Where a person (or a curl) starting at the root finds everything else.
+  app.get("/", async () => ({
+    status: "success",
+    service: "payment-gateway",
+    links: { dashboard: "/dashboard", api_reference: "/docs", openapi: "/openapi.json", graphql: "/graphql", health: "/health", ready: "/ready" },
+  }));
+
   app.get("/health", async () => ({ status: "success", service: "payment-gateway", uptime_seconds: Math.round(process.uptime()) }));
 
   app.get("/ready", async (_request, reply) => {

@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
@@ -10,6 +11,8 @@ describe("hosted checkout page", () => {
   let gw: TestGateway;
   let browser: Browser;
   let api: ReturnType<typeof apiClient>;
+  /** Requests the last opened checkout page made to any host but the gateway. */
+  let elsewhere: string[] = [];
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -29,6 +32,14 @@ describe("hosted checkout page", () => {
     // PUBLIC_BASE_URL defaults to localhost:PORT; the test server listens on an ephemeral port.
     const url = new URL(init.body.authorization_url);
     const page = await browser.newPage();
+    // The page must need nothing but the gateway (no CDN, no web fonts): every other host is blocked and recorded.
+    const origin = new URL(gw.url).origin;
+    elsewhere = [];
+    page.on("request", (request) => {
+      const target = request.url();
+      if (!target.startsWith(origin) && !target.startsWith("data:")) elsewhere.push(target);
+    });
+    await page.route("**/*", (route) => (route.request().url().startsWith(origin) ? route.continue() : route.abort()));
     await page.goto(`${gw.url}${url.pathname}`);
     return { page, reference: init.body.reference as string };
   }
@@ -45,9 +56,12 @@ describe("hosted checkout page", () => {
     const { page, reference } = await openCheckout(150000);
     expect(await page.textContent(".merchant")).toBe("Mama Mboga Ltd");
     expect(await page.textContent("#amount")).toBe("KES 1,500.00");
+    mkdirSync("/tmp/checkout-shots", { recursive: true });
+    await page.screenshot({ path: "/tmp/checkout-shots/checkout.png", fullPage: true });
     await fillCard(page, "4084 0840 8408 4081");
     await page.waitForSelector("#result.completed");
     expect(await page.textContent("#result")).toBe("Payment completed. Thank you.");
+    expect(elsewhere).toEqual([]);
     const verify = await api.get(`/api/transactions/verify/${reference}`);
     expect(verify.body.transaction).toMatchObject({ status: "completed", payment_method: "card" });
     // Reloading a settled payment shows its state instead of the form.

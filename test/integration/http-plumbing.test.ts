@@ -17,6 +17,16 @@ describe("HTTP plumbing", () => {
   });
   afterAll(() => gw?.close());
 
+  it("GET / points to the dashboard, the API reference and the rest, and every link answers", async () => {
+    const res = await apiClient(gw.url).get("/");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "success", links: { dashboard: "/dashboard", api_reference: "/docs", openapi: "/openapi.json" } });
+    for (const link of Object.values(res.body.links as Record<string, string>)) {
+      const answer = await fetch(`${gw.url}${link}`, { headers: { accept: "text/html" } });
+      expect(answer.status, link).toBe(200);
+    }
+  });
+
   it("GET /health answers without a key", async () => {
     const res = await apiClient(gw.url).get("/health");
     expect(res.status).toBe(200);

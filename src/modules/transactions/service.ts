@@ -481,21 +481,10 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const hosted = connector.hosted;
       hosted?.checkPayment({ amount, currency });
 
+      const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl };
       if (!hosted && !inIdempotencyScope()) {
         // The common case, in one statement: the payer's customer (found or created) and the row.
-        const transaction = await insertCheckoutTransaction(principal, {
-          reference: newReference(),
-          accessCode: newAccessCode(),
-          amount,
-          currency,
-          description,
-          email,
-          phone,
-          firstName,
-          lastName,
-          channelId: channel.id,
-          callbackUrl,
-        });
+        const transaction = await insertCheckoutTransaction(principal, fields);
         afterCreate(stateMachine, { transaction, event: null, jobsQueued: 0 });
         return transaction;
       }
@@ -503,8 +492,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const row: Prisma.TransactionUncheckedCreateInput = {
         merchantId: principal.merchantId,
         mode: principal.mode,
-        reference: newReference(),
-        accessCode: newAccessCode(),
+        reference: fields.reference,
+        accessCode: fields.accessCode,
         amount,
         currency,
         description,
