@@ -36,7 +36,7 @@ describe("GET /metrics", () => {
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" } });
+    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_STK_DELAY_MS: "30", JOB_POLL_INTERVAL_MS: "100" } });
     const merchant = await gw.createMerchant();
     api = apiClient(gw.url, merchant.testKey);
     expect((await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
@@ -101,6 +101,19 @@ describe("GET /metrics", () => {
     expect(delta("gateway_payments_total", { status: "completed", provider: "sandbox" })).toBe(2);
     expect(delta("gateway_payments_total", { status: "failed", provider: "sandbox" })).toBe(1);
     expect(delta("gateway_webhook_delivery_lag_seconds", {})).toBe(3);
+  });
+
+  it("counts payouts by status and provider once they settle", async () => {
+    const before = await scrape(gw.url);
+    const created = await api.post("/v1/payouts", { amount: 150000, phone_number: "254708374149", reference: `M-${Date.now()}` });
+    expect(created.status, created.text).toBe(201);
+    await until(() => api.get(`/v1/payouts/${created.body.data.id}`), (r) => r.body?.data?.status === "completed");
+    let after = before;
+    await until(
+      async () => (after = await scrape(gw.url)),
+      (f) => sample(f, "gateway_payouts_total", { status: "completed", provider: "sandbox" }) - sample(before, "gateway_payouts_total", { status: "completed", provider: "sandbox" }) === 1,
+    );
+    expect(sample(after, "gateway_payouts_total", { status: "failed", provider: "sandbox" })).toBe(sample(before, "gateway_payouts_total", { status: "failed", provider: "sandbox" }));
   });
 
   it("shows an open graphql-ws connection, and drops it when it closes", async () => {
