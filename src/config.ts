@@ -92,11 +92,17 @@ const envSchema = z.object({
   IDEMPOTENCY_LEASE_MS: positiveInt(60_000),
   API_KEY_CACHE_TTL_MS: nonNegativeInt(30_000),
   CHECKOUT_CHARGE_LEASE_MS: positiveInt(120_000),
-  /** Signs users' access tokens; shared by every instance. Unset: derived from the encryption key. */
   /** Bearer token /metrics requires; unset: open in development and test, not served in production (see METRICS_PORT). */
-  METRICS_TOKEN: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+  METRICS_TOKEN: optionalString.pipe(
+    z
+      .string()
+      .min(16, "must be at least 16 characters (generate one with: openssl rand -hex 32)")
+      .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (it is sent in an Authorization header)")
+      .optional(),
+  ),
   /** Serve /metrics on its own listener (same HOST) instead of the API port, e.g. for a private scrape network. */
-  METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int().min(1).max(65535).optional()),
+  METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(1, "must be a port from 1 to 65535").max(65535, "must be a port from 1 to 65535").optional()),
+  /** Signs users' access tokens; shared by every instance. Unset: derived from the encryption key. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters (generate one with: openssl rand -hex 32)").optional()),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
   REFRESH_TOKEN_TTL_DAYS: positiveInt(30),
@@ -257,6 +263,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       "Invalid configuration: ENCRYPTION_KEY is required with DATABASE_URL (generate one with: openssl rand -hex 32)",
     );
+  }
+  if (e.METRICS_PORT !== undefined && e.METRICS_PORT === e.PORT) {
+    throw new ConfigError("Invalid configuration: METRICS_PORT must differ from PORT (unset it to serve /metrics on the API port)");
   }
   return {
     nodeEnv: e.NODE_ENV,

@@ -164,7 +164,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
   const secrets = new SecretBox(encryptionKey);
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
-  const metrics = createMetrics();
+  const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats });
   const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
   const routes = compileRoutes(schema, restRoutes);
@@ -173,7 +173,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     accessTokens: services.tokens,
   });
   const rateLimiter = config.rateLimit.enabled
-    ? await createRateLimiter({ perKeyPerMinute: config.rateLimit.perKeyPerMinute, perIpPerMinute: config.rateLimit.perIpPerMinute, redis, logger })
+    ? await createRateLimiter({ perKeyPerMinute: config.rateLimit.perKeyPerMinute, perIpPerMinute: config.rateLimit.perIpPerMinute, redis, logger, onRefused: metrics.rateLimited })
     : undefined;
 
   const app = Fastify({
@@ -249,7 +249,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const logRequests = logger.isLevelEnabled("info");
   // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
   app.addHook("onResponse", async (request, reply) => {
-    metrics.observeRequest(request.routeOptions.url ?? "unmatched", request.method, reply.statusCode, reply.elapsedTime / 1000);
+    metrics.observeRequest(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000);
     if (!logRequests) return; // LOG_LEVEL=warn or silent: not even the line's object
     const principal = request.principal;
     request.log.info(
@@ -326,14 +326,10 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       reply.header(key, value);
     });
     reply.status(response.status);
-    if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
-      live.sse++;
-      reply.raw.once("close", () => live.sse--);
-    }
+    if (response.headers.get("content-type")?.startsWith("text/event-stream")) metrics.countSseStream(reply.raw);
     reply.send(response.body);
     return reply;
   };
-  const live = { websocket: 0, sse: 0 };
 
   // GET serves GraphiQL, GraphQL over HTTP and SSE, and the graphql-ws upgrade on the same path.
   const subscriptions = new SubscriptionFanout();
@@ -341,7 +337,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     url: "/graphql",
     method: "GET",
     handler: handleGraphql,
-    wsHandler: countedSockets(live, graphqlWebSocketHandler({
+    wsHandler: metrics.countSockets(graphqlWebSocketHandler({
       yoga,
       authenticate: budgetedAuthentication(rateLimiter, authenticator),
       chargeOperation: (budget) => chargeOperation(rateLimiter, budget),
@@ -356,7 +352,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerPaystackCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
   registerOpenApiRoutes(app);
-  metrics.attach({ prisma: db.prisma, poolStats: db.poolStats, openSubscriptions: () => ({ ...live }), fanout: () => subscriptions.stats() });
+  metrics.attach({ fanout: () => subscriptions.stats() });
   const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);
   await registerDashboardRoutes(app);
 
@@ -403,18 +399,5 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       })();
       return closing;
     },
-  };
-}
-
-/** Counts open graphql-ws sockets for /metrics. */
-function countedSockets<Socket extends { once(event: "close", listener: () => void): unknown }, Rest extends unknown[], Result>(
-  live: { websocket: number },
-  handler: (socket: Socket, ...rest: Rest) => Result,
-) {
-  // A function, not an arrow: @fastify/websocket calls the handler with the Fastify instance as `this`.
-  return function (this: unknown, socket: Socket, ...rest: Rest) {
-    live.websocket++;
-    socket.once("close", () => live.websocket--);
-    return handler.call(this, socket, ...rest);
   };
 }

@@ -5,7 +5,7 @@ import { createJobRunner } from "./jobs/runner.ts";
 import type { Logger } from "./logger.ts";
 import { createChannelService } from "./modules/channels/service.ts";
 import { createCustomerService } from "./modules/customers/service.ts";
-import { createEventPublisher, type EventPublisher } from "./modules/events/publisher.ts";
+import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
@@ -30,7 +30,7 @@ export interface ServiceDeps {
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
-  /** Counts committed status events and webhook attempts when set (the server's /metrics). */
+  /** Counts status changes, webhook attempts and refused sign-ins when set (the server's /metrics). */
   metrics?: GatewayMetrics;
 }
 
@@ -40,12 +40,8 @@ export interface ServiceDeps {
  */
 export function createServices(deps: ServiceDeps) {
   const { prisma, logger, config } = deps;
-  const published = createEventPublisher(deps.redis);
+  const publisher = createEventPublisher(deps.redis);
   const { metrics } = deps;
-  // publish() is called once per committed event, on the instance that committed it: the place to count.
-  const publisher: EventPublisher = metrics
-    ? { publish: (event) => (metrics.eventCommitted(event), published.publish(event)), subscribe: (m, mode) => published.subscribe(m, mode) }
-    : published;
   const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs });
   const connectors = createConnectors({
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
@@ -65,6 +61,7 @@ export function createServices(deps: ServiceDeps) {
     connectors,
     publisher,
     jobs,
+    metrics: metrics?.statusCounter,
     logger,
     publicBaseUrl: config.publicBaseUrl,
     cardChargeLeaseMs: config.checkoutChargeLeaseMs,
@@ -82,6 +79,7 @@ export function createServices(deps: ServiceDeps) {
     connectors,
     publisher,
     jobs,
+    metrics: metrics?.statusCounter,
     logger,
     resultOverdueMs: config.momo.payoutResultOverdueMs,
     callbackUrls: (channel) => {
@@ -99,6 +97,7 @@ export function createServices(deps: ServiceDeps) {
       failuresPerIp: config.auth.loginFailuresPerIp,
       windowSeconds: config.auth.loginFailureWindowSeconds,
       redis: deps.redis,
+      onRefused: metrics?.rateLimited,
     }),
   });
   return {

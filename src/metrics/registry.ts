@@ -1,209 +1,281 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { PrismaClient } from "../db/database.ts";
-import type { PublishedEvent } from "../modules/events/publisher.ts";
+import type { Logger } from "../logger.ts";
+import type { StatusCounter } from "../modules/events/status-change.ts";
+import type { LimiterName } from "../rate-limit/limiter.ts";
 
 /**
- * The gateway's Prometheus metrics, one registry per gateway instance (tests run several in one process).
- * Labels are bounded sets only (route templates, statuses, providers, job kinds): never references,
- * e-mails, keys or raw URLs. Counters count what this instance did since it started, as Prometheus
- * expects; queue depth and pool use are read when scraped.
+ * The gateway's Prometheus metrics, on a registry of its own per gateway instance (tests run several
+ * gateways in one process; prom-client's global registry would mix them).
+ *
+ * Labels are bounded sets only: route templates, methods, status codes, transaction statuses, provider
+ * names, job kinds, limiter names. Never a reference, e-mail, key, IP or raw URL.
+ *
+ * Counters count what this instance did since it started (Prometheus sums instances and rate() absorbs
+ * restarts). The job queue is read from the database when scraped, so every instance reports the
+ * whole (shared) queue: aggregate it with max(), not sum().
  */
-export interface MetricsSources {
+export interface MetricsDeps {
   prisma: PrismaClient;
-  /** The PostgreSQL pool's connections (PGlite has one in-process connection and no pool). */
+  logger: Logger;
+  /**
+   * The PostgreSQL pool's connections. PGlite has none to report: it is one in-process connection whose
+   * queries run one at a time, and the request histogram already shows when they queue.
+   */
   poolStats?: () => { total: number; idle: number; waiting: number };
-  /** Open live-status connections: graphql-ws sockets and GraphQL SSE streams. */
-  openSubscriptions: () => { websocket: number; sse: number };
+}
+
+/** What the transports add once they exist (server.ts). */
+export interface LiveSources {
   /** The shared subscription executions (src/graphql/fanout.ts). */
-  fanout?: () => { groups: number; subscribers: number; executions: number; deliveries: number; slowConsumersClosed: number };
+  fanout: () => { groups: number; subscribers: number; executions: number; deliveries: number; slowConsumersClosed: number };
 }
 
 export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
-/** The surface whose budget ran out, from the request path (bounded: a few fixed names). */
-export function limiterOf(url: string): string {
-  if (url.startsWith("/v1/auth/")) return "login";
-  if (url.startsWith("/payment/checkout/")) return "checkout";
-  if (url.startsWith("/graphql")) return "graphql";
-  if (url.startsWith("/api/") || url.startsWith("/v1/")) return "rest";
-  return "other";
+/** The route label of a request no route matched (404s of unknown paths): never the path itself. */
+export const UNMATCHED_ROUTE = "unmatched";
+
+interface JobRow {
+  kind: string;
+  status: string;
+  jobs: number;
+  oldest_due: Date | null;
 }
 
-export function createMetrics() {
+export function createMetrics(deps: MetricsDeps) {
+  const { prisma, logger } = deps;
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "gateway_" });
+  // Unprefixed (process_cpu_seconds_total, nodejs_eventloop_lag_seconds...): the names Node.js dashboards and alerts expect.
+  collectDefaultMetrics({ register: registry });
 
   const httpDuration = new Histogram({
     name: "gateway_http_request_duration_seconds",
-    help: "HTTP requests by route template, method and status code.",
+    help: "HTTP requests by Fastify route template (unmatched: no route), method and status code; _count counts requests.",
     labelNames: ["route", "method", "status"] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  // The same requests counted plainly too: the usual rate() source, and readable by parsers that flatten histograms.
-  const httpRequests = new Counter({
-    name: "gateway_http_requests_total",
-    help: "HTTP requests by route template, method and status code.",
-    labelNames: ["route", "method", "status"] as const,
-    registers: [registry],
-  });
   const payments = new Counter({
     name: "gateway_payments_total",
-    help: "Payments (transactions) that reached a status on this instance, by status and provider; created counts new pending payments.",
+    help: "Payments (transactions) that entered a status on this instance, counted once per committed change, by status and provider.",
     labelNames: ["status", "provider"] as const,
     registers: [registry],
   });
   const payouts = new Counter({
     name: "gateway_payouts_total",
-    help: "Payouts that reached a status on this instance, by status and provider.",
+    help: "Payouts that entered a status on this instance, counted once per committed change, by status and provider.",
     labelNames: ["status", "provider"] as const,
     registers: [registry],
   });
-  const webhookDeliveries = new Counter({
+  const webhookAttempts = new Counter({
     name: "gateway_webhook_delivery_attempts_total",
-    help: "Webhook delivery attempts by outcome: succeeded, retrying (will be tried again), failed (gave up).",
+    help: "Webhook delivery attempts by outcome: succeeded, retrying (will be tried again), failed (given up).",
     labelNames: ["outcome"] as const,
     registers: [registry],
   });
   const webhookLag = new Histogram({
     name: "gateway_webhook_delivery_lag_seconds",
-    help: "From an event's creation to its webhook's successful delivery.",
-    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600],
+    help: "From an event's creation to the successful delivery of its webhook (retries included).",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400],
     registers: [registry],
   });
-  const rateLimited = new Counter({
+  const refusals = new Counter({
     name: "gateway_rate_limit_refusals_total",
-    help: "Requests refused with 429, by limiter (rest, graphql, checkout, login).",
+    help: "Requests and WebSocket operations refused with 429, by the budget that ran out: api_key, ip, login_email, login_ip.",
     labelNames: ["limiter"] as const,
     registers: [registry],
   });
 
-  // Where a status event's provider comes from: its channel, whose provider never changes.
-  const providers = new Map<number, Promise<string>>();
-  let sources: MetricsSources | undefined;
-  const providerOf = (channelId: unknown): Promise<string> => {
-    if (typeof channelId !== "number" || !sources) return Promise.resolve("none");
-    let provider = providers.get(channelId);
-    if (!provider) {
-      provider = sources.prisma.paymentChannel
-        .findUnique({ where: { id: channelId }, select: { provider: true } })
-        .then((c) => c?.provider ?? "none")
-        .catch(() => {
-          providers.delete(channelId);
-          return "unknown";
-        });
-      providers.set(channelId, provider);
+  const jobsQueued = new Gauge({
+    name: "gateway_jobs_queued",
+    help: "Jobs waiting to run (due now or scheduled later), by kind; read from the shared jobs table when scraped.",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    collect: () => collectJobs(),
+  });
+  const jobsOldestDue = new Gauge({
+    name: "gateway_jobs_oldest_due_age_seconds",
+    help: "How long the oldest due job of each kind has waited past its run time (0: nothing overdue).",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    collect: () => collectJobs(),
+  });
+  const jobsFailed = new Gauge({
+    name: "gateway_jobs_failed",
+    help: "Jobs kept as failed after their last attempt (an operator's to look at), by kind.",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    collect: () => collectJobs(),
+  });
+
+  /** Kinds seen so far stay at 0 when their jobs are gone, so their series do not vanish. Bounded: kinds are code. */
+  const kinds = new Set<string>();
+  let jobsReading: Promise<void> | undefined;
+  /** One query per scrape, shared by the three job gauges (prom-client collects them concurrently). */
+  function collectJobs(): Promise<void> {
+    jobsReading ??= readJobs().finally(() => {
+      jobsReading = undefined;
+    });
+    return jobsReading;
+  }
+  async function readJobs(): Promise<void> {
+    const now = new Date();
+    let rows: JobRow[];
+    try {
+      // "Due" as the runner claims it: not failed and run_at passed (a running job past its lease lost its instance).
+      rows = await prisma.$queryRaw<JobRow[]>`
+        SELECT kind, status::text AS status, count(*)::int AS jobs,
+          min(run_at) FILTER (WHERE status <> 'failed' AND run_at <= ${now}) AS oldest_due
+        FROM jobs GROUP BY kind, status`;
+    } catch (error) {
+      // The database is down: this scrape has no job series, the rest (process, requests) still answers.
+      logger.warn({ err: error }, "metrics: the jobs table could not be read");
+      for (const gauge of [jobsQueued, jobsOldestDue, jobsFailed]) gauge.reset();
+      return;
     }
-    return provider;
+    const queued = new Map<string, number>();
+    const failed = new Map<string, number>();
+    const oldest = new Map<string, number>();
+    for (const row of rows) {
+      kinds.add(row.kind);
+      if (row.status === "queued") queued.set(row.kind, Number(row.jobs));
+      if (row.status === "failed") failed.set(row.kind, Number(row.jobs));
+      if (row.oldest_due) {
+        const age = Math.max(0, (now.getTime() - new Date(row.oldest_due).getTime()) / 1000);
+        oldest.set(row.kind, Math.max(oldest.get(row.kind) ?? 0, age));
+      }
+    }
+    for (const kind of kinds) {
+      jobsQueued.set({ kind }, queued.get(kind) ?? 0);
+      jobsFailed.set({ kind }, failed.get(kind) ?? 0);
+      jobsOldestDue.set({ kind }, oldest.get(kind) ?? 0);
+    }
+  }
+
+  let openWebSockets = 0;
+  let openSseStreams = 0;
+  new Gauge({
+    name: "gateway_live_connections_open",
+    help: "Open live-status connections, by transport: graphql-ws sockets and GraphQL SSE streams.",
+    labelNames: ["transport"] as const,
+    registers: [registry],
+    collect() {
+      this.set({ transport: "websocket" }, openWebSockets);
+      this.set({ transport: "sse" }, openSseStreams);
+    },
+  });
+
+  if (deps.poolStats) {
+    const poolStats = deps.poolStats;
+    new Gauge({
+      name: "gateway_db_pool_connections",
+      help: "PostgreSQL pool connections: total open, idle, and queries waiting for one.",
+      labelNames: ["state"] as const,
+      registers: [registry],
+      collect() {
+        const stats = poolStats();
+        this.set({ state: "total" }, stats.total);
+        this.set({ state: "idle" }, stats.idle);
+        this.set({ state: "waiting" }, stats.waiting);
+      },
+    });
+  }
+
+  // A payment's provider is its channel's, which never changes: looked up once per channel, then known.
+  const providers = new Map<number, string>();
+  const lookups = new Map<number, Promise<string>>();
+  function withProvider(channelId: number | null, use: (provider: string) => void): void {
+    if (channelId === null) return use("none");
+    const known = providers.get(channelId);
+    if (known) return use(known);
+    let lookup = lookups.get(channelId);
+    if (!lookup) {
+      lookup = prisma.paymentChannel
+        .findUnique({ where: { id: channelId }, select: { provider: true } })
+        .then((channel) => {
+          const provider = channel?.provider ?? "none";
+          providers.set(channelId, provider);
+          return provider;
+        })
+        // Counted anyway, under a fixed label; the next change of this channel looks again.
+        .catch(() => "unknown")
+        .finally(() => lookups.delete(channelId));
+      lookups.set(channelId, lookup);
+    }
+    void lookup.then(use);
+  }
+
+  const statusCounter: StatusCounter = {
+    statusChanged(subject, status, channelId) {
+      withProvider(channelId, (provider) => (subject === "transaction" ? payments : payouts).inc({ status, provider }));
+    },
   };
 
   return {
     registry,
+    /** For the services: told once per committed status change (events/status-change.ts). */
+    statusCounter,
 
-    /** Scrape-time readings need the database and the servers; wired once they exist. */
-    attach(attached: MetricsSources) {
-      sources = attached;
-      const { prisma } = attached;
+    /** The shared-subscription counters, once the server has built the fanout. */
+    attach(live: LiveSources) {
+      const { fanout } = live;
       new Gauge({
-        name: "gateway_jobs_queued",
-        help: "Jobs waiting to run (queued), by kind.",
-        labelNames: ["kind"] as const,
-        registers: [registry],
-        async collect() {
-          this.reset();
-          const rows = await prisma.job.groupBy({ by: ["kind"], where: { status: "queued" }, _count: { _all: true } });
-          for (const row of rows) this.set({ kind: row.kind }, row._count._all);
-        },
-      });
-      new Gauge({
-        name: "gateway_jobs_oldest_due_age_seconds",
-        help: "How long the oldest due job of each kind has been waiting past its run time (0: none overdue).",
-        labelNames: ["kind"] as const,
-        registers: [registry],
-        async collect() {
-          this.reset();
-          const rows = await prisma.job.groupBy({ by: ["kind"], where: { status: "queued", runAt: { lte: new Date() } }, _min: { runAt: true } });
-          for (const row of rows) this.set({ kind: row.kind }, row._min.runAt ? Math.max(0, (Date.now() - row._min.runAt.getTime()) / 1000) : 0);
-        },
-      });
-      new Gauge({
-        name: "gateway_live_connections_open",
-        help: "Open live-status connections, by transport: graphql-ws sockets and GraphQL SSE streams.",
-        labelNames: ["transport"] as const,
+        name: "gateway_subscription_groups",
+        help: "Shared subscription executions open (one per distinct operation and scope), and the subscriptions they serve.",
+        labelNames: ["count"] as const,
         registers: [registry],
         collect() {
-          const open = attached.openSubscriptions();
-          this.set({ transport: "websocket" }, open.websocket);
-          this.set({ transport: "sse" }, open.sse);
+          const stats = fanout();
+          this.set({ count: "groups" }, stats.groups);
+          this.set({ count: "subscribers" }, stats.subscribers);
         },
       });
-      if (attached.fanout) {
-        const fanout = attached.fanout;
-        new Gauge({
-          name: "gateway_subscription_groups",
-          help: "Shared subscription executions open (one per distinct operation and scope), and the subscriptions they serve.",
-          labelNames: ["count"] as const,
-          registers: [registry],
-          collect() {
-            const stats = fanout();
-            this.set({ count: "groups" }, stats.groups);
-            this.set({ count: "subscribers" }, stats.subscribers);
-          },
-        });
-        new Counter({
-          name: "gateway_subscription_frames_total",
-          help: "Shared subscriptions: events executed (once per group), next frames written, sockets closed for being too slow.",
-          labelNames: ["kind"] as const,
-          registers: [registry],
-          collect() {
-            const stats = fanout();
-            this.reset();
-            this.inc({ kind: "executions" }, stats.executions);
-            this.inc({ kind: "deliveries" }, stats.deliveries);
-            this.inc({ kind: "slow_consumers_closed" }, stats.slowConsumersClosed);
-          },
-        });
-      }
-      if (attached.poolStats) {
-        const poolStats = attached.poolStats;
-        new Gauge({
-          name: "gateway_db_pool_connections",
-          help: "PostgreSQL pool connections: total open, idle, and requests waiting for one.",
-          labelNames: ["state"] as const,
-          registers: [registry],
-          collect() {
-            const stats = poolStats();
-            this.set({ state: "total" }, stats.total);
-            this.set({ state: "idle" }, stats.idle);
-            this.set({ state: "waiting" }, stats.waiting);
-          },
-        });
-      }
+      new Counter({
+        name: "gateway_subscription_frames_total",
+        help: "Shared subscriptions: events executed (once per group), next frames written, sockets closed for being too slow.",
+        labelNames: ["kind"] as const,
+        registers: [registry],
+        collect() {
+          const stats = fanout();
+          this.reset();
+          this.inc({ kind: "executions" }, stats.executions);
+          this.inc({ kind: "deliveries" }, stats.deliveries);
+          this.inc({ kind: "slow_consumers_closed" }, stats.slowConsumersClosed);
+        },
+      });
     },
 
-    observeRequest(route: string, method: string, status: number, seconds: number) {
-      const labels = { route, method, status: String(status) };
-      httpDuration.observe(labels, seconds);
-      httpRequests.inc(labels);
-      if (status === 429) rateLimited.inc({ limiter: limiterOf(route) });
+    /** `route` is Fastify's route template (request.routeOptions.url), undefined when no route matched. */
+    observeRequest(route: string | undefined, method: string, status: number, seconds: number) {
+      httpDuration.observe({ route: route ?? UNMATCHED_ROUTE, method, status: String(status) }, seconds);
     },
 
-    /** Called with every event this instance commits (once each: the publisher's after-commit call). */
-    eventCommitted(event: PublishedEvent) {
-      const [subject, status] = event.type.split(".") as [string, string];
-      const payload = event.payload as Record<string, Record<string, unknown> | undefined>;
-      if (subject === "transaction") {
-        // A new checkout payment is announced as created, an STK push as pending: both are a new pending payment.
-        const label = status === "created" ? "pending" : status;
-        void providerOf(payload.transaction?.channel_id).then((provider) => payments.inc({ status: label, provider }));
-      } else if (subject === "payout") {
-        void providerOf(payload.payout?.payment_channel_id).then((provider) => payouts.inc({ status, provider }));
-      }
+    rateLimited(limiter: LimiterName) {
+      refusals.inc({ limiter });
     },
 
     webhookAttempt(outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) {
-      webhookDeliveries.inc({ outcome });
+      webhookAttempts.inc({ outcome });
       if (outcome === "succeeded" && eventCreatedAt) webhookLag.observe(Math.max(0, (Date.now() - eventCreatedAt.getTime()) / 1000));
+    },
+
+    /** Wraps a @fastify/websocket handler so each socket counts while it is open. */
+    countSockets<Socket extends { once(event: "close", listener: () => void): unknown }, Rest extends unknown[], Result>(
+      handler: (socket: Socket, ...rest: Rest) => Result,
+    ) {
+      // A function, not an arrow: @fastify/websocket calls the handler with the Fastify instance as `this`.
+      return function (this: unknown, socket: Socket, ...rest: Rest) {
+        openWebSockets++;
+        socket.once("close", () => openWebSockets--);
+        return handler.call(this, socket, ...rest);
+      };
+    },
+
+    /** Counts an SSE response until its connection closes. */
+    countSseStream(response: { once(event: "close", listener: () => void): unknown }) {
+      openSseStreams++;
+      response.once("close", () => openSseStreams--);
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { errorEnvelope, type GatewayError } from "../errors.ts";
-import { rateLimitError, rateLimitHeaders, retryAfterSeconds, type GatewayRateLimiter, type RateLimitState } from "./limiter.ts";
+import { rateLimitHeaders, retryAfterSeconds, type GatewayRateLimiter, type RateLimitState } from "./limiter.ts";
 
 /**
  * Rate limiting as the first onRequest hook, before authentication and so before any database work.
@@ -40,7 +40,7 @@ export function registerRateLimit(
     if (!isLimited(request)) return;
     const { state, spentIp } = await admit(limiter, request.ip, await budgetOf(request));
     if (spentIp) ipCharged.add(request);
-    if (!state.allowed) return refuse(reply, state);
+    if (!state.allowed) return refuse(reply, state, limiter.refusal(state));
     reply.headers(rateLimitHeaders(state));
   });
 
@@ -76,7 +76,7 @@ export function budgetedAuthentication<C, P>(
     const budget = await authenticator.budget(credential);
     if (limiter) {
       const { state, spentIp } = await admit(limiter, ip, budget);
-      if (!state.allowed) return rateLimitError(state);
+      if (!state.allowed) return limiter.refusal(state);
       const principal = await authenticator.authenticate(credential);
       if (!principal && !spentIp) await limiter.consumeIp(ip);
       return principal ? { principal, budget } : null;
@@ -86,8 +86,7 @@ export function budgetedAuthentication<C, P>(
   };
 }
 
-function refuse(reply: FastifyReply, state: RateLimitState) {
-  const error = rateLimitError(state);
+function refuse(reply: FastifyReply, state: RateLimitState, error: GatewayError) {
   return reply
     .headers({ ...rateLimitHeaders(state), "retry-after": String(retryAfterSeconds(state)) })
     .code(error.status)

@@ -17,7 +17,12 @@ import type { Logger } from "../logger.ts";
  */
 const WINDOW_SECONDS = 60;
 
+/** The budgets that refuse requests (a metrics label: a fixed set). */
+export type LimiterName = "api_key" | "ip" | "login_email" | "login_ip";
+
 export interface RateLimitState {
+  /** Which budget this is. */
+  limiter: LimiterName;
   allowed: boolean;
   limit: number;
   remaining: number;
@@ -31,6 +36,8 @@ export interface RateLimiterOptions {
   /** Shared counters; without it each instance counts in memory. */
   redis?: RedisConnections;
   logger: Logger;
+  /** Told of each refusal (metrics). */
+  onRefused?: (limiter: LimiterName) => void;
 }
 
 /** How long startup waits for Redis before serving on the insurance limiter (which it then leaves once Redis is up). */
@@ -63,8 +70,10 @@ export class GatewayRateLimiter {
   readonly #perIp: RateLimiterAbstract;
   readonly #keyLimit: number;
   readonly #ipLimit: number;
+  readonly #onRefused: ((limiter: LimiterName) => void) | undefined;
 
   constructor(options: RateLimiterOptions) {
+    this.#onRefused = options.onRefused;
     this.#keyLimit = options.perKeyPerMinute;
     this.#ipLimit = options.perIpPerMinute;
     this.store = options.redis ? "redis" : "memory";
@@ -92,19 +101,25 @@ export class GatewayRateLimiter {
    * serves paths that authenticate elsewhere (a WebSocket/SSE subscribe counts one operation per call).
    */
   consumeApiKey(budget: string): Promise<RateLimitState> {
-    return consume(this.#perKey, this.#keyLimit, keyBucket(budget));
+    return consume(this.#perKey, "api_key", this.#keyLimit, keyBucket(budget));
   }
 
   /** Spends one request of an IP's budget for requests without a valid key. */
   consumeIp(ip: string): Promise<RateLimitState> {
-    return consume(this.#perIp, this.#ipLimit, ip);
+    return consume(this.#perIp, "ip", this.#ipLimit, ip);
   }
 
   /** An IP's budget without spending it: not allowed once its failed requests used up the budget. */
   async peekIp(ip: string): Promise<RateLimitState> {
     const res = await this.#perIp.get(ip);
-    if (!res) return { allowed: true, limit: this.#ipLimit, remaining: this.#ipLimit, resetSeconds: 0 };
-    return toState(res, this.#ipLimit, res.consumedPoints < this.#ipLimit);
+    if (!res) return { limiter: "ip", allowed: true, limit: this.#ipLimit, remaining: this.#ipLimit, resetSeconds: 0 };
+    return toState(res, "ip", this.#ipLimit, res.consumedPoints < this.#ipLimit);
+  }
+
+  /** The 429 for a request (or WebSocket operation) refused on `state`: every refusal goes through here, and is counted. */
+  refusal(state: RateLimitState): GatewayError {
+    this.#onRefused?.(state.limiter);
+    return rateLimitError(state);
   }
 }
 
@@ -113,19 +128,20 @@ function keyBucket(presentedKey: string): string {
   return createHash("sha256").update(`rate-limit:${presentedKey}`, "utf8").digest("base64url");
 }
 
-async function consume(limiter: RateLimiterAbstract, limit: number, bucket: string): Promise<RateLimitState> {
+async function consume(limiter: RateLimiterAbstract, name: LimiterName, limit: number, bucket: string): Promise<RateLimitState> {
   try {
-    return toState(await limiter.consume(bucket), limit, true);
+    return toState(await limiter.consume(bucket), name, limit, true);
   } catch (rejection) {
     // Over the limit rejects with the counter's state; anything else is a store failure the insurance
     // limiter did not absorb (it always does for Redis), so it surfaces as a 500.
-    if (rejection instanceof RateLimiterRes) return toState(rejection, limit, false);
+    if (rejection instanceof RateLimiterRes) return toState(rejection, name, limit, false);
     throw rejection;
   }
 }
 
-function toState(res: RateLimiterRes, limit: number, allowed: boolean): RateLimitState {
+function toState(res: RateLimiterRes, limiter: LimiterName, limit: number, allowed: boolean): RateLimitState {
   return {
+    limiter,
     allowed,
     limit,
     remaining: allowed ? Math.max(0, limit - res.consumedPoints) : 0,
@@ -152,7 +168,7 @@ function rateLimitClient(redis: RedisConnections, logger: Logger): Redis {
 export async function chargeOperation(limiter: GatewayRateLimiter | undefined, budget: string): Promise<GatewayError | undefined> {
   if (!limiter) return undefined;
   const state = await limiter.consumeApiKey(budget);
-  return state.allowed ? undefined : rateLimitError(state);
+  return state.allowed ? undefined : limiter.refusal(state);
 }
 
 /** The catalogue's 429, with the wait in the message. */

@@ -65,6 +65,14 @@ describe("configuration", () => {
     expect(loadConfig({ TRUST_PROXY: "10.0.0.0/8, loopback, ::1" }).trustProxy).toEqual(["10.0.0.0/8", "loopback", "::1"]);
   });
 
+  it("reads METRICS_TOKEN and METRICS_PORT, both unset by default", () => {
+    expect(loadConfig({}).metrics).toEqual({ token: undefined, port: undefined });
+    expect(loadConfig({ METRICS_TOKEN: " 0123456789abcdef0123 ", METRICS_PORT: "9464" }).metrics).toEqual({ token: "0123456789abcdef0123", port: 9464 });
+    expect(loadConfig({ METRICS_TOKEN: "", METRICS_PORT: "" }).metrics).toEqual({ token: undefined, port: undefined });
+    // The API port chosen by the system (0) never clashes with a metrics port.
+    expect(loadConfig({ PORT: "0", METRICS_PORT: "9464" }).metrics.port).toBe(9464);
+  });
+
   it("derives PUBLIC_BASE_URL from PORT and strips a trailing slash from an explicit one", () => {
     expect(loadConfig({ PORT: "8080" }).publicBaseUrl).toBe("http://localhost:8080");
     expect(loadConfig({ PUBLIC_BASE_URL: "https://pay.example.com/" }).publicBaseUrl).toBe("https://pay.example.com");
@@ -90,6 +98,15 @@ describe("configuration", () => {
     [{ GRAPHQL_MAX_DIRECTIVES: "0" }, /GRAPHQL_MAX_DIRECTIVES/],
     [{ GRAPHQL_INTROSPECTION: "on" }, /GRAPHQL_INTROSPECTION: must be true or false/],
     [{ TRUST_PROXY: "proxy.example.com" }, /TRUST_PROXY/],
+    [{ METRICS_TOKEN: "short" }, /METRICS_TOKEN: must be at least 16 characters/],
+    [{ METRICS_TOKEN: "sixteen chars and a space" }, /METRICS_TOKEN: must be printable ASCII without spaces/],
+    [{ METRICS_TOKEN: "0123456789abcdef\u00e9" }, /METRICS_TOKEN: must be printable ASCII/],
+    [{ METRICS_PORT: "0" }, /METRICS_PORT: must be a port from 1 to 65535/],
+    [{ METRICS_PORT: "65536" }, /METRICS_PORT: must be a port from 1 to 65535/],
+    [{ METRICS_PORT: "9464.5" }, /METRICS_PORT: must be a whole number/],
+    [{ METRICS_PORT: "metrics" }, /METRICS_PORT/],
+    [{ PORT: "9464", METRICS_PORT: "9464" }, /METRICS_PORT must differ from PORT/],
+    [{ METRICS_PORT: "3000" }, /METRICS_PORT must differ from PORT/],
   ])("rejects %j with a message naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

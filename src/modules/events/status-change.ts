@@ -18,10 +18,17 @@ export interface StatusChangeDeps {
   prisma: PrismaClient;
   publisher: EventPublisher;
   jobs: JobRunner;
+  /** Told once per committed change (metrics); never of a change that did not apply or rolled back. */
+  metrics?: StatusCounter;
+}
+
+/** Counts status changes (src/metrics): `pending` when a row is created, then its terminal status. */
+export interface StatusCounter {
+  statusChanged(subject: "transaction" | "payout", status: "pending" | TerminalStatus, channelId: number | null): void;
 }
 
 /** How one table takes part: its conditional update, its re-read, its snapshot and its event's link. */
-export interface StatusSubject<Row extends { merchantId: number; mode: Mode }> {
+export interface StatusSubject<Row extends { merchantId: number; mode: Mode; channelId: number | null }> {
   /** The event type's prefix: transaction.completed, payout.failed ... */
   name: "transaction" | "payout";
   /** Sets the status (and changes) only while the row is pending; returns the number of rows changed. */
@@ -59,7 +66,7 @@ export function afterCommit(deps: StatusChangeDeps, event: Event | null, jobsQue
   return published;
 }
 
-export async function changeStatus<Row extends { merchantId: number; mode: Mode }>(
+export async function changeStatus<Row extends { merchantId: number; mode: Mode; channelId: number | null }>(
   deps: StatusChangeDeps,
   subject: StatusSubject<Row>,
   request: { id: number; to: TerminalStatus; changes?: Record<string, unknown>; jobs?: JobRequest[] },
@@ -80,5 +87,6 @@ export async function changeStatus<Row extends { merchantId: number; mode: Mode 
     return { row, event, jobsQueued: deliveriesQueued + (request.jobs?.length ?? 0) };
   });
   const event = afterCommit(deps, outcome.event, outcome.jobsQueued);
+  if (event) deps.metrics?.statusChanged(subject.name, request.to, outcome.row.channelId);
   return { applied: event !== null, row: outcome.row, event };
 }

@@ -15,7 +15,7 @@ import type { PayoutConnector, PayoutResult } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import { changeStatus, toPublishedEvent, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
+import { changeStatus, toPublishedEvent, type StatusCounter, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
 
 export interface PayoutInput {
   amount: unknown;
@@ -40,6 +40,8 @@ export interface PayoutServiceDeps {
   connectors: Connectors;
   publisher: EventPublisher;
   jobs: JobRunner;
+  /** Counts committed status changes when set (/metrics). */
+  metrics?: StatusCounter;
   logger: Logger;
   /** A payout with no result this long after it was sent is asked about, then with doubling waits. */
   resultOverdueMs: number;
@@ -263,6 +265,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
         await enqueueJobs(tx, [{ kind: PAYOUT_QUERY_JOB, payload: { payoutId: row.id }, runAt: new Date(Date.now() + deps.resultOverdueMs) }]);
         return row;
       });
+      deps.metrics?.statusChanged("payout", "pending", payout.channelId);
 
       try {
         const accepted = await payouts.send({

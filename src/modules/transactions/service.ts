@@ -28,6 +28,7 @@ import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
+import type { StatusCounter } from "../events/status-change.ts";
 import { TRANSACTION_COLUMNS, selectsColumnsOnly, transactionFromRow } from "./rows.ts";
 import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionRequest } from "./state-machine.ts";
 
@@ -140,6 +141,8 @@ export interface TransactionServiceDeps {
   connectors: Connectors;
   publisher: EventPublisher;
   jobs: JobRunner;
+  /** Counts committed status changes when set (/metrics). */
+  metrics?: StatusCounter;
   logger: Logger;
   publicBaseUrl: string;
   /** How long a card charge's claim holds its transaction (CHECKOUT_CHARGE_LEASE_MS); default CARD_CHARGE_LEASE_MS. */
@@ -199,7 +202,7 @@ export function momoConnectorOf(connectors: Connectors, channel: PaymentChannel)
  */
 export function createTransactionService(deps: TransactionServiceDeps) {
   const { prisma, channels, customers, connectors, logger } = deps;
-  const stateMachine = { prisma, publisher: deps.publisher, jobs: deps.jobs };
+  const stateMachine = { prisma, publisher: deps.publisher, jobs: deps.jobs, metrics: deps.metrics };
 
   const checkoutUrl = (reference: string) => `${deps.publicBaseUrl}/payment/checkout/${reference}`;
   /** Where a hosted-checkout provider sends the payer back (Paystack's callback_url). */

@@ -108,6 +108,7 @@ export const CREATED_NOTICE = "transaction.created";
 
 export function afterCreate(deps: StateMachineDeps, created: { transaction: Transaction; event: Event | null; jobsQueued: number }): void {
   afterCommit(deps, created.event, created.jobsQueued);
+  deps.metrics?.statusChanged("transaction", "pending", created.transaction.channelId);
   // A checkout payment has no event of its own until it settles (an STK push has transaction.pending).
   // Creation is not a status change: told to live subscribers only, with no event row and no webhook,
   // so initialize stays one INSERT. A missed notice costs nothing: the settling event follows.

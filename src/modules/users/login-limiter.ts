@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { RedisConnections } from "../../infra/redis.ts";
-import type { RateLimitState } from "../../rate-limit/limiter.ts";
+import type { LimiterName, RateLimitState } from "../../rate-limit/limiter.ts";
 
 /**
  * Password guessing protection for /v1/auth/login: failures per e-mail and per client IP in a window
@@ -16,6 +16,8 @@ export interface LoginLimiterOptions {
   failuresPerIp: number;
   windowSeconds: number;
   redis: RedisConnections | undefined;
+  /** Told of each refused attempt (metrics). */
+  onRefused?: (limiter: LimiterName) => void;
 }
 
 export function createLoginLimiter(options: LoginLimiterOptions) {
@@ -36,20 +38,21 @@ export function createLoginLimiter(options: LoginLimiterOptions) {
   // E-mail addresses never reach Redis keys in plaintext.
   const emailBucket = (email: string) => createHash("sha256").update(`login:${email}`, "utf8").digest("base64url");
 
-  async function take(limiter: RateLimiterAbstract, limit: number, bucket: string): Promise<RateLimitState | null> {
+  async function take(limiter: RateLimiterAbstract, name: LimiterName, limit: number, bucket: string): Promise<RateLimitState | null> {
     try {
       await limiter.consume(bucket);
       return null;
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      return { allowed: false, limit, remaining: 0, resetSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
+      options.onRefused?.(name);
+      return { limiter: name, allowed: false, limit, remaining: 0, resetSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
     }
   }
 
   return {
     /** Counts one attempt; resolves to the refusal when the e-mail or the IP is over its budget. */
     async attempt(email: string, ip: string): Promise<RateLimitState | null> {
-      return (await take(perIp, options.failuresPerIp, ip)) ?? (await take(perEmail, options.failuresPerEmail, emailBucket(email)));
+      return (await take(perIp, "login_ip", options.failuresPerIp, ip)) ?? (await take(perEmail, "login_email", options.failuresPerEmail, emailBucket(email)));
     },
     /** A correct password: the e-mail starts over and the IP gets its attempt back. */
     async succeeded(email: string, ip: string): Promise<void> {
