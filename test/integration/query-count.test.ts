@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
+import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 const PageWithRelations = graphql(`
@@ -106,5 +107,76 @@ describe("SQL statements per list query", () => {
     const initialize = await countFor(() => api.post("/api/transactions/initialize", { amount: 500, email: "buyer1@example.com" }));
     expect(initialize.result.status).toBe(200);
     expect(initialize.count).toBe(2);
+  });
+});
+
+/** The payer-side hot paths: what a settling payment costs, counted on every statement the gateway sends. */
+describe("SQL statements per settling payment", () => {
+  let gw: TestGateway;
+  let fake: FakeDaraja;
+  let statements: string[] = [];
+  let api: ReturnType<typeof apiClient>;
+  let mpesaChannelId: number;
+  let sandboxChannelId: number;
+
+  beforeAll(async () => {
+    fake = await startFakeDaraja();
+    gw = await startTestGateway({
+      env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+      onQuery: (sql) => statements.push(sql),
+    });
+    fake.switches.callbackOrigin = gw.url;
+    const merchant = await gw.createMerchant();
+    api = apiClient(gw.url, merchant.testKey);
+    const sandbox = await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    sandboxChannelId = sandbox.body.channel.id;
+    const mpesa = await api.post("/api/payment-channels/create", { name: "M-Pesa", provider: "mpesa", config: fake.channelConfig() });
+    mpesaChannelId = mpesa.body.channel.id;
+    // An endpoint, so the counts include the webhook fan-out writing a delivery.
+    const endpoint = await api.post("/v1/webhooks", { url: "http://127.0.0.1:9/hooks" });
+    expect(endpoint.status, endpoint.text).toBe(201);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await fake?.close();
+  });
+
+  async function countFor<T>(run: () => Promise<T>): Promise<{ sent: string[]; result: T }> {
+    statements = [];
+    const result = await run();
+    return { sent: statements, result };
+  }
+
+  it("an STK success callback: channel, transaction, then the status change with its event and webhook in one statement", async () => {
+    const push = await api.post("/api/momo/stk-push", { amount: 100, phone_number: "254708374149", payment_channel_id: mpesaChannelId });
+    expect(push.status, push.text).toBe(200);
+    const { id, checkout_request_id: checkoutRequestId } = push.body.transaction;
+    const callback = await countFor(() => fake.sendStkCallback(checkoutRequestId));
+    expect(callback.result.status).toBe(200);
+    expect(callback.sent).toHaveLength(3);
+    expect(callback.sent.some((sql) => /^\s*(BEGIN|COMMIT)/i.test(sql))).toBe(false);
+    const row = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { id } });
+    expect(row.status).toBe("completed");
+    const event = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { transactionId: id, type: "transaction.completed" }, include: { deliveries: true } });
+    expect(event.deliveries).toHaveLength(1);
+  });
+
+  it("a card payment on the checkout's pay endpoint: transaction, channel, claim, status change", async () => {
+    const initialize = async () =>
+      (await api.post("/api/transactions/initialize", { amount: 2500, email: "card@example.com", payment_channel_id: sandboxChannelId })).body.reference as string;
+    const pay = (reference: string) =>
+      fetch(`${gw.url}/payment/checkout/${reference}/pay`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ card_number: "4084084084084081", expiry_month: 12, expiry_year: new Date().getFullYear() + 2, cvc: "408" }),
+      });
+    // The first payment on a channel also has the metrics learn its provider (once per channel, off the request's path).
+    expect((await pay(await initialize())).status).toBe(200);
+    const reference = await initialize();
+    const paid = await countFor(() => pay(reference));
+    expect(paid.result.status).toBe(200);
+    expect(paid.sent, paid.sent.join("\n---\n")).toHaveLength(4);
+    const event = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { transaction: { reference }, type: "transaction.completed" }, include: { deliveries: true } });
+    expect(event.deliveries).toHaveLength(1);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PublishedEvent } from "../../src/modules/events/publisher.ts";
-import { CREATED_NOTICE } from "../../src/modules/transactions/state-machine.ts";
+import { CREATED_NOTICE, transactionSnapshot } from "../../src/modules/transactions/state-machine.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /** The one function that changes a transaction's status: exactly once, terminal states final, events after commit. */
@@ -76,16 +76,45 @@ describe("transaction state machine", () => {
       transaction: { reference: transaction.reference, amount: 5000, status: "completed", payment_method: "card", provider_reference: "sbx_1" },
     });
     expect(result.transaction.completedAt).toBeInstanceOf(Date);
+    // The payload is written by SQL in the status change's statement: it must be transactionSnapshot() of the row.
+    const row = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { id: transaction.id } });
+    expect(result.transaction).toEqual(row);
+    expect(result.event!.payload).toEqual({ transaction: transactionSnapshot(row) });
+    const stored = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { transactionId: transaction.id } });
+    expect(stored.payload).toEqual({ transaction: transactionSnapshot(row) });
+  });
+
+  it("writes the same snapshot for a failure, with its nulls, and queues follow-up jobs only when applied", async () => {
+    const res = await api.post("/api/transactions/initialize", {
+      amount: 12345, email: "nulls@example.com", description: "Ünïcode \"quoted\" ☃", currency: "KES",
+    });
+    const transaction = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference: res.body.reference } });
+    const jobs = [{ kind: "test.follow-up", payload: { reference: transaction.reference, n: 1 }, runAt: new Date(Date.now() + 3_600_000) }];
+    const result = await gw.gateway.services.transactions.transition({
+      transactionId: transaction.id, to: "failed", changes: { failureCode: "1032", failureReason: null }, jobs,
+    });
+    const row = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { id: transaction.id } });
+    expect(row).toMatchObject({ status: "failed", failureCode: "1032", failureReason: null, completedAt: null });
+    expect(result.event!.payload).toEqual({ transaction: transactionSnapshot(row) });
+    const again = await gw.gateway.services.transactions.transition({ transactionId: transaction.id, to: "completed", jobs });
+    expect(again).toMatchObject({ applied: false, event: null });
+    expect(again.transaction).toEqual(row);
+    const queued = await gw.gateway.db.prisma.job.findMany({ where: { kind: "test.follow-up" } });
+    expect(queued.filter((j) => (j.payload as { reference: string }).reference === transaction.reference)).toEqual([
+      expect.objectContaining({ payload: { reference: transaction.reference, n: 1 }, runAt: jobs[0]!.runAt, status: "queued" }),
+    ]);
   });
 
   it("publishes nothing and writes nothing when the database transaction fails", async () => {
     const transaction = await newTransaction();
     const before = statusEvents().length;
-    // A change that violates a constraint (unique checkout_request_id) rolls the whole transition back.
-    const taken = await newTransaction();
-    await gw.gateway.db.prisma.transaction.update({ where: { id: taken.id }, data: { checkoutRequestId: "ws_CO_TAKEN" } });
+    // A follow-up job the jobs table refuses (no kind) fails the statement: the status change and its event go with it.
     await expect(
-      gw.gateway.services.transactions.transition({ transactionId: transaction.id, to: "completed", changes: { checkoutRequestId: "ws_CO_TAKEN" } }),
+      gw.gateway.services.transactions.transition({
+        transactionId: transaction.id,
+        to: "completed",
+        jobs: [{ kind: null as unknown as string, payload: { reference: transaction.reference } }],
+      }),
     ).rejects.toThrow();
     const row = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { id: transaction.id } });
     expect(row.status).toBe("pending");

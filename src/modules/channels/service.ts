@@ -104,13 +104,18 @@ export function decodeCallbackToken(segment: string): string | null {
 
 type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt"> & { createdAt: Date | string; updatedAt: Date | string };
 
+/** Every column of payment_channels `c`, as Prisma's model has it. */
+const CHANNEL_COLUMNS = `c.id, c.merchant_id AS "merchantId", c.mode, c.name,
+  c.provider, c.config_encrypted AS "configEncrypted", c.is_active AS "isActive", c.is_default AS "isDefault",
+  c.callback_token AS "callbackToken", c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
+
+const channelFromRow = (row: ChannelRow): PaymentChannel => ({ ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) });
+
 /**
  * The channel a payment uses (the one asked for, or the merchant's active default) and the merchant's
- * default currency, in one statement: initialize's first round trip. Every column, as Prisma's model has it.
+ * default currency, in one statement: initialize's first round trip.
  */
-const PAYMENT_CHANNEL_AND_CURRENCY = `SELECT m.default_currency AS "defaultCurrency", c.id, c.merchant_id AS "merchantId", c.mode, c.name,
-  c.provider, c.config_encrypted AS "configEncrypted", c.is_active AS "isActive", c.is_default AS "isDefault",
-  c.callback_token AS "callbackToken", c.created_at AS "createdAt", c.updated_at AS "updatedAt"
+const PAYMENT_CHANNEL_AND_CURRENCY = `SELECT m.default_currency AS "defaultCurrency", ${CHANNEL_COLUMNS}
 FROM merchants m
 LEFT JOIN LATERAL (
   SELECT * FROM payment_channels c
@@ -175,10 +180,18 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
 
     getChannel,
 
+    /** A channel by id, whoever's it is: for a payer's checkout, where the transaction named it. */
+    async findById(id: number): Promise<PaymentChannel | null> {
+      const [row] = await sql.query<ChannelRow>(`SELECT ${CHANNEL_COLUMNS} FROM payment_channels c WHERE c.id = $1`, [id]);
+      return row ? channelFromRow(row) : null;
+    },
+
     /** The channel a provider callback path names (its hex-encoded token), or null. */
     async findByCallbackSegment(segment: string, provider?: string): Promise<PaymentChannel | null> {
       const token = decodeCallbackToken(segment);
-      const channel = token ? await prisma.paymentChannel.findUnique({ where: { callbackToken: token } }) : null;
+      // Every provider callback starts here (an STK result on each payment): plain SQL, as the other hot paths.
+      const [row] = token ? await sql.query<ChannelRow>(`SELECT ${CHANNEL_COLUMNS} FROM payment_channels c WHERE c.callback_token = $1`, [token]) : [];
+      const channel = row ? channelFromRow(row) : null;
       return channel && (provider === undefined || channel.provider === provider) ? channel : null;
     },
 
@@ -249,7 +262,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
         if (channelId != null) throw new NotFoundError(`Payment channel ${channelId}`);
         throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
       }
-      const channel: PaymentChannel = { ...columns, id: columns.id, createdAt: new Date(columns.createdAt), updatedAt: new Date(columns.updatedAt) };
+      const channel = channelFromRow({ ...columns, id: columns.id });
       if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channelId} is inactive`);
       return { channel: assertUsable(channel, "payment_channel_id"), defaultCurrency };
     },

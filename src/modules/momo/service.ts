@@ -14,7 +14,7 @@ import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { PayoutService } from "../payouts/service.ts";
 import { momoConnectorOf, type TransactionService } from "../transactions/service.ts";
-import { decodeCallbackToken, momoCallbackUrls } from "./callback-urls.ts";
+import { momoCallbackUrls } from "./callback-urls.ts";
 
 /**
  * What is M-Pesa-specific: Daraja's callbacks (matched to channels by their token), C2B registration,
@@ -91,8 +91,7 @@ export function createMomoService(deps: MomoServiceDeps) {
   }
 
   async function channelByToken(segment: string): Promise<PaymentChannel> {
-    const token = decodeCallbackToken(segment);
-    const channel = token ? await prisma.paymentChannel.findUnique({ where: { callbackToken: token } }) : null;
+    const channel = await channels.findByCallbackSegment(segment);
     if (!channel) throw new NotFoundError("Callback");
     return channel;
   }

@@ -30,7 +30,7 @@ import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-change.ts";
 import { TRANSACTION_COLUMNS, selectsColumnsOnly, transactionFromRow } from "./rows.ts";
-import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionRequest } from "./state-machine.ts";
+import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionChanges, type TransitionRequest } from "./state-machine.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -202,7 +202,7 @@ export function momoConnectorOf(connectors: Connectors, channel: PaymentChannel)
  */
 export function createTransactionService(deps: TransactionServiceDeps) {
   const { prisma, channels, customers, connectors, logger } = deps;
-  const stateMachine = { prisma, publisher: deps.publisher, jobs: deps.jobs, metrics: deps.metrics };
+  const stateMachine = { prisma, publisher: deps.publisher, jobs: deps.jobs, metrics: deps.metrics, sql: deps.sql };
 
   const checkoutUrl = (reference: string) => `${deps.publicBaseUrl}/payment/checkout/${reference}`;
   /** Where a hosted-checkout provider sends the payer back (Paystack's callback_url). */
@@ -312,7 +312,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   }
 
   /** Records a provider's verdict on a collection; false when it was already settled. */
-  async function settleCollection(transaction: Transaction, outcome: SettledCollectionOutcome, source: string, changes: Prisma.TransactionUpdateManyMutationInput = {}): Promise<boolean> {
+  async function settleCollection(transaction: Transaction, outcome: SettledCollectionOutcome, source: string, changes: TransitionChanges = {}): Promise<boolean> {
     const result =
       outcome.state === "completed"
         ? await transition({
@@ -331,7 +331,11 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
   /** A callback is applied only when it matches what was asked for: same request, amount and phone. */
   async function applyCollectionCallback(channel: PaymentChannel, callback: CollectionCallback): Promise<boolean> {
-    const transaction = await prisma.transaction.findFirst({ where: { channelId: channel.id, checkoutRequestId: callback.providerRequestId } });
+    const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(
+      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE channel_id = $1 AND checkout_request_id = $2`,
+      [channel.id, callback.providerRequestId],
+    );
+    const transaction = row ? transactionFromRow(row) : null;
     if (!transaction) {
       logger.warn({ channelId: channel.id, providerRequestId: callback.providerRequestId }, "collection callback for an unknown request; not applied");
       return false;
@@ -699,11 +703,13 @@ export function createTransactionService(deps: TransactionServiceDeps) {
      * (its instance crashed mid-charge) may be taken over.
      */
     async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
-      const transaction = await prisma.transaction.findUnique({ where: { reference }, include: { channel: true } });
-      if (!transaction) throw new NotFoundError("Transaction");
+      // The payer's path: plain SQL throughout (src/db/sql.ts), four statements with the status change.
+      const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE reference = $1`, [reference]);
+      if (!row) throw new NotFoundError("Transaction");
+      const transaction = transactionFromRow(row);
       if (transaction.status !== "pending") throw alreadySettled(transaction.status);
       const card = validateCard(cardInput);
-      const channel = transaction.channel;
+      const channel = transaction.channelId === null ? null : await channels.findById(transaction.channelId);
       const connector = channel ? connectorOf(connectors, channel) : undefined;
       if (!channel || !connector?.chargeCard) {
         throw new GatewayError("forbidden", "This transaction's payment channel does not take card payments here");
@@ -715,17 +721,20 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
       // The claim's timestamp is its token: only the attempt that wrote it releases it.
       const claimedAt = new Date();
-      const claim = await prisma.transaction.updateMany({
-        where: {
-          id: transaction.id,
-          status: "pending",
-          OR: [{ chargeStartedAt: null }, { chargeStartedAt: { lt: new Date(claimedAt.getTime() - (deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS)) } }],
-        },
-        data: { chargeStartedAt: claimedAt },
-      });
-      if (claim.count === 0) {
-        const current = await prisma.transaction.findUnique({ where: { id: transaction.id }, select: { status: true } });
-        if (current && current.status !== "pending") throw alreadySettled(current.status);
+      const lapsedBefore = new Date(claimedAt.getTime() - (deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS));
+      // Answers the row's status either way: the claim's outcome and, when refused, why, in one round trip.
+      const [claim] = await deps.sql.query<{ claimed: boolean; status: string }>(
+        `WITH claimed AS (
+           UPDATE transactions SET charge_started_at = $2, updated_at = $2
+           WHERE id = $1 AND status = 'pending' AND (charge_started_at IS NULL OR charge_started_at < $3)
+           RETURNING status
+         )
+         SELECT true AS claimed, status::text FROM claimed
+         UNION ALL SELECT false, status::text FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
+        [transaction.id, claimedAt, lapsedBefore],
+      );
+      if (!claim?.claimed) {
+        if (claim && claim.status !== "pending") throw alreadySettled(claim.status as Transaction["status"]);
         throw new GatewayError("conflict", PAYMENT_IN_PROGRESS);
       }
 

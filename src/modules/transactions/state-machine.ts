@@ -3,18 +3,21 @@ import { recordRecoveryPoint } from "../../idempotency/scope.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/runner.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { afterCommit, changeStatus, type StatusChangeDeps, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
+import { afterCommit, type StatusChangeDeps, type TerminalStatus } from "../events/status-change.ts";
+import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
+import type { Sql } from "../../db/sql.ts";
+import { TRANSACTION_COLUMNS, transactionFromRow } from "./rows.ts";
 
-/** A transaction's side of the one status-change function (events/status-change.ts). */
 export type { TerminalStatus };
-export type StateMachineDeps = StatusChangeDeps;
+/** The status change runs on the plain-SQL connection (src/db/sql.ts): it is on every payment's path. */
+export type StateMachineDeps = StatusChangeDeps & { sql: Sql };
 export { toPublishedEvent } from "../events/status-change.ts";
 
 export interface TransitionRequest {
   transactionId: number;
   to: TerminalStatus;
   /** Columns written together with the status (payment method, receipt, failure code...). */
-  changes?: Omit<Prisma.TransactionUpdateManyMutationInput, "status" | "completedAt">;
+  changes?: TransitionChanges;
   /** Jobs that follow from the change (e.g. forwarding a C2B confirmation), queued only when it applies. */
   jobs?: JobRequest[];
 }
@@ -53,17 +56,108 @@ export function transactionSnapshot(t: Transaction) {
 
 export type TransactionSnapshot = ReturnType<typeof transactionSnapshot>;
 
-const transactionSubject: StatusSubject<Transaction> = {
-  name: "transaction",
-  update: async (tx, id, data) => (await tx.transaction.updateMany({ where: { id, status: "pending" }, data })).count,
-  read: (tx, id) => tx.transaction.findUniqueOrThrow({ where: { id } }),
-  snapshot: transactionSnapshot,
-  link: (id) => ({ transactionId: id }),
+/** The columns a transition may write with the status, by model field. */
+const CHANGE_COLUMNS = {
+  paymentMethod: "payment_method",
+  providerReference: "provider_reference",
+  failureCode: "failure_code",
+  failureReason: "failure_reason",
+} as const;
+
+export type TransitionChanges = { [K in keyof typeof CHANGE_COLUMNS]?: string | null };
+
+const utc = (column: string) => `to_char(t.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * transactionSnapshot() in SQL, over the changed row `t`: the event's payload, written by the same statement
+ * that changes the status. test/integration/hot-sql.test.ts holds the two to the same output.
+ */
+const SNAPSHOT_SQL = `jsonb_build_object(
+  'id', t.id, 'reference', t.reference, 'amount', t.amount, 'currency', t.currency, 'status', t.status,
+  'payment_method', t.payment_method, 'description', t.description, 'email', t.email, 'phone_number', t.phone_number,
+  'client_reference', t.client_reference, 'checkout_request_id', t.checkout_request_id,
+  'provider_reference', t.provider_reference, 'failure_code', t.failure_code, 'failure_reason', t.failure_reason,
+  'channel_id', t.channel_id, 'customer_id', t.customer_id,
+  'created_at', ${utc("created_at")}, 'updated_at', ${utc("updated_at")}, 'completed_at', ${utc("completed_at")})`;
+
+const statements = new Map<string, string>();
+
+/**
+ * The status change as one statement: the conditional UPDATE, its event (with the snapshot), the event's
+ * webhook deliveries and jobs, and the follow-up jobs, as data-modifying CTEs. One statement is atomic on
+ * its own, so this is the interactive transaction of changeStatus() in one round trip instead of six.
+ * Parameters: $1 id, $2 the time of the change, then the changed columns in CHANGE_COLUMNS order, then the
+ * follow-up jobs as JSON when there are any. One text per combination, each prepared once per connection.
+ */
+function transitionStatement(to: TerminalStatus, columns: readonly (keyof typeof CHANGE_COLUMNS)[], withJobs: boolean): string {
+  const key = `${to}|${columns.join(",")}|${withJobs}`;
+  let text = statements.get(key);
+  if (text) return text;
+  const sets = [`status = '${to}'`, "updated_at = $2", ...(to === "completed" ? ["completed_at = $2"] : [])];
+  columns.forEach((field, i) => sets.push(`${CHANGE_COLUMNS[field]} = $${i + 3}`));
+  const jobsParam = `$${columns.length + 3}`;
+  text = `WITH t AS (
+    UPDATE transactions SET ${sets.join(", ")} WHERE id = $1 AND status = 'pending' RETURNING *
+  ), ev AS (
+    INSERT INTO events (merchant_id, mode, type, transaction_id, payload)
+    SELECT t.merchant_id, t.mode, 'transaction.${to}', t.id, jsonb_build_object('transaction', ${SNAPSHOT_SQL}) FROM t
+    RETURNING id, merchant_id, mode, type, created_at, payload
+  ), ${WEBHOOK_FAN_OUT_CTES}${
+    withJobs
+      ? `, follow_up AS (
+    INSERT INTO jobs (kind, payload, run_at)
+    SELECT j.kind, j.payload, coalesce(j.run_at, now()) FROM ev, jsonb_to_recordset(${jobsParam}::jsonb) AS j(kind text, payload jsonb, run_at timestamptz)
+    RETURNING id
+  )`
+      : ""
+  }
+  SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
+    (SELECT count(*)::int FROM delivery_jobs) AS "deliveriesQueued"
+  FROM (SELECT ${TRANSACTION_COLUMNS} FROM t) changed, ev`;
+  statements.set(key, text);
+  return text;
+}
+
+type TransitionRow = Parameters<typeof transactionFromRow>[0] & {
+  eventId: string;
+  eventCreatedAt: Date | string;
+  eventPayload: Prisma.JsonValue;
+  deliveriesQueued: number;
 };
 
+/**
+ * A transaction's status change (the contract of changeStatus() in events/status-change.ts, which payouts
+ * use): pending -> completed | failed, exactly once however many callers race, with its event, webhook
+ * deliveries and jobs committed together, subscribers told after commit.
+ */
 export async function transitionTransaction(deps: StateMachineDeps, request: TransitionRequest): Promise<TransitionResult> {
-  const result = await changeStatus(deps, transactionSubject, { id: request.transactionId, to: request.to, changes: request.changes, jobs: request.jobs });
-  return { applied: result.applied, transaction: result.row, event: result.event };
+  const changes = request.changes ?? {};
+  const columns = (Object.keys(CHANGE_COLUMNS) as (keyof typeof CHANGE_COLUMNS)[]).filter((field) => changes[field] !== undefined);
+  const jobs = request.jobs ?? [];
+  const params: unknown[] = [request.transactionId, new Date(), ...columns.map((field) => changes[field])];
+  if (jobs.length) params.push(JSON.stringify(jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null }))));
+  const [changed] = await deps.sql.query<TransitionRow>(transitionStatement(request.to, columns, jobs.length > 0), params);
+  if (!changed) {
+    // Already terminal (or another caller won the race): nothing written; answer with the row as it is.
+    const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = $1`, [request.transactionId]);
+    if (!row) throw new Error(`transaction ${request.transactionId} does not exist`);
+    return { applied: false, transaction: transactionFromRow(row), event: null };
+  }
+  const { eventId, eventCreatedAt, eventPayload, deliveriesQueued, ...row } = changed;
+  const transaction = transactionFromRow(row);
+  const event: Event = {
+    id: BigInt(eventId),
+    merchantId: transaction.merchantId,
+    mode: transaction.mode,
+    type: `transaction.${request.to}`,
+    transactionId: transaction.id,
+    payoutId: null,
+    createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
+    payload: eventPayload as Prisma.JsonValue,
+  };
+  const published = afterCommit(deps, event, deliveriesQueued + jobs.length);
+  deps.metrics?.statusChanged("transaction", request.to, transaction.channelId);
+  return { applied: true, transaction, event: published };
 }
 
 export interface NewTransactionOptions {
