@@ -2,6 +2,13 @@
  * The baseline bench/http.ts measures the gateway against: bare node:http + pg (pool 10) on the gateway's
  * own database, doing the least SQL each operation needs and nothing else (no auth, no validation):
  * one INSERT ... RETURNING for initialize, one SELECT by reference for verify, 20 rows + a count for list.
+ * The two settling paths do the statements bench/api.ts's baselines do (what settling a payment must
+ * write, as a plain pg program would write it: reads, then an interactive transaction):
+ * - POST /stk/{token segment}: Daraja's callback body; channel by callback token, transaction by
+ *   CheckoutRequestID, BEGIN, conditional UPDATE ... RETURNING, INSERT the event (the row as payload), the
+ *   webhook fan-out, COMMIT (7 statements);
+ * - POST /pay/{reference}: a card; transaction by reference, its channel, the charge claim (conditional
+ *   UPDATE), then the same transaction as the callback's (8 statements). No card check, no charge.
  *
  *   DATABASE_URL=... MERCHANT_ID=1 CHANNEL_ID=1 PORT=4001 node --import tsx bench/bare-server.ts
  */
@@ -38,6 +45,16 @@ const server = createServer((req, res) => {
     ]).then(([rows, count]) => send(200, { status: "success", data: rows.rows, total: count.rows[0].n }), fail);
     return;
   }
+  if (req.method === "POST" && (url.startsWith("/stk/") || url.startsWith("/pay/"))) {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString() || "{}");
+      (url.startsWith("/stk/") ? stkCallback(url.slice(5), body) : cardPayment(decodeURIComponent(url.slice(5))))
+        .then((answer) => send(answer ? 200 : 409, answer ?? { status: "error", message: "not pending" }), fail);
+    });
+    return;
+  }
   if (req.method === "POST" && url === "/initialize") {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -55,6 +72,77 @@ const server = createServer((req, res) => {
   }
   send(404, { status: "error" });
 });
+
+type Row = Record<string, unknown> & { id: number; merchant_id: number; mode: string; amount: string };
+
+/** Settles a pending row and records its event and webhook fan-out in one interactive transaction. */
+async function settle(id: number, providerReference: string): Promise<Row | null> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const updated = await client.query<Row>(
+      `UPDATE transactions SET status = 'completed', provider_reference = $2, completed_at = now(), updated_at = now()
+       WHERE id = $1 AND status = 'pending' RETURNING *`,
+      [id, providerReference],
+    );
+    const row = updated.rows[0];
+    if (!row) {
+      await client.query("ROLLBACK");
+      return null;
+    }
+    await client.query("INSERT INTO events (merchant_id, mode, type, transaction_id, payload) VALUES ($1, $2, 'transaction.completed', $3, $4)", [
+      row.merchant_id,
+      row.mode,
+      row.id,
+      JSON.stringify({ transaction: { ...row, amount: Number(row.amount) } }),
+    ]);
+    await client.query(
+      `WITH endpoints AS (SELECT id FROM webhook_endpoints WHERE merchant_id = $1 AND mode = $2 AND enabled AND (cardinality(events) = 0 OR $3 = ANY(events))),
+       deliveries AS (INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, mode) SELECT id, currval('events_id_seq'), $1, $2 FROM endpoints
+                      ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id)
+       INSERT INTO jobs (kind, payload) SELECT 'webhook.deliver', jsonb_build_object('deliveryId', id) FROM deliveries`,
+      [row.merchant_id, row.mode, "transaction.completed"],
+    );
+    await client.query("COMMIT");
+    return row;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+interface StkBody {
+  Body: { stkCallback: { CheckoutRequestID: string; ResultCode: number; CallbackMetadata: { Item: { Name: string; Value?: unknown }[] } } };
+}
+
+async function stkCallback(segment: string, body: StkBody) {
+  const cb = body.Body.stkCallback;
+  const item = (name: string) => cb.CallbackMetadata.Item.find((x) => x.Name === name)?.Value;
+  const channel = await pool.query("SELECT * FROM payment_channels WHERE callback_token = $1", [Buffer.from(segment, "hex").toString("latin1")]);
+  if (!channel.rows[0]) throw new Error("stk: no channel");
+  const found = await pool.query<Row>("SELECT * FROM transactions WHERE channel_id = $1 AND checkout_request_id = $2 LIMIT 1", [channel.rows[0].id, cb.CheckoutRequestID]);
+  const t = found.rows[0];
+  if (!t || Number(t.amount) !== Number(item("Amount")) * 100) throw new Error("stk: no such transaction");
+  await settle(t.id, String(item("MpesaReceiptNumber")));
+  return { ResultCode: 0, ResultDesc: "Accepted" };
+}
+
+async function cardPayment(reference: string) {
+  const found = await pool.query<Row>("SELECT * FROM transactions WHERE reference = $1", [reference]);
+  const t = found.rows[0];
+  if (!t || t.status !== "pending") return null;
+  const channel = await pool.query("SELECT * FROM payment_channels WHERE id = $1", [t.channel_id]);
+  if (!channel.rows[0]?.is_active) throw new Error("pay: channel");
+  const claimed = await pool.query(
+    "UPDATE transactions SET charge_started_at = now(), updated_at = now() WHERE id = $1 AND status = 'pending' AND charge_started_at IS NULL RETURNING id",
+    [t.id],
+  );
+  if (!claimed.rows[0]) return null;
+  const row = await settle(t.id, `sbx_${token(16)}`);
+  return row && { status: "success", message: "Payment completed", transaction: { reference, amount: Number(row.amount), currency: row.currency, status: row.status } };
+}
 
 server.listen(Number(process.env.PORT ?? 4001), "127.0.0.1", () => process.stdout.write("bare server listening\n"));
 process.on("SIGTERM", () => server.close(() => pool.end().then(() => process.exit(0))));

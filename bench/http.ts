@@ -14,6 +14,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { startFakeDaraja } from "../test/fakes/daraja.ts";
 import { freePort } from "../test/support/local-server.ts";
 import { startPostgres } from "../test/support/postgres.ts";
 import { writeReadmeSection } from "./readme.ts";
@@ -74,6 +76,7 @@ function rssMb(pid: number): number {
 }
 
 interface WrkResult {
+  requests: number;
   rps: number;
   p50: number;
   p99: number;
@@ -86,12 +89,13 @@ const toMs = (value: string) => {
   return Number(m[1]) * (m[2] === "us" ? 0.001 : m[2] === "s" ? 1000 : 1);
 };
 
-function wrk(url: string, options: { connections?: number; headers?: Record<string, string>; post?: string } = {}): WrkResult {
+function wrk(url: string, options: { connections?: number; headers?: Record<string, string>; post?: string; lua?: string } = {}): WrkResult {
   const args = ["-t1", `-c${options.connections ?? 32}`, `-d${SECONDS}s`, "--latency"];
   for (const [k, v] of Object.entries(options.headers ?? {})) args.push("-H", `${k}: ${v}`);
-  if (options.post) {
-    const script = join(work, `post-${randomBytes(4).toString("hex")}.lua`);
-    writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${options.post}'\nwrk.headers["Content-Type"] = "application/json"\n`);
+  const lua = options.lua ?? (options.post ? `wrk.method = "POST"\nwrk.body = '${options.post}'\nwrk.headers["Content-Type"] = "application/json"\n` : undefined);
+  if (lua) {
+    const script = join(work, `script-${randomBytes(4).toString("hex")}.lua`);
+    writeFileSync(script, lua);
     args.push("-s", script);
   }
   args.push(url);
@@ -99,6 +103,7 @@ function wrk(url: string, options: { connections?: number; headers?: Record<stri
   const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
   if (!/^\s+99%/m.test(out)) console.error(`wrk ${url}: no latency distribution in\n${out}`);
   return {
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN),
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
     p50: toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ""),
     p99: toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ""),
@@ -122,7 +127,7 @@ function fixedRate(url: string, rate: number, options: { headers?: Record<string
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const best = (runs: WrkResult[]): WrkResult => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0) });
+const best = (runs: WrkResult[]): WrkResult => ({ requests: runs.reduce((a, r) => a + r.requests, 0), rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0) });
 
 async function main() {
   execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
@@ -144,7 +149,9 @@ async function main() {
     const key = created.keys.test;
     const headers = { "X-API-Key": key };
 
-    const gateway = await startGateway(pgEnv);
+    const daraja = await startFakeDaraja();
+    // Daraja's fake answers the channel's set-up calls; callbacks come from wrk. No reconciliation during the run.
+    const gateway = await startGateway({ ...pgEnv, MPESA_BASE_URL: daraja.url, STK_CALLBACK_OVERDUE_MS: "3600000" });
     const rssIdle = rssMb(gateway.child.pid!);
     const seed = async (url: string, apiKey: string) => {
       const h = { "x-api-key": apiKey, "content-type": "application/json" };
@@ -169,19 +176,101 @@ async function main() {
     const bareUrl = `http://127.0.0.1:${barePort}`;
     await waitForOk(`${bareUrl}/hello`);
 
+    // --- The settling paths: an STK success callback and a card payment on the checkout's pay endpoint. Each
+    // request settles its own pending row (a second callback for a settled row does nothing), so every run
+    // gets a fresh pool of rows, bulk-inserted as bench/api.ts does, and wrk's Lua script takes the next one
+    // per request. A third merchant holds them, so verify, initialize and list see the same data as before.
+    const payers = createMerchant("payers");
+    const payersHeaders = { "x-api-key": payers.keys.test, "content-type": "application/json" };
+    const createChannel = async (channel: unknown) => {
+      const res = await fetch(`${gateway.url}/api/payment-channels/create`, { method: "POST", headers: payersHeaders, body: JSON.stringify(channel) });
+      if (res.status !== 201) throw new Error(`channel create: ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { channel: { id: number } }).channel.id;
+    };
+    const cardChannelId = await createChannel({ name: "Sandbox", provider: "sandbox" });
+    const mpesaChannelId = await createChannel({ name: "M-Pesa", provider: "mpesa", config: daraja.channelConfig() });
+    const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    const callbackToken = (await db.query<{ callback_token: string }>("SELECT callback_token FROM payment_channels WHERE id = $1", [mpesaChannelId])).rows[0]!.callback_token;
+    const segment = Buffer.from(callbackToken, "latin1").toString("hex");
+    const POOL_ROWS = 30_000; // more than either side settles in one run
+    let pools = 0;
+    async function pendingRows(kind: "stk" | "card") {
+      const tag = `b${++pools}x`;
+      const { rows } = await db.query<{ first: number; last: number }>(
+        kind === "stk"
+          ? `WITH ins AS (
+               INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, description, phone_number,
+                                         payment_method, checkout_request_id, channel_id, updated_at)
+               SELECT $1, 'test', 'txn-' || $2 || g, md5($2 || g), 150000, 'KES', 'Bench order', '+254708374149', 'momo_stk',
+                      'ws_CO_' || $2 || g, $3, now()
+               FROM generate_series(1, $4::int) g RETURNING id)
+             SELECT min(id) AS first, max(id) AS last FROM ins`
+          : `WITH ins AS (
+               INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, email, channel_id, updated_at)
+               SELECT $1, 'test', 'txn-' || $2 || g, md5($2 || g), 2500, 'KES', 'card@bench.test', $3, now()
+               FROM generate_series(1, $4::int) g RETURNING id)
+             SELECT min(id) AS first, max(id) AS last FROM ins`,
+        [payers.merchant.id, tag, kind === "stk" ? mpesaChannelId : cardChannelId, POOL_ROWS],
+      );
+      const ids = Array.from({ length: POOL_ROWS }, (_, i) => (kind === "stk" ? `ws_CO_${tag}${i + 1}` : `txn-${tag}${i + 1}`));
+      return { ids, first: rows[0]!.first, last: rows[0]!.last };
+    }
+    /** A wrk script that POSTs for the next id of the pool on every request (the last one again once they run out). */
+    const luaFor = (ids: string[], pathExpr: string, bodyExpr: string, delayMs?: number) => {
+      const file = join(work, `ids-${randomBytes(4).toString("hex")}.txt`);
+      writeFileSync(file, ids.join("\n"));
+      return `local ids = {}
+for line in io.lines("${file}") do ids[#ids + 1] = line end
+local n = 0
+local headers = { ["Content-Type"] = "application/json" }
+request = function()
+  n = n + 1
+  local id = ids[n] or ids[#ids]
+  return wrk.format("POST", ${pathExpr}, headers, ${bodyExpr})
+end
+local told = false
+response = function(status, _, body)
+  if status >= 300 and not told then told = true; io.stderr:write("wrk: first non-2xx answer " .. status .. ": " .. string.sub(body, 1, 300) .. "\\n") end
+end
+${delayMs ? `delay = function() return ${delayMs} end` : ""}`;
+    };
+    // Daraja's success callback for a KES 1,500 push from 254708374149 (the rows' amount and phone); receipt
+    // numbers are unique, as Daraja's are (the gateway refuses a receipt it has already recorded).
+    const STK_BODY = `'{"Body":{"stkCallback":{"MerchantRequestID":"29115-34620561-1","CheckoutRequestID":"' .. id .. '","ResultCode":0,"ResultDesc":"The service request is processed successfully.","CallbackMetadata":{"Item":[{"Name":"Amount","Value":1500},{"Name":"MpesaReceiptNumber","Value":"' .. string.upper(string.sub(id, 7)) .. '"},{"Name":"Balance"},{"Name":"TransactionDate","Value":20261125120000},{"Name":"PhoneNumber","Value":254708374149}]}}}}'`;
+    const CARD_BODY = `'{"card_number":"4084084084084081","expiry_month":12,"expiry_year":2030,"cvc":"408"}'`;
+    const settledRuns: { name: string; side: string; requests: number; settled: number }[] = [];
+    async function settleRun(kind: "stk" | "card", side: "gateway" | "bare", delayMs?: number): Promise<WrkResult> {
+      const pool = await pendingRows(kind);
+      const path =
+        kind === "stk"
+          ? side === "gateway" ? `"/callbacks/daraja/${segment}/stk"` : `"/stk/${segment}"`
+          : side === "gateway" ? `"/payment/checkout/" .. id .. "/pay"` : `"/pay/" .. id`;
+      const result = wrk(`${side === "gateway" ? gateway.url : bareUrl}/`, { lua: luaFor(pool.ids, path, kind === "stk" ? STK_BODY : CARD_BODY, delayMs) });
+      const settled = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM transactions WHERE id BETWEEN $1 AND $2 AND status = 'completed'", [pool.first, pool.last]);
+      // Every answered request must have settled its own row: otherwise the run measured something else.
+      if (settled.rows[0]!.n < result.requests * 0.99) throw new Error(`${kind} ${side}: ${settled.rows[0]!.n} settled of ${result.requests} requests`);
+      settledRuns.push({ name: kind === "stk" ? STK_OP : CARD_OP, side: delayMs ? `${side} (half load)` : side, requests: result.requests, settled: settled.rows[0]!.n });
+      return result;
+    }
+    const STK_OP = "POST STK callback (success)";
+    const CARD_OP = "POST checkout card payment";
+
     const body = '{"amount":2500,"email":"wrk@bench.test"}';
     const ops = [
       { name: "GET verify", gateway: () => wrk(`${gateway.url}/api/transactions/verify/${reference}`, { headers }), bare: () => wrk(`${bareUrl}/verify/${reference}`) },
       { name: "POST initialize", gateway: () => wrk(`${gateway.url}/api/transactions/initialize`, { headers, post: body }), bare: () => wrk(`${bareUrl}/initialize`, { post: body }) },
       { name: "GET list (20 + count)", gateway: () => wrk(`${gateway.url}/api/transactions/list`, { headers: { "X-API-Key": listed.keys.test } }), bare: () => wrk(`${bareUrl}/list`) },
+      { name: STK_OP, gateway: () => settleRun("stk", "gateway"), bare: () => settleRun("stk", "bare") },
+      { name: CARD_OP, gateway: () => settleRun("card", "gateway"), bare: () => settleRun("card", "bare") },
       { name: "GET /health (bare: hello)", gateway: () => wrk(`${gateway.url}/health`), bare: () => wrk(`${bareUrl}/hello`) },
     ];
+    const sameStatements = new Set([STK_OP, CARD_OP]);
     const results = new Map<string, { gateway: WrkResult[]; bare: WrkResult[] }>();
     for (let round = 0; round < ROUNDS; round++) {
       for (const op of ops) {
         const entry = results.get(op.name) ?? { gateway: [], bare: [] };
-        entry.gateway.push(op.gateway());
-        entry.bare.push(op.bare());
+        entry.gateway.push(await op.gateway());
+        entry.bare.push(await op.bare());
         results.set(op.name, entry);
         console.error(`round ${round + 1}: ${op.name} done`);
       }
@@ -200,9 +289,18 @@ async function main() {
       const rate = Math.round(best(results.get(op.name)!.gateway).rps / 2);
       return { name: op.name, rate, ...fixedRate(op.url, rate, { headers: op.headers, post: op.post }) };
     });
+    // Each settling request needs its own row, which autocannon's fixed rate cannot give: wrk with a pause before
+    // each request on each of the 32 connections (32 / rate seconds), so the rate is at most the one asked.
+    for (const [name, kind] of [[STK_OP, "stk"], [CARD_OP, "card"]] as const) {
+      const rate = Math.round(best(results.get(name)!.gateway).rps / 2);
+      const run = await settleRun(kind, "gateway", Math.max(1, Math.round((32 * 1000) / rate)));
+      halfLoad.push({ name, rate, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors });
+    }
     const rssLoaded = rssMb(gateway.child.pid!);
     gateway.child.kill("SIGTERM");
     bare.kill("SIGTERM");
+    await db.end();
+    await daraja.close();
 
     // The embedded PGlite, same operations (it seeds itself: the demo merchant's key is printed at first start).
     const pglite = await startGateway({ DATA_DIR: join(work, "pglite") });
@@ -233,8 +331,14 @@ async function main() {
     for (const [name, r] of results) {
       const g = best(r.gateway);
       const b = best(r.bare);
-      lines.push(`| ${name} | ${f(g.rps)} | ${f(g.p50, 1)} / ${f(g.p99, 1)} | ${f(b.rps)} | ${f(b.p50, 1)} / ${f(b.p99, 1)} | ${f(g.rps / b.rps, 2)}x | ${f(g.rps / bareVerify, 2)}x | ${g.errors} |`);
+      const bareName = sameStatements.has(name) ? `${name} (bare: the same statements)` : name;
+      lines.push(`| ${bareName} | ${f(g.rps)} | ${f(g.p50, 1)} / ${f(g.p99, 1)} | ${f(b.rps)} | ${f(b.p50, 1)} / ${f(b.p99, 1)} | ${f(g.rps / b.rps, 2)}x | ${f(g.rps / bareVerify, 2)}x | ${g.errors} |`);
     }
+    lines.push(
+      "",
+      `Settling runs (each request its own pending row, ${f(POOL_ROWS)} per run): payments settled / requests answered, per run: ` +
+        settledRuns.map((r) => `${r.name.replace("POST ", "")}, ${r.side}: ${f(r.settled)} / ${f(r.requests)}`).join("; ") + ".",
+    );
     lines.push(
       "",
       "Light load (2 connections), gateway: p50 / p99 in ms and req/s:",
