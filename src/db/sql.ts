@@ -1,4 +1,4 @@
-import type { PGlite } from "@electric-sql/pglite";
+import { protocol, type PGlite } from "@electric-sql/pglite";
 import type pg from "pg";
 
 /**
@@ -26,12 +26,78 @@ export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void): Sql {
   };
 }
 
-/** PGlite runs one statement at a time and waits for any open transaction, as Prisma's adapter does. */
+/**
+ * PGlite's query() sends Parse, Describe, Bind, Describe, Execute and Sync as six calls into the WebAssembly
+ * Postgres, parsing and planning the statement every time: about 215 µs for verify's SELECT, against 45 µs
+ * for Bind + Execute + Sync of a statement prepared once (measured in-process, 2,000 rows). So each distinct
+ * text is prepared once (Parse and Describe, which also give the parameter and column types) and then runs
+ * in one call. Statements wait, as query() does, for an open transaction (Prisma's adapter holds PGlite's
+ * transaction lock across an interactive transaction) and for the statement in flight.
+ */
 export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Sql {
+  const { serialize } = protocol;
+  const prepared = new Map<string, Promise<PreparedStatement>>();
+
+  async function prepare(text: string): Promise<PreparedStatement> {
+    const name = `hot_${prepared.size}`;
+    const { messages } = await db.execProtocol(concat(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync()), {});
+    const parameters = messages.find((m): m is InstanceType<typeof protocol.messages.ParameterDescriptionMessage> => m.name === "parameterDescription");
+    const rows = messages.find((m): m is InstanceType<typeof protocol.messages.RowDescriptionMessage> => m.name === "rowDescription");
+    return {
+      name,
+      parameterTypes: parameters?.dataTypeIDs ?? [],
+      columns: (rows?.fields ?? []).map((field) => ({ name: field.name, type: field.dataTypeID, parse: db.parsers[field.dataTypeID] })),
+    };
+  }
+
   return {
-    async query<T extends object>(text: string, params: readonly unknown[] = []) {
+    query<T extends object>(text: string, params: readonly unknown[] = []) {
       onQuery?.(text);
-      return (await db.query<T>(text, params as unknown[])).rows;
+      return db._runExclusiveTransaction(() =>
+        db._runExclusiveQuery(async () => {
+          let statement = prepared.get(text);
+          if (!statement) {
+            statement = prepare(text);
+            prepared.set(text, statement);
+            statement.catch(() => prepared.delete(text)); // a statement that does not parse is not kept
+          }
+          const { name, parameterTypes, columns } = await statement;
+          const values = params.map((value, i) => {
+            if (value === null || value === undefined) return null;
+            const serializer = db.serializers[parameterTypes[i]!];
+            return serializer ? serializer(value) : String(value);
+          });
+          const { messages } = await db.execProtocol(concat(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()), {});
+          const result: T[] = [];
+          for (const message of messages) {
+            if (message.name !== "dataRow") continue;
+            const fields = (message as InstanceType<typeof protocol.messages.DataRowMessage>).fields;
+            const row: Record<string, unknown> = {};
+            columns.forEach((column, i) => {
+              const raw = fields[i] ?? null;
+              row[column.name] = raw === null || !column.parse ? raw : column.parse(raw, column.type);
+            });
+            result.push(row as T);
+          }
+          return result;
+        }),
+      );
     },
   };
+}
+
+interface PreparedStatement {
+  name: string;
+  parameterTypes: number[];
+  columns: { name: string; type: number; parse: ((value: string, type: number) => unknown) | undefined }[];
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
