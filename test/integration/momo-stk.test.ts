@@ -120,6 +120,21 @@ describe("STK push", () => {
     expect(await eventCount(t.id)).toBe(1);
   });
 
+  it("a success callback whose receipt another transaction already holds is acknowledged and not applied", async () => {
+    const first = await pushOk();
+    const second = await pushOk();
+    await fake.sendStkCallback(first.checkout_request_id, { receipt: "RCPTTAKEN1" });
+    const replay = await fake.sendStkCallback(second.checkout_request_id, { receipt: "RCPTTAKEN1" });
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual({ ResultCode: 0, ResultDesc: "Accepted" });
+    expect(await row(second.id)).toMatchObject({ status: "pending", providerReference: null });
+    expect(await eventCount(second.id)).toBe(0);
+    expect(logLines.some((l) => l.msg.includes("provider reference already recorded for another transaction"))).toBe(true);
+    // The real receipt still settles it.
+    await fake.sendStkCallback(second.checkout_request_id, { receipt: "RCPTOWN002" });
+    expect(await row(second.id)).toMatchObject({ status: "completed", providerReference: "RCPTOWN002" });
+  });
+
   it("racing callbacks settle the transaction exactly once", async () => {
     const t = await pushOk();
     const acks = await Promise.all([

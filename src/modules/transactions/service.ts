@@ -4,7 +4,7 @@ import { luhnValid } from "../../cards.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
-import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { GatewayError, isUniqueViolation, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRequest, JobRunner } from "../../jobs/runner.ts";
 import { inIdempotencyScope, recoveredObjectId } from "../../idempotency/scope.ts";
 import type { Logger } from "../../logger.ts";
@@ -351,7 +351,16 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         return true;
       }
     }
-    await settleCollection(transaction, callback.outcome, "callback");
+    try {
+      await settleCollection(transaction, callback.outcome, "callback");
+    } catch (error) {
+      // A receipt is the provider's unique id for one payment: seen on another transaction, this callback is a replay or a provider fault.
+      if (!isUniqueViolation(error)) throw error;
+      logger.error(
+        { reference: transaction.reference, providerReference: callback.outcome.state === "completed" ? callback.outcome.providerReference : undefined },
+        "collection callback carries a provider reference already recorded for another transaction; not applied",
+      );
+    }
     return true;
   }
 
