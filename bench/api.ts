@@ -38,6 +38,7 @@ import { compileRoutes, runOperation, type CompiledRoute, type RestRequest } fro
 import { restRoutes } from "../src/rest/routes.ts";
 import { createGateway, type Gateway } from "../src/server.ts";
 import { startFakeDaraja, type FakeDaraja } from "../test/fakes/daraja.ts";
+import { settleWithPg } from "./baseline-settle.ts";
 import { startPostgres, type PostgresServer } from "../test/support/postgres.ts";
 
 const N = 1000;
@@ -567,37 +568,8 @@ async function main() {
           const found = await db.query("SELECT * FROM transactions WHERE channel_id = $1 AND checkout_request_id = $2 LIMIT 1", [channel.rows[0].id, cb.CheckoutRequestID]);
           const t = found.rows[0];
           if (!t || Number(t.amount) !== Number(item("Amount")) * 100) throw new Error("baseline callback: transaction");
-          const client = await db.connect();
-          try {
-            await client.query("BEGIN");
-            const updated = await client.query(
-              `UPDATE transactions SET status = 'completed', provider_reference = $2, completed_at = now(), updated_at = now()
-               WHERE id = $1 AND status = 'pending' RETURNING *`,
-              [t.id, String(item("MpesaReceiptNumber"))],
-            );
-            const row = updated.rows[0];
-            if (!row) throw new Error("baseline callback: not pending");
-            await client.query("INSERT INTO events (merchant_id, mode, type, transaction_id, payload) VALUES ($1, $2, 'transaction.completed', $3, $4)", [
-              row.merchant_id,
-              row.mode,
-              row.id,
-              JSON.stringify({ transaction: { ...row, amount: Number(row.amount) } }),
-            ]);
-            // The same webhook fan-out the outbox runs (this merchant has no endpoints, as in the gateway's run).
-            await client.query(
-              `WITH endpoints AS (SELECT id FROM webhook_endpoints WHERE merchant_id = $1 AND mode = $2 AND enabled AND (cardinality(events) = 0 OR $3 = ANY(events))),
-               deliveries AS (INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, mode) SELECT id, currval('events_id_seq'), $1, $2 FROM endpoints
-                              ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id)
-               INSERT INTO jobs (kind, payload) SELECT 'webhook.deliver', jsonb_build_object('deliveryId', id) FROM deliveries`,
-              [row.merchant_id, row.mode, "transaction.completed"],
-            );
-            await client.query("COMMIT");
-          } catch (error) {
-            await client.query("ROLLBACK").catch(() => {});
-            throw error;
-          } finally {
-            client.release();
-          }
+          // This merchant has no webhook endpoints, as in the gateway's run: the fan-out is one index probe.
+          if (!(await settleWithPg(db, t.id, String(item("MpesaReceiptNumber"))))) throw new Error("baseline callback: not pending");
         },
         baselineSql: 7,
         probe: async (p) => {

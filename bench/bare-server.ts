@@ -15,6 +15,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import pg from "pg";
+import { settleWithPg } from "./baseline-settle.ts";
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const merchantId = Number(process.env.MERCHANT_ID);
@@ -75,44 +76,6 @@ const server = createServer((req, res) => {
 
 type Row = Record<string, unknown> & { id: number; merchant_id: number; mode: string; amount: string };
 
-/** Settles a pending row and records its event and webhook fan-out in one interactive transaction. */
-async function settle(id: number, providerReference: string): Promise<Row | null> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    const updated = await client.query<Row>(
-      `UPDATE transactions SET status = 'completed', provider_reference = $2, completed_at = now(), updated_at = now()
-       WHERE id = $1 AND status = 'pending' RETURNING *`,
-      [id, providerReference],
-    );
-    const row = updated.rows[0];
-    if (!row) {
-      await client.query("ROLLBACK");
-      return null;
-    }
-    await client.query("INSERT INTO events (merchant_id, mode, type, transaction_id, payload) VALUES ($1, $2, 'transaction.completed', $3, $4)", [
-      row.merchant_id,
-      row.mode,
-      row.id,
-      JSON.stringify({ transaction: { ...row, amount: Number(row.amount) } }),
-    ]);
-    await client.query(
-      `WITH endpoints AS (SELECT id FROM webhook_endpoints WHERE merchant_id = $1 AND mode = $2 AND enabled AND (cardinality(events) = 0 OR $3 = ANY(events))),
-       deliveries AS (INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, mode) SELECT id, currval('events_id_seq'), $1, $2 FROM endpoints
-                      ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id)
-       INSERT INTO jobs (kind, payload) SELECT 'webhook.deliver', jsonb_build_object('deliveryId', id) FROM deliveries`,
-      [row.merchant_id, row.mode, "transaction.completed"],
-    );
-    await client.query("COMMIT");
-    return row;
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
 interface StkBody {
   Body: { stkCallback: { CheckoutRequestID: string; ResultCode: number; CallbackMetadata: { Item: { Name: string; Value?: unknown }[] } } };
 }
@@ -125,7 +88,7 @@ async function stkCallback(segment: string, body: StkBody) {
   const found = await pool.query<Row>("SELECT * FROM transactions WHERE channel_id = $1 AND checkout_request_id = $2 LIMIT 1", [channel.rows[0].id, cb.CheckoutRequestID]);
   const t = found.rows[0];
   if (!t || Number(t.amount) !== Number(item("Amount")) * 100) throw new Error("stk: no such transaction");
-  await settle(t.id, String(item("MpesaReceiptNumber")));
+  await settleWithPg(pool, t.id, String(item("MpesaReceiptNumber")));
   return { ResultCode: 0, ResultDesc: "Accepted" };
 }
 
@@ -140,7 +103,7 @@ async function cardPayment(reference: string) {
     [t.id],
   );
   if (!claimed.rows[0]) return null;
-  const row = await settle(t.id, `sbx_${token(16)}`);
+  const row = await settleWithPg(pool, t.id, `sbx_${token(16)}`);
   return row && { status: "success", message: "Payment completed", transaction: { reference, amount: Number(row.amount), currency: row.currency, status: row.status } };
 }
 
