@@ -5,8 +5,9 @@ import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import { recordEvent } from "./outbox.ts";
 
 /**
- * The one function through which a transaction's or a payout's status changes: pending ->
- * completed | failed, and terminal states never change. The row update and its Event (with the
+ * How a status changes: pending -> completed | failed, and terminal states never change. This is the
+ * payouts' implementation; transactions, on every payment's path, keep the same contract in one SQL
+ * statement (transactions/state-machine.ts). The row update and its Event (with the
  * event's webhook deliveries and any follow-up jobs) are written in one database transaction; the
  * update is conditional on the row still being pending, so of any number of concurrent callers
  * exactly one applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock).

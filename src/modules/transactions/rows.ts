@@ -1,4 +1,5 @@
 import type { Transaction } from "../../db/generated/prisma/client.ts";
+import type { Sql } from "../../db/sql.ts";
 
 /**
  * The transactions row as Prisma's model has it, for the statements on the hot paths that bypass
@@ -12,7 +13,8 @@ export const TRANSACTION_COLUMNS = `id, merchant_id AS "merchantId", mode, refer
   created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt", charge_started_at AS "chargeStartedAt",
   provider_access_code AS "providerAccessCode", provider_checkout_url AS "providerCheckoutUrl", callback_url AS "callbackUrl"`;
 
-type Row = Omit<Transaction, "amount" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
+/** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
+export type TransactionRow = Omit<Transaction, "amount" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
   amount: string;
   createdAt: Date | string;
   updatedAt: Date | string;
@@ -24,7 +26,7 @@ const date = (value: Date | string) => (value instanceof Date ? value : new Date
 const optionalDate = (value: Date | string | null) => (value === null ? null : date(value));
 
 /** amount travels as text (int8 parses differently per driver) and becomes the model's BigInt. */
-export function transactionFromRow(row: Row): Transaction {
+export function transactionFromRow(row: TransactionRow): Transaction {
   return {
     ...row,
     amount: BigInt(row.amount),
@@ -33,6 +35,12 @@ export function transactionFromRow(row: Row): Transaction {
     completedAt: optionalDate(row.completedAt),
     chargeStartedAt: optionalDate(row.chargeStartedAt),
   };
+}
+
+/** The one transaction a condition on transactions names (`where` uses $1, $2 ... for params), or null. */
+export async function findTransaction(sql: Sql, where: string, params: readonly unknown[]): Promise<Transaction | null> {
+  const [row] = await sql.query<TransactionRow>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where}`, params);
+  return row ? transactionFromRow(row) : null;
 }
 
 /** Prisma model fields of Transaction that are columns (not relations): a selection of only these needs no join. */

@@ -29,7 +29,7 @@ import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-change.ts";
-import { TRANSACTION_COLUMNS, selectsColumnsOnly, transactionFromRow } from "./rows.ts";
+import { findTransaction, TRANSACTION_COLUMNS, selectsColumnsOnly, transactionFromRow, type TransactionRow } from "./rows.ts";
 import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionChanges, type TransitionRequest } from "./state-machine.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -240,7 +240,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       callbackUrl: string | null;
     },
   ): Promise<Transaction> {
-    const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(
+    const [row] = await deps.sql.query<TransactionRow>(
       `WITH existing AS (
          SELECT id FROM customers WHERE merchant_id = $1 AND mode = $2::"Mode" AND email = $3
        ), created AS (
@@ -275,11 +275,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
   /** Verify's one statement: by reference, within the caller's merchant and mode. */
   async function transactionByReference(principal: Principal, reference: string): Promise<Transaction | null> {
-    const rows = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(
-      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`,
-      [reference, principal.merchantId, principal.mode],
-    );
-    return rows[0] ? transactionFromRow(rows[0]) : null;
+    return findTransaction(deps.sql, `reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`, [reference, principal.merchantId, principal.mode]);
   }
 
   /**
@@ -298,7 +294,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     const offset = String((BigInt(paging.page) - 1n) * BigInt(paging.limit));
     const limit = params.push(paging.limit);
     const skip = params.push(offset);
-    const rows = await deps.sql.query<{ total: number } & ({ id: null } | Parameters<typeof transactionFromRow>[0])>(
+    const rows = await deps.sql.query<{ total: number } & ({ id: null } | TransactionRow)>(
       `SELECT counted.total, page.* FROM (SELECT count(*)::int AS total FROM transactions WHERE ${filter}) counted
        LEFT JOIN LATERAL (
          SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${filter}
@@ -307,7 +303,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
        ORDER BY page."createdAt" DESC, page.id DESC`,
       params,
     );
-    const items = rows.flatMap(({ total: _total, ...row }) => (row.id === null ? [] : [transactionFromRow(row as Parameters<typeof transactionFromRow>[0])]));
+    const items = rows.flatMap(({ total: _total, ...row }) => (row.id === null ? [] : [transactionFromRow(row as TransactionRow)]));
     return [items, rows[0]!.total];
   }
 
@@ -331,11 +327,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
   /** A callback is applied only when it matches what was asked for: same request, amount and phone. */
   async function applyCollectionCallback(channel: PaymentChannel, callback: CollectionCallback): Promise<boolean> {
-    const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(
-      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE channel_id = $1 AND checkout_request_id = $2`,
-      [channel.id, callback.providerRequestId],
-    );
-    const transaction = row ? transactionFromRow(row) : null;
+    const transaction = await findTransaction(deps.sql, "channel_id = $1 AND checkout_request_id = $2", [channel.id, callback.providerRequestId]);
     if (!transaction) {
       logger.warn({ channelId: channel.id, providerRequestId: callback.providerRequestId }, "collection callback for an unknown request; not applied");
       return false;
@@ -713,9 +705,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
      */
     async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
       // The payer's path: plain SQL throughout (src/db/sql.ts), four statements with the status change.
-      const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE reference = $1`, [reference]);
-      if (!row) throw new NotFoundError("Transaction");
-      const transaction = transactionFromRow(row);
+      const transaction = await findTransaction(deps.sql, "reference = $1", [reference]);
+      if (!transaction) throw new NotFoundError("Transaction");
       if (transaction.status !== "pending") throw alreadySettled(transaction.status);
       const card = validateCard(cardInput);
       const channel = transaction.channelId === null ? null : await channels.findById(transaction.channelId);

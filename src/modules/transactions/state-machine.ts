@@ -6,7 +6,7 @@ import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, type StatusChangeDeps, type TerminalStatus } from "../events/status-change.ts";
 import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
 import type { Sql } from "../../db/sql.ts";
-import { TRANSACTION_COLUMNS, transactionFromRow } from "./rows.ts";
+import { findTransaction, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./rows.ts";
 
 export type { TerminalStatus };
 /** The status change runs on the plain-SQL connection (src/db/sql.ts): it is on every payment's path. */
@@ -70,7 +70,7 @@ const utc = (column: string) => `to_char(t.${column} AT TIME ZONE 'UTC', 'YYYY-M
 
 /**
  * transactionSnapshot() in SQL, over the changed row `t`: the event's payload, written by the same statement
- * that changes the status. test/integration/hot-sql.test.ts holds the two to the same output.
+ * that changes the status. test/integration/state-machine.test.ts holds the two to the same output.
  */
 const SNAPSHOT_SQL = `jsonb_build_object(
   'id', t.id, 'reference', t.reference, 'amount', t.amount, 'currency', t.currency, 'status', t.status,
@@ -118,7 +118,7 @@ function transitionStatement(to: TerminalStatus, columns: readonly (keyof typeof
   return text;
 }
 
-type TransitionRow = Parameters<typeof transactionFromRow>[0] & {
+type TransitionRow = TransactionRow & {
   eventId: string;
   eventCreatedAt: Date | string;
   eventPayload: Prisma.JsonValue;
@@ -139,9 +139,9 @@ export async function transitionTransaction(deps: StateMachineDeps, request: Tra
   const [changed] = await deps.sql.query<TransitionRow>(transitionStatement(request.to, columns, jobs.length > 0), params);
   if (!changed) {
     // Already terminal (or another caller won the race): nothing written; answer with the row as it is.
-    const [row] = await deps.sql.query<Parameters<typeof transactionFromRow>[0]>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = $1`, [request.transactionId]);
-    if (!row) throw new Error(`transaction ${request.transactionId} does not exist`);
-    return { applied: false, transaction: transactionFromRow(row), event: null };
+    const transaction = await findTransaction(deps.sql, "id = $1", [request.transactionId]);
+    if (!transaction) throw new Error(`transaction ${request.transactionId} does not exist`);
+    return { applied: false, transaction, event: null };
   }
   const { eventId, eventCreatedAt, eventPayload, deliveriesQueued, ...row } = changed;
   const transaction = transactionFromRow(row);
