@@ -93,6 +93,51 @@ describe("the hot paths' plain SQL", () => {
     expect(absurd.body.data).toEqual([]);
   });
 
+  it("a summary page equals Prisma's page selecting the same fields", async () => {
+    const select = { id: true, reference: true, amount: true, currency: true, status: true, paymentMethod: true, email: true, createdAt: true } as const;
+    for (const input of [{ page: 1, limit: 5 }, { page: 1, limit: 100, status: "completed" as const }]) {
+      const mine = await gw.gateway.services.transactions.listPage(principal, input, {}, { summary: true });
+      const where = { merchantId: principal.merchantId, mode: "test" as const, ...(input.status ? { status: input.status } : {}) };
+      const rows = await prisma().transaction.findMany({ where, select, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: input.limit });
+      expect(rows.length).toBeGreaterThan(0);
+      expect(mine.items).toEqual(rows);
+    }
+  });
+
+  it("GraphQL pages read only the summary columns when that is all the items select, and every column otherwise", async () => {
+    const statements: string[] = [];
+    const counted = await startTestGateway({ onQuery: (sql) => statements.push(sql) });
+    try {
+      const merchant = await counted.createMerchant();
+      const client = apiClient(counted.url, merchant.testKey);
+      await client.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+      await client.post("/api/transactions/initialize", { amount: 4200, email: "sel@example.com", description: "Described" });
+      const page = async (query: string) => {
+        statements.length = 0;
+        const res = await client.post("/graphql", { query });
+        expect(res.status, res.text).toBe(200);
+        expect(res.body.errors).toBeUndefined();
+        const listed = statements.filter((sql) => sql.includes("LEFT JOIN LATERAL"));
+        expect(listed).toHaveLength(1);
+        return { items: res.body.data.transactionsPage.items, summary: !listed[0]!.includes("description") };
+      };
+      const summary = await page(`{ transactionsPage { ... on TransactionPage { items { databaseId reference amount status createdAt } } } }`);
+      expect(summary.summary).toBe(true);
+      expect(summary.items[0]).toMatchObject({ amount: 4200, status: "pending" });
+      // Through a fragment, a field beyond the summary: every column.
+      const full = await page(`{ transactionsPage { ... on TransactionPage { items { ...F } } } } fragment F on Transaction { reference description updatedAt }`);
+      expect(full.summary).toBe(false);
+      expect(full.items[0]).toMatchObject({ description: "Described" });
+      expect(full.items[0].updatedAt).toMatch(/^\d{4}-/);
+      // A directive makes the selection conditional: every column.
+      const conditional = await page(`{ transactionsPage { ... on TransactionPage { items { reference description @include(if: true) } } } }`);
+      expect(conditional.summary).toBe(false);
+      expect(conditional.items[0]).toMatchObject({ description: "Described" });
+    } finally {
+      await counted.close();
+    }
+  });
+
   it("initialize links a returning payer's customer without changing it, and creates one for a new payer", async () => {
     await initialize({ amount: 100, email: "Returning@Example.com", first_name: "First", last_name: "Payer", phone: "+254711000111" });
     await initialize({ amount: 200, email: "returning@example.com", first_name: "Other", last_name: "Name" });

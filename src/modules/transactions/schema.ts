@@ -1,4 +1,6 @@
 import { queryFromInfo } from "@pothos/plugin-prisma";
+import type { GraphQLResolveInfo } from "graphql";
+import { selectedFieldNames } from "../../graphql/selection.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
@@ -45,6 +47,15 @@ export const Transaction = builder.prismaNode("Transaction", {
 
 const TransactionPage = offsetPageType("TransactionPage", Transaction);
 
+/** Transaction fields that read only the summary columns (rows.ts): id and databaseId the id, authorizationUrl the reference. */
+const SUMMARY_FIELDS = new Set(["__typename", "id", "databaseId", "reference", "amount", "currency", "status", "paymentMethod", "email", "createdAt", "authorizationUrl"]);
+
+/** Whether the page's items select summary fields only, so the page can read only those columns. */
+function selectsSummaryOnly(info: GraphQLResolveInfo): boolean {
+  const fields = selectedFieldNames(info, ["items"]);
+  return fields !== null && [...fields].every((field) => SUMMARY_FIELDS.has(field));
+}
+
 /** The status and date filters transactions and payouts share (src/filters.ts applies them). */
 export function statusDateArgs(t: Parameters<Parameters<typeof builder.queryFields>[0]>[0]) {
   return {
@@ -76,7 +87,9 @@ builder.queryFields((t) => {
       limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
     },
     resolve: (_root, args, ctx, info) =>
-      ctx.services.transactions.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
+      ctx.services.transactions.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object, {
+        summary: selectsSummaryOnly(info),
+      }),
   }),
 
   transactions: t.prismaConnection({

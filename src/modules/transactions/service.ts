@@ -29,7 +29,15 @@ import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-change.ts";
-import { findTransaction, TRANSACTION_COLUMNS, selectsColumnsOnly, transactionFromRow, type TransactionRow } from "./rows.ts";
+import {
+  findTransaction,
+  selectsColumnsOnly,
+  TRANSACTION_COLUMNS,
+  TRANSACTION_SUMMARY_COLUMNS,
+  transactionFromRow,
+  transactionSummaryFromRow,
+  type TransactionRow,
+} from "./rows.ts";
 import { afterCreate, insertPendingTransaction, toPublishedEvent, transitionTransaction, type TransitionChanges, type TransitionRequest } from "./state-machine.ts";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -283,7 +291,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
    * (the index in order, stopping at the limit). A page past the end is the one row of the count with
    * no transaction in it. A window count would read every matching row in full instead.
    */
-  async function transactionPage(where: ReturnType<typeof transactionWhere>, paging: Paging): Promise<[Transaction[], number]> {
+  async function transactionPage(where: ReturnType<typeof transactionWhere>, paging: Paging, summary: boolean): Promise<[Transaction[], number]> {
     const params: unknown[] = [where.merchantId, where.mode];
     let filter = `merchant_id = $1 AND mode = $2::"Mode"`;
     if (where.status) filter += ` AND status = $${params.push(where.status)}::"TransactionStatus"`;
@@ -297,13 +305,14 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     const rows = await deps.sql.query<{ total: number } & ({ id: null } | TransactionRow)>(
       `SELECT counted.total, page.* FROM (SELECT count(*)::int AS total FROM transactions WHERE ${filter}) counted
        LEFT JOIN LATERAL (
-         SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${filter}
+         SELECT ${summary ? TRANSACTION_SUMMARY_COLUMNS : TRANSACTION_COLUMNS} FROM transactions WHERE ${filter}
          ORDER BY created_at DESC, id DESC LIMIT $${limit} OFFSET $${skip}::bigint
        ) page ON true
        ORDER BY page."createdAt" DESC, page.id DESC`,
       params,
     );
-    const items = rows.flatMap(({ total: _total, ...row }) => (row.id === null ? [] : [transactionFromRow(row as TransactionRow)]));
+    const fromRow = summary ? transactionSummaryFromRow : transactionFromRow;
+    const items = rows.flatMap(({ total: _total, ...row }) => (row.id === null ? [] : [fromRow(row as TransactionRow)]));
     return [items, rows[0]!.total];
   }
 
@@ -675,16 +684,20 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       return transaction;
     },
 
-    /** One page with totals; `query` carries the relations a GraphQL selection needs (no N+1). */
+    /**
+     * One page with totals; `query` carries the relations a GraphQL selection needs (no N+1). With `summary`
+     * the items carry only the summary fields (rows.ts), for a selection that reads no others.
+     */
     async listPage(
       principal: Principal,
       input: TransactionFilters & { page?: number | null; limit?: number | null },
       query: { include?: Prisma.TransactionInclude; select?: Prisma.TransactionSelect } = {},
+      options: { summary?: boolean } = {},
     ): Promise<Page<Transaction>> {
       const where = transactionWhere(principal, input);
       const paging = resolvePaging(input);
       if (selectsColumnsOnly(query)) {
-        const [items, total] = await transactionPage(where, paging);
+        const [items, total] = await transactionPage(where, paging, options.summary ?? false);
         return toPage(items, total, paging);
       }
       const [items, total] = await Promise.all([
