@@ -106,6 +106,8 @@ const envSchema = z.object({
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters (generate one with: openssl rand -hex 32)").optional()),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
   REFRESH_TOKEN_TTL_DAYS: positiveInt(30),
+  /** log2 of scrypt's N for new password hashes; below 15 (OWASP's minimum) only with NODE_ENV=test, to keep test suites fast. */
+  PASSWORD_HASH_COST: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(10, "must be from 10 to 20").max(20, "must be from 10 to 20").optional()).transform((v) => v ?? 15),
   LOGIN_FAILURES_PER_EMAIL: positiveInt(5),
   LOGIN_FAILURES_PER_IP: positiveInt(20),
   LOGIN_FAILURE_WINDOW_SECONDS: positiveInt(900),
@@ -210,6 +212,8 @@ export interface AuthConfig {
   loginFailuresPerEmail: number;
   loginFailuresPerIp: number;
   loginFailureWindowSeconds: number;
+  /** log2 of scrypt's N for new password hashes (15 in production). */
+  passwordHashCost: number;
 }
 
 export interface WebhookConfig {
@@ -263,6 +267,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       "Invalid configuration: ENCRYPTION_KEY is required with DATABASE_URL (generate one with: openssl rand -hex 32)",
     );
+  }
+  if (e.PASSWORD_HASH_COST < 15 && e.NODE_ENV !== "test") {
+    throw new ConfigError("Invalid configuration: PASSWORD_HASH_COST below 15 is allowed only with NODE_ENV=test");
   }
   if (e.METRICS_PORT !== undefined && e.METRICS_PORT === e.PORT) {
     throw new ConfigError("Invalid configuration: METRICS_PORT must differ from PORT (unset it to serve /metrics on the API port)");
@@ -331,6 +338,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       loginFailuresPerEmail: e.LOGIN_FAILURES_PER_EMAIL,
       loginFailuresPerIp: e.LOGIN_FAILURES_PER_IP,
       loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
+      passwordHashCost: e.PASSWORD_HASH_COST,
     },
   };
 }

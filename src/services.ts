@@ -13,6 +13,7 @@ import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
+import { setPasswordHashCost } from "./modules/users/passwords.ts";
 import { createUserService } from "./modules/users/service.ts";
 import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
@@ -88,6 +89,7 @@ export function createServices(deps: ServiceDeps) {
     },
   });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
+  setPasswordHashCost(config.auth.passwordHashCost);
   const users = createUserService({
     prisma,
     tokens,

@@ -15,6 +15,11 @@ export default defineConfig({
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
     pool: "forks",
+    // Most of a test file's time is spent waiting on servers, sockets and Chromium, not on the CPU, so several
+    // files run at once even on 2 cores (vitest's default would be cores - 1 = 1). Each file has its own
+    // databases, ports and folders. Measured in README#tests.
+    maxWorkers: Number(process.env.TEST_WORKERS ?? 4),
+    reporters: ["default", "./test/support/slowest-files-reporter.ts"],
     projects: [
       {
         extends: true,
@@ -26,6 +31,7 @@ export default defineConfig({
           name: "pglite",
           include: [...integration, "test/pglite/**/*.test.ts"],
           env: { TEST_BACKEND: "pglite" },
+          globalSetup: ["test/support/pglite-global-setup.ts"],
         },
       },
       {

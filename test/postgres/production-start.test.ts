@@ -53,7 +53,7 @@ describe("production start", () => {
     await run("npm", ["run", "build", "--silent"], { cwd: repoRoot, timeout: 120_000 });
     expect(existsSync(`${repoRoot}dist/main.js`)).toBe(true);
 
-    const fresh = await createTestDatabase();
+    const fresh = await createTestDatabase({ empty: true });
     try {
       const compiled = await startGatewayProcess(fresh.env, { command: process.execPath, args: ["dist/main.js"] });
       started.push(compiled);

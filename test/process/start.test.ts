@@ -9,7 +9,7 @@ describe("npm start on an empty database", () => {
   let first: StartedGatewayProcess | undefined;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    database = await createTestDatabase({ empty: true });
   });
   afterAll(async () => {
     first?.child.kill("SIGKILL");

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { inject } from "vitest";
+import { POSTGRES_TEMPLATE } from "./database-templates.ts";
 
 export type TestBackend = "pglite" | "postgres";
 
@@ -23,11 +24,20 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty database for one test file: a new PGlite folder, or a new database on the suite's server. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+export interface CreateOptions {
+  /** No tables at all, for tests of a first start that migrates; by default a copy of the migrated template. */
+  empty?: boolean;
+}
+
+/**
+ * A database of its own for one test file (or gateway): a new PGlite folder, or a new database on the suite's
+ * server. Both start as a copy of the migrated template the project's global setup built (see database-templates.ts).
+ */
+export async function createTestDatabase(options: CreateOptions = {}): Promise<TestDatabase> {
   const dataDir = mkdtempSync(join(tmpdir(), "gateway-test-"));
   const encryptionKeyHex = randomBytes(32).toString("hex");
   if (currentBackend() === "pglite") {
+    if (!options.empty) cpSync(inject("pgliteTemplateDir"), join(dataDir, "pglite"), { recursive: true });
     return {
       databaseUrl: undefined,
       dataDir,
@@ -40,7 +50,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `t_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.query(options.empty ? `CREATE DATABASE "${name}"` : `CREATE DATABASE "${name}" TEMPLATE "${POSTGRES_TEMPLATE}"`);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

@@ -48,6 +48,8 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     PORT: "0",
     HOST: "127.0.0.1",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    // scrypt N = 2^10 instead of 2^15: sign-ins cost ~1 ms instead of ~80; test/unit/passwords.test.ts covers 2^15.
+    PASSWORD_HASH_COST: "10",
     ...database.env,
     ENCRYPTION_KEY: database.encryptionKeyHex,
     ...options.env,

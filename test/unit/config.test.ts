@@ -107,6 +107,9 @@ describe("configuration", () => {
     [{ METRICS_PORT: "metrics" }, /METRICS_PORT/],
     [{ PORT: "9464", METRICS_PORT: "9464" }, /METRICS_PORT must differ from PORT/],
     [{ METRICS_PORT: "3000" }, /METRICS_PORT must differ from PORT/],
+    [{ PASSWORD_HASH_COST: "12" }, /PASSWORD_HASH_COST below 15 is allowed only with NODE_ENV=test/],
+    [{ PASSWORD_HASH_COST: "12", NODE_ENV: "production" }, /PASSWORD_HASH_COST below 15/],
+    [{ PASSWORD_HASH_COST: "9", NODE_ENV: "test" }, /PASSWORD_HASH_COST: must be from 10 to 20/],
   ])("rejects %j with a message naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
@@ -117,6 +120,12 @@ describe("configuration", () => {
     const key = "ab".repeat(32);
     const config = loadConfig({ DATABASE_URL: "postgres://localhost/db", ENCRYPTION_KEY: key });
     expect(config.encryptionKey?.toString("hex")).toBe(key);
+  });
+
+  it("hashes passwords at scrypt cost 15 unless told otherwise; a cheaper cost only in tests", () => {
+    expect(loadConfig({}).auth.passwordHashCost).toBe(15);
+    expect(loadConfig({ NODE_ENV: "test", PASSWORD_HASH_COST: "10" }).auth.passwordHashCost).toBe(10);
+    expect(loadConfig({ NODE_ENV: "production", PASSWORD_HASH_COST: "17" }).auth.passwordHashCost).toBe(17);
   });
 
   it("treats empty strings as unset", () => {
