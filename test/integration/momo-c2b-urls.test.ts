@@ -216,7 +216,8 @@ describe("a gateway with ALLOW_PRIVATE_URLS=true", () => {
         () => gw.gateway.db.prisma.job.findFirst({ where: { kind: "momo.c2b_forward", lastError: { not: null } } }),
         (j) => j !== null,
       );
-      expect(job).toMatchObject({ attempts: 1, lastError: `HTTP ${status}` });
+      expect(job).toMatchObject({ lastError: `HTTP ${status}` });
+      expect(job!.attempts).toBeGreaterThanOrEqual(1);
       await sleep(200);
       expect(target.hits).toHaveLength(0);
       await gw.gateway.db.prisma.job.deleteMany({ where: { kind: "momo.c2b_forward" } });
