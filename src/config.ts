@@ -112,6 +112,9 @@ const envSchema = z.object({
   LOGIN_FAILURES_PER_IP: positiveInt(20),
   LOGIN_FAILURE_WINDOW_SECONDS: positiveInt(900),
   WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
+  /** Test mode only: merchant URLs (webhook endpoints, C2B URLs) may be on loopback or private networks. */
+  ALLOW_PRIVATE_URLS: booleanFlag,
+  /** The older name of ALLOW_PRIVATE_URLS, still read; ALLOW_PRIVATE_URLS wins when both are set. */
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
   WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
 });
@@ -193,6 +196,8 @@ export interface Config {
     leaseMs: number;
   };
   webhooks: WebhookConfig;
+  /** Test mode only: let merchant URLs (webhook endpoints, C2B URLs) be on loopback and private networks (local development). */
+  allowPrivateUrls: boolean;
   /** How long a request holds its Idempotency-Key before a retry may take it over (its instance died). */
   idempotencyLeaseMs: number;
   /** How long a verified API key is trusted without a database lookup (0: look it up every time); revocations reach every instance at once through Redis. */
@@ -219,8 +224,6 @@ export interface AuthConfig {
 export interface WebhookConfig {
   /** Delay before each attempt, per mode; its length is the number of attempts. */
   retrySchedule: { test: number[]; live: number[] };
-  /** Test mode only: let endpoints on loopback and private networks receive (local development). */
-  allowPrivateUrls: boolean;
   /** A 2xx within this long is a success. */
   timeoutMs: number;
 }
@@ -324,9 +327,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retrySchedule: e.WEBHOOK_RETRY_SCHEDULE
         ? { test: parseDurations(e.WEBHOOK_RETRY_SCHEDULE)!, live: parseDurations(e.WEBHOOK_RETRY_SCHEDULE)! }
         : { test: testRetrySchedule, live: liveRetrySchedule },
-      allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS ?? false,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
+    allowPrivateUrls: e.ALLOW_PRIVATE_URLS ?? e.WEBHOOK_ALLOW_PRIVATE_URLS ?? false,
     idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },

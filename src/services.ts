@@ -20,6 +20,7 @@ import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
 import type { SecretBox } from "./security/encryption.ts";
 import type { GatewayMetrics } from "./metrics/registry.ts";
+import { createMerchantUrls } from "./security/outbound.ts";
 
 export interface ServiceDeps {
   prisma: PrismaClient;
@@ -27,7 +28,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -53,6 +54,7 @@ export function createServices(deps: ServiceDeps) {
     redis: deps.redis,
   });
   const channels = createChannelService(prisma, deps.sql, deps.secrets, config.publicBaseUrl);
+  const merchantUrls = createMerchantUrls({ allowPrivateUrls: config.allowPrivateUrls });
   const customers = createCustomerService(prisma);
   const transactions = createTransactionService({
     prisma,
@@ -113,8 +115,8 @@ export function createServices(deps: ServiceDeps) {
     customers,
     transactions,
     payouts,
-    momo: createMomoService({ prisma, channels, transactions, payouts, connectors, jobs, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
-    webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, logger, onAttempt: metrics?.webhookAttempt }),
+    momo: createMomoService({ prisma, channels, transactions, payouts, connectors, jobs, merchantUrls, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
+    webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }
 

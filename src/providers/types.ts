@@ -92,15 +92,20 @@ export interface MomoConnector {
   parseStkCallback(body: unknown): CollectionCallback;
   stkCallbackAck(): unknown;
   registerC2bUrls(request: { config: unknown; confirmationUrl: string; validationUrl: string; responseType: "Completed" | "Cancelled" }): Promise<void>;
-  /** Sandbox channels only. The sandbox connector delivers the confirmation itself through deliverConfirmation. */
+  /**
+   * Sandbox channels only. The sandbox connector plays M-Pesa itself: it asks deliverValidation (the
+   * gateway's validation relay, answering in the provider's reply format) and, when accepted, delivers the
+   * confirmation through deliverConfirmation. `rejected` says the validation refused it (nothing was paid).
+   */
   simulateC2b(request: {
     config: unknown;
     amount: bigint;
     currency: string;
     phoneNumber: string;
     billRef: string;
+    deliverValidation?: (body: unknown) => Promise<unknown>;
     deliverConfirmation?: (body: unknown) => Promise<void>;
-  }): Promise<void>;
+  }): Promise<{ rejected: boolean } | void>;
   /** True when this channel may simulate C2B payments (never a production channel). */
   canSimulateC2b(config: unknown): boolean;
   parseC2bPayment(body: unknown): C2bPayment;

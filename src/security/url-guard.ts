@@ -4,8 +4,9 @@ import { BlockList, isIP, type LookupFunction } from "node:net";
 import { ValidationError } from "../errors.ts";
 
 /**
- * SSRF protection for merchant-supplied URLs (webhook endpoints): the gateway must never be made to
- * call its own loopback, the private network or a cloud metadata service on a merchant's behalf.
+ * SSRF protection for merchant-supplied URLs (webhook endpoints, M-Pesa C2B confirmation and validation
+ * URLs): the gateway must never be made to call its own loopback, the private network or a cloud
+ * metadata service on a merchant's behalf. Sending goes through src/security/outbound.ts.
  */
 
 const MAX_URL_LENGTH = 2048;
@@ -85,10 +86,17 @@ export function isPublicAddress(ip: string): boolean {
   return !blockedIPv6.check(address, "ipv6");
 }
 
-export interface CheckWebhookUrlOptions {
+/** What a refusal of a private address adds when the caller may lift it (test mode only). */
+export const ALLOW_PRIVATE_HINT = "set ALLOW_PRIVATE_URLS=true to allow it in test mode";
+
+export interface CheckOutboundUrlOptions {
   requireHttps: boolean;
   /** Development and tests only: lets a gateway deliver to endpoints on its own machine or network. */
   allowPrivate: boolean;
+  /** The input field the URL came from, named in refusals (default "url"). */
+  field?: string;
+  /** Name the setting that allows private addresses in the refusal (test mode; live mode never allows them). */
+  suggestSetting?: boolean;
   /** Resolves a host name to its addresses; injected by tests, which have no DNS. */
   lookup?: (host: string) => Promise<string[]>;
 }
@@ -101,8 +109,9 @@ async function resolveAll(host: string): Promise<string[]> {
  * Validates a merchant-supplied URL when it is saved. The answer can change after this (DNS rebinding),
  * so delivery must also connect through guardedLookup.
  */
-export async function checkWebhookUrl(raw: string, options: CheckWebhookUrlOptions): Promise<URL> {
-  const refuse = (problem: string) => new ValidationError("url", problem);
+export async function checkOutboundUrl(raw: string, options: CheckOutboundUrlOptions): Promise<URL> {
+  const refuse = (problem: string) => new ValidationError(options.field ?? "url", problem);
+  const refusePrivate = (problem: string) => refuse(options.suggestSetting ? `${problem}; ${ALLOW_PRIVATE_HINT}` : problem);
   if (raw.length > MAX_URL_LENGTH) throw refuse(`must be at most ${MAX_URL_LENGTH} characters`);
   // The URL parser silently drops tabs and newlines, so "http://exa\nmple.com" would pass as another host.
   if (/[\s\x00-\x1f\x7f]/.test(raw)) throw refuse("must not contain whitespace or control characters");
@@ -119,7 +128,7 @@ export async function checkWebhookUrl(raw: string, options: CheckWebhookUrlOptio
 
   // The parser has already canonicalised IP literals (0x7f.1 and 2130706433 become 127.0.0.1).
   const host = url.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
-  if (host === "localhost" || host.endsWith(".localhost")) throw refuse("must not point to localhost");
+  if (host === "localhost" || host.endsWith(".localhost")) throw refusePrivate("must not point to localhost");
   let addresses: string[];
   if (isIP(host)) {
     addresses = [host];
@@ -132,14 +141,14 @@ export async function checkWebhookUrl(raw: string, options: CheckWebhookUrlOptio
     if (addresses.length === 0) throw refuse(`host ${host} does not resolve`);
   }
   // Not naming the address: the resolver may see internal names, and the answer would leak them.
-  if (!addresses.every(isPublicAddress)) throw refuse("must not point to a private, loopback or reserved address");
+  if (!addresses.every(isPublicAddress)) throw refusePrivate("must not point to a private, loopback or reserved address");
   return url;
 }
 
 /**
  * A `lookup` for http.request/net.connect that refuses non-public answers at connect time, which defeats
- * DNS rebinding between checkWebhookUrl and delivery. Node skips `lookup` for IP-literal hosts, so those
- * rely on checkWebhookUrl (a literal cannot rebind).
+ * DNS rebinding between checkOutboundUrl and delivery. Node skips `lookup` for IP-literal hosts, so those
+ * are checked by postOutbound itself (a literal cannot rebind).
  */
 export function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {

@@ -23,6 +23,8 @@ async function startMerchantSite() {
     validationDelayMs: 0,
     /** Confirmations answered 500 before the site starts accepting them (a merchant server briefly down). */
     confirmFailures: 0,
+    /** How the site answers a confirmation (after any failures): JSON by default. */
+    confirmReply: { contentType: "application/json", body: JSON.stringify({ ok: true }) },
     close: async () => {},
   };
   const server: Server = createServer(async (req, res) => {
@@ -35,8 +37,12 @@ async function startMerchantSite() {
       res.writeHead(500).end();
       return;
     }
+    if (req.url === "/confirm") {
+      res.writeHead(200, { "content-type": site.confirmReply.contentType }).end(site.confirmReply.body);
+      return;
+    }
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify(req.url === "/validate" ? site.validationReply : { ok: true }));
+    res.end(JSON.stringify(site.validationReply));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   site.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -66,6 +72,8 @@ beforeAll(async () => {
       STK_CALLBACK_OVERDUE_MS: "3600000",
       C2B_VALIDATION_TIMEOUT_MS: "300",
       RATE_LIMIT_ENABLED: "false",
+      // The merchant's site is on loopback; a test-mode gateway calls it only with this setting.
+      ALLOW_PRIVATE_URLS: "true",
     },
   });
   fake.switches.callbackOrigin = gw.url;
@@ -185,6 +193,22 @@ describe("C2B", () => {
     await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0);
   });
 
+  it("delivers a confirmation answered with any 2xx, JSON or not, once and without a retry", async () => {
+    const path = new URL(fake.registered!.ConfirmationURL).pathname;
+    merchantSite.confirmReply = { contentType: "text/plain", body: "OK" };
+    try {
+      const payload = { TransactionType: "Pay Bill", TransID: "RKL51PLAIN", TransTime: "20231121121325", TransAmount: "3.00", BusinessShortCode: fake.shortcode, BillRefNumber: "INV-P", MSISDN: "254708374149", FirstName: "J" };
+      expect(await fake.postJson(`${gw.url}${path}`, payload)).toEqual({ status: 200, body: { ResultCode: 0, ResultDesc: "Success" } });
+      const plain = () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51PLAIN");
+      await waitFor(async () => plain(), (f) => f.length > 0);
+      // Delivered: the job is gone. An attempt counted as failed would stay queued and be sent again after its backoff.
+      expect(await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0, 5000)).toBe(0);
+      expect(plain()).toHaveLength(1);
+    } finally {
+      merchantSite.confirmReply = { contentType: "application/json", body: JSON.stringify({ ok: true }) };
+    }
+  });
+
   it("a confirmation on a wrong token path is a 404", async () => {
     const res = await fake.postJson(`${gw.url}/callbacks/daraja/abcdef/c2b/confirmation`, { TransID: "X", TransAmount: "1.00" });
     expect(res.status).toBe(404);
@@ -207,6 +231,25 @@ describe("C2B", () => {
     expect(res.body.transaction).toEqual({ amount: 5000, phone_number: "254700000099", reference: "SBX-C2B", status: "completed" });
     const forwarded = await waitFor(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.BillRefNumber === "SBX-C2B"), (f) => f.length > 0);
     expect(forwarded).toHaveLength(1);
+    // As Daraja does with validation enabled, the sandbox asked the validation URL first, with the same body.
+    const validated = merchantSite.received.filter((r) => r.path === "/validate" && r.body.BillRefNumber === "SBX-C2B");
+    expect(validated).toHaveLength(1);
+    expect(validated[0]!.body).toEqual(forwarded[0]!.body);
+  });
+
+  it("a sandbox simulation the merchant's validation URL rejects is not paid, recorded or forwarded", async () => {
+    merchantSite.validationReply = { ResultCode: "C2B00012", ResultDesc: "Invalid Account Number" };
+    try {
+      const res = await api.post("/api/momo/simulate-c2b", { payment_channel_id: sandboxChannel, amount: 5000, phone_number: "254708374149", reference: "SBX-REJECT" });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.transaction).toEqual({ amount: 5000, phone_number: "254708374149", reference: "SBX-REJECT", status: "failed" });
+    } finally {
+      merchantSite.validationReply = { ResultCode: "0", ResultDesc: "Accepted" };
+    }
+    expect(merchantSite.received.filter((r) => r.path === "/validate" && r.body.BillRefNumber === "SBX-REJECT")).toHaveLength(1);
+    await sleep(100);
+    expect(merchantSite.received.filter((r) => r.path === "/confirm" && r.body.BillRefNumber === "SBX-REJECT")).toHaveLength(0);
+    expect(await prisma().transaction.count({ where: { clientReference: "SBX-REJECT" } })).toBe(0);
   });
 
   it("refuses simulation on a production channel (403) and bad input (400)", async () => {

@@ -246,7 +246,7 @@ describe("endpoint management", () => {
     await refused(live, { url: "http://93.184.215.14/hooks" }, "url");
     await refused(live, { url: "https://127.0.0.1/hooks" }, "url");
     await refused(live, { url: "https://169.254.169.254/latest/meta-data" }, "url");
-    // WEBHOOK_ALLOW_PRIVATE_URLS is a test-mode switch: a live key still may not point at loopback.
+    // ALLOW_PRIVATE_URLS is a test-mode switch: a live key still may not point at loopback.
     await refused(live, { url: r.url.replace("http:", "https:") }, "url");
 
     // The same refusals through GraphQL are typed ValidationErrors.
@@ -260,7 +260,7 @@ describe("endpoint management", () => {
     expect((await live.get("/v1/webhooks")).body.data).toEqual([]);
     expect(await gw.gateway.db.prisma.webhookEndpoint.count()).toBe(countBefore);
 
-    // A gateway without WEBHOOK_ALLOW_PRIVATE_URLS refuses loopback and private addresses for test keys too.
+    // A gateway without ALLOW_PRIVATE_URLS refuses loopback and private addresses for test keys too.
     const strict = await startTestGateway({ env: { JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false" } });
     try {
       const merchant = await strict.createMerchant();
@@ -269,6 +269,11 @@ describe("endpoint management", () => {
       await refused(strictApi, { url: "http://localhost:8080/hooks" }, "url");
       await refused(strictApi, { url: "http://10.1.2.3/hooks" }, "url");
       await refused(strictApi, { url: "http://169.254.169.254/latest/meta-data" }, "url");
+      // The test-mode refusal says how to allow it; live mode, where nothing allows it, does not.
+      const loopback = await strictApi.post("/v1/webhooks", { url: `${r.url}/hooks` });
+      expect(loopback.body.message).toBe("url: must not point to a private, loopback or reserved address; set ALLOW_PRIVATE_URLS=true to allow it in test mode");
+      const liveLoopback = await apiClient(strict.url, merchant.liveKey).post("/v1/webhooks", { url: "https://127.0.0.1/hooks" });
+      expect(liveLoopback.body.message).toBe("url: must not point to a private, loopback or reserved address");
       expect((await strictApi.get("/v1/webhooks")).body.data).toEqual([]);
       // http:// is fine in test mode when the address is public.
       const ok = await strictApi.post("/v1/webhooks", { url: "http://93.184.215.14/hooks" });

@@ -59,6 +59,15 @@ describe("configuration", () => {
     expect(loadConfig({ GRAPHQL_INTROSPECTION: "false" }).graphql.introspection).toBe(false);
   });
 
+  it("reads ALLOW_PRIVATE_URLS, and its older name WEBHOOK_ALLOW_PRIVATE_URLS; the new name wins; off by default", () => {
+    expect(loadConfig({}).allowPrivateUrls).toBe(false);
+    expect(loadConfig({ ALLOW_PRIVATE_URLS: "true" }).allowPrivateUrls).toBe(true);
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: "true" }).allowPrivateUrls).toBe(true);
+    expect(loadConfig({ ALLOW_PRIVATE_URLS: "false", WEBHOOK_ALLOW_PRIVATE_URLS: "true" }).allowPrivateUrls).toBe(false);
+    expect(loadConfig({ ALLOW_PRIVATE_URLS: "", WEBHOOK_ALLOW_PRIVATE_URLS: "yes" }).allowPrivateUrls).toBe(true);
+    expect(() => loadConfig({ ALLOW_PRIVATE_URLS: "maybe" })).toThrow(/ALLOW_PRIVATE_URLS: must be true or false/);
+  });
+
   it("reads TRUST_PROXY as true, false or a list of proxy addresses", () => {
     expect(loadConfig({ TRUST_PROXY: "true" }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: "false" }).trustProxy).toBe(false);

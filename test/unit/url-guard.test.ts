@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { LookupAddress } from "node:dns";
 import { ValidationError } from "../../src/errors.ts";
-import { checkWebhookUrl, guardedLookup, isPublicAddress } from "../../src/security/url-guard.ts";
+import { checkOutboundUrl, guardedLookup, isPublicAddress } from "../../src/security/url-guard.ts";
 
 /** No test here touches real DNS: IP literals resolve locally, host names go through an injected lookup. */
 const strict = { requireHttps: true, allowPrivate: false };
@@ -47,7 +47,7 @@ describe("isPublicAddress", () => {
   });
 });
 
-describe("checkWebhookUrl", () => {
+describe("checkOutboundUrl", () => {
   it.each([
     ["http://hooks.example.com/x", /must use https/],
     ["https://127.0.0.1/x", /private, loopback or reserved/],
@@ -66,23 +66,23 @@ describe("checkWebhookUrl", () => {
     ["https://hooks.example.com/\0", /whitespace or control/],
     [`https://hooks.example.com/${"a".repeat(2048)}`, /at most 2048/],
   ])("refuses %j", async (url, reason) => {
-    const attempt = checkWebhookUrl(url, { ...strict, lookup: lookupTo("93.184.215.14") });
+    const attempt = checkOutboundUrl(url, { ...strict, lookup: lookupTo("93.184.215.14") });
     await expect(attempt).rejects.toBeInstanceOf(ValidationError);
     await expect(attempt).rejects.toThrow(reason);
     await expect(attempt).rejects.toThrow(/^url: /);
   });
 
   it("accepts a public https URL and returns it parsed", async () => {
-    const url = await checkWebhookUrl("https://hooks.example.com/payments?x=1", { ...strict, lookup: lookupTo("93.184.215.14") });
+    const url = await checkOutboundUrl("https://hooks.example.com/payments?x=1", { ...strict, lookup: lookupTo("93.184.215.14") });
     expect(url.href).toBe("https://hooks.example.com/payments?x=1");
   });
 
   it("refuses a host name that resolves to a private address, even among public ones", async () => {
-    await expect(checkWebhookUrl("https://internal.example.com/", { ...strict, lookup: lookupTo("10.1.2.3") })).rejects.toThrow(
+    await expect(checkOutboundUrl("https://internal.example.com/", { ...strict, lookup: lookupTo("10.1.2.3") })).rejects.toThrow(
       /private, loopback or reserved/,
     );
     await expect(
-      checkWebhookUrl("https://mixed.example.com/", { ...strict, lookup: lookupTo("93.184.215.14", "127.0.0.1") }),
+      checkOutboundUrl("https://mixed.example.com/", { ...strict, lookup: lookupTo("93.184.215.14", "127.0.0.1") }),
     ).rejects.toThrow(/private, loopback or reserved/);
   });
 
@@ -90,18 +90,27 @@ describe("checkWebhookUrl", () => {
     const failing = async () => {
       throw Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" });
     };
-    await expect(checkWebhookUrl("https://nowhere.invalid/", { ...strict, lookup: failing })).rejects.toThrow(/does not resolve/);
-    await expect(checkWebhookUrl("https://empty.example.com/", { ...strict, lookup: lookupTo() })).rejects.toThrow(/does not resolve/);
+    await expect(checkOutboundUrl("https://nowhere.invalid/", { ...strict, lookup: failing })).rejects.toThrow(/does not resolve/);
+    await expect(checkOutboundUrl("https://empty.example.com/", { ...strict, lookup: lookupTo() })).rejects.toThrow(/does not resolve/);
   });
 
   it("allows private and unresolvable hosts when allowPrivate is set, with https not required", async () => {
     const relaxed = { requireHttps: false, allowPrivate: true };
-    expect((await checkWebhookUrl("http://127.0.0.1:9/x", relaxed)).port).toBe("9");
+    expect((await checkOutboundUrl("http://127.0.0.1:9/x", relaxed)).port).toBe("9");
     const failing = async (): Promise<string[]> => {
       throw new Error("ENOTFOUND");
     };
-    expect((await checkWebhookUrl("http://receiver.internal/x", { ...relaxed, lookup: failing })).hostname).toBe("receiver.internal");
-    await expect(checkWebhookUrl("ftp://127.0.0.1/x", relaxed)).rejects.toThrow(/http or https/);
+    expect((await checkOutboundUrl("http://receiver.internal/x", { ...relaxed, lookup: failing })).hostname).toBe("receiver.internal");
+    await expect(checkOutboundUrl("ftp://127.0.0.1/x", relaxed)).rejects.toThrow(/http or https/);
+  });
+
+  it("names the field it checked, and the setting that lifts a private-address refusal only when asked to", async () => {
+    const named = checkOutboundUrl("http://127.0.0.1:9/x", { requireHttps: false, allowPrivate: false, field: "validation_url", suggestSetting: true });
+    await expect(named).rejects.toThrow(/^validation_url: must not point to a private, loopback or reserved address; set ALLOW_PRIVATE_URLS=true to allow it in test mode$/);
+    await expect(checkOutboundUrl("http://localhost/x", { requireHttps: false, allowPrivate: false, suggestSetting: true })).rejects.toThrow(/ALLOW_PRIVATE_URLS/);
+    await expect(checkOutboundUrl("https://127.0.0.1/x", strict)).rejects.not.toThrow(/ALLOW_PRIVATE_URLS/);
+    // Only the private-address refusals: the setting cannot fix a bad scheme.
+    await expect(checkOutboundUrl("ftp://127.0.0.1/x", { ...strict, suggestSetting: true })).rejects.not.toThrow(/ALLOW_PRIVATE_URLS/);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Principal } from "../../auth.ts";
 import type { MomoConfig } from "../../config.ts";
 import type { PrismaClient } from "../../db/database.ts";
-import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
+import type { Mode, PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
@@ -10,6 +10,7 @@ import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ProviderName } from "../../providers/registry.ts";
 import type { MomoConnector } from "../../providers/types.ts";
+import type { MerchantUrls } from "../../security/outbound.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { PayoutService } from "../payouts/service.ts";
@@ -29,6 +30,8 @@ export interface MomoServiceDeps {
   payouts: PayoutService;
   connectors: Connectors;
   jobs: JobRunner;
+  /** The URL guard and outbound-HTTP rule shared with webhooks: every call to a merchant's URL goes through it. */
+  merchantUrls: MerchantUrls;
   publicBaseUrl: string;
   config: MomoConfig;
   logger: Logger;
@@ -54,32 +57,15 @@ const CURRENCY = "KES";
 const MERCHANT_FORWARD_TIMEOUT_MS = 10_000;
 export const C2B_FORWARD_JOB = "momo.c2b_forward";
 
-function parseUrl(value: string | null | undefined, field: string): string {
-  if (!value) throw new ValidationError(field, "is required");
-  let url: URL;
-  try {
-    url = new URL(value.trim());
-  } catch {
-    throw new ValidationError(field, "must be an http or https URL");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new ValidationError(field, "must be an http or https URL");
-  return url.toString();
-}
-
-async function postJson(url: string, body: unknown, timeoutMs: number): Promise<unknown> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`HTTP ${response.status}`);
-  return text ? (JSON.parse(text) as unknown) : null;
+/** A merchant URL as given: present, then through the URL guard (https in live mode, no private addresses). */
+async function merchantUrl(urls: MerchantUrls, mode: Mode, value: string | null | undefined, field: string): Promise<string> {
+  const url = value?.trim();
+  if (!url) throw new ValidationError(field, "is required");
+  return urls.check(mode, url, field);
 }
 
 export function createMomoService(deps: MomoServiceDeps) {
-  const { prisma, channels, transactions, payouts, connectors, config, logger } = deps;
+  const { prisma, channels, transactions, payouts, connectors, merchantUrls, config, logger } = deps;
 
   const momoOf = (channel: PaymentChannel): MomoConnector => momoConnectorOf(connectors, channel);
   const callbackUrls = (channel: PaymentChannel) => momoCallbackUrls(deps.publicBaseUrl, channel, momoOf(channel).forbiddenUrlWords);
@@ -96,12 +82,17 @@ export function createMomoService(deps: MomoServiceDeps) {
     return channel;
   }
 
-  /** Confirmations are forwarded to the merchant in Daraja's own format, retried by the job runner. */
-  deps.jobs.register<{ url: string; body: unknown; reference: string }>({
+  /**
+   * Confirmations are forwarded to the merchant in Daraja's own format, retried by the job runner. Any 2xx
+   * is delivered, whatever its body (Daraja itself reads no more); anything else, a redirect included, is retried.
+   */
+  deps.jobs.register<{ url: string; body: unknown; reference: string; mode?: Mode }>({
     kind: C2B_FORWARD_JOB,
     maxAttempts: 8,
-    async run({ url, body }) {
-      await postJson(url, body, MERCHANT_FORWARD_TIMEOUT_MS);
+    async run({ url, body, mode }) {
+      // Jobs queued before `mode` was recorded get the strict (live) rule.
+      const result = await merchantUrls.postJson(mode ?? "live", url, body, MERCHANT_FORWARD_TIMEOUT_MS);
+      if (!result.ok) throw new Error(result.error ?? "not delivered");
     },
     async onGiveUp({ reference }, _job, error) {
       logger.warn({ reference, err: error }, "forwarding the C2B confirmation to the merchant failed for good");
@@ -122,9 +113,28 @@ export function createMomoService(deps: MomoServiceDeps) {
         clientReference: payment.billRef,
         paymentMethod: "momo_c2b",
       },
-      registration ? [{ kind: C2B_FORWARD_JOB, payload: { url: registration.confirmationUrl, body: body as object, reference: payment.transId } }] : [],
+      registration ? [{ kind: C2B_FORWARD_JOB, payload: { url: registration.confirmationUrl, body: body as object, reference: payment.transId, mode: channel.mode } }] : [],
     );
     return transaction;
+  }
+
+  /** Relays the merchant's verdict synchronously; when it does not answer in time, the registered ResponseType decides. */
+  async function validateC2b(channel: PaymentChannel, momo: MomoConnector, body: unknown): Promise<unknown> {
+    momo.parseC2bPayment(body);
+    const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id } });
+    const fallback: Decision = registration?.responseType === "Cancelled" ? { accept: false, code: "C2B00016" } : { accept: true };
+    if (!registration) return momo.c2bValidationReply(fallback);
+    const answer = await merchantUrls.postJson(channel.mode, registration.validationUrl, body, config.c2bValidationTimeoutMs);
+    let decision: Decision | null = null;
+    if (answer.ok) {
+      try {
+        decision = momo.readC2bValidationDecision(JSON.parse(answer.body));
+      } catch {
+        decision = null;
+      }
+    }
+    if (!decision) logger.warn({ channelId: channel.id, err: answer.error ?? "not a validation answer" }, "merchant C2B validation URL failed; using the registered ResponseType");
+    return momo.c2bValidationReply(decision ?? fallback);
   }
 
   return {
@@ -164,8 +174,8 @@ export function createMomoService(deps: MomoServiceDeps) {
     },
 
     async registerC2bUrls(principal: Principal, input: C2bUrlsInput) {
-      const confirmationUrl = parseUrl(input.confirmationUrl, "confirmation_url");
-      const validationUrl = parseUrl(input.validationUrl, "validation_url");
+      const confirmationUrl = await merchantUrl(merchantUrls, principal.mode, input.confirmationUrl, "confirmation_url");
+      const validationUrl = await merchantUrl(merchantUrls, principal.mode, input.validationUrl, "validation_url");
       const responseType = input.responseType ?? "Completed";
       if (responseType !== "Completed" && responseType !== "Cancelled") throw new ValidationError("response_type", "must be Completed or Cancelled");
       const type: "Completed" | "Cancelled" = responseType;
@@ -179,21 +189,10 @@ export function createMomoService(deps: MomoServiceDeps) {
       return data;
     },
 
-    /** Relays the merchant's verdict synchronously; when it does not answer in time, the registered ResponseType decides. */
+    /** Daraja's validation request. */
     async handleC2bValidation(tokenSegment: string, body: unknown): Promise<unknown> {
       const channel = await channelByToken(tokenSegment);
-      const momo = momoOf(channel);
-      momo.parseC2bPayment(body);
-      const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id } });
-      const fallback: Decision = registration?.responseType === "Cancelled" ? { accept: false, code: "C2B00016" } : { accept: true };
-      if (!registration) return momo.c2bValidationReply(fallback);
-      let decision: Decision | null = null;
-      try {
-        decision = momo.readC2bValidationDecision(await postJson(registration.validationUrl, body, config.c2bValidationTimeoutMs));
-      } catch (error) {
-        logger.warn({ channelId: channel.id, err: (error as Error).message }, "merchant C2B validation URL failed; using the registered ResponseType");
-      }
-      return momo.c2bValidationReply(decision ?? fallback);
+      return validateC2b(channel, momoOf(channel), body);
     },
 
     async handleC2bConfirmation(tokenSegment: string, body: unknown): Promise<unknown> {
@@ -214,16 +213,19 @@ export function createMomoService(deps: MomoServiceDeps) {
       const channelConfig = channels.readChannelConfig(channel);
       if (!momo.canSimulateC2b(channelConfig)) throw new GatewayError("forbidden", "C2B simulation is available on sandbox channels only");
       const startedAt = new Date(Date.now() - 1000);
-      await momo.simulateC2b({
+      const simulated = await momo.simulateC2b({
         config: channelConfig,
         amount,
         currency: CURRENCY,
         phoneNumber,
         billRef: reference,
+        deliverValidation: (body) => validateC2b(channel, momo, body),
         deliverConfirmation: async (body) => {
           await recordConfirmation(channel, momo, body);
         },
       });
+      // The merchant's validation URL refused it: M-Pesa sends no confirmation and records nothing.
+      if (simulated?.rejected) return { amount, phoneNumber, reference, status: "failed" as const, transaction: null };
       // Daraja confirms asynchronously: wait briefly for its confirmation before answering.
       const where = { channelId: channel.id, paymentMethod: "momo_c2b", clientReference: reference, amount, createdAt: { gte: startedAt } };
       let found: Transaction | null = null;

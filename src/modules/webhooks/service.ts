@@ -6,7 +6,7 @@ import { NotFoundError, ValidationError } from "../../errors.ts";
 import { enqueueJobs, type JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/encryption.ts";
-import { checkWebhookUrl } from "../../security/url-guard.ts";
+import type { MerchantUrls } from "../../security/outbound.ts";
 import { optionalText } from "../../validation.ts";
 import { WEBHOOK_DELIVERY_JOB } from "./fan-out.ts";
 import { webhookBody, webhookEventTypes } from "./payload.ts";
@@ -57,13 +57,15 @@ export function createWebhookService(deps: {
   secrets: SecretBox;
   jobs: JobRunner;
   config: WebhookConfig;
+  /** The URL guard and outbound-HTTP rule shared with every other merchant URL. */
+  merchantUrls: MerchantUrls;
   logger: Logger;
   /** Told of every delivery attempt's outcome (metrics). */
   onAttempt?: (outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) => void;
 }) {
   const { prisma, secrets, config, logger } = deps;
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
-  const allowPrivate = (mode: Mode) => mode === "test" && config.allowPrivateUrls;
+  const { merchantUrls } = deps;
   const slots = new Map<number, { inFlight: number; waiting: (() => void)[] }>();
 
   /** A turn to send to this endpoint: now, after a short local wait, or false when too many already wait. */
@@ -89,11 +91,11 @@ export function createWebhookService(deps: {
     if (slot.inFlight === 0) slots.delete(endpointId);
   }
 
-  /** HTTPS in live mode; loopback and private networks only in test mode with WEBHOOK_ALLOW_PRIVATE_URLS. */
+  /** HTTPS in live mode; loopback and private networks only in test mode with ALLOW_PRIVATE_URLS. */
   async function validateUrl(mode: Mode, value: string | null | undefined): Promise<string> {
     const url = value?.trim();
     if (!url) throw new ValidationError("url", "is required");
-    return (await checkWebhookUrl(url, { requireHttps: mode === "live", allowPrivate: allowPrivate(mode) })).toString();
+    return merchantUrls.check(mode, url);
   }
 
   async function getEndpoint(principal: Principal, id: number): Promise<WebhookEndpoint> {
@@ -123,7 +125,7 @@ export function createWebhookService(deps: {
     try {
       const body = webhookBody(event);
       const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(now.getTime() / 1000), body, secrets: signingSecrets(endpoint, now) });
-      result = await sendWebhook(endpoint.url, headers, body, { timeoutMs: config.timeoutMs, allowPrivate: allowPrivate(endpoint.mode) });
+      result = await sendWebhook(endpoint.url, headers, body, { timeoutMs: config.timeoutMs, allowPrivate: merchantUrls.allowPrivate(endpoint.mode) });
     } finally {
       endTurn(endpoint.id);
     }

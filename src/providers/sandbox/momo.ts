@@ -74,7 +74,13 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
         billRef: request.billRef,
         phoneNumber: request.phoneNumber,
       });
+      // As Daraja does with validation enabled: ask first, and confirm only what was accepted.
+      if (request.deliverValidation) {
+        const verdict = wire.readC2bValidationDecision(await request.deliverValidation(body));
+        if (!verdict?.accept) return { rejected: true };
+      }
       await request.deliverConfirmation?.(body);
+      return { rejected: false };
     },
 
     parseC2bPayment: wire.parseC2bBody,

@@ -1,0 +1,112 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { isIP } from "node:net";
+import { checkOutboundUrl, guardedLookup, isPublicAddress } from "./url-guard.ts";
+
+/**
+ * Every HTTP call the gateway makes to a URL a merchant gave it (webhook endpoints, M-Pesa C2B
+ * confirmation and validation URLs) goes through here: checked by the URL guard when saved, and
+ * again at connect time, with redirects never followed.
+ */
+
+export interface OutboundResult {
+  /** A 2xx answer arrived within the timeout. */
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+  /** The answer's body as text (at most MAX_RESPONSE_BYTES of it); "" when there was none. */
+  body: string;
+}
+
+/** How much of a receiver's answer is read: enough for a validation verdict and to keep the connection healthy. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * POSTs one body. A 2xx within the timeout is success; anything else (3xx included: a redirect is
+ * not followed, so it cannot lead the gateway to an address the guard never saw) is a failure.
+ * Unless private addresses are allowed, the address actually connected to is checked, so a name
+ * that re-resolves to an internal host after the URL was accepted (DNS rebinding) is refused too.
+ */
+export function postOutbound(url: string, options: { headers: Record<string, string>; body: string; timeoutMs: number; allowPrivate: boolean }): Promise<OutboundResult> {
+  const started = performance.now();
+  const done = (ok: boolean, statusCode: number | null, error: string | null, body = ""): OutboundResult => ({
+    ok,
+    statusCode,
+    error,
+    latencyMs: Math.round(performance.now() - started),
+    body,
+  });
+  return new Promise((resolve) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      resolve(done(false, null, "invalid URL"));
+      return;
+    }
+    if (target.protocol !== "http:" && target.protocol !== "https:") {
+      resolve(done(false, null, "invalid URL"));
+      return;
+    }
+    const host = target.hostname.replace(/^\[|\]$/g, "");
+    // Node skips `lookup` for IP literals, so those are checked here.
+    if (!options.allowPrivate && isIP(host) && !isPublicAddress(host)) {
+      resolve(done(false, null, "address not allowed"));
+      return;
+    }
+    const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = send(
+      target,
+      {
+        method: "POST",
+        headers: { ...options.headers, "content-length": Buffer.byteLength(options.body) },
+        lookup: guardedLookup(options.allowPrivate),
+        timeout: options.timeoutMs,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let read = 0;
+        res.on("data", (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_RESPONSE_BYTES) return res.destroy();
+          chunks.push(chunk);
+        });
+        const status = res.statusCode ?? 0;
+        const ok = status >= 200 && status < 300;
+        const finish = () => resolve(done(ok, status, ok ? null : `HTTP ${status}`, Buffer.concat(chunks).toString("utf8")));
+        res.on("end", finish);
+        res.on("close", finish);
+        res.on("error", finish);
+      },
+    );
+    // One deadline for the whole exchange, not just idle sockets.
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    req.on("close", () => clearTimeout(deadline));
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${options.timeoutMs} ms`)));
+    req.on("error", (error: NodeJS.ErrnoException) => resolve(done(false, null, error.code === "EADDRNOTALLOWED" ? "address not allowed" : error.message)));
+    req.end(options.body);
+  });
+}
+
+/**
+ * The one rule for merchant URLs, by mode: https in live mode; loopback and private networks only in
+ * test mode with ALLOW_PRIVATE_URLS (or its older name WEBHOOK_ALLOW_PRIVATE_URLS).
+ */
+export function createMerchantUrls(options: { allowPrivateUrls: boolean }) {
+  const allowPrivate = (mode: "test" | "live") => mode === "test" && options.allowPrivateUrls;
+  return {
+    allowPrivate,
+    /** Validates a URL when it is saved; answers it normalised. Refusals name `field`. */
+    async check(mode: "test" | "live", raw: string, field = "url"): Promise<string> {
+      const url = await checkOutboundUrl(raw, { requireHttps: mode === "live", allowPrivate: allowPrivate(mode), field, suggestSetting: mode === "test" });
+      return url.toString();
+    },
+    /** POSTs JSON to a saved URL, re-checking the address at connect time. */
+    postJson(mode: "test" | "live", url: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}): Promise<OutboundResult> {
+      return postOutbound(url, { headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), timeoutMs, allowPrivate: allowPrivate(mode) });
+    },
+  };
+}
+
+export type MerchantUrls = ReturnType<typeof createMerchantUrls>;
