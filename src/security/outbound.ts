@@ -104,6 +104,8 @@ export function createMerchantUrls(options: { allowPrivateUrls: boolean }) {
     },
     /** POSTs JSON to a saved URL, re-checking the address at connect time. */
     postJson(mode: "test" | "live", url: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}): Promise<OutboundResult> {
+      // A live URL saved over http before https was required for it is not called in clear text either.
+      if (mode === "live" && !url.startsWith("https:")) return Promise.resolve({ ok: false, statusCode: null, error: "https is required in live mode", latencyMs: 0, body: "" });
       return postOutbound(url, { headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), timeoutMs, allowPrivate: allowPrivate(mode) });
     },
   };
