@@ -43,10 +43,38 @@ const DATA_KEYS = [
 let gw: TestGateway;
 const receivers: WebhookReceiver[] = [];
 /** Shared by the retry, resend and isolation tests: merchant A's endpoints and one delivered event. */
-let a: Shop;
-let retried: { id: number; secret: string; receiver: WebhookReceiver };
-let otherTypes: { id: number; receiver: WebhookReceiver };
-let eventId: string;
+interface MerchantA {
+  a: Shop;
+  /** Answers 500 twice, then 200. */
+  retried: { id: number; secret: string; receiver: WebhookReceiver };
+  /** Subscribed to other event types only. */
+  otherTypes: { id: number; receiver: WebhookReceiver };
+  reference: string;
+  /** The completed payment's event, as its first delivery attempt named it. */
+  eventId: string;
+}
+let merchantA_: Promise<MerchantA> | undefined;
+
+/** Made once, by whichever of those tests runs first, so each of them also runs alone (vitest -t). */
+function merchantA(): Promise<MerchantA> {
+  merchantA_ ??= (async () => {
+    const a = await newShop();
+    const r = await receiver((_req, index) => (index < 2 ? 500 : 200));
+    const endpoint = await createEndpoint(a.api, { url: `${r.url}/orders`, events: ["transaction.completed"] });
+    const other = await receiver();
+    const otherTypes = { id: (await createEndpoint(a.api, { url: `${other.url}/others`, events: ["transaction.failed", "transaction.pending"] })).id, receiver: other };
+    const reference = await completedPayment(a.api);
+    const [first] = await r.waitFor(3, 10_000);
+    const eventId = first!.headers["webhook-id"]!;
+    // Settled (two 500s, then 200) before any test looks at the endpoint, whose failingSince that clears.
+    await until(
+      () => deliveries(a.api, { eventId }),
+      (d) => d[0]?.status === "succeeded",
+    );
+    return { a, retried: { ...endpoint, receiver: r }, otherTypes, reference, eventId };
+  })();
+  return merchantA_;
+}
 
 async function receiver(respond?: WebhookResponder): Promise<WebhookReceiver> {
   const r = await startWebhookReceiver(respond ? { respond } : {});
@@ -286,16 +314,10 @@ describe("endpoint management", () => {
 
 describe("delivery", () => {
   it("retries a 500 until a 2xx: the same event, body and webhook-id every time, each attempt validly signed", async () => {
-    a = await newShop();
-    const r = await receiver((_req, index) => (index < 2 ? 500 : 200));
-    const endpoint = await createEndpoint(a.api, { url: `${r.url}/orders`, events: ["transaction.completed"] });
-    retried = { ...endpoint, receiver: r };
-    const other = await receiver();
-    otherTypes = { id: (await createEndpoint(a.api, { url: `${other.url}/others`, events: ["transaction.failed", "transaction.pending"] })).id, receiver: other };
-
-    const reference = await completedPayment(a.api);
+    const { a, retried, otherTypes, reference, eventId } = await merchantA();
+    const { receiver: r, ...endpoint } = retried;
+    const other = otherTypes.receiver;
     const attempts = await r.waitFor(3, 10_000);
-    eventId = attempts[0]!.headers["webhook-id"]!;
     expect(eventId).toMatch(/^\d+$/);
     for (const attempt of attempts) {
       expect(attempt.path).toBe("/orders");
@@ -337,6 +359,7 @@ describe("delivery", () => {
   });
 
   it("resendEvent delivers the same event again with the same webhook-id, to one endpoint or to every subscribed one", async () => {
+    const { a, retried, otherTypes, eventId } = await merchantA();
     const r = retried.receiver;
     const before = r.received.length;
     const one = await gql(a.api, RESEND, { eventId, endpointId: retried.id });
@@ -532,7 +555,7 @@ describe("delivery", () => {
 
 describe("isolation", () => {
   it("merchant B's key sees none of A's endpoints or deliveries and cannot change A's endpoint or resend A's event", async () => {
-    expect(retried, "runs after the delivery tests").toBeDefined();
+    const { a, retried, eventId } = await merchantA();
     const b = await newShop();
     const bReceiver = await receiver();
     const own = await createEndpoint(b.api, { url: `${bReceiver.url}/b` });
@@ -569,6 +592,7 @@ describe("isolation", () => {
   });
 
   it("a live key sees only live endpoints, and a test key only test ones", async () => {
+    const { a, retried, eventId } = await merchantA();
     const testIds = (await a.api.get("/v1/webhooks")).body.data.map((e: { id: number }) => e.id);
     expect(testIds.length).toBeGreaterThan(0);
     expect((await a.live.get("/v1/webhooks")).body.data).toEqual([]);

@@ -49,7 +49,8 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     HOST: "127.0.0.1",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     // scrypt N = 2^10 instead of 2^15: sign-ins cost ~1 ms instead of ~80; test/unit/passwords.test.ts covers 2^15.
-    PASSWORD_HASH_COST: "10",
+    // (Allowed with NODE_ENV=test only: a gateway started as production keeps the production cost.)
+    ...((options.env?.NODE_ENV ?? "test") === "test" ? { PASSWORD_HASH_COST: "10" } : {}),
     ...database.env,
     ENCRYPTION_KEY: database.encryptionKeyHex,
     ...options.env,
