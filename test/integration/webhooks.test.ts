@@ -36,6 +36,7 @@ const DATA_KEYS = [
   "provider_reference",
   "failure_code",
   "failure_reason",
+  "metadata",
   "created_at",
   "completed_at",
 ];
@@ -402,6 +403,7 @@ describe("delivery", () => {
       provider_reference: expect.any(String),
       failure_code: null,
       failure_reason: null,
+      metadata: null,
       created_at: expect.stringMatching(ISO_MS),
       completed_at: expect.stringMatching(ISO_MS),
     });
@@ -418,6 +420,7 @@ describe("delivery", () => {
       provider_reference: null,
       failure_code: "card_declined",
       failure_reason: expect.any(String),
+      metadata: null,
       created_at: expect.stringMatching(ISO_MS),
       completed_at: null,
     });
@@ -436,6 +439,7 @@ describe("delivery", () => {
       provider_reference: null,
       failure_code: null,
       failure_reason: null,
+      metadata: null,
       created_at: stk.created_at,
       completed_at: null,
     });
