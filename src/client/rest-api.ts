@@ -44,7 +44,7 @@ export interface paths {
         };
         /**
          * One transaction's status
-         * @description The body carries "status" twice, as published: "success" first and the transaction's status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. failure_code and failure_reason are present when the transaction failed.
+         * @description The body carries "status" twice, as published: "success" first and the transaction's status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. Beyond the published fields: currency, client_reference, provider_reference (the provider's receipt), failure_code and failure_reason (null unless failed) and metadata.
          */
         get: operations["verifyTransaction"];
         put?: never;
@@ -96,8 +96,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An STK push's status (asks M-Pesa when still pending) */
+        /**
+         * An STK push's status (asks M-Pesa when still pending)
+         * @description Beyond the published fields: currency, client_reference, provider_reference (the M-Pesa receipt once paid), failure_code and failure_reason (null unless failed).
+         */
         get: operations["stkStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/stk/{reference}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One STK collection by its reference (the v1 shape of stk-status)
+         * @description Only STK push transactions: another merchant's, the other mode's, or a transaction that is not an STK push is a 404.
+         */
+        get: operations["getStkCollection"];
         put?: never;
         post?: never;
         delete?: never;
@@ -250,7 +273,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The merchant's payouts, newest first, by page */
+        get: operations["listPayouts"];
         put?: never;
         /** Pay out to a phone (M-Pesa B2C); never sent twice */
         post: operations["createPayout"];
@@ -515,6 +539,10 @@ export interface operations {
                     phone?: string;
                     /** @description http(s) URL the payer returns to after paying, with ?trxref=&reference= appended */
                     callback_url?: string;
+                    /** @description Your own reference (at most 100 characters), kept as client_reference; the gateway still assigns `reference`. Need not be unique */
+                    reference?: string;
+                    /** @description A JSON object of yours, at most 8 KB serialized; echoed by verify, GraphQL and webhooks */
+                    metadata?: Record<string, never>;
                 };
             };
         };
@@ -683,12 +711,20 @@ export interface operations {
                             status: "pending" | "completed" | "failed";
                             /** Format: date-time */
                             created_at: string;
-                            /** @description card, momo_stk or momo_c2b */
+                            /** @description card, momo_stk or momo_c2b; null until a payment is attempted */
                             payment_method: string | null;
+                            /** @description ISO 4217 */
+                            currency: string;
+                            /** @description Your own reference, when you sent one */
+                            client_reference: string | null;
+                            /** @description The provider's receipt once paid (M-Pesa receipt or TransID, Paystack's id) */
+                            provider_reference: string | null;
                             /** @description The provider's code, when failed */
-                            failure_code?: string | null;
+                            failure_code: string | null;
                             /** @description The provider's words, when failed */
-                            failure_reason?: string | null;
+                            failure_reason: string | null;
+                            /** @description The JSON object sent with initialize; null when none was */
+                            metadata: Record<string, never> | null;
                         };
                     };
                 };
@@ -790,6 +826,8 @@ export interface operations {
                 date_from?: string;
                 /** @description YYYY-MM-DD (UTC), inclusive */
                 date_to?: string;
+                /** @description Exact match (not a substring) on reference, client_reference, provider_reference (e.g. the M-Pesa receipt), the payer's e-mail (any case) or phone (+254..., 254... or 07...); at most 100 characters */
+                search?: string;
             };
             header?: never;
             path?: never;
@@ -818,6 +856,18 @@ export interface operations {
                             status: "pending" | "completed" | "failed";
                             /** Format: date-time */
                             created_at: string;
+                            /** @description card, momo_stk or momo_c2b; null until a payment is attempted */
+                            payment_method: string | null;
+                            /** @description ISO 4217 */
+                            currency: string;
+                            /** @description Your own reference, when you sent one */
+                            client_reference: string | null;
+                            /** @description The provider's receipt once paid (M-Pesa receipt or TransID, Paystack's id) */
+                            provider_reference: string | null;
+                            /** @description The provider's code, when failed */
+                            failure_code: string | null;
+                            /** @description The provider's words, when failed */
+                            failure_reason: string | null;
                         }[];
                         /** @description Matching rows in all */
                         total: number;
@@ -1083,10 +1133,148 @@ export interface operations {
                             payment_method: string | null;
                             /** Format: date-time */
                             created_at: string;
-                            /** @description The provider's code, when failed */
-                            failure_code?: string | null;
+                            /** @description ISO 4217 */
+                            currency: string;
+                            /** @description Your own reference (AccountReference), when you sent one */
+                            client_reference: string | null;
+                            /** @description The M-Pesa receipt (MpesaReceiptNumber) once paid */
+                            provider_reference: string | null;
+                            /** @description The provider's code, when failed (M-Pesa ResultCode, e.g. 1032) */
+                            failure_code: string | null;
                             /** @description The provider's words, when failed */
-                            failure_reason?: string | null;
+                            failure_reason: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (414): see the error-code table */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStkCollection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                reference: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            reference: string;
+                            client_reference: string | null;
+                            /** @description Integer in the currency's minor unit (KES 15.00 is 1500) */
+                            amount: number;
+                            currency: string;
+                            phone_number: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            payment_method: string | null;
+                            checkout_request_id: string | null;
+                            /** @description The M-Pesa receipt once paid */
+                            provider_reference: string | null;
+                            /** @description The M-Pesa ResultCode when failed, e.g. 1032 */
+                            failure_code: string | null;
+                            failure_reason: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
                         };
                     };
                 };
@@ -2310,6 +2498,133 @@ export interface operations {
             };
             /** @description Error (422): see the error-code table */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPayouts: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description pending, completed or failed */
+                status?: "pending" | "completed" | "failed";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            reference: string;
+                            client_reference: string | null;
+                            /** @description Integer in the currency's minor unit (KES 15.00 is 1500) */
+                            amount: number;
+                            currency: string;
+                            phone_number: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            payment_channel_id: number;
+                            provider_reference: string | null;
+                            failure_code: string | null;
+                            failure_reason: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

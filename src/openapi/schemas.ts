@@ -51,6 +51,21 @@ export const schemas = {
   transactionStatus,
   /** The transaction as the legacy /api routes answer it (initialize and list). */
   transactionSummary: obj({ id: int(), reference: str(), amount, status: transactionStatus, created_at: dateTime() }),
+  /** A list item of /api/transactions/list (and the base of verify's transaction): the published fields, then what the gateway knows beyond them. */
+  transactionListItem: obj({
+    id: int(),
+    reference: str(),
+    amount,
+    status: transactionStatus,
+    created_at: dateTime(),
+    payment_method: nullable(str("card, momo_stk or momo_c2b; null until a payment is attempted")),
+    currency: str("ISO 4217"),
+    client_reference: nullable(str("Your own reference, when you sent one")),
+    provider_reference: nullable(str("The provider's receipt once paid (M-Pesa receipt or TransID, Paystack's id)")),
+    failure_code: nullable(str("The provider's code, when failed")),
+    failure_reason: nullable(str("The provider's words, when failed")),
+  }),
+  metadata: { type: ["object", "null"], description: "The JSON object sent with initialize; null when none was" },
   page: { total: int("Matching rows in all"), page: int(), limit: int(), pages: int() },
   channel: obj(
     {

@@ -39,6 +39,8 @@ describe("the hot paths' plain SQL", () => {
       phone: "+254708374149",
       description: "Order #42, ünïcödé",
       callback_url: "https://shop.example.com/return?x=1",
+      reference: "ORDER-42",
+      metadata: { order: 42, lines: [{ sku: "A-1", qty: 2 }], note: "ünïcödé", nested: { ok: true, none: null } },
     });
     const failed = await initialize({ amount: 5000, email: "failed@example.com" });
     const completed = await initialize({ amount: 7000, email: "completed@example.com" });
@@ -77,16 +79,21 @@ describe("the hot paths' plain SQL", () => {
       { page: 1, limit: 100, dateFrom: new Date().toISOString().slice(0, 10), dateTo: new Date().toISOString().slice(0, 10) },
       { page: 1, limit: 100, dateFrom: "2001-01-01", dateTo: "2001-12-31" },
       { page: 9_007_199_254_740_991, limit: 100 },
+      { page: 1, limit: 100, search: "ORDER-42" },
+      { page: 1, limit: 100, search: "full@example.com", status: "pending" },
+      { page: 1, limit: 100, search: "sbx_9" },
     ];
     for (const input of pages) {
       const mine = await gw.gateway.services.transactions.listPage(principal, input);
       const where: Record<string, unknown> = { merchantId: principal.merchantId, mode: "test" };
       if (input.status) where.status = input.status;
       if (input.dateFrom) where.createdAt = { gte: new Date(`${input.dateFrom}T00:00:00Z`), lt: new Date(new Date(`${input.dateTo}T00:00:00Z`).getTime() + 86_400_000) };
+      if (input.search) where.OR = [{ reference: input.search }, { clientReference: input.search }, { providerReference: input.search }, { email: input.search }];
       const skip = (input.page - 1) * input.limit;
       const rows = skip > 1e9 ? [] : await prisma().transaction.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], skip, take: input.limit });
       expect(mine.items, JSON.stringify(input)).toEqual(rows);
       expect(mine.total).toBe(await prisma().transaction.count({ where }));
+      if (input.search) expect(mine.total, input.search).toBe(1);
     }
     const absurd = await api.get("/api/transactions/list?page=2147483647&limit=100");
     expect(absurd.status, absurd.text).toBe(200);
@@ -94,7 +101,10 @@ describe("the hot paths' plain SQL", () => {
   });
 
   it("a summary page equals Prisma's page selecting the same fields", async () => {
-    const select = { id: true, reference: true, amount: true, currency: true, status: true, paymentMethod: true, email: true, createdAt: true } as const;
+    const select = {
+      id: true, reference: true, amount: true, currency: true, status: true, paymentMethod: true, email: true,
+      clientReference: true, providerReference: true, failureCode: true, failureReason: true, createdAt: true,
+    } as const;
     for (const input of [{ page: 1, limit: 5 }, { page: 1, limit: 100, status: "completed" as const }]) {
       const mine = await gw.gateway.services.transactions.listPage(principal, input, {}, { summary: true });
       const where = { merchantId: principal.merchantId, mode: "test" as const, ...(input.status ? { status: input.status } : {}) };

@@ -92,9 +92,35 @@ describe("STK push", () => {
     const status = await api.get(`/api/momo/stk-status/${t.reference}`);
     expect(status.status).toBe(200);
     expect(Object.keys(status.body)).toEqual(["status", "transaction"]);
-    expect(Object.keys(status.body.transaction)).toEqual(["id", "reference", "amount", "phone_number", "status", "payment_method", "created_at"]);
+    expect(Object.keys(status.body.transaction)).toEqual([
+      "id", "reference", "amount", "phone_number", "status", "payment_method", "created_at",
+      "currency", "client_reference", "provider_reference", "failure_code", "failure_reason",
+    ]);
     expect(status.body.transaction).toMatchObject({ id: t.id, reference: t.reference, amount: 150000, phone_number: PHONE, status: "completed", payment_method: "momo_stk" });
+    // The M-Pesa receipt (MpesaReceiptNumber) is shown, not only stored.
+    expect(status.body.transaction).toMatchObject({ currency: "KES", client_reference: "INV-2024-000123-XYZ", provider_reference: "NLJ7RT61SV", failure_code: null, failure_reason: null });
     expect((await row(t.id)).providerReference).toBe("NLJ7RT61SV");
+    const v1 = await api.get(`/v1/collections/stk/${t.reference}`);
+    expect(v1.status, v1.text).toBe(200);
+    expect(v1.body).toEqual({
+      status: "success",
+      data: {
+        id: t.id,
+        reference: t.reference,
+        client_reference: "INV-2024-000123-XYZ",
+        amount: 150000,
+        currency: "KES",
+        phone_number: PHONE,
+        status: "completed",
+        payment_method: "momo_stk",
+        checkout_request_id: t.checkout_request_id,
+        provider_reference: "NLJ7RT61SV",
+        failure_code: null,
+        failure_reason: null,
+        created_at: expect.stringMatching(ISO_MS),
+        completed_at: expect.stringMatching(ISO_MS),
+      },
+    });
     expect(await eventCount(t.id)).toBe(1);
   });
 

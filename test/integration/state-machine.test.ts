@@ -87,6 +87,8 @@ describe("transaction state machine", () => {
   it("writes the same snapshot for a failure, with its nulls, and queues follow-up jobs only when applied", async () => {
     const res = await api.post("/api/transactions/initialize", {
       amount: 12345, email: "nulls@example.com", description: "Ünïcode \"quoted\" ☃", currency: "KES",
+      // jsonb in the SQL snapshot and the model's Json in transactionSnapshot() must agree, nesting and unicode included.
+      metadata: { order: 7, tags: ["a", "ü"], nested: { ok: true, none: null, n: 1.5 } },
     });
     const transaction = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference: res.body.reference } });
     const jobs = [{ kind: "test.follow-up", payload: { reference: transaction.reference, n: 1 }, runAt: new Date(Date.now() + 3_600_000) }];

@@ -23,6 +23,11 @@ const TransactionByReference = graphql(`
         createdAt
         email
         phoneNumber
+        clientReference
+        providerReference
+        failureCode
+        failureReason
+        metadata
         channel {
           databaseId
           provider
@@ -58,6 +63,12 @@ const TransactionsPage = graphql(`
           amount
           status
           createdAt
+          paymentMethod
+          currency
+          clientReference
+          providerReference
+          failureCode
+          failureReason
         }
       }
     }
@@ -240,6 +251,12 @@ describe("transactions", () => {
         status: "pending",
         created_at: init.body.transaction.created_at,
         payment_method: null,
+        currency: "KES",
+        client_reference: null,
+        provider_reference: null,
+        failure_code: null,
+        failure_reason: null,
+        metadata: null,
       };
       expect(pending.text).toBe(`{"status":"success","transaction":${JSON.stringify(expectedTransaction)},"status":"pending"}`);
       expect(pending.body.status).toBe("pending"); // what a legacy JSON parser sees
@@ -367,7 +384,11 @@ describe("transactions", () => {
       expect(Object.keys(res.body)).toEqual(["status", "data", "total", "page", "limit", "pages"]);
       expect(res.body).toMatchObject({ status: "success", total: 7, page: 1, limit: 20, pages: 1 });
       expect(res.body.data.map((t: { reference: string }) => t.reference)).toEqual([...references].reverse());
-      expect(Object.keys(res.body.data[0])).toEqual(["id", "reference", "amount", "status", "created_at"]);
+      // The published fields first, then what the gateway knows beyond them (extra keys are fine for legacy clients).
+      expect(Object.keys(res.body.data[0])).toEqual([
+        "id", "reference", "amount", "status", "created_at",
+        "payment_method", "currency", "client_reference", "provider_reference", "failure_code", "failure_reason",
+      ]);
     });
 
     it("pages: a full page, the last page, a page beyond the end", async () => {
@@ -426,9 +447,21 @@ describe("transactions", () => {
         limit: rest.body.limit,
         pages: rest.body.pages,
       });
-      expect(page.items.map((t) => ({ id: t.databaseId, reference: t.reference, amount: t.amount, status: t.status, created_at: t.createdAt }))).toEqual(
-        rest.body.data,
-      );
+      expect(
+        page.items.map((t) => ({
+          id: t.databaseId,
+          reference: t.reference,
+          amount: t.amount,
+          status: t.status,
+          created_at: t.createdAt,
+          payment_method: t.paymentMethod,
+          currency: t.currency,
+          client_reference: t.clientReference,
+          provider_reference: t.providerReference,
+          failure_code: t.failureCode,
+          failure_reason: t.failureReason,
+        })),
+      ).toEqual(rest.body.data);
     });
 
     it("returns the same transaction from verify and from the transaction query (parity)", async () => {
@@ -436,9 +469,21 @@ describe("transactions", () => {
       const gql = await client.graphql(TransactionByReference, { reference: references[6]! });
       const t = gql.body.data!.transaction;
       if (t.__typename !== "Transaction") throw new Error("expected a transaction");
-      expect({ id: t.databaseId, reference: t.reference, amount: t.amount, status: t.status, payment_method: t.paymentMethod, created_at: t.createdAt }).toEqual(
-        rest.body.transaction,
-      );
+      expect({
+        id: t.databaseId,
+        reference: t.reference,
+        amount: t.amount,
+        status: t.status,
+        created_at: t.createdAt,
+        payment_method: t.paymentMethod,
+        currency: t.currency,
+        client_reference: t.clientReference,
+        provider_reference: t.providerReference,
+        failure_code: t.failureCode,
+        failure_reason: t.failureReason,
+        metadata: t.metadata ?? null,
+      }).toEqual(rest.body.transaction);
+      expect(rest.body.transaction.provider_reference).toMatch(/^sbx_/);
     });
 
     it("pages with Relay cursors and totalCount", async () => {

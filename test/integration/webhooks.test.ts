@@ -36,6 +36,7 @@ const DATA_KEYS = [
   "provider_reference",
   "failure_code",
   "failure_reason",
+  "metadata",
   "created_at",
   "completed_at",
 ];
@@ -430,6 +431,7 @@ describe("delivery", () => {
       provider_reference: expect.any(String),
       failure_code: null,
       failure_reason: null,
+      metadata: null,
       created_at: expect.stringMatching(ISO_MS),
       completed_at: expect.stringMatching(ISO_MS),
     });
@@ -446,6 +448,7 @@ describe("delivery", () => {
       provider_reference: null,
       failure_code: "card_declined",
       failure_reason: expect.any(String),
+      metadata: null,
       created_at: expect.stringMatching(ISO_MS),
       completed_at: null,
     });
@@ -464,6 +467,7 @@ describe("delivery", () => {
       provider_reference: null,
       failure_code: null,
       failure_reason: null,
+      metadata: null,
       created_at: stk.created_at,
       completed_at: null,
     });

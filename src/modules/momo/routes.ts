@@ -1,6 +1,7 @@
 import { intField, required, stringField } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
-import { failureOf } from "../transactions/routes.ts";
+import { NotFoundError } from "../../errors.ts";
+import { outcomeOf, type OutcomeFields } from "../transactions/routes.ts";
 import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
@@ -50,6 +51,24 @@ const stkBody = body(
 
 type StkPushData = { startStkPush: { customerMessage: string; transaction: MomoTransaction } };
 
+type StkStatusData = { stkStatus: MomoTransaction & OutcomeFields & { completedAt: string | null } };
+
+const stkStatusOperation = (name: string) => `query ${name}($reference: String!) {
+  stkStatus(reference: $reference) {
+    __typename
+    ... on Error { code message }
+    ... on Transaction { ${transactionFields} providerReference failureCode failureReason completedAt }
+  }
+}`;
+
+const outcomeSchema = {
+  currency: str("ISO 4217"),
+  client_reference: nullable(str("Your own reference (AccountReference), when you sent one")),
+  provider_reference: nullable(str("The M-Pesa receipt (MpesaReceiptNumber) once paid")),
+  failure_code: nullable(str("The provider's code, when failed (M-Pesa ResultCode, e.g. 1032)")),
+  failure_reason: nullable(str("The provider's words, when failed")),
+};
+
 export const momoRoutes: RestRoute[] = [
   defineRoute<StkPushData>({
     method: "POST",
@@ -84,28 +103,29 @@ export const momoRoutes: RestRoute[] = [
     }),
   }),
 
-  defineRoute<{ stkStatus: MomoTransaction & { failureCode: string | null; failureReason: string | null } }>({
+  defineRoute<StkStatusData>({
     method: "GET",
     path: "/api/momo/stk-status/:reference",
     doc: {
       operationId: "stkStatus",
       summary: "An STK push's status (asks M-Pesa when still pending)",
+      description: "Beyond the published fields: currency, client_reference, provider_reference (the M-Pesa receipt once paid), failure_code and failure_reason (null unless failed).",
       tag: "Mobile money",
       response: envelope({
-        transaction: obj(
-          { id: int(), reference: str(), amount: schemas.amount, phone_number: nullable(str()), status: schemas.transactionStatus, payment_method: nullable(str()), created_at: dateTime(), ...schemas.failure },
-          { optional: ["failure_code", "failure_reason"] },
-        ),
+        transaction: obj({
+          id: int(),
+          reference: str(),
+          amount: schemas.amount,
+          phone_number: nullable(str()),
+          status: schemas.transactionStatus,
+          payment_method: nullable(str()),
+          created_at: dateTime(),
+          ...outcomeSchema,
+        }),
       }),
       errors: [404, 414],
     },
-    operation: `query RestStkStatus($reference: String!) {
-      stkStatus(reference: $reference) {
-        __typename
-        ... on Error { code message }
-        ... on Transaction { ${transactionFields} failureCode failureReason }
-      }
-    }`,
+    operation: stkStatusOperation("RestStkStatus"),
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ stkStatus: t }) => ({
       body: {
@@ -118,10 +138,68 @@ export const momoRoutes: RestRoute[] = [
           status: t.status,
           payment_method: t.paymentMethod,
           created_at: t.createdAt,
-          ...failureOf(t),
+          ...outcomeOf(t),
         },
       },
     }),
+  }),
+
+  /** The v1 read of one STK collection: what stk-status gives, in the v1 envelope; anything but an STK push is a 404. */
+  defineRoute<StkStatusData>({
+    method: "GET",
+    path: "/v1/collections/stk/:reference",
+    doc: {
+      operationId: "getStkCollection",
+      summary: "One STK collection by its reference (the v1 shape of stk-status)",
+      description: "Only STK push transactions: another merchant's, the other mode's, or a transaction that is not an STK push is a 404.",
+      tag: "Mobile money",
+      response: envelope({
+        data: obj({
+          id: int(),
+          reference: str(),
+          client_reference: nullable(str()),
+          amount: schemas.amount,
+          currency: str(),
+          phone_number: nullable(str()),
+          status: schemas.transactionStatus,
+          payment_method: nullable(str()),
+          checkout_request_id: nullable(str()),
+          provider_reference: nullable(str("The M-Pesa receipt once paid")),
+          failure_code: nullable(str("The M-Pesa ResultCode when failed, e.g. 1032")),
+          failure_reason: nullable(str()),
+          created_at: dateTime(),
+          completed_at: nullable(dateTime()),
+        }),
+      }),
+      errors: [404, 414],
+    },
+    operation: stkStatusOperation("V1StkCollection"),
+    variables: ({ params }) => ({ reference: params.reference }),
+    respond: ({ stkStatus: t }) => {
+      // Same answer as an unknown reference: a card payment's reference tells nothing more here.
+      if (t.paymentMethod !== "momo_stk") throw new NotFoundError("Transaction");
+      return {
+        body: {
+          status: "success",
+          data: {
+            id: t.databaseId,
+            reference: t.reference,
+            client_reference: t.clientReference,
+            amount: t.amount,
+            currency: t.currency,
+            phone_number: t.phoneNumber,
+            status: t.status,
+            payment_method: t.paymentMethod,
+            checkout_request_id: t.checkoutRequestId,
+            provider_reference: t.providerReference,
+            failure_code: t.failureCode,
+            failure_reason: t.failureReason,
+            created_at: t.createdAt,
+            completed_at: t.completedAt,
+          },
+        },
+      };
+    },
   }),
 
   defineRoute<{ registerC2bUrls: { confirmationUrl: string; validationUrl: string } }>({

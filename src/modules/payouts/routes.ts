@@ -1,8 +1,9 @@
 import { ValidationError } from "../../errors.ts";
-import { intField, required, stringField } from "../../rest/params.ts";
+import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
+import { parseStatus } from "../../filters.ts";
 import { payoutCommands } from "./service.ts";
 import { defineRoute } from "../../rest/route-table.ts";
-import { body, envelope, int, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { body, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 
 /** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
 interface PayoutData {
@@ -94,6 +95,44 @@ export const payoutRoutes = [
       },
     }),
     respond: ({ createPayout }) => ({ statusCode: 201, body: { status: "success", data: toV1Payout(createPayout) } }),
+  }),
+  /** The paged list in the same envelope as /api/transactions/list: data, total, page, limit, pages. */
+  defineRoute<{ payoutsPage: { items: PayoutData[]; total: number; page: number; limit: number; pages: number } }>({
+    method: "GET",
+    path: "/v1/payouts",
+    doc: {
+      operationId: "listPayouts",
+      summary: "The merchant's payouts, newest first, by page",
+      tag: "Payouts",
+      query: {
+        page: { description: "From 1", schema: int(undefined, { minimum: 1 }) },
+        limit: { description: "1 to 100 (default 20)", schema: int(undefined, { minimum: 1, maximum: 100 }) },
+        status: { description: "pending, completed or failed", schema: schemas.transactionStatus },
+        date_from: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+        date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+      },
+      response: envelope({ data: list(schemas.payout), ...schemas.page }),
+    },
+    operation: `query V1ListPayouts($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
+      payoutsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
+        __typename
+        ... on Error { code message }
+        ... on PayoutPage { total page limit pages items { ${payoutFields} } }
+      }
+    }`,
+    variables: ({ query }) => {
+      const status = stringParam(query, "status");
+      return {
+        page: intParam(query, "page"),
+        limit: intParam(query, "limit"),
+        status: status === undefined ? undefined : parseStatus(status),
+        dateFrom: stringParam(query, "date_from"),
+        dateTo: stringParam(query, "date_to"),
+      };
+    },
+    respond: ({ payoutsPage: p }) => ({
+      body: { status: "success", data: p.items.map(toV1Payout), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
+    }),
   }),
   defineRoute<{ payout: PayoutData }>({
     method: "GET",

@@ -2,6 +2,7 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import type { Principal } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
+import { offsetPageType } from "../../graphql/offset-page.ts";
 import { sharedExecution } from "../../graphql/fanout.ts";
 import { ValidationError } from "../../errors.ts";
 import { toMsisdn } from "../../phone.ts";
@@ -42,6 +43,8 @@ export const Payout = builder.prismaNode("Payout", {
     completedAt: t.expose("completedAt", { type: "DateTime", nullable: true }),
   }),
 });
+
+const PayoutPage = offsetPageType("PayoutPage", Payout);
 
 /** The payout as of the event, from its snapshot (no follow-up query). */
 const PayoutSnapshotType = builder.objectRef<PayoutSnapshot>("PayoutSnapshot").implement({
@@ -97,6 +100,18 @@ builder.queryFields((t) => {
         if (!key) throw new ValidationError("id", "give id or reference");
         return ctx.services.payouts.getPayout(ctx.principal!, key, queryFromInfo({ context: ctx, info, typeName: "Payout" }) as object) as never;
       },
+    }),
+    payoutsPage: t.field({
+      type: PayoutPage,
+      description: "Newest first, by page number, with totals (the shape of GET /v1/payouts).",
+      errors: { types: businessErrors },
+      args: {
+        ...statusDateArgs(t),
+        page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
+        limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
+      },
+      resolve: (_root, args, ctx, info) =>
+        ctx.services.payouts.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
     }),
     payouts: t.prismaConnection({
       type: "Payout",

@@ -8,6 +8,7 @@ import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.
 import { enqueueJobs, type JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
+import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ProviderName } from "../../providers/registry.ts";
@@ -304,6 +305,21 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
     payoutWhere(principal: Principal, filters: StatusDateFilters): Prisma.PayoutWhereInput {
       return statusDateWhere(principal, filters);
+    },
+
+    /** One page, newest first, with totals (GET /v1/payouts); the (merchant, mode, created_at) indexes serve it. */
+    async listPage(
+      principal: Principal,
+      input: StatusDateFilters & { page?: number | null; limit?: number | null },
+      query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {},
+    ): Promise<Page<Payout>> {
+      const where = statusDateWhere(principal, input);
+      const paging = resolvePaging(input);
+      const [items, total] = await Promise.all([
+        prisma.payout.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
+        prisma.payout.count({ where }),
+      ]);
+      return toPage(items as Payout[], total, paging);
     },
 
     /** The latest settling event of a payout, as subscribers receive it. */

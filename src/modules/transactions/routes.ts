@@ -19,14 +19,28 @@ const summary = (t: TransactionFields) => ({
   created_at: t.createdAt,
 });
 
-export interface FailureFields {
-  status: string;
+/** What the gateway learnt of a payment beyond the published fields: currency, references, the provider's verdict. */
+export interface OutcomeFields {
+  currency: string;
+  clientReference: string | null;
+  providerReference: string | null;
   failureCode: string | null;
   failureReason: string | null;
 }
 
-/** Why a failed payment failed (the provider's code and words); the documented fields alone otherwise. */
-export const failureOf = (t: FailureFields) => (t.status === "failed" ? { failure_code: t.failureCode, failure_reason: t.failureReason } : {});
+export const outcomeFieldsSelection = "currency clientReference providerReference failureCode failureReason";
+
+/** Added after the published fields (legacy clients ignore extra keys): always present, null when unknown. */
+export const outcomeOf = (t: OutcomeFields) => ({
+  currency: t.currency,
+  client_reference: t.clientReference,
+  provider_reference: t.providerReference,
+  failure_code: t.failureCode,
+  failure_reason: t.failureReason,
+});
+
+type ListedTransaction = TransactionFields & OutcomeFields & { paymentMethod: string | null };
+const listItem = (t: ListedTransaction) => ({ ...summary(t), payment_method: t.paymentMethod, ...outcomeOf(t) });
 
 export const transactionRoutes = [
   defineRoute<{
@@ -49,6 +63,8 @@ export const transactionRoutes = [
           last_name: str(),
           phone: str("E.164 with a leading +"),
           callback_url: str("http(s) URL the payer returns to after paying, with ?trxref=&reference= appended"),
+          reference: str("Your own reference (at most 100 characters), kept as client_reference; the gateway still assigns `reference`. Need not be unique", { maxLength: 100 }),
+          metadata: { type: "object", description: "A JSON object of yours, at most 8 KB serialized; echoed by verify, GraphQL and webhooks" },
         },
         ["amount", "email"],
       ),
@@ -82,6 +98,9 @@ export const transactionRoutes = [
         lastName: stringField(body, "last_name"),
         phone: stringField(body, "phone"),
         callbackUrl: stringField(body, "callback_url"),
+        reference: stringField(body, "reference"),
+        // Passed as sent: the service refuses what is not an object of at most 8 KB, naming `metadata`.
+        metadata: body.metadata ?? undefined,
       },
     }),
     respond: ({ initializeTransaction: r }) => ({
@@ -96,18 +115,18 @@ export const transactionRoutes = [
     }),
   }),
 
-  defineRoute<{ transaction: TransactionFields & { paymentMethod: string | null } & FailureFields }>({
+  defineRoute<{ transaction: ListedTransaction & { metadata: unknown } }>({
     method: "GET",
     path: "/api/transactions/verify/:reference",
     doc: {
       operationId: "verifyTransaction",
       summary: "One transaction's status",
       description:
-        'The body carries "status" twice, as published: "success" first and the transaction\'s status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. failure_code and failure_reason are present when the transaction failed.',
+        'The body carries "status" twice, as published: "success" first and the transaction\'s status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. Beyond the published fields: currency, client_reference, provider_reference (the provider\'s receipt), failure_code and failure_reason (null unless failed) and metadata.',
       tag: "Transactions",
       response: obj({
         status: schemas.transactionStatus,
-        transaction: obj({ ...schemas.transactionSummary.properties as Record<string, Record<string, unknown>>, payment_method: nullable(str("card, momo_stk or momo_c2b")), ...schemas.failure }, { optional: ["failure_code", "failure_reason"] }),
+        transaction: obj({ ...schemas.transactionListItem.properties as Record<string, Record<string, unknown>>, metadata: schemas.metadata }),
       }),
       errors: [404, 414],
     },
@@ -115,12 +134,12 @@ export const transactionRoutes = [
       transaction(reference: $reference) {
         __typename
         ... on Error { code message }
-        ... on Transaction { databaseId reference amount status paymentMethod createdAt failureCode failureReason }
+        ... on Transaction { databaseId reference amount status paymentMethod createdAt ${outcomeFieldsSelection} metadata }
       }
     }`,
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ transaction: t }) => {
-      const transaction = { ...summary(t), payment_method: t.paymentMethod, ...failureOf(t) };
+      const transaction = { ...listItem(t), metadata: t.metadata };
       // The documented body repeats "status": "success" first, the transaction status last, so a legacy
       // client's JSON parser (last key wins) reads the transaction status. JSON.stringify cannot emit
       // a duplicate key, hence the hand-built text.
@@ -130,7 +149,7 @@ export const transactionRoutes = [
     },
   }),
 
-  defineRoute<{ transactionsPage: { items: TransactionFields[]; total: number; page: number; limit: number; pages: number } }>({
+  defineRoute<{ transactionsPage: { items: ListedTransaction[]; total: number; page: number; limit: number; pages: number } }>({
     method: "GET",
     path: "/api/transactions/list",
     doc: {
@@ -143,16 +162,21 @@ export const transactionRoutes = [
         status: { description: "pending, completed or failed", schema: schemas.transactionStatus },
         date_from: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
         date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+        search: {
+          description:
+            "Exact match (not a substring) on reference, client_reference, provider_reference (e.g. the M-Pesa receipt), the payer's e-mail (any case) or phone (+254..., 254... or 07...); at most 100 characters",
+          schema: str(undefined, { maxLength: 100 }),
+        },
       },
-      response: envelope({ data: list(schemas.transactionSummary), ...schemas.page }),
+      response: envelope({ data: list(schemas.transactionListItem), ...schemas.page }),
     },
-    operation: `query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
-      transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
+    operation: `query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
+      transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
         __typename
         ... on Error { code message }
         ... on TransactionPage {
           total page limit pages
-          items { databaseId reference amount status createdAt }
+          items { databaseId reference amount status paymentMethod createdAt ${outcomeFieldsSelection} }
         }
       }
     }`,
@@ -164,10 +188,11 @@ export const transactionRoutes = [
         status: status === undefined ? undefined : parseStatus(status),
         dateFrom: stringParam(query, "date_from"),
         dateTo: stringParam(query, "date_to"),
+        search: stringParam(query, "search"),
       };
     },
     respond: ({ transactionsPage: p }) => ({
-      body: { status: "success", data: p.items.map(summary), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
+      body: { status: "success", data: p.items.map(listItem), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
     }),
   }),
 ];

@@ -11,7 +11,7 @@ export const TRANSACTION_COLUMNS = `id, merchant_id AS "merchantId", mode, refer
   client_reference AS "clientReference", checkout_request_id AS "checkoutRequestId", provider_reference AS "providerReference",
   failure_code AS "failureCode", failure_reason AS "failureReason", channel_id AS "channelId", customer_id AS "customerId",
   created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt", charge_started_at AS "chargeStartedAt",
-  provider_access_code AS "providerAccessCode", provider_checkout_url AS "providerCheckoutUrl", callback_url AS "callbackUrl"`;
+  provider_access_code AS "providerAccessCode", provider_checkout_url AS "providerCheckoutUrl", callback_url AS "callbackUrl", metadata`;
 
 /** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
 export type TransactionRow = Omit<Transaction, "amount" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
@@ -43,9 +43,13 @@ export function transactionFromRow(row: TransactionRow): Transaction {
  * One fixed set rather than one per GraphQL selection, so the statements prepared per connection stay few.
  */
 export const TRANSACTION_SUMMARY_COLUMNS = `id, reference, amount::text AS amount, currency, status, payment_method AS "paymentMethod",
-  email, created_at AS "createdAt"`;
+  email, client_reference AS "clientReference", provider_reference AS "providerReference", failure_code AS "failureCode",
+  failure_reason AS "failureReason", created_at AS "createdAt"`;
 
-export type TransactionSummaryRow = Pick<TransactionRow, "id" | "reference" | "amount" | "currency" | "status" | "paymentMethod" | "email" | "createdAt">;
+export type TransactionSummaryRow = Pick<
+  TransactionRow,
+  "id" | "reference" | "amount" | "currency" | "status" | "paymentMethod" | "email" | "clientReference" | "providerReference" | "failureCode" | "failureReason" | "createdAt"
+>;
 
 /**
  * A summary row as the model, with only the summary fields set: for a GraphQL selection that reads no
@@ -66,6 +70,7 @@ const SCALAR_FIELDS = new Set([
   "id", "merchantId", "mode", "reference", "accessCode", "amount", "currency", "status", "paymentMethod", "description", "email",
   "phoneNumber", "clientReference", "checkoutRequestId", "providerReference", "failureCode", "failureReason", "channelId",
   "customerId", "createdAt", "updatedAt", "completedAt", "chargeStartedAt", "providerAccessCode", "providerCheckoutUrl", "callbackUrl",
+  "metadata",
 ]);
 
 /** Whether a Pothos-derived Prisma query asks for nothing beyond the row's own columns. */

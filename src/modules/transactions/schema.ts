@@ -31,6 +31,11 @@ export const Transaction = builder.prismaNode("Transaction", {
     }),
     clientReference: t.exposeString("clientReference", { nullable: true, description: "The merchant's own reference, when it sent one." }),
     checkoutRequestId: t.exposeString("checkoutRequestId", { nullable: true }),
+    providerReference: t.exposeString("providerReference", {
+      nullable: true,
+      description: "The provider's receipt once paid: the M-Pesa receipt (MpesaReceiptNumber, or TransID for C2B), Paystack's transaction id, the sandbox's sbx_ id.",
+    }),
+    metadata: t.expose("metadata", { type: "JSON", nullable: true, description: "The JSON object sent with initialize, as sent; null when none was." }),
     failureCode: t.exposeString("failureCode", { nullable: true }),
     failureReason: t.exposeString("failureReason", { nullable: true }),
     authorizationUrl: t.string({
@@ -48,7 +53,10 @@ export const Transaction = builder.prismaNode("Transaction", {
 const TransactionPage = offsetPageType("TransactionPage", Transaction);
 
 /** Transaction fields that read only the summary columns (rows.ts): id and databaseId the id, authorizationUrl the reference. */
-const SUMMARY_FIELDS = new Set(["__typename", "id", "databaseId", "reference", "amount", "currency", "status", "paymentMethod", "email", "createdAt", "authorizationUrl"]);
+const SUMMARY_FIELDS = new Set([
+  "__typename", "id", "databaseId", "reference", "amount", "currency", "status", "paymentMethod", "email", "clientReference",
+  "providerReference", "failureCode", "failureReason", "createdAt", "authorizationUrl",
+]);
 
 /** Whether the page's items select summary fields only, so the page can read only those columns. */
 function selectsSummaryOnly(info: GraphQLResolveInfo): boolean {
@@ -66,7 +74,13 @@ export function statusDateArgs(t: Parameters<Parameters<typeof builder.queryFiel
 }
 
 builder.queryFields((t) => {
-  const filterArgs = () => statusDateArgs(t);
+  const filterArgs = () => ({
+    ...statusDateArgs(t),
+    search: t.arg.string({
+      required: false,
+      description: "Exact match on the reference, your client reference, the provider's receipt, the payer's e-mail (any case) or phone (+254..., 254... or 07...).",
+    }),
+  });
   return {
   transaction: t.field({
     type: Transaction,
@@ -118,6 +132,8 @@ const InitializeTransactionInput = builder.inputType("InitializeTransactionInput
       required: false,
       description: "An http(s) URL of the merchant's: after paying, the payer is sent there with ?trxref=<reference>&reference=<reference>.",
     }),
+    reference: t.string({ required: false, description: "Your own reference (at most 100 characters), kept as clientReference; need not be unique." }),
+    metadata: t.field({ type: "JSON", required: false, description: "A JSON object of yours, at most 8 KB serialized, echoed by verify, transaction and webhooks." }),
   }),
 });
 

@@ -73,6 +73,49 @@ export interface InitializeInput {
   phone?: string | null;
   /** The merchant's page to send the payer back to after paying (Paystack's field). */
   callbackUrl?: string | null;
+  /** The merchant's own reference, kept as the client reference (the gateway's reference stays the key). */
+  reference?: string | null;
+  /** A JSON object of the merchant's, stored and echoed as sent. */
+  metadata?: unknown;
+}
+
+export const MAX_METADATA_BYTES = 8 * 1024;
+const MAX_METADATA_DEPTH = 10;
+/** A UTF-16 surrogate without its other half: JSON can carry it as an escape, PostgreSQL's jsonb refuses it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const METADATA_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
+
+/** Text jsonb cannot store (NUL, lone surrogates) or that has no place in a field; null when the value is fine. */
+function metadataProblem(value: unknown, depth: number): string | null {
+  if (typeof value === "string") {
+    if (METADATA_CONTROL.test(value)) return "must not contain control characters such as NUL (\\u0000)";
+    if (LONE_SURROGATE.test(value)) return "must not contain unpaired UTF-16 surrogates";
+    return null;
+  }
+  if (value === null || typeof value !== "object") return null;
+  if (depth > MAX_METADATA_DEPTH) return `must be nested at most ${MAX_METADATA_DEPTH} levels deep`;
+  const entries = Array.isArray(value) ? value.map((item) => ["", item] as const) : Object.entries(value);
+  for (const [key, item] of entries) {
+    const problem = metadataProblem(key, depth) ?? metadataProblem(item, depth + 1);
+    if (problem) return problem;
+  }
+  return null;
+}
+
+/**
+ * initialize's `metadata`: a JSON object (not an array or a scalar) of at most 8 KB serialized (UTF-8),
+ * returned as the object to store; null or absent is no metadata. Anything else is a 400 naming the field.
+ */
+export function parseMetadata(value: unknown): Record<string, unknown> | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError("metadata", "must be a JSON object");
+  const serialized = JSON.stringify(value);
+  if (Buffer.byteLength(serialized, "utf8") > MAX_METADATA_BYTES) {
+    throw new ValidationError("metadata", `must be at most ${MAX_METADATA_BYTES} bytes as JSON (${MAX_METADATA_BYTES / 1024} KB)`);
+  }
+  const problem = metadataProblem(value, 1);
+  if (problem) throw new ValidationError("metadata", problem);
+  return value as Record<string, unknown>;
 }
 
 /** An http(s) URL the payer's browser is sent to; no credentials in it, at most 2,048 characters. */
@@ -99,11 +142,54 @@ export function payerReturnUrl(callbackUrl: string, reference: string): string {
   return url.href;
 }
 
-export type TransactionFilters = StatusDateFilters;
+export type TransactionFilters = StatusDateFilters & {
+  /** One term matched exactly against the reference, client reference, provider receipt, e-mail or phone. */
+  search?: string | null;
+};
 
-/** Status and inclusive UTC date range as a Prisma filter, scoped to the caller's merchant and mode. */
+const MAX_SEARCH_LENGTH = 100;
+
+/** A search term as each column stores it; null for no search. */
+export interface TransactionSearch {
+  /** Compared as typed with reference, client_reference and provider_reference. */
+  text: string;
+  /** The e-mail as stored (lower-cased), when the term looks like one. */
+  email: string | null;
+  /** The phone as stored (E.164), when the term reads as one: +254..., 254... or a Kenyan 07.../01.... */
+  phone: string | null;
+}
+
+/**
+ * Exact matches only, so each branch of the OR is an index scan (the unique reference, and the
+ * (merchant, mode, column) indexes of the others); a substring search would read every row of the merchant.
+ */
+export function parseTransactionSearch(search: string | null | undefined): TransactionSearch | null {
+  const text = search?.trim();
+  if (!text) return null;
+  if (text.length > MAX_SEARCH_LENGTH) throw new ValidationError("search", `must be at most ${MAX_SEARCH_LENGTH} characters`);
+  const email = text.includes("@") ? text.toLowerCase() : null;
+  const compact = text.replace(/[\s-]/g, "");
+  let phone: string | null = null;
+  if (/^\+\d{8,15}$/.test(compact)) phone = compact;
+  else if (/^254\d{9}$/.test(compact)) phone = `+${compact}`;
+  else if (/^0[17]\d{8}$/.test(compact)) phone = `+254${compact.slice(1)}`;
+  return { text, email, phone };
+}
+
+/** Status, inclusive UTC date range and search as a Prisma filter, scoped to the caller's merchant and mode. */
 export function transactionWhere(principal: Principal, filters: TransactionFilters): Prisma.TransactionWhereInput {
-  return statusDateWhere(principal, filters);
+  const where: Prisma.TransactionWhereInput = statusDateWhere(principal, filters);
+  const search = parseTransactionSearch(filters.search);
+  if (search) {
+    where.OR = [
+      { reference: search.text },
+      { clientReference: search.text },
+      { providerReference: search.text },
+      ...(search.email ? [{ email: search.email }] : []),
+      ...(search.phone ? [{ phoneNumber: search.phone }] : []),
+    ];
+  }
+  return where;
 }
 
 /** Newest first; id breaks ties between rows created in the same millisecond. */
@@ -246,6 +332,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       lastName: string | null;
       channelId: number;
       callbackUrl: string | null;
+      clientReference: string | null;
+      metadata: Record<string, unknown> | null;
     },
   ): Promise<Transaction> {
     const [row] = await deps.sql.query<TransactionRow>(
@@ -258,9 +346,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
          RETURNING id
        )
        INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email,
-         phone_number, channel_id, customer_id, callback_url, updated_at)
+         phone_number, channel_id, customer_id, callback_url, client_reference, metadata, updated_at)
        VALUES ($1, $2::"Mode", $7, $8, $9::bigint, $10, 'pending', $11, $3, $6, $12,
-         COALESCE((SELECT id FROM existing), (SELECT id FROM created)), $13, now())
+         COALESCE((SELECT id FROM existing), (SELECT id FROM created)), $13, $14, $15::jsonb, now())
        RETURNING ${TRANSACTION_COLUMNS}`,
       [
         principal.merchantId,
@@ -276,6 +364,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         t.description,
         t.channelId,
         t.callbackUrl,
+        t.clientReference,
+        t.metadata === null ? null : JSON.stringify(t.metadata),
       ],
     );
     return transactionFromRow(row!);
@@ -291,13 +381,25 @@ export function createTransactionService(deps: TransactionServiceDeps) {
    * (the index in order, stopping at the limit). A page past the end is the one row of the count with
    * no transaction in it. A window count would read every matching row in full instead.
    */
-  async function transactionPage(where: ReturnType<typeof transactionWhere>, paging: Paging, summary: boolean): Promise<[Transaction[], number]> {
+  async function transactionPage(
+    where: ReturnType<typeof statusDateWhere>,
+    search: TransactionSearch | null,
+    paging: Paging,
+    summary: boolean,
+  ): Promise<[Transaction[], number]> {
     const params: unknown[] = [where.merchantId, where.mode];
     let filter = `merchant_id = $1 AND mode = $2::"Mode"`;
     if (where.status) filter += ` AND status = $${params.push(where.status)}::"TransactionStatus"`;
     const created = where.createdAt as { gte?: Date; lt?: Date } | undefined;
     if (created?.gte) filter += ` AND created_at >= $${params.push(created.gte)}`;
     if (created?.lt) filter += ` AND created_at < $${params.push(created.lt)}`;
+    if (search) {
+      const text = params.push(search.text);
+      const branches = [`reference = $${text}`, `client_reference = $${text}`, `provider_reference = $${text}`];
+      if (search.email) branches.push(`email = $${params.push(search.email)}`);
+      if (search.phone) branches.push(`phone_number = $${params.push(search.phone)}`);
+      filter += ` AND (${branches.join(" OR ")})`;
+    }
     // The offset as exact text: (page - 1) * limit can pass 2^53 for an absurd page, and PostgreSQL takes a bigint.
     const offset = String((BigInt(paging.page) - 1n) * BigInt(paging.limit));
     const limit = params.push(paging.limit);
@@ -491,6 +593,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const lastName = optionalText(input.lastName, "last_name", 100);
       const description = optionalText(input.description, "description", 500);
       const callbackUrl = parseCallbackUrl(input.callbackUrl);
+      // Kept as STK push keeps its reference: the merchant's own, not unique; the gateway's reference stays the key.
+      const clientReference = optionalText(input.reference, "reference", 100);
+      const metadata = parseMetadata(input.metadata);
       const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, input.paymentChannelId);
       const connector = connectorOf(connectors, channel);
       if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
@@ -498,7 +603,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const hosted = connector.hosted;
       hosted?.checkPayment({ amount, currency });
 
-      const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl };
+      const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl, clientReference, metadata };
       if (!hosted && !inIdempotencyScope()) {
         // The common case, in one statement: the payer's customer (found or created) and the row.
         const transaction = await insertCheckoutTransaction(principal, fields);
@@ -519,6 +624,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         channelId: channel.id,
         customerId: customer.id,
         callbackUrl,
+        clientReference,
+        ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }),
       };
       if (hosted) {
         // Row and its verification job first, then the provider: whatever happens at Paystack is found again.
@@ -697,7 +804,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const where = transactionWhere(principal, input);
       const paging = resolvePaging(input);
       if (selectsColumnsOnly(query)) {
-        const [items, total] = await transactionPage(where, paging, options.summary ?? false);
+        const [items, total] = await transactionPage(statusDateWhere(principal, input), parseTransactionSearch(input.search), paging, options.summary ?? false);
         return toPage(items, total, paging);
       }
       const [items, total] = await Promise.all([

@@ -48,6 +48,7 @@ export function transactionSnapshot(t: Transaction) {
     failure_reason: t.failureReason,
     channel_id: t.channelId,
     customer_id: t.customerId,
+    metadata: t.metadata,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
     completed_at: t.completedAt?.toISOString() ?? null,
@@ -77,7 +78,7 @@ const SNAPSHOT_SQL = `jsonb_build_object(
   'payment_method', t.payment_method, 'description', t.description, 'email', t.email, 'phone_number', t.phone_number,
   'client_reference', t.client_reference, 'checkout_request_id', t.checkout_request_id,
   'provider_reference', t.provider_reference, 'failure_code', t.failure_code, 'failure_reason', t.failure_reason,
-  'channel_id', t.channel_id, 'customer_id', t.customer_id,
+  'channel_id', t.channel_id, 'customer_id', t.customer_id, 'metadata', t.metadata,
   'created_at', ${utc("created_at")}, 'updated_at', ${utc("updated_at")}, 'completed_at', ${utc("completed_at")})`;
 
 const statements = new Map<string, string>();

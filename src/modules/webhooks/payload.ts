@@ -20,6 +20,8 @@ export function transactionWebhookData(t: TransactionSnapshot) {
     provider_reference: t.provider_reference,
     failure_code: t.failure_code,
     failure_reason: t.failure_reason,
+    // Events recorded before metadata existed have no key: null, as for a payment sent without it.
+    metadata: t.metadata ?? null,
     created_at: t.created_at,
     completed_at: t.completed_at,
   };

@@ -15,7 +15,7 @@ const QUERY = `query DashboardTransaction($reference: String!) {
     __typename
     ... on Error { code message }
     ... on Transaction {
-      ${TRANSACTION_FIELDS} databaseId description clientReference phoneNumber failureCode failureReason completedAt updatedAt
+      ${TRANSACTION_FIELDS} databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
       events { id type occurredAt }
     }
   }
@@ -26,6 +26,7 @@ interface Detail extends Transaction {
   databaseId: number;
   description: string | null;
   clientReference: string | null;
+  providerReference: string | null;
   phoneNumber: string | null;
   failureCode: string | null;
   failureReason: string | null;
@@ -81,6 +82,8 @@ export function TransactionDetail({ reference, session }: { reference: string; s
     ["Phone", transaction.phoneNumber ?? "—"],
     ["Description", transaction.description ?? "—"],
     ["Your reference", transaction.clientReference ?? "—"],
+    // The provider's receipt (M-Pesa receipt, Paystack id): what a payer quotes when asking about a payment.
+    ["Provider reference", transaction.providerReference ? <span class="mono">{transaction.providerReference}</span> : "—"],
     ["Created", formatDate(transaction.createdAt)],
     ["Completed", formatDate(transaction.completedAt)],
   ];

@@ -7,8 +7,8 @@ import { Badge, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, useQuery 
 import { TRANSACTION_FIELDS, type Status, type Transaction } from "./transaction-fields.ts";
 
 const PAGE_SIZE = 20;
-const QUERY = `query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
-  transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
+const QUERY = `query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
+  transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
     totalCount pageInfo { hasNextPage endCursor } edges { node { ${TRANSACTION_FIELDS} } }
   }
 }`;
@@ -20,6 +20,8 @@ interface Filters {
   status: Status | "";
   dateFrom: string;
   dateTo: string;
+  /** Exact reference, client reference, receipt, e-mail or phone (the API's `search`). */
+  search: string;
 }
 
 const METHODS: Record<string, string> = { card: "Card", momo_stk: "M-Pesa STK", momo_c2b: "M-Pesa C2B" };
@@ -28,15 +30,17 @@ export const methodLabel = (method: string | null) => (method ? (METHODS[method]
 /** Whether a transaction arriving live belongs in the table as currently filtered. */
 function matches(transaction: Transaction, filters: Filters): boolean {
   const day = transaction.createdAt.slice(0, 10);
+  // A search is answered by the server; a new arrival is left to the next load rather than guessed at here.
+  if (filters.search.trim()) return false;
   return (!filters.status || transaction.status === filters.status) && (!filters.dateFrom || day >= filters.dateFrom) && (!filters.dateTo || day <= filters.dateTo);
 }
 
 export function Transactions({ mode }: { mode: Mode }) {
-  const [filters, setFilters] = useState<Filters>({ status: "", dateFrom: "", dateTo: "" });
+  const [filters, setFilters] = useState<Filters>({ status: "", dateFrom: "", dateTo: "", search: "" });
   // Cursors of the pages before this one (Relay paging forward; "Previous" pops).
   const [cursors, setCursors] = useState<(string | null)[]>([]);
   const after = cursors.length ? cursors[cursors.length - 1] : null;
-  const variables = { first: PAGE_SIZE, after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null };
+  const variables = { first: PAGE_SIZE, after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null, search: filters.search.trim() || null };
   const { data, error, loading, reload, setData } = useQuery<Connection>(QUERY, variables);
   const [fresh, setFresh] = useState<Set<string>>(new Set());
   const firstPage = cursors.length === 0;
@@ -66,7 +70,7 @@ export function Transactions({ mode }: { mode: Mode }) {
     setFilters({ ...filters, [name]: value });
     setCursors([]);
   };
-  const filtered = Boolean(filters.status || filters.dateFrom || filters.dateTo);
+  const filtered = Boolean(filters.status || filters.dateFrom || filters.dateTo || filters.search.trim());
   const connection = data?.transactions;
   const rows = connection?.edges.map((edge) => edge.node) ?? [];
   const noPaymentsYet = connection !== undefined && rows.length === 0 && !filtered && firstPage;
@@ -76,6 +80,17 @@ export function Transactions({ mode }: { mode: Mode }) {
       <PageHeader title="Transactions" />
       {!noPaymentsYet && (
         <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filter transactions">
+          <div class="field grow">
+            <label for="filter-search">Search</label>
+            <input
+              id="filter-search"
+              type="search"
+              maxLength={100}
+              placeholder="Reference, receipt, e-mail or phone"
+              value={filters.search}
+              onChange={(e) => setFilter("search", e.currentTarget.value)}
+            />
+          </div>
           <div class="field status-field">
             <label for="filter-status">Status</label>
             <select id="filter-status" value={filters.status} onChange={(e) => setFilter("status", e.currentTarget.value)}>
@@ -94,7 +109,7 @@ export function Transactions({ mode }: { mode: Mode }) {
             <input id="filter-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
           </div>
           {filtered && (
-            <button type="button" class="secondary" onClick={() => (setFilters({ status: "", dateFrom: "", dateTo: "" }), setCursors([]))}>
+            <button type="button" class="secondary" onClick={() => (setFilters({ status: "", dateFrom: "", dateTo: "", search: "" }), setCursors([]))}>
               Clear filters
             </button>
           )}
