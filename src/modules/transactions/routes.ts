@@ -2,6 +2,7 @@ import { defineRoute } from "../../rest/route-table.ts";
 import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
 import { parseStatus } from "../../filters.ts";
 import { body, envelope, int, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
+import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 interface TransactionFields {
   databaseId: number;
@@ -47,7 +48,7 @@ export const transactionRoutes = [
           description: str(),
           first_name: str(),
           last_name: str(),
-          phone: str("E.164 with a leading +"),
+          phone: str(PHONE_INPUT_DESCRIPTION),
           callback_url: str("http(s) URL the payer returns to after paying, with ?trxref=&reference= appended"),
         },
         ["amount", "email"],

@@ -1,5 +1,6 @@
 import { ValidationError } from "../../errors.ts";
 import { currencies, isKnownCurrency } from "../../money.ts";
+import { kenyanMobileOrNull, toMsisdn } from "../../phone.ts";
 import type { C2bPayment, CollectionCallback, PayoutResult } from "../types.ts";
 
 /**
@@ -100,7 +101,7 @@ export function parseC2bBody(body: unknown): C2bPayment {
     transId,
     amount,
     // MSISDN may be masked ("2547 ***** 126") or hashed: keep it only when it is a plain number.
-    phoneNumber: msisdn && /^254\d{9}$/.test(msisdn) ? msisdn : null,
+    phoneNumber: toMsisdn(kenyanMobileOrNull(msisdn)),
     billRef: text(body.BillRefNumber) ?? "",
     shortcode: text(body.BusinessShortCode) ?? "",
   };
