@@ -155,6 +155,16 @@ function refuseMalformedGraphqlGet(request: FastifyRequest): string | null {
   return null;
 }
 
+/** An Accept header without its multipart/* entries: "" when nothing else was listed, undefined when there was none. */
+function withoutMultipart(accept: string | undefined): string | undefined {
+  if (!accept || !/multipart\//i.test(accept)) return accept;
+  return accept
+    .split(",")
+    .filter((entry) => !/^\s*multipart\//i.test(entry))
+    .join(",")
+    .trim();
+}
+
 function isGraphiqlPageRequest(request: FastifyRequest): boolean {
   return request.method === "GET" && (request.headers.accept ?? "").includes("text/html");
 }
@@ -319,6 +329,11 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const handleGraphql = async (req: FastifyRequest, reply: FastifyReply) => {
     const refused = refuseMalformedGraphqlGet(req);
     if (refused) return reply.code(400).type("application/json; charset=utf-8").send(refused);
+    // GraphQL answers JSON, or SSE for subscriptions: yoga's multipart/mixed (incremental delivery) is not
+    // offered, so its errors never come back in a format clients of this API do not read.
+    const accept = withoutMultipart(req.headers.accept);
+    if (accept === "") return sendError(reply, new GatewayError("not_acceptable"));
+    if (accept !== undefined) req.headers.accept = accept;
     const response = await runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply }));
     // yoga answers an Accept it cannot serve with an empty 406; say why, in the envelope.
     if (response.status === 406) return sendError(reply, new GatewayError("not_acceptable"));

@@ -535,7 +535,7 @@ export interface operations {
                     description?: string;
                     first_name?: string;
                     last_name?: string;
-                    /** @description E.164 with a leading + */
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX, or any international number with its leading +; stored as E.164 (+254...). */
                     phone?: string;
                     /** @description http(s) URL the payer returns to after paying, with ?trxref=&reference= appended */
                     callback_url?: string;
@@ -958,7 +958,7 @@ export interface operations {
                 "application/json": {
                     /** @description Whole shillings in minor units (KES 15.00 is 1500) */
                     amount: number;
-                    /** @description 2547XXXXXXXX or +2547XXXXXXXX */
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX; answered as 2547XXXXXXXX. */
                     phone_number: string;
                     /** @description Default: the merchant's default channel */
                     payment_channel_id?: number;
@@ -1522,6 +1522,7 @@ export interface operations {
                 "application/json": {
                     payment_channel_id?: number;
                     amount: number;
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX; answered as 2547XXXXXXXX. */
                     phone_number: string;
                     /** @description The bill reference the payer types */
                     reference: string;
@@ -1669,7 +1670,7 @@ export interface operations {
                 "application/json": {
                     /** @description Whole shillings in minor units (KES 15.00 is 1500) */
                     amount: number;
-                    /** @description 2547XXXXXXXX or +2547XXXXXXXX */
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX; answered as 2547XXXXXXXX. */
                     phone_number: string;
                     /** @description Default: the merchant's default channel */
                     payment_channel_id?: number;
@@ -2069,7 +2070,7 @@ export interface operations {
                     email: string;
                     first_name?: string;
                     last_name?: string;
-                    /** @description E.164 with a leading + */
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX, or any international number with its leading +; stored as E.164 (+254...). */
                     phone?: string;
                 };
             };
@@ -2667,6 +2668,7 @@ export interface operations {
             content: {
                 "application/json": {
                     amount: number;
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX; answered as 2547XXXXXXXX. */
                     phone_number: string;
                     currency?: string;
                     payment_channel_id?: number;

@@ -28,7 +28,7 @@ export function graphqlHardening(options: Config["graphql"]): Plugin[] {
     }) as Plugin,
   ];
   if (!options.introspection) plugins.push(disableIntrospection());
-  plugins.push(scrubEchoedValues(), refuseUnsafeText());
+  plugins.push(scrubEchoedValues(), refuseUnsafeText(), nameLoneSurrogateLiterals());
   return plugins;
 }
 
@@ -114,6 +114,30 @@ export function refuseUnsafeText(): Plugin {
     onSubscribe({ args, setResultAndStopExecution }) {
       const result = refusal(args);
       if (result) setResultAndStopExecution(result);
+    },
+  };
+}
+
+/** A lone surrogate written in a string literal, as graphql-js's lexer reports it (an escape, or the raw code unit). */
+const LONE_SURROGATE_SYNTAX_ERROR = /^Syntax Error: (Invalid Unicode escape sequence: "\\u(\{0*)?[dD][89a-fA-F][0-9a-fA-F]{2}|Invalid character within String: U\+D[89A-F])/;
+
+/**
+ * graphql-js refuses a lone surrogate in a string literal while lexing, as a syntax error naming only a
+ * position; refuseUnsafeText never sees the literal. This names the argument or input field the literal
+ * belongs to, with the same code and words as a lone surrogate in a variable.
+ */
+function nameLoneSurrogateLiterals(): Plugin {
+  return {
+    onParse() {
+      return ({ result, replaceParseResult }) => {
+        if (!(result instanceof GraphQLError) || !LONE_SURROGATE_SYNTAX_ERROR.test(result.message)) return;
+        const body = result.source?.body ?? "";
+        const at = result.positions?.[0] ?? body.length;
+        // The name before the open string literal the error is in: `reference: "...<here>`.
+        const owner = /([_A-Za-z][_0-9A-Za-z]*)\s*:\s*"(?:[^"\\]|\\.)*$/.exec(body.slice(0, at))?.[1] ?? "query";
+        const refusal = unsafeTextIn("\ud800", owner)!;
+        replaceParseResult(new GraphQLError(refusal.message, { extensions: { code: refusal.code } }));
+      };
     },
   };
 }

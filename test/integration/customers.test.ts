@@ -57,7 +57,7 @@ const CustomersCreate = graphql(`
 `);
 
 const isoMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const phoneProblem = "must be an international phone number with a leading +, e.g. +254712345678";
+const phoneProblem = "must be a Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX, or an international number with its leading +, e.g. +447911123456";
 const validationEnvelope = (message: string) => ({ status: "error", message, code: "validation_failed" });
 
 interface LegacyCustomer {
@@ -130,8 +130,8 @@ describe("customers", () => {
       ["a last name over 100 characters", { email: "a@example.com", last_name: "x".repeat(101) }, "last_name: must be at most 100 characters"],
       ["an array first name", { email: "a@example.com", first_name: ["A"] }, "first_name: must be a string"],
       ["a boolean last name", { email: "a@example.com", last_name: true }, "last_name: must be a string"],
-      ["a phone without +", { email: "a@example.com", phone: "0712345678" }, `phone: ${phoneProblem}`],
-      ["a phone without + but with a country code", { email: "a@example.com", phone: "254712345678" }, `phone: ${phoneProblem}`],
+      ["a foreign phone without +", { email: "a@example.com", phone: "447911123456" }, `phone: ${phoneProblem}`],
+      ["a landline without +", { email: "a@example.com", phone: "254202222222" }, `phone: ${phoneProblem}`],
       ["a too-short phone", { email: "a@example.com", phone: "+2547" }, `phone: ${phoneProblem}`],
       ["a phone with letters", { email: "a@example.com", phone: "+25471234567x" }, `phone: ${phoneProblem}`],
       ["a numeric phone", { email: "a@example.com", phone: 254712345678 }, "phone: must be a string"],
@@ -339,7 +339,8 @@ describe("customers", () => {
       expect(normalizeEmail(" A@B.co ")).toBe("a@b.co");
       expect(normalizePhone("+254 (712) 345-678")).toBe("+254712345678");
       expect(normalizePhone("+14155552671")).toBe("+14155552671");
-      expect(() => normalizePhone("254712345678", "phone_number")).toThrow(`phone_number: ${phoneProblem}`);
+      expect(normalizePhone("0712 345 678")).toBe("+254712345678");
+      expect(() => normalizePhone("447911123456", "phone_number")).toThrow(`phone_number: ${phoneProblem}`);
       expect(() => normalizeEmail("nope", "payer_email")).toThrow("payer_email: must be a valid e-mail address");
     });
   });

@@ -179,7 +179,7 @@ describe("transactions", () => {
       [{ amount: 100 }, "email: is required"],
       [{ amount: 100, email: "not-an-email" }, "email:"],
       [{ amount: 100, email: 42 }, "email: must be a string"],
-      [{ amount: 100, email: "a@b.co", phone: "0712345678" }, "phone:"],
+      [{ amount: 100, email: "a@b.co", phone: "0812345678" }, "phone:"],
       [{ amount: 100, email: "a@b.co", currency: "KESS" }, "currency: must be an ISO 4217 currency code"],
       [{ amount: 100, email: "a@b.co", payment_channel_id: "1" }, "payment_channel_id: must be an integer"],
       [{ amount: 100, email: "a@b.co", description: "x".repeat(501) }, "description: must be at most 500 characters"],

@@ -1,6 +1,7 @@
 import { defineRoute } from "../../rest/route-table.ts";
 import { intParam, required, stringField, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
+import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 interface CustomerData {
   databaseId: number;
@@ -38,7 +39,7 @@ export const customerRoutes = [
       operationId: "createCustomer",
       summary: "Create a customer",
       tag: "Customers",
-      body: body({ email: str(), first_name: str(), last_name: str(), phone: str("E.164 with a leading +") }, ["email"]),
+      body: body({ email: str(), first_name: str(), last_name: str(), phone: str(PHONE_INPUT_DESCRIPTION) }, ["email"]),
       status: 201,
       response: envelope({ message: str(), customer: schemas.customer }),
       errors: [409, 422],

@@ -1,6 +1,7 @@
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
+import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 export const Customer = builder.prismaNode("Customer", {
   id: { field: "id" },
@@ -27,7 +28,7 @@ const CreateCustomerInput = builder.inputType("CreateCustomerInput", {
     email: t.string({ required: true }),
     firstName: t.string({ description: "At most 100 characters." }),
     lastName: t.string({ description: "At most 100 characters." }),
-    phone: t.string({ description: "International format with a leading +." }),
+    phone: t.string({ description: PHONE_INPUT_DESCRIPTION }),
   }),
 });
 

@@ -3,6 +3,7 @@ import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 import { NotFoundError } from "../../errors.ts";
 import { outcomeOf, type OutcomeFields } from "../transactions/routes.ts";
 import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
 interface MomoTransaction {
@@ -41,7 +42,7 @@ const stkPushVariables = ({ body }: { body: Record<string, unknown> }) => ({
 const stkBody = body(
   {
     amount: int("Whole shillings in minor units (KES 15.00 is 1500)", { minimum: 1 }),
-    phone_number: str("2547XXXXXXXX or +2547XXXXXXXX"),
+    phone_number: str(MSISDN_INPUT_DESCRIPTION),
     payment_channel_id: int("Default: the merchant's default channel"),
     reference: str("Your own reference, shown to the payer"),
     description: str(),
@@ -240,7 +241,7 @@ export const momoRoutes: RestRoute[] = [
       operationId: "simulateC2b",
       summary: "Simulate a customer-to-business payment (sandbox only)",
       tag: "Mobile money",
-      body: body({ payment_channel_id: int(), amount: int(undefined, { minimum: 1 }), phone_number: str(), reference: str("The bill reference the payer types") }, ["amount", "phone_number", "reference"]),
+      body: body({ payment_channel_id: int(), amount: int(undefined, { minimum: 1 }), phone_number: str(MSISDN_INPUT_DESCRIPTION), reference: str("The bill reference the payer types") }, ["amount", "phone_number", "reference"]),
       response: envelope({ message: str(), transaction: obj({ amount: schemas.amount, phone_number: str(), reference: str(), status: str() }) }),
       errors: [404, 409, 422, 502],
     },

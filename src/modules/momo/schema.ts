@@ -2,13 +2,14 @@ import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import type { Transaction as TransactionRow } from "../../db/generated/prisma/client.ts";
 import { Transaction, TransactionStatusEnum } from "../transactions/schema.ts";
+import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** Mobile money: thin resolvers over services.momo (the REST /api/momo rows run these too). */
 
 const StartStkPushInput = builder.inputType("StartStkPushInput", {
   fields: (t) => ({
     amount: t.field({ type: "BigInt", required: true, description: "KES minor units; a whole number of shillings (150000 is KES 1,500), KES 1 to 250,000." }),
-    phoneNumber: t.string({ required: true, description: "254XXXXXXXXX" }),
+    phoneNumber: t.string({ required: true, description: MSISDN_INPUT_DESCRIPTION }),
     paymentChannelId: t.int({ required: false, description: "An mpesa or sandbox channel; defaults to the merchant's default channel." }),
     reference: t.string({ required: false, description: "The merchant's own reference (AccountReference, cut to 12 characters)." }),
     description: t.string({ required: false, description: "TransactionDesc, cut to 13 characters for M-Pesa." }),
@@ -50,7 +51,7 @@ const SimulateC2bInput = builder.inputType("SimulateC2bInput", {
   fields: (t) => ({
     paymentChannelId: t.int({ required: false }),
     amount: t.field({ type: "BigInt", required: true, description: "KES minor units, a whole number of shillings." }),
-    phoneNumber: t.string({ required: true }),
+    phoneNumber: t.string({ required: true, description: MSISDN_INPUT_DESCRIPTION }),
     reference: t.string({ required: true, description: "BillRefNumber (account number)." }),
   }),
 });

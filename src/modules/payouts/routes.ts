@@ -4,6 +4,7 @@ import { parseStatus } from "../../filters.ts";
 import { payoutCommands } from "./service.ts";
 import { defineRoute } from "../../rest/route-table.ts";
 import { body, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
 interface PayoutData {
@@ -63,7 +64,7 @@ export const payoutRoutes = [
       body: body(
         {
           amount: int(undefined, { minimum: 1 }),
-          phone_number: str(),
+          phone_number: str(MSISDN_INPUT_DESCRIPTION),
           currency: str(),
           payment_channel_id: int(),
           reference: str("Your own reference (unique per merchant and mode)"),

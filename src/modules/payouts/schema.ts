@@ -5,7 +5,7 @@ import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
 import { sharedExecution } from "../../graphql/fanout.ts";
 import { ValidationError } from "../../errors.ts";
-import { toMsisdn } from "../../phone.ts";
+import { MSISDN_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { merchantEvents, settlingChange } from "../events/schema.ts";
 import { webhookBody } from "../webhooks/payload.ts";
@@ -79,7 +79,7 @@ const PayoutEvent = builder.objectRef<PublishedEvent>("PayoutEvent").implement({
 const CreatePayoutInput = builder.inputType("CreatePayoutInput", {
   fields: (t) => ({
     amount: t.field({ type: "BigInt", required: true, description: "Minor units; M-Pesa: whole shillings, KES 10 to 250,000." }),
-    phoneNumber: t.string({ required: true, description: "254XXXXXXXXX" }),
+    phoneNumber: t.string({ required: true, description: MSISDN_INPUT_DESCRIPTION }),
     currency: t.string({ required: false, description: "Default: the merchant's currency." }),
     paymentChannelId: t.int({ required: false, description: "Default: the default channel if it can pay out, else the newest one that can." }),
     reference: t.string({ required: false, description: "The merchant's own reference." }),

@@ -2,6 +2,7 @@ import { defineRoute } from "../../rest/route-table.ts";
 import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
 import { parseStatus } from "../../filters.ts";
 import { body, envelope, int, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
+import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 interface TransactionFields {
   databaseId: number;
@@ -61,7 +62,7 @@ export const transactionRoutes = [
           description: str(),
           first_name: str(),
           last_name: str(),
-          phone: str("E.164 with a leading +"),
+          phone: str(PHONE_INPUT_DESCRIPTION),
           callback_url: str("http(s) URL the payer returns to after paying, with ?trxref=&reference= appended"),
           reference: str("Your own reference (at most 100 characters), kept as client_reference; the gateway still assigns `reference`. Need not be unique", { maxLength: 100 }),
           metadata: { type: "object", description: "A JSON object of yours, at most 8 KB serialized; echoed by verify, GraphQL and webhooks" },

@@ -4,7 +4,7 @@ import { selectedFieldNames } from "../../graphql/selection.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
-import { toMsisdn } from "../../phone.ts";
+import { PHONE_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
 import { transactionWhere } from "./service.ts";
 
 export const TransactionStatusEnum = builder.enumType("TransactionStatus", {
@@ -127,7 +127,7 @@ const InitializeTransactionInput = builder.inputType("InitializeTransactionInput
     description: t.string({ required: false }),
     firstName: t.string({ required: false }),
     lastName: t.string({ required: false }),
-    phone: t.string({ required: false, description: "E.164 with a leading +." }),
+    phone: t.string({ required: false, description: PHONE_INPUT_DESCRIPTION }),
     callbackUrl: t.string({
       required: false,
       description: "An http(s) URL of the merchant's: after paying, the payer is sent there with ?trxref=<reference>&reference=<reference>.",

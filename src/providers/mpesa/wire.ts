@@ -1,5 +1,6 @@
 import { ValidationError } from "../../errors.ts";
 import { currencies, isKnownCurrency } from "../../money.ts";
+import { kenyanMobileOrNull, toMsisdn } from "../../phone.ts";
 import type { C2bPayment, CollectionCallback, PayoutResult } from "../types.ts";
 
 /**
@@ -53,6 +54,8 @@ export function toB2cShillings(amount: bigint, currency: string, field = "amount
 
 /** A decimal shilling amount as Daraja sends it (1, 1.00, "5.00") -> minor units; null when it is not one. */
 export function shillingsToMinor(value: unknown): bigint | null {
+  // A number with a fraction of a cent (10.555) is not an amount: toFixed would round it into one.
+  if (typeof value === "number" && !(Number.isFinite(value) && Math.abs(Math.round(value * 100) - value * 100) < 1e-6)) return null;
   const text = typeof value === "number" ? value.toFixed(2) : typeof value === "string" ? value.trim() : "";
   const match = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(text);
   if (!match) return null;
@@ -91,13 +94,14 @@ export function parseC2bBody(body: unknown): C2bPayment {
   const transId = text(body.TransID);
   const amount = shillingsToMinor(body.TransAmount);
   if (!transId) throw new ValidationError("TransID", "is required");
-  if (amount === null) throw new ValidationError("TransAmount", "must be an amount in shillings");
+  // M-Pesa moves at least KES 1: a zero amount is no payment, and is not recorded as one.
+  if (amount === null || amount <= 0n) throw new ValidationError("TransAmount", "must be a positive amount in shillings, e.g. \"10.00\"");
   const msisdn = text(body.MSISDN);
   return {
     transId,
     amount,
     // MSISDN may be masked ("2547 ***** 126") or hashed: keep it only when it is a plain number.
-    phoneNumber: msisdn && /^254\d{9}$/.test(msisdn) ? msisdn : null,
+    phoneNumber: toMsisdn(kenyanMobileOrNull(msisdn)),
     billRef: text(body.BillRefNumber) ?? "",
     shortcode: text(body.BusinessShortCode) ?? "",
   };
