@@ -19,6 +19,7 @@ import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
+import { subscriptionReady } from "./graphql/ready.ts";
 import { registerIdempotency } from "./idempotency/hooks.ts";
 import { createMetrics } from "./metrics/registry.ts";
 import { registerMetricsRoutes } from "./metrics/routes.ts";
@@ -222,7 +223,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     renderGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
-    plugins: graphqlHardening(config.graphql),
+    plugins: [...graphqlHardening(config.graphql), subscriptionReady()],
     logging: {
       debug: (...args) => logger.debug(args),
       info: (...args) => logger.info(args),
