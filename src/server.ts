@@ -19,6 +19,7 @@ import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
+import { subscriptionReady } from "./graphql/ready.ts";
 import { registerIdempotency } from "./idempotency/hooks.ts";
 import { createMetrics } from "./metrics/registry.ts";
 import { registerMetricsRoutes } from "./metrics/routes.ts";
@@ -34,6 +35,7 @@ import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
 import { createServices, type Services } from "./services.ts";
+import { serveCliHandoff } from "./cli/handoff.ts";
 import { assertSafeText } from "./validation.ts";
 
 declare module "fastify" {
@@ -177,6 +179,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats });
   const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
+  // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.
+  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants }, logger) : undefined;
   const routes = compileRoutes(schema, restRoutes);
   const authenticator = createAuthenticator({
     apiKeys: { authenticate: (key) => services.merchants.authenticate(key), looksValid: looksLikeApiKey },
@@ -229,7 +233,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     renderGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
-    plugins: graphqlHardening(config.graphql),
+    plugins: [...graphqlHardening(config.graphql), subscriptionReady()],
     logging: {
       debug: (...args) => logger.debug(args),
       info: (...args) => logger.info(args),
@@ -405,6 +409,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       closing ??= (async () => {
         shutdown.abort();
         await app.close();
+        await cliHandoff?.close();
         await metricsListener.close();
         await idempotency.close();
         await services.jobs.stop();

@@ -9,7 +9,11 @@ import { UsageError } from "./usage.ts";
  * `stripe listen` and `stripe trigger`: forward a merchant's events to a local URL, and make sandbox
  * payments that emit a chosen event. Test mode only: neither has any business near live money.
  */
-export const DEFAULT_GATEWAY_URL = "http://localhost:3000";
+/** Where the gateway of this environment answers: as it computes its own PUBLIC_BASE_URL (config.ts). */
+export function defaultGatewayUrl(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.PUBLIC_BASE_URL) return env.PUBLIC_BASE_URL;
+  return `http://localhost:${env.PORT || "3000"}`;
+}
 
 /** A local handler that hangs must not hold the listener's output (or its shutdown) for long. */
 const FORWARD_TIMEOUT_MS = 10_000;
@@ -18,9 +22,12 @@ const DECLINED_CARD = "4000000000000002";
 /** Safaricom's sandbox test number; the sandbox connector completes its push after SANDBOX_STK_DELAY_MS. */
 const SANDBOX_PHONE = "254708374149";
 const TRIGGER_AMOUNT = 10_000; // KES 100.00 in minor units: whole shillings, so an STK push accepts it too
+/** The sandbox's B2C simulator pays this number and refuses that one (insufficient balance): providers/sandbox/payouts.ts. */
+const PAYOUT_PAID_PHONE = "254708374149";
+const PAYOUT_FAILED_PHONE = "254700000001";
 
 export function gatewayUrl(value: string | undefined): string {
-  return httpUrl(value ?? DEFAULT_GATEWAY_URL, "url").replace(/\/+$/, "");
+  return httpUrl(value ?? defaultGatewayUrl(), "url").replace(/\/+$/, "");
 }
 
 function httpUrl(value: string, option: string): string {
@@ -28,7 +35,7 @@ function httpUrl(value: string, option: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new UsageError(`--${option} must be an http:// or https:// URL`);
+    throw new UsageError(`--${option} must be an http:// or https:// URL${option === "url" ? " (the default comes from PUBLIC_BASE_URL or PORT)" : ""}`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--${option} must be an http:// or https:// URL`);
   return value;
@@ -183,6 +190,9 @@ const triggers: Record<string, (call: GatewayCall, channelId: number) => Promise
   "transaction.pending": async (call, channelId) =>
     (await call("POST", "/api/momo/stk-push", { amount: TRIGGER_AMOUNT, phone_number: SANDBOX_PHONE, payment_channel_id: channelId })).transaction
       .reference as string,
+  // The sandbox answers a payout after SANDBOX_STK_DELAY_MS, so the event follows a moment after this returns.
+  "payout.completed": (call, channelId) => payOut(call, channelId, PAYOUT_PAID_PHONE),
+  "payout.failed": (call, channelId) => payOut(call, channelId, PAYOUT_FAILED_PHONE),
 };
 
 export const triggerableEvents = Object.keys(triggers);
@@ -201,6 +211,11 @@ async function payByCard(call: GatewayCall, channelId: number, cardNumber: strin
   const card = { card_number: cardNumber, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 3, cvc: "123" };
   await call("POST", `/payment/checkout/${reference}/pay`, card, expectStatus);
   return reference as string;
+}
+
+async function payOut(call: GatewayCall, channelId: number, phone: string): Promise<string> {
+  const body = { amount: TRIGGER_AMOUNT, phone_number: phone, payment_channel_id: channelId, description: "cli trigger" };
+  return (await call("POST", "/v1/payouts", body, 201)).data.reference as string;
 }
 
 /**

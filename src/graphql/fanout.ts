@@ -1,5 +1,6 @@
 import type { ExecutionResult, GraphQLField } from "graphql";
 import WebSocket from "ws";
+import { isReadyResult } from "./ready.ts";
 
 /**
  * Shared execution of identical subscriptions over graphql-ws. Subscribers whose operation would give the same
@@ -68,6 +69,8 @@ export class SubscriptionFanout {
     }
     const member = new Member(group, socket, id);
     group.members.add(member);
+    // The group already said it listens (an opt-in ready message, graphql/ready.ts): a newcomer gets it too.
+    if (group.readyPayload) member.send(group.readyPayload);
     return member;
   }
 
@@ -92,6 +95,8 @@ class Group {
   readonly members = new Set<Member>();
   /** Set once the stream asked for its first event: pub/sub streams listen from then on. */
   listening = false;
+  /** The stream's ready message, once sent: repeated to members who join later. */
+  readyPayload: string | undefined;
   private readonly stop = new AbortController();
 
   constructor(
@@ -137,6 +142,7 @@ class Group {
   private deliver(result: ExecutionResult): void {
     const { errors, ...rest } = result;
     const payload = JSON.stringify(errors ? { ...rest, errors: errors.map((e) => e.toJSON()) } : rest);
+    if (isReadyResult(result)) this.readyPayload = payload;
     this.fanout.count("executions");
     let sent = 0;
     for (const member of this.members) if (member.send(payload)) sent++;

@@ -40,7 +40,8 @@ describe("cli webhooks listen and trigger", () => {
     const [, secret, shownUrl] = await listener.waitFor(READY);
     expect(shownUrl).toBe(forwardTo);
 
-    const trigger = await runCli(["trigger", "transaction.completed", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    // No --url: the gateway's PORT says where it is (the URL is then http://localhost:PORT).
+    const trigger = await runCli(["webhooks", "trigger", "transaction.completed", "--key", merchant.testKey], { ...NO_DATABASE, PORT: new URL(gw.url).port });
     expect(trigger.code, trigger.output).toBe(0);
     const printed = JSON.parse(trigger.output.trim());
     expect(printed).toEqual({ event: "transaction.completed", reference: expect.any(String) });
@@ -53,12 +54,16 @@ describe("cli webhooks listen and trigger", () => {
     const id = delivery!.headers["webhook-id"]!;
     await listener.waitFor(new RegExp(`^\\S+Z transaction\\.completed ${id} -> 200$`, "m"));
 
-    // Payout events are forwarded too.
-    const payout = await apiClient(gw.url, merchant.testKey).post("/v1/payouts", { amount: 5000, phone_number: "254708374149" });
-    expect(payout.status, payout.text).toBe(201);
-    const [, payoutDelivery] = await receiver.waitFor(2, 15_000);
-    expect(payoutDelivery!.json).toMatchObject({ type: "payout.completed", data: { reference: payout.body.data.reference } });
-    expect(new Webhook(secret!).verify(payoutDelivery!.body, payoutDelivery!.headers)).toEqual(payoutDelivery!.json);
+    // Payout events are triggered and forwarded too; PUBLIC_BASE_URL, when set, is where the gateway is.
+    for (const [index, type] of ["payout.failed", "payout.completed"].entries()) {
+      const payout = await runCli(["webhooks", "trigger", type, "--key", merchant.testKey], { ...NO_DATABASE, PUBLIC_BASE_URL: gw.url, PORT: "1" });
+      expect(payout.code, payout.output).toBe(0);
+      const { reference } = JSON.parse(payout.output.trim());
+      expect(reference).toMatch(/^po_/);
+      const payoutDelivery = (await receiver.waitFor(2 + index, 15_000))[1 + index]!;
+      expect(payoutDelivery.json).toMatchObject({ type, data: { reference, status: type.split(".")[1] } });
+      expect(new Webhook(secret!).verify(payoutDelivery.body, payoutDelivery.headers)).toEqual(payoutDelivery.json);
+    }
 
     listener.child.kill("SIGTERM");
     expect(await listener.exited).toBe(0);
@@ -67,7 +72,13 @@ describe("cli webhooks listen and trigger", () => {
   it("trigger refuses an unknown event type with exit 2, naming the supported ones", async () => {
     const { code, output } = await runCli(["trigger", "charge.succeeded", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
     expect(code).toBe(2);
-    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending/);
+    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending, payout.completed, payout.failed/);
+  });
+
+  it("trigger's default URL follows PORT: a gateway that is not there is named in the error", async () => {
+    const { code, output } = await runCli(["webhooks", "trigger", "transaction.completed", "--key", merchant.testKey], { ...NO_DATABASE, PORT: "1" });
+    expect(code).toBe(1);
+    expect(output).toMatch(/^cli failed: cannot reach the gateway at http:\/\/localhost:1: /);
   });
 
   it("both commands refuse a live key", async () => {

@@ -141,10 +141,31 @@ describe("operator CLI", () => {
     const one = await runCli(["user", "create", "--help"], database.env);
     expect(one.code).toBe(0);
     expect(one.output).toContain("Usage: npm run cli -- user create --merchant <id> --email <email> --role owner|developer|viewer [--password-stdin]\nAdds a dashboard user.");
+    // Every command explains itself and each of its flags.
+    const flagsOf: Record<string, string[]> = {
+      "merchant create": ["--name <name>", "--email <email>", "--currency <code>"],
+      "merchant list": [],
+      "key create": ["--merchant <id>", "--mode test|live"],
+      "key revoke": ["<prefix>"],
+      "user create": ["--merchant <id>", "--email <email>", "--role owner|developer|viewer", "--password-stdin"],
+      demo: [],
+      "db deploy": [],
+      jobs: [],
+      "webhooks listen": ["--forward-to <url>", "--key <sk_test_...>", "--url <url>"],
+      "webhooks trigger": ["<event>", "--key <sk_test_...>", "--url <url>"],
+    };
+    for (const [command, flags] of Object.entries(flagsOf)) {
+      const help = await runCli([...command.split(" "), "--help"], database.env);
+      expect(help.code, command).toBe(0);
+      expect(help.output, command).toMatch(new RegExp(`^Usage: npm run cli -- ${command}( .*)?\\n[A-Z].+\\nFlags:\\n`));
+      for (const flag of [...flags, "--help, -h"]) expect(help.output, command).toMatch(new RegExp(`\\n  ${flag.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} +\\S`));
+    }
+    // The old name of webhooks trigger still works, and explains the same command.
+    expect((await runCli(["trigger", "-h"], database.env)).output).toMatch(/^Usage: npm run cli -- webhooks trigger </);
     const bogus = await runCli(["merchant", "list", "--bogus"], database.env);
     expect(bogus.code).toBe(2);
     expect(bogus.output.split("\n")[0]).toBe("Unknown option '--bogus'");
-  });
+  }, 120_000);
 
   it("demo without a demo merchant says so and exits 1", async () => {
     const { code, output } = await runCli(["demo"], database.env);

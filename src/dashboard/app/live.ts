@@ -15,7 +15,9 @@ export interface TransactionEvent {
 }
 export type LiveStatus = "connecting" | "live" | "offline";
 
-const SUBSCRIPTION = `subscription DashboardTransactionEvents { transactionEvents { id type occurredAt transaction { ${TRANSACTION_FIELDS} } } }`;
+// ready: true: the server says when it listens (a first message with extensions.ready); only then is the page
+// "live", since graphql-ws's connection_ack comes before the server's subscription is confirmed.
+const SUBSCRIPTION = `subscription DashboardTransactionEvents { transactionEvents(ready: true) { id type occurredAt transaction { ${TRANSACTION_FIELDS} } } }`;
 
 const eventListeners = new Set<(event: TransactionEvent) => void>();
 const statusListeners = new Set<(status: LiveStatus, reconnected: boolean) => void>();
@@ -42,7 +44,7 @@ export function startLive(): () => void {
     shouldRetry: () => getAccessToken() !== null,
     on: {
       connecting: () => setStatus("connecting"),
-      connected: () => setStatus("live", ++connections > 1),
+      connected: () => void ++connections,
       closed: () => setStatus("offline"),
     },
   });
@@ -51,6 +53,7 @@ export function startLive(): () => void {
     { query: SUBSCRIPTION },
     {
       next: (result) => {
+        if ((result.extensions as { ready?: unknown } | undefined)?.ready === true && !result.data) return setStatus("live", connections > 1);
         const event = result.data?.transactionEvents;
         if (!event || seen.has(event.id)) return;
         seen.add(event.id);

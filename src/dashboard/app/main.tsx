@@ -11,6 +11,7 @@ import { Payouts } from "./sections/payouts.tsx";
 import { SignIn } from "./sections/signin.tsx";
 import { TransactionDetail } from "./sections/transaction-detail.tsx";
 import { Transactions } from "./sections/transactions.tsx";
+import { Users } from "./sections/users.tsx";
 import { Webhooks } from "./sections/webhooks.tsx";
 import { hasStoredSession, refresh, signOut, switchMode, useSession, type Mode, type Session } from "./session.ts";
 import { LiveRegion, announce, useQuery } from "./ui.tsx";
@@ -23,6 +24,7 @@ const NAV = [
   ["/api-keys", "API keys"],
   ["/webhooks", "Webhooks"],
   ["/payouts", "Payouts"],
+  ["/users", "Users"],
 ] as const;
 
 function App() {
@@ -88,6 +90,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
   else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;
   else if (route.startsWith("/payouts")) page = <Payouts />;
+  else if (route.startsWith("/users")) page = <Users session={session} />;
   else page = <Transactions mode={session.mode} />;
 
   const test = session.mode === "test";

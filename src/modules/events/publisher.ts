@@ -25,13 +25,19 @@ export interface EventPublisher {
   publish(event: PublishedEvent): void;
   /** Events of one merchant and mode from every instance; `return()` unsubscribes. */
   subscribe(merchantId: number, mode: Mode): AsyncIterableIterator<PublishedEvent>;
+  /**
+   * Resolves once every subscribe() of this merchant and mode whose first next() was called before is listening:
+   * an event published from then on (on any instance) reaches it. With Redis that is the SUBSCRIBE's reply.
+   */
+  listening(merchantId: number, mode: Mode): Promise<void>;
 }
 
 const topic = (merchantId: number, mode: Mode) => `${merchantId}:${mode}`;
 
 export function createEventPublisher(redis?: RedisConnections): EventPublisher {
+  const subscriber = redis?.client("pubsub-subscribe");
   const eventTarget = redis
-    ? createRedisEventTarget({ publishClient: redis.client("pubsub-publish"), subscribeClient: redis.client("pubsub-subscribe") })
+    ? createRedisEventTarget({ publishClient: redis.client("pubsub-publish"), subscribeClient: subscriber! })
     : undefined;
   const pubsub = createPubSub<{ "transaction-events": [id: string, event: PublishedEvent] }>(eventTarget ? { eventTarget } : {});
   return {
@@ -40,6 +46,11 @@ export function createEventPublisher(redis?: RedisConnections): EventPublisher {
     },
     subscribe(merchantId, mode) {
       return pubsub.subscribe("transaction-events", topic(merchantId, mode)) as AsyncIterableIterator<PublishedEvent>;
+    },
+    async listening(merchantId, mode) {
+      // The event target sent its SUBSCRIBE (unawaited) when the stream started; one connection answers in order,
+      // so the reply to this repeated SUBSCRIBE (a no-op for Redis) comes after that one's.
+      if (subscriber) await subscriber.subscribe(`transaction-events:${topic(merchantId, mode)}`);
     },
   };
 }

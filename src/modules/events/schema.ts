@@ -1,6 +1,7 @@
 import { builder } from "../../graphql/builder.ts";
 import type { GraphQLContext } from "../../graphql/context.ts";
 import { sharedExecution } from "../../graphql/fanout.ts";
+import { readySignal } from "../../graphql/ready.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { Transaction as TransactionType } from "../transactions/schema.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
@@ -97,11 +98,33 @@ export async function* untilAborted<T>(
  * a shared execution's last subscriber leaving). `keep` must depend on the event alone for a field marked
  * sharedExecution.
  */
-export async function* merchantEvents(ctx: GraphQLContext, keep: (event: PublishedEvent) => boolean): AsyncGenerator<PublishedEvent> {
-  for await (const event of untilAborted(ctx.services.publisher.subscribe(ctx.principal!.merchantId, ctx.principal!.mode), ctx.shutdownSignal)) {
+export async function* merchantEvents(ctx: GraphQLContext, keep: (event: PublishedEvent) => boolean, onListening?: () => void): AsyncGenerator<PublishedEvent> {
+  const { merchantId, mode } = ctx.principal!;
+  const source = ctx.services.publisher.subscribe(merchantId, mode);
+  const first = source.next(); // the pub/sub stream listens from its first next()
+  if (onListening) {
+    try {
+      await ctx.services.publisher.listening(merchantId, mode);
+    } catch (error) {
+      await source.return?.();
+      throw error;
+    }
+    onListening();
+  }
+  for await (const event of untilAborted(source, ctx.shutdownSignal, first)) {
     if (keep(event)) yield event;
   }
 }
+
+/** The opt-in `ready` argument of the event subscriptions (see graphql/ready.ts). */
+export const readyArgument = {
+  type: "Boolean",
+  required: false,
+  defaultValue: false,
+  description:
+    "true: the first message carries no data and `extensions: { ready: true }`, sent once the subscription listens; " +
+    "every event committed after it arrives is delivered (graphql-ws acknowledges the connection, not the subscription).",
+} as const;
 
 /**
  * The one settling change of one object (a transaction or a payout): delivered when it happens, or at
@@ -141,7 +164,8 @@ builder.subscriptionFields((t) => ({
     description:
       "Every event of the merchant's transactions in the key's mode: transaction.created (live only: a checkout payment " +
       "was started; no webhook and no stored event), transaction.pending, .completed and .failed.",
-    subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.transactionId !== null),
+    args: { ready: t.arg(readyArgument) },
+    subscribe: (_root, args, ctx) => merchantEvents(ctx, (event) => event.transactionId !== null, args.ready ? readySignal(ctx) : undefined),
     resolve: (event) => event,
     extensions: sharedExecution,
   }),

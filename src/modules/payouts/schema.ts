@@ -4,10 +4,11 @@ import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
 import { sharedExecution } from "../../graphql/fanout.ts";
+import { readySignal } from "../../graphql/ready.ts";
 import { ValidationError } from "../../errors.ts";
 import { MSISDN_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { merchantEvents, settlingChange } from "../events/schema.ts";
+import { merchantEvents, readyArgument, settlingChange } from "../events/schema.ts";
 import { webhookBody } from "../webhooks/payload.ts";
 import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts";
 import { payoutCommands, type PayoutSnapshot } from "./service.ts";
@@ -140,7 +141,8 @@ builder.subscriptionFields((t) => ({
   payoutEvents: t.field({
     type: PayoutEvent,
     description: "Every status change of the merchant's payouts in the key's mode.",
-    subscribe: (_root, _args, ctx) => merchantEvents(ctx, (event) => event.payoutId !== null),
+    args: { ready: t.arg(readyArgument) },
+    subscribe: (_root, args, ctx) => merchantEvents(ctx, (event) => event.payoutId !== null, args.ready ? readySignal(ctx) : undefined),
     resolve: (event) => event,
     extensions: sharedExecution,
   }),

@@ -1,6 +1,8 @@
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { USER_ROLES } from "./service.ts";
+import { GatewayError } from "../../errors.ts";
+import type { GraphQLContext } from "../../graphql/context.ts";
+import { changeOwnPassword, changeUserRole, disableUser, USER_ROLES } from "./service.ts";
 
 /** The merchant's team: who is signed in, and (owners) who else can sign in. */
 const UserRoleEnum = builder.enumType("UserRole", {
@@ -16,6 +18,7 @@ builder.prismaNode("User", {
     email: t.exposeString("email"),
     role: t.expose("role", { type: UserRoleEnum }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    disabledAt: t.expose("disabledAt", { type: "DateTime", nullable: true, description: "Set when an owner disabled the user: it can no longer sign in." }),
   }),
 });
 
@@ -52,6 +55,68 @@ builder.mutationField("createUser", (t) =>
     args: { input: t.arg({ type: CreateUserInput, required: true }) },
     resolve: async (query, _root, { input }, ctx) => {
       const user = await ctx.services.users.createUser({ merchantId: ctx.principal!.merchantId, ...input });
+      return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
+    },
+  }),
+);
+
+/** The acting user; an API key (owner scope) acts as no user, so it can manage everyone. */
+const actorOf = (ctx: GraphQLContext) => ({ merchantId: ctx.principal!.merchantId, userId: ctx.principal!.userId ?? -1 });
+
+const ChangeUserRoleInput = builder.inputType("ChangeUserRoleInput", {
+  fields: (t) => ({
+    id: t.int({ required: true, description: "The user's databaseId." }),
+    role: t.field({ type: UserRoleEnum, required: true }),
+  }),
+});
+
+builder.mutationField("changeUserRole", (t) =>
+  t.prismaField({
+    type: "User",
+    description: "Gives another user of the team a new role (not yourself). It applies from the user's next token refresh (within ACCESS_TOKEN_TTL_SECONDS). Owners only.",
+    authScopes: { owner: true },
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: ChangeUserRoleInput, required: true }) },
+    resolve: async (query, _root, { input }, ctx) => {
+      const user = await changeUserRole(ctx.prisma, actorOf(ctx), input.id, input.role);
+      return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
+    },
+  }),
+);
+
+builder.mutationField("disableUser", (t) =>
+  t.prismaField({
+    type: "User",
+    description: "Stops another user of the team from signing in and ends its sessions (not yourself). Owners only.",
+    authScopes: { owner: true },
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true, description: "The user's databaseId." }) },
+    resolve: async (query, _root, { id }, ctx) => {
+      const user = await disableUser(ctx.prisma, actorOf(ctx), id);
+      return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
+    },
+  }),
+);
+
+const ChangePasswordInput = builder.inputType("ChangePasswordInput", {
+  fields: (t) => ({
+    currentPassword: t.string({ required: true }),
+    newPassword: t.string({ required: true, description: "At least 10 characters." }),
+  }),
+});
+
+builder.mutationField("changePassword", (t) =>
+  t.prismaField({
+    type: "User",
+    description: "The signed-in user's own password, in either mode and whatever the role; needs the current one.",
+    // Every signed-in user, viewers and developers in live mode included: not the Mutation type's writer scope.
+    skipTypeScopes: true,
+    authScopes: { merchant: true },
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: ChangePasswordInput, required: true }) },
+    resolve: async (query, _root, { input }, ctx) => {
+      if (ctx.principal!.userId == null) throw new GatewayError("forbidden", "Only a signed-in user has a password to change; an API key has none");
+      const user = await changeOwnPassword(ctx.prisma, { merchantId: ctx.principal!.merchantId, userId: ctx.principal!.userId }, input.currentPassword, input.newPassword);
       return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
     },
   }),

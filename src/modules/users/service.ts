@@ -132,7 +132,7 @@ export function createUserService(deps: UserServiceDeps) {
       if (refused) throw rateLimitError(refused);
       const user = await prisma.user.findUnique({ where: { email: address } });
       const ok = await verifyPassword(password, user?.passwordHash ?? (await unknownUserHash()));
-      if (!user || !ok) throw new GatewayError("invalid_credentials");
+      if (!user || !ok || user.disabledAt) throw new GatewayError("invalid_credentials"); // disabled: as if unknown
       await loginLimiter.succeeded(address, ip);
       return session(user, randomUUID(), sessionMode);
     },
@@ -169,3 +169,59 @@ export function createUserService(deps: UserServiceDeps) {
 }
 
 export type UserService = ReturnType<typeof createUserService>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// An owner manages the team; everyone changes their own password (the dashboard's Users page).
+
+/** Who asks: a signed-in user of a merchant (API keys have no user to act as). */
+export interface Actor {
+  merchantId: number;
+  userId: number;
+}
+
+const teamMember = { id: true, merchantId: true, email: true, role: true, createdAt: true, disabledAt: true } as const;
+const roleInput = z.enum(["owner", "developer", "viewer"], { error: "must be owner, developer or viewer" });
+const newPassword = z
+  .string({ error: "is required" })
+  .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
+  .max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`);
+
+/** Another user of the actor's merchant; yourself is refused, so an owner can never lock the team out of owning it. */
+async function otherTeamMember(prisma: PrismaClient, actor: Actor, userId: number, what: string) {
+  if (userId === actor.userId) throw new GatewayError("forbidden", `You cannot ${what} yourself; ask another owner`);
+  const user = await prisma.user.findFirst({ where: { id: userId, merchantId: actor.merchantId }, select: teamMember });
+  if (!user) throw new NotFoundError(`User ${userId}`);
+  return user;
+}
+
+/** Takes effect at the user's next token refresh (access tokens carry the role, for ACCESS_TOKEN_TTL_SECONDS at most). */
+export async function changeUserRole(prisma: PrismaClient, actor: Actor, userId: number, role: string) {
+  const parsed = roleInput.safeParse(role);
+  if (!parsed.success) throw new ValidationError("role", parsed.error.issues[0]!.message);
+  await otherTeamMember(prisma, actor, userId, "change the role of");
+  return prisma.user.update({ where: { id: userId }, data: { role: parsed.data }, select: teamMember });
+}
+
+/**
+ * The user can no longer sign in, and every session it has ends (its refresh tokens are revoked); an access token
+ * already issued lapses within ACCESS_TOKEN_TTL_SECONDS. Disabling twice is the same as once.
+ */
+export async function disableUser(prisma: PrismaClient, actor: Actor, userId: number) {
+  const user = await otherTeamMember(prisma, actor, userId, "disable");
+  if (user.disabledAt) return user;
+  return prisma.$transaction(async (tx) => {
+    const disabled = await tx.user.update({ where: { id: userId }, data: { disabledAt: new Date() }, select: teamMember });
+    await tx.refreshToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
+    return disabled;
+  });
+}
+
+/** The signed-in user's own password, proven by the current one (a stolen session alone cannot take the account over). */
+export async function changeOwnPassword(prisma: PrismaClient, actor: Actor, currentPassword: string, password: string) {
+  const parsed = newPassword.safeParse(password);
+  if (!parsed.success) throw new ValidationError("newPassword", parsed.error.issues[0]!.message);
+  const user = await prisma.user.findFirst({ where: { id: actor.userId, merchantId: actor.merchantId, disabledAt: null } });
+  if (!user) throw new NotFoundError(`User ${actor.userId}`);
+  if (!(await verifyPassword(currentPassword, user.passwordHash))) throw new ValidationError("currentPassword", "is not your current password");
+  return prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(parsed.data) }, select: teamMember });
+}

@@ -1,0 +1,212 @@
+import { ConfigError } from "../config.ts";
+import type { PrismaClient } from "../db/database.ts";
+import { DEMO_MERCHANT } from "../demo.ts";
+import { GatewayError } from "../errors.ts";
+import type { MerchantService } from "../modules/merchants/service.ts";
+import { createUser } from "../modules/users/service.ts";
+import { required, UsageError } from "./usage.ts";
+import { triggerableEvents } from "./webhooks.ts";
+
+/**
+ * The operator commands: their help, and the ones that work on the database. Those run either in the CLI's own
+ * process (it opened the database) or, when a gateway holds the embedded database, inside that gateway (handoff.ts),
+ * so both paths share this code and print the same thing.
+ */
+interface CommandHelp {
+  usage: string;
+  help: string;
+  /** Each flag (or positional) with what it means; --help is added to every command. */
+  flags: [string, string][];
+}
+
+const keyFlag: [string, string] = ["--key <sk_test_...>", "a test-mode secret key of the merchant (required)"];
+const urlFlag: [string, string] = ["--url <url>", "the running gateway; default PUBLIC_BASE_URL, else http://localhost:PORT (PORT default 3000)"];
+
+export const commands: Record<string, CommandHelp> = {
+  "merchant create": {
+    usage: "merchant create --name <name> --email <email> [--currency KES]",
+    help: "Creates a merchant with one test and one live API key, and prints both keys (shown once).",
+    flags: [
+      ["--name <name>", "the merchant's name (required)"],
+      ["--email <email>", "the merchant's contact e-mail, unique (required)"],
+      ["--currency <code>", "default currency of its payments (default KES)"],
+    ],
+  },
+  "merchant list": { usage: "merchant list", help: "Lists merchants with their keys' visible prefixes (never whole keys).", flags: [] },
+  "key create": {
+    usage: "key create --merchant <id> --mode test|live",
+    help: "Issues another API key for a merchant and prints it (shown once).",
+    flags: [
+      ["--merchant <id>", "the merchant's id, as merchant list shows it (required)"],
+      ["--mode test|live", "the key's mode (required)"],
+    ],
+  },
+  "key revoke": {
+    usage: "key revoke <prefix>",
+    help: "Revokes a key by its visible prefix (e.g. sk_live_Ab12Cd34); every running instance stops accepting it.",
+    flags: [["<prefix>", "the key's visible prefix: sk_test_ or sk_live_ and 8 characters (required)"]],
+  },
+  "user create": {
+    usage: "user create --merchant <id> --email <email> --role owner|developer|viewer [--password-stdin]",
+    help: "Adds a dashboard user. The password is asked at the terminal, or read from stdin with --password-stdin; never an argument.",
+    flags: [
+      ["--merchant <id>", "the merchant's id (required)"],
+      ["--email <email>", "the user's e-mail, to sign in with (required)"],
+      ["--role owner|developer|viewer", "what the user may do (required)"],
+      ["--password-stdin", "read the password from stdin (for scripts) instead of asking at the terminal"],
+    ],
+  },
+  demo: { usage: "demo", help: "Prints a new test API key for the demo merchant (created at the first start), e.g. when the first one was lost.", flags: [] },
+  "db deploy": { usage: "db deploy", help: "Applies pending database migrations (the server also does at start).", flags: [] },
+  jobs: { usage: "jobs", help: "The job queue: counts and oldest due by kind and status, and the last jobs that gave up, with their errors.", flags: [] },
+  "webhooks listen": {
+    usage: "webhooks listen --forward-to <url> --key <sk_test_...> [--url <gateway url>]",
+    help: "Forwards the test-mode events of a running gateway to a local URL, signed with a secret it prints.",
+    flags: [["--forward-to <url>", "where to POST each event, as a webhook endpoint gets it (required)"], keyFlag, urlFlag],
+  },
+  "webhooks trigger": {
+    usage: `webhooks trigger <${triggerableEvents.join("|")}> --key <sk_test_...> [--url <gateway url>]`,
+    help: "Makes a running gateway produce that event in test mode, through the merchant's sandbox channel. `trigger` is the same command.",
+    flags: [["<event>", `one of ${triggerableEvents.join(", ")} (required)`], keyFlag, urlFlag],
+  },
+};
+
+/** Command names accepted for another (kept for scripts written before the name changed). */
+export const aliases: Record<string, string> = { trigger: "webhooks trigger" };
+
+export function helpText(name: string): string {
+  const command = commands[name]!;
+  const flags: [string, string][] = [...command.flags, ["--help, -h", "print this help"]];
+  const width = Math.max(...flags.map(([flag]) => flag.length));
+  return [`Usage: npm run cli -- ${command.usage}`, command.help, "Flags:", ...flags.map(([flag, meaning]) => `  ${flag.padEnd(width)}  ${meaning}`)].join("\n");
+}
+
+export const usage = `Usage: npm run cli -- <command> [--help]
+${Object.values(commands)
+  .map((c) => `  ${c.usage}`)
+  .join("\n")}
+npm run cli -- <command> --help explains one command and its flags.
+webhooks listen and trigger talk to a running gateway (test mode only); the others open the database, or, when a
+gateway runs on the embedded database in DATA_DIR, ask that gateway to run them.`;
+
+/** The commands that read or write the database. */
+export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs"] as const;
+export type DatabaseCommandName = (typeof databaseCommands)[number];
+
+export function isDatabaseCommand(name: string): name is DatabaseCommandName {
+  return (databaseCommands as readonly string[]).includes(name);
+}
+
+/** One database command as parsed by the CLI: plain JSON, so it can cross the handoff socket. */
+export interface DatabaseCommand {
+  command: DatabaseCommandName;
+  options: Record<string, string | boolean | undefined>;
+  arg?: string | undefined;
+  /** user create only: read by the CLI (never an argument). */
+  password?: string | undefined;
+}
+
+export interface CommandDeps {
+  prisma: PrismaClient;
+  backend: string;
+  merchants: MerchantService;
+}
+
+/** What a command printed and its exit code, whichever process ran it. */
+export interface CommandOutcome {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runDatabaseCommand(request: DatabaseCommand, deps: CommandDeps): Promise<unknown> {
+  const { prisma, merchants } = deps;
+  const values = request.options;
+  switch (request.command) {
+    case "db deploy":
+      return { status: "migrations applied", backend: deps.backend };
+    case "jobs": {
+      // What an operator needs to see a stuck or failing queue: how many, how late, and why.
+      const groups = await prisma.job.groupBy({ by: ["kind", "status"], _count: { _all: true }, _min: { runAt: true }, orderBy: [{ kind: "asc" }, { status: "asc" }] });
+      const failed = await prisma.job.findMany({ where: { status: "failed" }, orderBy: { updatedAt: "desc" }, take: 10, select: { id: true, kind: true, attempts: true, lastError: true, updatedAt: true } });
+      return {
+        jobs: groups.map((g) => ({ kind: g.kind, status: g.status, count: g._count._all, earliest_run_at: g._min.runAt?.toISOString() ?? null })),
+        recent_failures: failed.map((f) => ({ id: String(f.id), kind: f.kind, attempts: f.attempts, last_error: f.lastError, failed_at: f.updatedAt.toISOString() })),
+      };
+    }
+    case "merchant create": {
+      const currency = values.currency;
+      const { merchant, keys } = await merchants.createMerchant({
+        name: required(values, "name"),
+        email: required(values, "email"),
+        ...(typeof currency === "string" ? { defaultCurrency: currency } : {}),
+      });
+      return { merchant: { id: merchant.id, name: merchant.name }, keys: { test: keys.test.plaintext, live: keys.live.plaintext } };
+    }
+    case "merchant list":
+      return {
+        merchants: (await merchants.listMerchants()).map((m) => ({
+          id: m.id,
+          name: m.name,
+          email: m.email,
+          default_currency: m.defaultCurrency,
+          created_at: m.createdAt.toISOString(),
+          keys: m.apiKeys.map((k) => ({ prefix: k.prefix, mode: k.mode, revoked: k.revokedAt !== null })),
+        })),
+      };
+    case "key create": {
+      const merchantId = merchantIdOption(values.merchant);
+      const mode = required(values, "mode");
+      if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
+      const key = await merchants.createKey(merchantId, mode);
+      return { merchant_id: merchantId, mode, prefix: key.prefix, key: key.plaintext };
+    }
+    case "demo": {
+      const demo = (await merchants.listMerchants()).find((m) => m.email === DEMO_MERCHANT.email);
+      if (!demo) throw new GatewayError("not_found", "No demo merchant in this database: it is created at the first start against an empty database");
+      const key = await merchants.createKey(demo.id, "test");
+      return { merchant_id: demo.id, mode: "test", prefix: key.prefix, key: key.plaintext };
+    }
+    case "user create": {
+      if (typeof request.password !== "string") throw new UsageError("user create needs a password (--password-stdin or the terminal)");
+      const user = await createUser(prisma, {
+        merchantId: merchantIdOption(values.merchant),
+        email: required(values, "email"),
+        role: required(values, "role"),
+        password: request.password,
+      });
+      return { user: { id: user.id, email: user.email, role: user.role, merchant_id: user.merchantId } };
+    }
+    case "key revoke": {
+      if (!request.arg) throw new UsageError("key revoke needs the key's prefix, e.g. sk_test_Ab12Cd34");
+      const key = await merchants.revokeKey(request.arg);
+      return { revoked: key.prefix, merchant_id: key.merchantId, mode: key.mode };
+    }
+  }
+}
+
+function merchantIdOption(value: string | boolean | undefined): number {
+  const merchantId = Number(required({ merchant: value }, "merchant"));
+  if (!Number.isSafeInteger(merchantId) || merchantId <= 0) throw new UsageError("--merchant must be a merchant id");
+  return merchantId;
+}
+
+/** Help asked for: printed as text to stdout, exit 0 (mistakes print usage to stderr and exit 2). */
+export class HelpText {
+  constructor(readonly text: string) {}
+}
+
+/** A command's result or failure as the CLI prints it: JSON (or help text) on stdout, one line on stderr. */
+export async function outcomeOf(running: Promise<unknown>): Promise<CommandOutcome> {
+  try {
+    const output = await running;
+    if (output instanceof HelpText) return { exitCode: 0, stdout: `${output.text}\n`, stderr: "" };
+    return { exitCode: 0, stdout: output === undefined ? "" : `${JSON.stringify(output)}\n`, stderr: "" };
+  } catch (error) {
+    if (error instanceof UsageError) return { exitCode: 2, stdout: "", stderr: `${error.message}\n${usage}\n` };
+    if (error instanceof GatewayError || error instanceof ConfigError || (error as Error).name === "DataDirLockedError") {
+      return { exitCode: 1, stdout: "", stderr: `${(error as Error).message}\n` };
+    }
+    return { exitCode: 1, stdout: "", stderr: `cli failed: ${(error as Error).message}\n` };
+  }
+}
