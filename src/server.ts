@@ -14,6 +14,7 @@ import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
+import { createOperationAuthorizer } from "./graphql/authorize.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
 import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
@@ -289,10 +290,13 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     request.principal = principal;
   });
 
-  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs }), {
+  const restDocuments = new Map(routes.map((route) => [`${route.method} ${route.path}`, route.document]));
+  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs, secrets }), {
     logger,
     graphqlPath: "/graphql",
     graphqlMaxTokens: config.graphql.maxTokens,
+    restDocument: (request) => restDocuments.get(`${request.method} ${request.routeOptions.url}`),
+    permits: createOperationAuthorizer(schema),
   });
 
   // Where a person (or a curl) starting at the root finds everything else.

@@ -31,11 +31,7 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   plugins: [ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
-    authScopes: (ctx) => ({
-      merchant: ctx.principal !== null,
-      writer: ctx.principal !== null && canWrite(ctx.principal),
-      owner: ctx.principal !== null && isOwner(ctx.principal),
-    }),
+    authScopes: (ctx) => scopesOf(ctx.principal),
     // REST maps the code to the catalogue's 401 or 403 envelope; GraphQL clients read it from extensions.
     unauthorizedError: (_parent, ctx) => {
       const principal = ctx.principal;
@@ -67,6 +63,15 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   // A fallible field returns its object or an Error type directly (no Success wrapper), everywhere.
   errors: { defaultTypes: [], directResult: true },
 });
+
+/** What a caller may do, by scope; also read before an Idempotency-Key replay (src/graphql/authorize.ts). */
+export function scopesOf(principal: Principal | null): GatewaySchemaTypes["AuthScopes"] {
+  return {
+    merchant: principal !== null,
+    writer: principal !== null && canWrite(principal),
+    owner: principal !== null && isOwner(principal),
+  };
+}
 
 /** Why a signed-in user may not do something, in words their team can act on. */
 function roleRefusal(principal: Principal): string {
