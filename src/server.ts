@@ -34,6 +34,7 @@ import { compileRoutes, runOperation, type RestRequest } from "./rest/route-tabl
 import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
+import { graphiqlCsp, registerSecurityHeaders } from "./security/headers.ts";
 import { createServices, type Services } from "./services.ts";
 import { assertSafeText } from "./validation.ts";
 
@@ -247,6 +248,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  registerSecurityHeaders(app);
   const logRequests = logger.isLevelEnabled("info");
   // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
   app.addHook("onResponse", async (request, reply) => {
@@ -330,7 +332,13 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       reply.header(key, value);
     });
     reply.status(response.status);
-    if (response.headers.get("content-type")?.startsWith("text/event-stream")) metrics.countSseStream(reply.raw);
+    const contentType = response.headers.get("content-type") ?? "";
+    if (contentType.startsWith("text/event-stream")) metrics.countSseStream(reply.raw);
+    if (contentType.startsWith("text/html")) {
+      // GraphiQL: its inline scripts are allowed by hash, nothing else inline.
+      const html = await response.text();
+      return reply.header("content-security-policy", graphiqlCsp(html)).send(html);
+    }
     reply.send(response.body);
     return reply;
   };
