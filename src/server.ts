@@ -16,6 +16,7 @@ import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGateway
 import type { GraphQLContext } from "./graphql/context.ts";
 import { createOperationAuthorizer } from "./graphql/authorize.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
+import { runWithRequestLog, useRefusalLog, yogaLogging } from "./graphql/logging.ts";
 import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
@@ -221,13 +222,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     renderGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
-    plugins: graphqlHardening(config.graphql),
-    logging: {
-      debug: (...args) => logger.debug(args),
-      info: (...args) => logger.info(args),
-      warn: (...args) => logger.warn(args),
-      error: (...args) => logger.error(args),
-    },
+    plugins: [...graphqlHardening(config.graphql), useRefusalLog()],
+    // Client mistakes at info, typed error results at debug, only the unexpected at error; with the request id.
+    logging: yogaLogging(logger),
     // Over HTTP the principal comes from the request's key; over WebSocket from connection_init.
     context: (initial) => contextFor((initial as { principal?: Principal }).principal ?? initial.req.principal),
   });
@@ -325,7 +322,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const handleGraphql = async (req: FastifyRequest, reply: FastifyReply) => {
     const refused = refuseMalformedGraphqlGet(req);
     if (refused) return reply.code(400).type("application/json; charset=utf-8").send(refused);
-    const response = await runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply }));
+    const response = await runWithRequestLog(req.log as Logger, () =>
+      runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply })),
+    );
     // yoga answers an Accept it cannot serve with an empty 406; say why, in the envelope.
     if (response.status === 406) return sendError(reply, new GatewayError("not_acceptable"));
     response.headers.forEach((value, key) => {
@@ -379,8 +378,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
           params: (request.params ?? {}) as Record<string, string>,
         };
         assertSafeText(restRequest);
-        const data = await runInIdempotencyScope(idempotency.scopeOf(request), () =>
-          runOperation(schema, route, route.variables(restRequest), contextFor(request.principal)),
+        const data = await runWithRequestLog(request.log as Logger, () =>
+          runInIdempotencyScope(idempotency.scopeOf(request), () => runOperation(schema, route, route.variables(restRequest), contextFor(request.principal))),
         );
         const { statusCode = 200, body } = route.respond(data, restRequest);
         reply.code(statusCode).type("application/json; charset=utf-8");

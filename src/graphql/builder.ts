@@ -9,6 +9,7 @@ import { canWrite, isOwner, type Principal } from "../auth.ts";
 import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
 import type { GraphQLContext } from "./context.ts";
+import { logErrorResult } from "./logging.ts";
 import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toValidationError } from "./relay.ts";
 
 type GatewaySchemaTypes = {
@@ -61,7 +62,8 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
     onUnusedQuery: null,
   },
   // A fallible field returns its object or an Error type directly (no Success wrapper), everywhere.
-  errors: { defaultTypes: [], directResult: true },
+  // A typed error result is logged at debug on the request's logger (src/graphql/logging.ts).
+  errors: { defaultTypes: [], directResult: true, onResolvedError: logErrorResult },
 });
 
 /** What a caller may do, by scope; also read before an Idempotency-Key replay (src/graphql/authorize.ts). */
