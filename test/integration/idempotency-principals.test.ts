@@ -139,12 +139,21 @@ describe("Idempotency-Key: per caller, authorized before a replay, sealed at res
     const k = key();
     const first = await owner.client.gql(CREATE_KEY, undefined, k);
     expect(first.body.data.createApiKey.secret).toMatch(/^sk_test_/);
+    const kHook = key();
+    const hookBody = { url: "http://127.0.0.1:9/demoted", events: ["transaction.completed"] };
+    const hook = await owner.client.post("/v1/webhooks", hookBody, kHook);
+    expect(hook.status, hook.text).toBe(201);
+
     await gw.gateway.db.prisma.user.update({ where: { id: owner.id }, data: { role: "viewer" } });
     const demoted = as(bearerClient(gw.url, await accessToken(owner)));
+    // The same caller (same user id), so only the authorization check stands between it and the replay.
     const retry = await demoted.gql(CREATE_KEY, undefined, k);
     expect(replayed(retry)).toBeNull();
     expect(retry.body.errors[0].extensions.code).toBe("forbidden");
     expect(retry.text).not.toContain(first.body.data.createApiKey.secret);
+    const hookRetry = await demoted.post("/v1/webhooks", hookBody, kHook);
+    expect([hookRetry.status, hookRetry.body.code, replayed(hookRetry)]).toEqual([403, "forbidden", null]);
+    expect(hookRetry.text).not.toContain(hook.body.data.secret);
   });
 
   it("no secret shown to a client is in any column of any table, in any log line, or in /metrics", async () => {
