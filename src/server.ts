@@ -14,7 +14,9 @@ import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
+import { createOperationAuthorizer } from "./graphql/authorize.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
+import { runWithRequestLog, useRefusalLog, yogaLogging } from "./graphql/logging.ts";
 import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
@@ -34,6 +36,7 @@ import { compileRoutes, runOperation, type RestRequest } from "./rest/route-tabl
 import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
+import { graphiqlCsp, registerSecurityHeaders } from "./security/headers.ts";
 import { createServices, type Services } from "./services.ts";
 import { serveCliHandoff } from "./cli/handoff.ts";
 import { assertSafeText } from "./validation.ts";
@@ -233,13 +236,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     renderGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
-    plugins: [...graphqlHardening(config.graphql), subscriptionReady()],
-    logging: {
-      debug: (...args) => logger.debug(args),
-      info: (...args) => logger.info(args),
-      warn: (...args) => logger.warn(args),
-      error: (...args) => logger.error(args),
-    },
+    plugins: [...graphqlHardening(config.graphql), subscriptionReady(), useRefusalLog()],
+    // Client mistakes at info, typed error results at debug, only the unexpected at error; with the request id.
+    logging: yogaLogging(logger),
     // Over HTTP the principal comes from the request's key; over WebSocket from connection_init.
     context: (initial) => contextFor((initial as { principal?: Principal }).principal ?? initial.req.principal),
   });
@@ -260,6 +259,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  registerSecurityHeaders(app);
   const logRequests = logger.isLevelEnabled("info");
   // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
   app.addHook("onResponse", async (request, reply) => {
@@ -303,10 +303,13 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     request.principal = principal;
   });
 
-  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs }), {
+  const restDocuments = new Map(routes.map((route) => [`${route.method} ${route.path}`, route.document]));
+  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs, secrets }), {
     logger,
     graphqlPath: "/graphql",
     graphqlMaxTokens: config.graphql.maxTokens,
+    restDocument: (request) => restDocuments.get(`${request.method} ${request.routeOptions.url}`),
+    permits: createOperationAuthorizer(schema),
   });
 
   // Where a person (or a curl) starting at the root finds everything else.
@@ -338,14 +341,22 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     const accept = withoutMultipart(req.headers.accept);
     if (accept === "") return sendError(reply, new GatewayError("not_acceptable"));
     if (accept !== undefined) req.headers.accept = accept;
-    const response = await runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply }));
+    const response = await runWithRequestLog(req.log as Logger, () =>
+      runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply })),
+    );
     // yoga answers an Accept it cannot serve with an empty 406; say why, in the envelope.
     if (response.status === 406) return sendError(reply, new GatewayError("not_acceptable"));
     response.headers.forEach((value, key) => {
       reply.header(key, value);
     });
     reply.status(response.status);
-    if (response.headers.get("content-type")?.startsWith("text/event-stream")) metrics.countSseStream(reply.raw);
+    const contentType = response.headers.get("content-type") ?? "";
+    if (contentType.startsWith("text/event-stream")) metrics.countSseStream(reply.raw);
+    if (contentType.startsWith("text/html")) {
+      // GraphiQL: its inline scripts are allowed by hash, nothing else inline.
+      const html = await response.text();
+      return reply.header("content-security-policy", graphiqlCsp(html)).send(html);
+    }
     reply.send(response.body);
     return reply;
   };
@@ -386,8 +397,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
           params: (request.params ?? {}) as Record<string, string>,
         };
         assertSafeText(restRequest);
-        const data = await runInIdempotencyScope(idempotency.scopeOf(request), () =>
-          runOperation(schema, route, route.variables(restRequest), contextFor(request.principal)),
+        const data = await runWithRequestLog(request.log as Logger, () =>
+          runInIdempotencyScope(idempotency.scopeOf(request), () => runOperation(schema, route, route.variables(restRequest), contextFor(request.principal))),
         );
         const { statusCode = 200, body } = route.respond(data, restRequest);
         reply.code(statusCode).type("application/json; charset=utf-8");

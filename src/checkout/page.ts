@@ -23,6 +23,8 @@ export interface CheckoutPageOptions {
   confirming?: boolean;
   /** Shown above the result, e.g. that the provider could not be reached. */
   notice?: string;
+  /** The response's CSP nonce, on the page's inline script and style (no 'unsafe-inline'). */
+  nonce?: string;
 }
 
 const escapeHtml = (text: string) =>
@@ -45,6 +47,7 @@ function settledText(view: CheckoutView): string {
 
 /** The hosted checkout page: amount, merchant, and a card form that posts to /pay. */
 export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutPageOptions = {}): string {
+  const nonce = options.nonce ? ` nonce="${escapeHtml(options.nonce)}"` : "";
   const backLink = view?.returnUrl ? `<a id="return" href="${escapeHtml(view.returnUrl)}">Return to ${escapeHtml(view.merchantName)}</a>` : "";
   const testMode = view?.mode === "test";
   const body = !view
@@ -79,7 +82,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
   }
   <p id="result" role="status"></p>
   ${backLink.replace("<a ", "<a hidden ")}
-  <script>
+  <script${nonce}>
     const form = document.getElementById("pay");
     const result = document.getElementById("result");
     form.addEventListener("submit", async (event) => {
@@ -130,7 +133,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh" content="5">` : ""}
 <title>Checkout</title>
-<style>
+<style${nonce}>
   body { font-family: system-ui, sans-serif; max-width: 26rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
   h1 { font-size: 2rem; margin: .25rem 0 1rem; } .merchant { color: #555; margin: 0; }
   label { display: block; margin: .5rem 0; font-size: .9rem; } input { display: block; width: 100%; padding: .5rem; font-size: 1rem; box-sizing: border-box; }

@@ -312,7 +312,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a user in: an access token (15 minutes) and a refresh token (30 days)
-         * @description Wrong e-mail and wrong password are the same 401. Five failures per e-mail (20 per IP) in 15 minutes give a 429 with Retry-After.
+         * @description Wrong e-mail and wrong password are the same 401. Five failures per e-mail (20 per IP) in 15 minutes give a 429 with Retry-After. An e-mail may be a user at several merchants: the password decides which; merchant_id is needed only when it is the password of several (400 naming merchant_id).
          */
         post: operations["login"];
         delete?: never;
@@ -2967,6 +2967,8 @@ export interface operations {
                      * @enum {string}
                      */
                     mode?: "test" | "live";
+                    /** @description The merchant to sign in to, when the e-mail and password belong to users at several */
+                    merchant_id?: number;
                 };
             };
         };

@@ -9,6 +9,7 @@ import { canWrite, isOwner, type Principal } from "../auth.ts";
 import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
 import type { GraphQLContext } from "./context.ts";
+import { logErrorResult } from "./logging.ts";
 import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toValidationError } from "./relay.ts";
 
 type GatewaySchemaTypes = {
@@ -31,11 +32,7 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   plugins: [ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
-    authScopes: (ctx) => ({
-      merchant: ctx.principal !== null,
-      writer: ctx.principal !== null && canWrite(ctx.principal),
-      owner: ctx.principal !== null && isOwner(ctx.principal),
-    }),
+    authScopes: (ctx) => scopesOf(ctx.principal),
     // REST maps the code to the catalogue's 401 or 403 envelope; GraphQL clients read it from extensions.
     unauthorizedError: (_parent, ctx) => {
       const principal = ctx.principal;
@@ -65,8 +62,18 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
     onUnusedQuery: null,
   },
   // A fallible field returns its object or an Error type directly (no Success wrapper), everywhere.
-  errors: { defaultTypes: [], directResult: true },
+  // A typed error result is logged at debug on the request's logger (src/graphql/logging.ts).
+  errors: { defaultTypes: [], directResult: true, onResolvedError: logErrorResult },
 });
+
+/** What a caller may do, by scope; also read before an Idempotency-Key replay (src/graphql/authorize.ts). */
+export function scopesOf(principal: Principal | null): GatewaySchemaTypes["AuthScopes"] {
+  return {
+    merchant: principal !== null,
+    writer: principal !== null && canWrite(principal),
+    owner: principal !== null && isOwner(principal),
+  };
+}
 
 /** Why a signed-in user may not do something, in words their team can act on. */
 function roleRefusal(principal: Principal): string {

@@ -1,23 +1,27 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { Kind, parse, type OperationTypeNode } from "graphql";
+import { Kind, parse, type DocumentNode, type OperationDefinitionNode } from "graphql";
+import type { Principal } from "../auth.ts";
 import { GatewayError, ValidationError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { IdempotencyScope } from "./scope.ts";
 import type { IdempotencyStore } from "./store.ts";
 
 /**
- * Stripe-style Idempotency-Key on POST (optional, like Stripe's): keyed per merchant and mode. A preHandler
- * (after authentication and body parsing, so after rate limiting) claims the key or answers from its
- * record; an onSend hook stores the response once it exists.
+ * Stripe-style Idempotency-Key on POST (optional, like Stripe's): keyed per merchant, mode and caller (the
+ * API key or the signed-in user that sent it; see principalScope). A preHandler (after authentication and
+ * body parsing, so after rate limiting) claims the key or answers from its record; an onSend hook stores the
+ * response once it exists, sealed (the store encrypts bodies: they may hold a secret shown once).
  *
+ * - authorization first: a caller the schema would refuse the operation (a viewer creating an API key) is
+ *   answered exactly as without a key, its 403, and nothing is claimed, looked up or stored;
  * - same key, same request (sha256 of method, URL and body): the stored status and body again, with
  *   `Idempotent-Replayed: true`; while the first is still running: 409 idempotency_key_in_use; once the
  *   first's lease has lapsed without a response (its instance died), the retry takes the key over and
  *   runs in an IdempotencyScope, so it returns what the first committed rather than creating it again;
  * - same key, different request: 422 idempotency_key_reused;
  * - not stored (the claim is dropped, so a corrected retry runs): requests refused before anything
- *   executed, i.e. 429s, validation failures and other request errors (see isStored); 5xx are stored.
+ *   executed, i.e. 429s, 403s, validation failures and other request errors (see isStored); 5xx are stored.
  *
  * GraphQL: only POSTs whose operation is a mutation are keyed. A query changes nothing, so retrying it is
  * already safe, and replaying a stored read for 24 h would only serve stale data; the header is ignored.
@@ -35,6 +39,9 @@ const refusedBeforeExecution = new Set<ErrorCode>([
   "route_not_found",
   "method_not_allowed",
   "invalid_api_key",
+  "invalid_token",
+  // Every "forbidden" (a role, or a channel that cannot do this) is decided before anything is written.
+  "forbidden",
   "rate_limited",
   "idempotency_key_in_use",
   "idempotency_key_reused",
@@ -50,9 +57,17 @@ export interface IdempotencyHooks {
 export function registerIdempotency(
   app: FastifyInstance,
   store: IdempotencyStore,
-  options: { logger: Logger; graphqlPath: string; graphqlMaxTokens: number },
+  options: {
+    logger: Logger;
+    graphqlPath: string;
+    graphqlMaxTokens: number;
+    /** The GraphQL document a REST row runs (by request), for its authorization; undefined for other routes. */
+    restDocument(request: FastifyRequest): DocumentNode | undefined;
+    /** Whether the caller passes the schema's authorization for every root field (src/graphql/authorize.ts). */
+    permits(principal: Principal, document: DocumentNode, operation: OperationDefinitionNode): boolean;
+  },
 ): IdempotencyHooks {
-  const { logger, graphqlPath, graphqlMaxTokens } = options;
+  const { logger, graphqlPath, graphqlMaxTokens, restDocument, permits } = options;
   const claims = new WeakMap<FastifyRequest, IdempotencyScope>();
 
   app.addHook("preHandler", async (request, reply) => {
@@ -63,10 +78,20 @@ export function registerIdempotency(
     if (value.length === 0) throw new ValidationError("Idempotency-Key", "must not be empty");
     if (value.length > MAX_KEY_LENGTH) throw new ValidationError("Idempotency-Key", `must be at most ${MAX_KEY_LENGTH} characters`);
     const isGraphql = request.routeOptions.url === graphqlPath;
-    if (isGraphql && graphqlOperation(request.body, graphqlMaxTokens) !== "mutation") return;
+    const run = isGraphql ? graphqlOperation(request.body, graphqlMaxTokens) : operationOf(restDocument(request));
+    if (isGraphql && run?.operation.operation !== "mutation") return;
+    // Authorization before any record is looked at: a refused caller gets the 403 it gets without a key,
+    // and neither learns of nor leaves a record.
+    if (run && !permits(request.principal, run.document, run.operation)) return;
 
     const { merchantId, mode } = request.principal;
-    const result = await store.claim({ merchantId, mode, key: value, fingerprint: requestFingerprint(request.method, request.url, request.body) });
+    const result = await store.claim({
+      merchantId,
+      mode,
+      principal: principalScope(request.principal),
+      key: value,
+      fingerprint: requestFingerprint(request.method, request.url, request.body),
+    });
     switch (result.outcome) {
       case "claimed":
         claims.set(request, { claimId: result.id, recoveryPoint: result.recoveryPoint });
@@ -123,6 +148,14 @@ export function registerIdempotency(
   };
 }
 
+/**
+ * The caller a key belongs to: each API key and each user has its own keys, so one caller's stored answer
+ * (a new API key, a webhook secret) is never replayed to another, whatever their role.
+ */
+export function principalScope(principal: Principal): string {
+  return principal.keyId !== null ? `key:${principal.keyId}` : `user:${principal.userId}`;
+}
+
 /** sha256 over method, URL and the parsed body with object keys sorted, so key order does not matter. */
 export function requestFingerprint(method: string, url: string, body: unknown): string {
   return createHash("sha256")
@@ -142,16 +175,27 @@ function sortKeys(value: unknown): unknown {
   return value;
 }
 
-/** The type of the operation a GraphQL POST would run, or undefined when yoga would refuse it anyway. */
-function graphqlOperation(body: unknown, maxTokens: number): OperationTypeNode | undefined {
+interface Operation {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+}
+
+function operationOf(document: DocumentNode | undefined): Operation | undefined {
+  const operation = document?.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION);
+  return document && operation ? { document, operation } : undefined;
+}
+
+/** The operation a GraphQL POST would run, or undefined when yoga would refuse it anyway. */
+function graphqlOperation(body: unknown, maxTokens: number): Operation | undefined {
   if (!body || typeof body !== "object" || Array.isArray(body)) return undefined;
   const { query, operationName } = body as { query?: unknown; operationName?: unknown };
   if (typeof query !== "string") return undefined;
   try {
     // maxTokens as GraphQL Armor: a huge document is refused before this hook spends time on it.
-    const operations = parse(query, { noLocation: true, maxTokens }).definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+    const document = parse(query, { noLocation: true, maxTokens });
+    const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
     const chosen = typeof operationName === "string" ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
-    return chosen?.operation;
+    return chosen ? { document, operation: chosen } : undefined;
   } catch {
     return undefined;
   }
@@ -160,8 +204,8 @@ function graphqlOperation(body: unknown, maxTokens: number): OperationTypeNode |
 /**
  * Whether a response records the key. Not stored: 429s, REST envelopes whose code means the request was
  * refused before execution, and GraphQL responses without `data` (the spec's sign that an error was raised
- * before execution began: syntax, validation, armor limits, variables) or whose every root field is a
- * ValidationError result (visible when the client selects `code`).
+ * before execution began: syntax, validation, armor limits, variables), with a refusal among their errors
+ * (a role's 403), or whose every root field is such a typed result (visible when the client selects `code`).
  */
 export function isStored(status: number, body: string, isGraphql: boolean): boolean {
   if (status === 429) return false;
@@ -178,12 +222,17 @@ export function isStored(status: number, body: string, isGraphql: boolean): bool
   }
   if (isGraphql) {
     if (!("data" in record)) return false;
+    const errors = Array.isArray(record.errors) ? (record.errors as { extensions?: { code?: unknown } }[]) : [];
+    if (errors.some((e) => refused(e?.extensions?.code))) return false;
     const roots = record.data && typeof record.data === "object" ? Object.values(record.data) : [];
-    const allValidationErrors =
-      roots.length > 0 && roots.every((v) => v !== null && typeof v === "object" && (v as { code?: unknown }).code === "validation_failed");
-    return !allValidationErrors;
+    const allRefused = roots.length > 0 && roots.every((v) => v !== null && typeof v === "object" && refused((v as { code?: unknown }).code));
+    return !allRefused;
   }
   return true;
+}
+
+function refused(code: unknown): boolean {
+  return typeof code === "string" && refusedBeforeExecution.has(code as ErrorCode);
 }
 
 /** The body's bytes: REST sends strings, yoga a stream, which is read here and sent on as these bytes. */

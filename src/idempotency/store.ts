@@ -1,5 +1,6 @@
 import type { PrismaClient } from "../db/database.ts";
 import type { KeyMode } from "../security/api-keys.ts";
+import type { SecretBox } from "../security/encryption.ts";
 
 /** How long a key's record is kept and replayed (Stripe keeps them 24 h). */
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
@@ -7,6 +8,8 @@ export const IDEMPOTENCY_RETENTION_HOURS = 24;
 export interface ClaimRequest {
   merchantId: number;
   mode: KeyMode;
+  /** The caller the key belongs to, "key:<id>" or "user:<id>" (see principalScope in hooks.ts). */
+  principal: string;
   key: string;
   fingerprint: string;
 }
@@ -31,24 +34,28 @@ export interface StoredResponse {
  * Idempotency records in the database, so they hold across instances and restarts. An in-flight claim
  * is a lease (`leaseMs`, longer than any request runs): a retry after it has lapsed (the instance
  * holding it crashed) takes the key over instead of being refused for the record's whole 24 h.
+ *
+ * Response bodies are sealed with `secrets` (AES-256-GCM, the key that protects channel credentials): a
+ * keyed createApiKey or webhook create/rotate answer holds a secret that must not sit in plaintext for 24 h.
+ * All bodies are sealed rather than those a detector recognises, so a new kind of secret cannot slip past.
  */
-export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs: number }) {
-  const { leaseMs } = options;
+export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs: number; secrets: SecretBox }) {
+  const { leaseMs, secrets } = options;
   return {
     /**
      * One atomic statement claims a key that is new or whose record has expired; the unique index on
-     * (merchant, mode, key) makes concurrent claims, on any instance, race for the same row. Times come
+     * (merchant, mode, principal, key) makes concurrent claims, on any instance, race for the same row. Times come
      * from the database's clock, so instances with skewed clocks agree.
      */
     async claim(request: ClaimRequest): Promise<ClaimResult> {
-      const { merchantId, mode, key, fingerprint } = request;
+      const { merchantId, mode, principal, key, fingerprint } = request;
       // A record released between our failed claim and our read is simply claimed on the next turn.
       for (let attempt = 0; attempt < 3; attempt++) {
         const claimed = await prisma.$queryRaw<{ id: bigint }[]>`
-          INSERT INTO idempotency_keys (merchant_id, mode, key, request_fingerprint, status, created_at, expires_at, locked_until)
-          VALUES (${merchantId}, ${mode}::"Mode", ${key}, ${fingerprint}, 'in_flight', now(),
+          INSERT INTO idempotency_keys (merchant_id, mode, principal, key, request_fingerprint, status, created_at, expires_at, locked_until)
+          VALUES (${merchantId}, ${mode}::"Mode", ${principal}, ${key}, ${fingerprint}, 'in_flight', now(),
                   now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}), now() + make_interval(secs => ${leaseMs / 1000}::double precision))
-          ON CONFLICT (merchant_id, mode, key) DO UPDATE SET
+          ON CONFLICT (merchant_id, mode, principal, key) DO UPDATE SET
             request_fingerprint = EXCLUDED.request_fingerprint, status = 'in_flight', response_status = NULL,
             response_body = NULL, response_content_type = NULL, created_at = EXCLUDED.created_at,
             expires_at = EXCLUDED.expires_at, locked_until = EXCLUDED.locked_until, recovery_point = NULL
@@ -56,7 +63,7 @@ export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs:
           RETURNING id`;
         if (claimed[0]) return { outcome: "claimed", id: claimed[0].id, recoveryPoint: null };
 
-        const existing = await prisma.idempotencyKey.findUnique({ where: { merchantId_mode_key: { merchantId, mode, key } } });
+        const existing = await prisma.idempotencyKey.findUnique({ where: { merchantId_mode_principal_key: { merchantId, mode, principal, key } } });
         if (!existing) continue;
         if (existing.requestFingerprint !== fingerprint) return { outcome: "mismatch" };
         if (existing.status === "in_flight") {
@@ -71,7 +78,7 @@ export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs:
         return {
           outcome: "replay",
           status: existing.responseStatus ?? 500,
-          body: existing.responseBody ?? "",
+          body: existing.responseBody ? secrets.decrypt(existing.responseBody) : "",
           contentType: existing.responseContentType,
         };
       }
@@ -81,7 +88,7 @@ export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs:
     async complete(id: bigint, response: StoredResponse): Promise<void> {
       await prisma.idempotencyKey.update({
         where: { id },
-        data: { status: "completed", responseStatus: response.status, responseBody: response.body, responseContentType: response.contentType },
+        data: { status: "completed", responseStatus: response.status, responseBody: secrets.encrypt(response.body), responseContentType: response.contentType },
       });
     },
 

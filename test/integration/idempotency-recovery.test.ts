@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { requestFingerprint } from "../../src/idempotency/hooks.ts";
+import { principalScope, requestFingerprint } from "../../src/idempotency/hooks.ts";
 import { runInIdempotencyScope } from "../../src/idempotency/scope.ts";
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
+import { SecretBox } from "../../src/security/encryption.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -26,7 +27,7 @@ describe("Idempotency-Key recovery after a crash", () => {
   afterAll(() => gw?.close());
 
   const prisma = () => gw.gateway.db.prisma;
-  const store = () => createIdempotencyStore(prisma(), { leaseMs: LEASE_MS });
+  const store = () => createIdempotencyStore(prisma(), { leaseMs: LEASE_MS, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) });
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   /** The principal the merchant's test key authenticates as. */
@@ -45,7 +46,8 @@ describe("Idempotency-Key recovery after a crash", () => {
 
   /** Claims `key` for the request as the preHandler does, and returns the scope the route would run in. */
   async function claimAsRoute(merchantId: number, key: string, url: string, body: unknown) {
-    const claim = await store().claim({ merchantId, mode: "test", key, fingerprint: requestFingerprint("POST", url, body) });
+    const principal = principalScope(await principalOf(merchantId));
+    const claim = await store().claim({ merchantId, mode: "test", principal, key, fingerprint: requestFingerprint("POST", url, body) });
     expect(claim.outcome).toBe("claimed");
     if (claim.outcome !== "claimed") throw new Error("not claimed");
     return { claimId: claim.id, recoveryPoint: claim.recoveryPoint };

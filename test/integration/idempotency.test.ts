@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requestFingerprint } from "../../src/idempotency/hooks.ts";
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
+import { SecretBox } from "../../src/security/encryption.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
@@ -127,11 +128,13 @@ describe("Idempotency-Key on POST", () => {
     const merchant = await gw.createMerchant();
     const key = newKey();
     const body = channelBody();
-    // What another instance's claim looks like while its request runs.
+    // What another instance's claim looks like while its request runs (the same key sent by the same API key).
+    const apiKey = await prisma().apiKey.findFirstOrThrow({ where: { merchantId: merchant.id, mode: "test" } });
     await prisma().idempotencyKey.create({
       data: {
         merchantId: merchant.id,
         mode: "test",
+        principal: `key:${apiKey.id}`,
         key,
         requestFingerprint: requestFingerprint("POST", CREATE_CHANNEL, body),
         expiresAt: new Date(Date.now() + 3_600_000),
@@ -178,7 +181,7 @@ describe("Idempotency-Key on POST", () => {
     expect(replayed(await createChannel(merchant.testKey, channelBody("Today"), key))).toBe("true");
 
     await prisma().idempotencyKey.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    expect(await createIdempotencyStore(prisma(), { leaseMs: 60_000 }).pruneExpired()).toBeGreaterThanOrEqual(1);
+    expect(await createIdempotencyStore(prisma(), { leaseMs: 60_000, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) }).pruneExpired()).toBeGreaterThanOrEqual(1);
     expect(await records(key)).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
-import { body, envelope, schemas, str } from "../../openapi/schemas.ts";
+import { body, envelope, int, schemas, str } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/document.ts";
 
 /** What the OpenAPI document says of these routes (they are not rows of the route table). */
@@ -12,9 +12,19 @@ export const authRouteDocs: DocumentedRoute[] = [
     doc: {
       operationId: "login",
       summary: "Sign a user in: an access token (15 minutes) and a refresh token (30 days)",
-      description: "Wrong e-mail and wrong password are the same 401. Five failures per e-mail (20 per IP) in 15 minutes give a 429 with Retry-After.",
+      description:
+        "Wrong e-mail and wrong password are the same 401. Five failures per e-mail (20 per IP) in 15 minutes give a 429 with Retry-After. " +
+        "An e-mail may be a user at several merchants: the password decides which; merchant_id is needed only when it is the password of several (400 naming merchant_id).",
       tag: "Auth",
-      body: body({ email: str(), password: str(), mode: { type: "string", enum: ["test", "live"], description: "Default test" } }, ["email", "password"]),
+      body: body(
+        {
+          email: str(),
+          password: str(),
+          mode: { type: "string", enum: ["test", "live"], description: "Default test" },
+          merchant_id: int("The merchant to sign in to, when the e-mail and password belong to users at several", { minimum: 1 }),
+        },
+        ["email", "password"],
+      ),
       response: envelope({ data: schemas.session }),
     },
   },

@@ -33,7 +33,14 @@ const loginInput = z.object({
   email: z.string({ error: "is required" }).min(1, "is required").max(254, "must be at most 254 characters"),
   password: z.string({ error: "is required" }).min(1, "is required").max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`),
   mode: mode.default("test"),
+  merchant_id: z.number({ error: "must be a merchant id (a positive integer)" }).int("must be a merchant id (a positive integer)").positive("must be a merchant id (a positive integer)").optional(),
 });
+
+/**
+ * The most users one e-mail may be checked against in one sign-in without a merchant_id. Their hashes are
+ * verified side by side (scrypt runs on libuv's pool), so a few accounts cost about the time of one.
+ */
+const MAX_LOGIN_CANDIDATES = 8;
 
 const refreshInput = z.object({
   refresh_token: z.string({ error: "is required" }).min(1, "is required").max(200, "is not a refresh token"),
@@ -64,7 +71,8 @@ export async function createUser(prisma: PrismaClient, input: NewUser) {
       select: { id: true, merchantId: true, email: true, role: true, createdAt: true },
     });
   } catch (error) {
-    if (isUniqueViolation(error)) throw new ConflictError(`A user with e-mail ${data.email} already exists`, "email");
+    // Unique per merchant: the answer says nothing of other merchants' users.
+    if (isUniqueViolation(error)) throw new ConflictError(`This merchant already has a user with e-mail ${data.email}`, "email");
     throw error;
   }
 }
@@ -124,17 +132,35 @@ export function createUserService(deps: UserServiceDeps) {
     /**
      * A wrong e-mail and a wrong password are the same 401 after the same work (an unknown e-mail is
      * checked against a dummy hash); both count against the e-mail's and the IP's failure budgets.
+     *
+     * E-mail is unique per merchant, so one address may be a user at several. `merchant_id` names the one;
+     * without it the password decides: the user whose password it is signs in. Only when it is the password
+     * of several (one person, one password, two merchants) is merchant_id required, and only someone who
+     * knows that password learns so; nobody learns from the answer whether an address exists anywhere.
      */
     async login(input: unknown, ip: string): Promise<Session> {
-      const { email: presented, password, mode: sessionMode } = parse(loginInput, input);
+      const { email: presented, password, mode: sessionMode, merchant_id: merchantId } = parse(loginInput, input);
       const address = presented.trim().toLowerCase();
       const refused = await loginLimiter.attempt(address, ip);
       if (refused) throw rateLimitError(refused);
-      const user = await prisma.user.findUnique({ where: { email: address } });
-      const ok = await verifyPassword(password, user?.passwordHash ?? (await unknownUserHash()));
-      if (!user || !ok || user.disabledAt) throw new GatewayError("invalid_credentials"); // disabled: as if unknown
+      const candidates = await prisma.user.findMany({
+        // A disabled user signs in as if unknown.
+        where: { email: address, disabledAt: null, ...(merchantId === undefined ? {} : { merchantId }) },
+        orderBy: { id: "asc" },
+        take: MAX_LOGIN_CANDIDATES,
+      });
+      const hashes = candidates.length ? candidates.map((user) => user.passwordHash) : [await unknownUserHash()];
+      const verdicts = await Promise.all(hashes.map((hash) => verifyPassword(password, hash)));
+      const matches = candidates.filter((_, i) => verdicts[i]);
+      if (matches.length === 0) throw new GatewayError("invalid_credentials");
+      if (matches.length > 1) {
+        throw new ValidationError(
+          "merchant_id",
+          `this e-mail and password sign in to several merchants (${matches.map((user) => user.merchantId).join(", ")}); say which one`,
+        );
+      }
       await loginLimiter.succeeded(address, ip);
-      return session(user, randomUUID(), sessionMode);
+      return session(matches[0]!, randomUUID(), sessionMode);
     },
 
     async refresh(input: unknown): Promise<Session> {
