@@ -8,7 +8,7 @@
  * status-change transaction; millisecond resolution).
  *
  * Baseline, measured in the same run: a bare loop in this process that POSTs the same bodies (the ones the
- * gateway delivered), signed the same way (webhookHeaders) and sent with the same sender (sendWebhook), to the same
+ * gateway delivered), signed the same way (webhookHeaders) and sent with the same sender (postOutbound), to the same
  * receiver at the same rate, timed from just before signing to arrival. The difference is the gateway's pipeline:
  * commit, job claim, the delivery's reads and writes. The same loop runs a second time while the payment load
  * runs (those webhooks unrecorded), to tell contention for the CPUs from the pipeline. The three alternate in
@@ -26,7 +26,7 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { sendWebhook } from "../src/modules/webhooks/sender.ts";
+import { postOutbound } from "../src/security/outbound.ts";
 import { generateWebhookSecret, webhookHeaders } from "../src/modules/webhooks/signing.ts";
 import { writeReadmeSection } from "./readme.ts";
 
@@ -194,7 +194,7 @@ async function sendBaseline(receiver: Receiver, bodies: string[], secret: string
     const started = now();
     sentAt.set(id, started);
     const headers = webhookHeaders({ id, timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] });
-    const result = await sendWebhook(`${receiver.url}/baseline`, headers, body, { timeoutMs: FORWARD_TIMEOUT_MS, allowPrivate: true });
+    const result = await postOutbound(`${receiver.url}/baseline`, { headers, body, timeoutMs: FORWARD_TIMEOUT_MS, allowPrivate: true });
     if (!result.ok) errors.push(result.error ?? `HTTP ${result.statusCode}`);
   });
   if (errors.length) throw new Error(`baseline: ${errors.length} POSTs failed, e.g. ${errors[0]}`);
@@ -378,7 +378,7 @@ async function main() {
         "event's `created_at`, stamped inside the status-change transaction (millisecond resolution).",
         "",
         "Baseline: a bare loop in the same process POSTs the bodies the gateway delivered (same size), signed the same way",
-        "(`webhookHeaders`) and sent with the same sender (`sendWebhook`), to the same receiver at the same rate, timed from",
+        "(`webhookHeaders`) and sent with the same sender (`postOutbound`), to the same receiver at the same rate, timed from",
         "just before signing to arrival; once with the machine otherwise idle (the ratios' base) and once while the same",
         "payment load runs (its webhooks delivered but not recorded), which shows how much of the gateway's lag is contention",
         "for the CPUs. The three alternate in slices so drift hits all alike. Run with",

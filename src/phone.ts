@@ -35,14 +35,18 @@ export function kenyanMobileOrNull(value: string | null | undefined): string | n
  * any valid international number with its leading + (a card payer may be from anywhere). Stored as E.164.
  */
 export function normalizePhone(value: string, field = "phone"): string {
+  const phone = phoneOrNull(value);
+  if (!phone) throw new ValidationError(field, `must be ${KENYAN_MOBILE_FORMS}, or an international number with its leading +, e.g. +447911123456`);
+  return phone;
+}
+
+/** normalizePhone's answer, or null when the text is not a phone (e.g. a search term that may be one). */
+export function phoneOrNull(value: string): string | null {
   const kenyan = kenyanMobileOrNull(value);
   if (kenyan) return kenyan;
   const text = compact(value);
   const phone = text.startsWith("+") ? parsePhoneNumberFromString(text) : undefined;
-  if (!phone?.isValid()) {
-    throw new ValidationError(field, `must be ${KENYAN_MOBILE_FORMS}, or an international number with its leading +, e.g. +447911123456`);
-  }
-  return phone.number;
+  return phone?.isValid() ? phone.number : null;
 }
 
 /** A phone M-Pesa is asked to collect from or pay to (STK push, C2B simulation, payouts): Kenyan mobile only. Stored as E.164. */

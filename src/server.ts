@@ -22,7 +22,7 @@ import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
 import { subscriptionReady } from "./graphql/ready.ts";
-import { registerIdempotency } from "./idempotency/hooks.ts";
+import { fingerprintKeyFrom, registerIdempotency } from "./idempotency/hooks.ts";
 import { createMetrics } from "./metrics/registry.ts";
 import { registerMetricsRoutes } from "./metrics/routes.ts";
 import { registerOpenApiRoutes } from "./openapi/routes.ts";
@@ -308,6 +308,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     logger,
     graphqlPath: "/graphql",
     graphqlMaxTokens: config.graphql.maxTokens,
+    fingerprintKey: fingerprintKeyFrom(encryptionKey),
     restDocument: (request) => restDocuments.get(`${request.method} ${request.routeOptions.url}`),
     permits: createOperationAuthorizer(schema),
   });

@@ -17,6 +17,8 @@ const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** No text value the gateway takes is longer (fields have tighter bounds of their own; bodies are capped at 1 MB). */
 export const MAX_TEXT_LENGTH = 10_000;
+/** No input the gateway takes nests deeper (metadata stops at 10 levels). */
+const MAX_DEPTH = 20;
 
 /**
  * The one check every client-sent text passes before it reaches a service or the database (REST bodies,
@@ -31,7 +33,9 @@ export function unsafeTextIn(value: unknown, field: string, depth = 0): Validati
     if (value.length > MAX_TEXT_LENGTH) return new ValidationError(field, `must be at most ${MAX_TEXT_LENGTH} characters`);
     return null;
   }
-  if (!value || typeof value !== "object" || depth > 20) return null;
+  if (!value || typeof value !== "object") return null;
+  // Unchecked text could still reach the database (a C2B body is kept whole for its forward): refuse, don't skip.
+  if (depth > MAX_DEPTH) return new ValidationError(field, `must not be nested more than ${MAX_DEPTH} levels deep`);
   if (Array.isArray(value)) {
     for (const [i, item] of value.entries()) {
       const found = unsafeTextIn(item, `${field}[${i}]`, depth + 1);

@@ -1,6 +1,6 @@
 import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
-import { sendWebhook } from "../modules/webhooks/sender.ts";
+import { postOutbound } from "../security/outbound.ts";
 import { generateWebhookSecret, webhookHeaders } from "../modules/webhooks/signing.ts";
 import { UsageError } from "./usage.ts";
 
@@ -92,7 +92,8 @@ export async function listenForWebhooks(options: ListenOptions): Promise<void> {
     // The same bytes the gateway would send: webhookBody is its body parsed, and JSON keeps key order.
     const body = JSON.stringify(event.webhookBody);
     const headers = webhookHeaders({ id: event.id, timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] });
-    const result = await sendWebhook(forwardTo, headers, body, { timeoutMs: FORWARD_TIMEOUT_MS, allowPrivate: true });
+    // The developer's own machine is the point here, so private addresses are allowed.
+    const result = await postOutbound(forwardTo, { headers, body, timeoutMs: FORWARD_TIMEOUT_MS, allowPrivate: true });
     options.write(`${event.occurredAt} ${event.type} ${event.id} -> ${result.statusCode ?? `error (${result.error})`}`);
   };
 

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHmac, hkdfSync } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Kind, parse, type DocumentNode, type OperationDefinitionNode } from "graphql";
 import type { Principal } from "../auth.ts";
@@ -61,13 +61,15 @@ export function registerIdempotency(
     logger: Logger;
     graphqlPath: string;
     graphqlMaxTokens: number;
+    /** Keys the request fingerprints (fingerprintKeyFrom). */
+    fingerprintKey: Buffer;
     /** The GraphQL document a REST row runs (by request), for its authorization; undefined for other routes. */
     restDocument(request: FastifyRequest): DocumentNode | undefined;
     /** Whether the caller passes the schema's authorization for every root field (src/graphql/authorize.ts). */
     permits(principal: Principal, document: DocumentNode, operation: OperationDefinitionNode): boolean;
   },
 ): IdempotencyHooks {
-  const { logger, graphqlPath, graphqlMaxTokens, restDocument, permits } = options;
+  const { logger, graphqlPath, graphqlMaxTokens, fingerprintKey, restDocument, permits } = options;
   const claims = new WeakMap<FastifyRequest, IdempotencyScope>();
 
   app.addHook("preHandler", async (request, reply) => {
@@ -90,7 +92,7 @@ export function registerIdempotency(
       mode,
       principal: principalScope(request.principal),
       key: value,
-      fingerprint: requestFingerprint(request.method, request.url, request.body),
+      fingerprint: requestFingerprint(fingerprintKey, request.method, request.url, request.body),
     });
     switch (result.outcome) {
       case "claimed":
@@ -156,9 +158,18 @@ export function principalScope(principal: Principal): string {
   return principal.keyId !== null ? `key:${principal.keyId}` : `user:${principal.userId}`;
 }
 
-/** sha256 over method, URL and the parsed body with object keys sorted, so key order does not matter. */
-export function requestFingerprint(method: string, url: string, body: unknown): string {
-  return createHash("sha256")
+/** The fingerprint's HMAC key, derived from the encryption key (as access tokens' is). */
+export function fingerprintKeyFrom(encryptionKey: Buffer): Buffer {
+  return Buffer.from(hkdfSync("sha256", encryptionKey, Buffer.alloc(0), "payment-gateway idempotency fingerprints v1", 32));
+}
+
+/**
+ * HMAC-SHA256 over method, URL and the parsed body with object keys sorted, so key order does not matter.
+ * Keyed, not a bare hash: bodies carry passwords (createUser, changePassword), and a plain sha256 kept for
+ * 24 h could be guessed offline far faster than their scrypt hashes.
+ */
+export function requestFingerprint(key: Buffer, method: string, url: string, body: unknown): string {
+  return createHmac("sha256", key)
     .update(`${method}\n${url}\n${JSON.stringify(sortKeys(body ?? null))}`)
     .digest("hex");
 }

@@ -102,11 +102,15 @@ export function createMerchantUrls(options: { allowPrivateUrls: boolean }) {
       const url = await checkOutboundUrl(raw, { requireHttps: mode === "live", allowPrivate: allowPrivate(mode), field, suggestSetting: mode === "test" });
       return url.toString();
     },
-    /** POSTs JSON to a saved URL, re-checking the address at connect time. */
-    postJson(mode: "test" | "live", url: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}): Promise<OutboundResult> {
+    /** POSTs a body (already serialised: webhooks sign these exact bytes) to a saved URL, re-checking the address at connect time. */
+    post(mode: "test" | "live", url: string, body: string, timeoutMs: number, headers: Record<string, string>): Promise<OutboundResult> {
       // A live URL saved over http before https was required for it is not called in clear text either.
       if (mode === "live" && !url.startsWith("https:")) return Promise.resolve({ ok: false, statusCode: null, error: "https is required in live mode", latencyMs: 0, body: "" });
-      return postOutbound(url, { headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), timeoutMs, allowPrivate: allowPrivate(mode) });
+      return postOutbound(url, { headers, body, timeoutMs, allowPrivate: allowPrivate(mode) });
+    },
+    /** POSTs JSON to a saved URL (C2B forwards and validations). */
+    postJson(mode: "test" | "live", url: string, body: unknown, timeoutMs: number): Promise<OutboundResult> {
+      return this.post(mode, url, JSON.stringify(body), timeoutMs, { "content-type": "application/json" });
     },
   };
 }

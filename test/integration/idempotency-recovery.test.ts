@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { principalScope, requestFingerprint } from "../../src/idempotency/hooks.ts";
+import { principalScope, requestFingerprint, fingerprintKeyFrom } from "../../src/idempotency/hooks.ts";
 import { runInIdempotencyScope } from "../../src/idempotency/scope.ts";
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
 import { SecretBox } from "../../src/security/encryption.ts";
@@ -47,7 +47,7 @@ describe("Idempotency-Key recovery after a crash", () => {
   /** Claims `key` for the request as the preHandler does, and returns the scope the route would run in. */
   async function claimAsRoute(merchantId: number, key: string, url: string, body: unknown) {
     const principal = principalScope(await principalOf(merchantId));
-    const claim = await store().claim({ merchantId, mode: "test", principal, key, fingerprint: requestFingerprint("POST", url, body) });
+    const claim = await store().claim({ merchantId, mode: "test", principal, key, fingerprint: requestFingerprint(fingerprintKeyFrom(Buffer.from(gw.database.encryptionKeyHex, "hex")), "POST", url, body) });
     expect(claim.outcome).toBe("claimed");
     if (claim.outcome !== "claimed") throw new Error("not claimed");
     return { claimId: claim.id, recoveryPoint: claim.recoveryPoint };

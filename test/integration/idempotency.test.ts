@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { requestFingerprint } from "../../src/idempotency/hooks.ts";
+import { fingerprintKeyFrom, requestFingerprint } from "../../src/idempotency/hooks.ts";
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
 import { SecretBox } from "../../src/security/encryption.ts";
 import { graphql } from "../gql/index.ts";
@@ -136,7 +136,7 @@ describe("Idempotency-Key on POST", () => {
         mode: "test",
         principal: `key:${apiKey.id}`,
         key,
-        requestFingerprint: requestFingerprint("POST", CREATE_CHANNEL, body),
+        requestFingerprint: requestFingerprint(fingerprintKeyFrom(Buffer.from(gw.database.encryptionKeyHex, "hex")), "POST", CREATE_CHANNEL, body),
         expiresAt: new Date(Date.now() + 3_600_000),
         lockedUntil: new Date(Date.now() + 60_000),
       },

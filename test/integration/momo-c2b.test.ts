@@ -177,7 +177,8 @@ describe("C2B", () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: "completed", paymentMethod: "momo_c2b", amount: 500n, currency: "KES", clientReference: "INV-9", phoneNumber: null, channelId: mpesaChannel });
     const forwards = await waitFor(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51ZDR4F"), (f) => f.length > 0);
-    await sleep(100);
+    // Its forward job is done (deleted) once delivered: after that, no second forward can come.
+    await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward", payload: { path: ["reference"], equals: "RKL51ZDR4F" } } }), (n) => n === 0);
     expect(merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51ZDR4F")).toHaveLength(1);
     expect(forwards[0]!.body.TransAmount).toBe("5.00");
   });
@@ -247,7 +248,8 @@ describe("C2B", () => {
       merchantSite.validationReply = { ResultCode: "0", ResultDesc: "Accepted" };
     }
     expect(merchantSite.received.filter((r) => r.path === "/validate" && r.body.BillRefNumber === "SBX-REJECT")).toHaveLength(1);
-    await sleep(100);
+    // Nothing was queued to forward, so nothing can arrive later.
+    expect(await prisma().job.count({ where: { kind: "momo.c2b_forward", payload: { path: ["body", "BillRefNumber"], equals: "SBX-REJECT" } } })).toBe(0);
     expect(merchantSite.received.filter((r) => r.path === "/confirm" && r.body.BillRefNumber === "SBX-REJECT")).toHaveLength(0);
     expect(await prisma().transaction.count({ where: { clientReference: "SBX-REJECT" } })).toBe(0);
   });

@@ -59,6 +59,13 @@ describe("security headers on the gateway's pages", () => {
     return page.evaluate(() => (window as unknown as { __injected?: boolean }).__injected === true);
   }
 
+  it("the injection used below does run on a page without a CSP (so its refusal below is the CSP's doing)", async () => {
+    const page = await browser.newPage();
+    await page.setContent("<p>no policy</p>");
+    expect(await injectedScriptRuns(page)).toBe(true);
+    await page.close();
+  });
+
   it("checkout: a fresh nonce per response on its one script and style, no 'unsafe-inline'", async () => {
     const path = await checkoutPath();
     const [first, second] = [await apiClient(gw.url).get(path), await apiClient(gw.url).get(path)];
@@ -80,6 +87,7 @@ describe("security headers on the gateway's pages", () => {
     const path = await checkoutPath();
     const { page, refusals } = await open(path);
     expect(await injectedScriptRuns(page)).toBe(false);
+    await expect.poll(() => refusals.some((r) => /script/i.test(r)), { timeout: 5_000 }).toBe(true);
     refusals.length = 0; // that refusal was the point; the page's own must be none
     await page.fill('input[name="card_number"]', "4084084084084081");
     await page.fill('input[name="expiry_month"]', "12");

@@ -174,7 +174,7 @@ describe("sign-in and tokens", () => {
     };
     const unknown: number[] = [];
     const wrong: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 5; i++) {
       const someone = await gw.createUser(acme.id, "viewer");
       const a = await timed(`nobody-${i}-${randomBytes(4).toString("hex")}@users.test`, "whatever-password");
       const b = await timed(someone.email, "not-the-password");
@@ -185,11 +185,12 @@ describe("sign-in and tokens", () => {
       unknown.push(a.ms);
       wrong.push(b.ms);
     }
-    const median = (xs: number[]) => xs.sort((x, y) => x - y)[1]!;
-    // Both pay for one scrypt hash (tens of milliseconds); a missing dummy hash would make unknown e-mails ~1 ms.
+    const median = (xs: number[]) => xs.sort((x, y) => x - y)[2]!;
+    // Both pay for one scrypt hash (tens of milliseconds); a missing dummy hash would make unknown e-mails ~1 ms,
+    // a ratio near 0.01. The bounds leave room for other test files sharing the CPU.
     expect(median(unknown)).toBeGreaterThan(15);
-    expect(median(unknown) / median(wrong)).toBeGreaterThan(0.5);
-    expect(median(unknown) / median(wrong)).toBeLessThan(2);
+    expect(median(unknown) / median(wrong)).toBeGreaterThan(0.33);
+    expect(median(unknown) / median(wrong)).toBeLessThan(3);
   });
 
   it("refresh rotates: a new pair, the old refresh token dead; reusing it revokes the whole session", async () => {

@@ -1,14 +1,15 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { createTestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
 import { runEntry, startGatewayProcess } from "../support/process.ts";
 
 describe("embedded PGlite data folder", () => {
   it("refuses a second process on the same DATA_DIR with a clear message", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "lock-"));
+    // A copy of the migrated template (an empty folder would spend each start on initdb); the lock is the folder's.
+    const { dataDir } = await createTestDatabase();
     const first = await startGatewayProcess({ DATA_DIR: dataDir });
     try {
       const second = runEntry("src/main.ts", [], { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1" });
@@ -23,7 +24,7 @@ describe("embedded PGlite data folder", () => {
   });
 
   it("takes over a stale lock left by a process that died without cleaning up", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "stale-"));
+    const { dataDir } = await createTestDatabase();
     // A pid that existed and is gone now.
     const dead = spawn(process.execPath, ["-e", ""]);
     await new Promise((resolve) => dead.on("exit", resolve));
@@ -39,7 +40,7 @@ describe("embedded PGlite data folder", () => {
   });
 
   it("keeps data across restarts and survives kill -9", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "persist-"));
+    const { dataDir } = await createTestDatabase();
     const first = await startGatewayProcess({ DATA_DIR: dataDir });
     const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
     first.child.kill("SIGKILL");

@@ -72,7 +72,7 @@ describe("operator CLI", () => {
     expect(output).not.toContain(password);
     const again = await runCli(args, database.env, password);
     expect(again.code).toBe(1);
-    expect(again.output.trim()).toBe("A user with e-mail ops@acme.test already exists");
+    expect(again.output.trim()).toBe("This merchant already has a user with e-mail ops@acme.test");
     const noTerminal = await runCli(args.slice(0, -1), database.env);
     expect(noTerminal.code).toBe(2);
     expect(noTerminal.output).toContain("--password-stdin");

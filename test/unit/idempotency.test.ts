@@ -1,13 +1,23 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { isStored, requestFingerprint } from "../../src/idempotency/hooks.ts";
+import { fingerprintKeyFrom, isStored, requestFingerprint } from "../../src/idempotency/hooks.ts";
 
 describe("idempotency fingerprint", () => {
   it("ignores the order of object keys but not values, method or URL", () => {
-    const a = requestFingerprint("POST", "/api/x", { b: 1, a: { d: [1, 2], c: "x" } });
-    expect(requestFingerprint("POST", "/api/x", { a: { c: "x", d: [1, 2] }, b: 1 })).toBe(a);
-    expect(requestFingerprint("POST", "/api/x", { a: { c: "x", d: [2, 1] }, b: 1 })).not.toBe(a);
-    expect(requestFingerprint("POST", "/api/y", { b: 1, a: { d: [1, 2], c: "x" } })).not.toBe(a);
+    const key = fingerprintKeyFrom(Buffer.alloc(32, 7));
+    const a = requestFingerprint(key, "POST", "/api/x", { b: 1, a: { d: [1, 2], c: "x" } });
+    expect(requestFingerprint(key, "POST", "/api/x", { a: { c: "x", d: [1, 2] }, b: 1 })).toBe(a);
+    expect(requestFingerprint(key, "POST", "/api/x", { a: { c: "x", d: [2, 1] }, b: 1 })).not.toBe(a);
+    expect(requestFingerprint(key, "POST", "/api/y", { b: 1, a: { d: [1, 2], c: "x" } })).not.toBe(a);
     expect(a).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("is keyed: without the gateway's key, a body (a password in it) cannot be confirmed by hashing guesses", () => {
+    const body = { email: "a@b.test", password: "correct horse battery" };
+    const fingerprint = requestFingerprint(fingerprintKeyFrom(Buffer.alloc(32, 7)), "POST", "/graphql", body);
+    expect(requestFingerprint(fingerprintKeyFrom(Buffer.alloc(32, 8)), "POST", "/graphql", body)).not.toBe(fingerprint);
+    const plain = createHash("sha256").update(`POST\n/graphql\n${JSON.stringify({ email: body.email, password: body.password })}`).digest("hex");
+    expect(fingerprint).not.toBe(plain);
   });
 });
 

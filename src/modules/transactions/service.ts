@@ -10,7 +10,7 @@ import { inIdempotencyScope, recoveredObjectId } from "../../idempotency/scope.t
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page, type Paging } from "../../paging.ts";
-import { normalizeMsisdn, normalizePhone, toMsisdn } from "../../phone.ts";
+import { normalizeMsisdn, normalizePhone, phoneOrNull, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ProviderName } from "../../providers/registry.ts";
 import type {
@@ -24,7 +24,7 @@ import type {
   MomoConnector,
   SettledCollectionOutcome,
 } from "../../providers/types.ts";
-import { optionalText } from "../../validation.ts";
+import { optionalText, unsafeTextIn } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
@@ -81,25 +81,12 @@ export interface InitializeInput {
 
 export const MAX_METADATA_BYTES = 8 * 1024;
 const MAX_METADATA_DEPTH = 10;
-/** A UTF-16 surrogate without its other half: JSON can carry it as an escape, PostgreSQL's jsonb refuses it. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const METADATA_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
-
-/** Text jsonb cannot store (NUL, lone surrogates) or that has no place in a field; null when the value is fine. */
-function metadataProblem(value: unknown, depth: number): string | null {
-  if (typeof value === "string") {
-    if (METADATA_CONTROL.test(value)) return "must not contain control characters such as NUL (\\u0000)";
-    if (LONE_SURROGATE.test(value)) return "must not contain unpaired UTF-16 surrogates";
-    return null;
-  }
-  if (value === null || typeof value !== "object") return null;
-  if (depth > MAX_METADATA_DEPTH) return `must be nested at most ${MAX_METADATA_DEPTH} levels deep`;
-  const entries = Array.isArray(value) ? value.map((item) => ["", item] as const) : Object.entries(value);
-  for (const [key, item] of entries) {
-    const problem = metadataProblem(key, depth) ?? metadataProblem(item, depth + 1);
-    if (problem) return problem;
-  }
-  return null;
+/** Levels of nesting below the metadata object itself; deeper is a 400 naming `metadata`. */
+function metadataDepth(value: unknown): number {
+  if (value === null || typeof value !== "object") return 0;
+  let deepest = 0;
+  for (const item of Object.values(value)) deepest = Math.max(deepest, metadataDepth(item));
+  return 1 + deepest;
 }
 
 /**
@@ -113,8 +100,10 @@ export function parseMetadata(value: unknown): Record<string, unknown> | null {
   if (Buffer.byteLength(serialized, "utf8") > MAX_METADATA_BYTES) {
     throw new ValidationError("metadata", `must be at most ${MAX_METADATA_BYTES} bytes as JSON (${MAX_METADATA_BYTES / 1024} KB)`);
   }
-  const problem = metadataProblem(value, 1);
-  if (problem) throw new ValidationError("metadata", problem);
+  if (metadataDepth(value) > MAX_METADATA_DEPTH) throw new ValidationError("metadata", `must be nested at most ${MAX_METADATA_DEPTH} levels deep`);
+  // Text jsonb cannot store (NUL, lone surrogates): the one text check, which REST and GraphQL inputs have already passed.
+  const unsafe = unsafeTextIn(value, "metadata");
+  if (unsafe) throw unsafe;
   return value as Record<string, unknown>;
 }
 
@@ -168,12 +157,7 @@ export function parseTransactionSearch(search: string | null | undefined): Trans
   if (!text) return null;
   if (text.length > MAX_SEARCH_LENGTH) throw new ValidationError("search", `must be at most ${MAX_SEARCH_LENGTH} characters`);
   const email = text.includes("@") ? text.toLowerCase() : null;
-  const compact = text.replace(/[\s-]/g, "");
-  let phone: string | null = null;
-  if (/^\+\d{8,15}$/.test(compact)) phone = compact;
-  else if (/^254\d{9}$/.test(compact)) phone = `+${compact}`;
-  else if (/^0[17]\d{8}$/.test(compact)) phone = `+254${compact.slice(1)}`;
-  return { text, email, phone };
+  return { text, email, phone: phoneOrNull(text) };
 }
 
 /** Status, inclusive UTC date range and search as a Prisma filter, scoped to the caller's merchant and mode. */

@@ -242,12 +242,21 @@ export async function disableUser(prisma: PrismaClient, actor: Actor, userId: nu
   });
 }
 
-/** The signed-in user's own password, proven by the current one (a stolen session alone cannot take the account over). */
+/**
+ * The signed-in user's own password, proven by the current one (a stolen session alone cannot take the account over).
+ * Every session of the user ends (refresh tokens revoked), so one opened with the old password cannot outlive it;
+ * this one too, at its next refresh: sign in again with the new password.
+ */
 export async function changeOwnPassword(prisma: PrismaClient, actor: Actor, currentPassword: string, password: string) {
   const parsed = newPassword.safeParse(password);
   if (!parsed.success) throw new ValidationError("newPassword", parsed.error.issues[0]!.message);
   const user = await prisma.user.findFirst({ where: { id: actor.userId, merchantId: actor.merchantId, disabledAt: null } });
   if (!user) throw new NotFoundError(`User ${actor.userId}`);
   if (!(await verifyPassword(currentPassword, user.passwordHash))) throw new ValidationError("currentPassword", "is not your current password");
-  return prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(parsed.data) }, select: teamMember });
+  const passwordHash = await hashPassword(parsed.data);
+  return prisma.$transaction(async (tx) => {
+    const updated = await tx.user.update({ where: { id: user.id }, data: { passwordHash }, select: teamMember });
+    await tx.refreshToken.updateMany({ where: { userId: user.id, revokedAt: null }, data: { revokedAt: new Date() } });
+    return updated;
+  });
 }

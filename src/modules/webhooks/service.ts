@@ -10,7 +10,6 @@ import type { MerchantUrls } from "../../security/outbound.ts";
 import { optionalText } from "../../validation.ts";
 import { WEBHOOK_DELIVERY_JOB } from "./fan-out.ts";
 import { webhookBody, webhookEventTypes } from "./payload.ts";
-import { sendWebhook } from "./sender.ts";
 import { generateWebhookSecret, webhookHeaders } from "./signing.ts";
 
 export interface EndpointInput {
@@ -125,7 +124,7 @@ export function createWebhookService(deps: {
     try {
       const body = webhookBody(event);
       const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(now.getTime() / 1000), body, secrets: signingSecrets(endpoint, now) });
-      result = await sendWebhook(endpoint.url, headers, body, { timeoutMs: config.timeoutMs, allowPrivate: merchantUrls.allowPrivate(endpoint.mode) });
+      result = await merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers);
     } finally {
       endTurn(endpoint.id);
     }

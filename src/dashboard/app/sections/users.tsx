@@ -46,14 +46,14 @@ function Team({ session }: { session: Session }) {
   const changeRole = (user: User, role: string) =>
     action.run(async () => {
       expectOk((await gql<{ changeUserRole: Result<{ __typename: "User" }> }>(CHANGE_ROLE, { input: { id: user.databaseId, role } })).changeUserRole);
+      await reload(); // announced once the table shows it, so what is read out and what is seen agree
       announce(`${user.email} is now ${role}`);
-      await reload();
     });
   const disable = (user: User) =>
     action.run(async () => {
       expectOk((await gql<{ disableUser: Result<{ __typename: "User" }> }>(DISABLE, { id: user.databaseId })).disableUser);
-      announce(`${user.email} is disabled and signed out`);
       await reload();
+      announce(`${user.email} is disabled and signed out`);
     });
 
   const users = data?.users;
