@@ -46,6 +46,15 @@ export function errorEnvelope(codes: string[]): Schema {
 const amount = int("Integer in the currency's minor unit (KES 15.00 is 1500)", { minimum: 0 });
 const transactionStatus = oneOfStrings(["pending", "completed", "failed"]);
 
+/** The query parameters every paged list takes (transactions, payouts): page, limit, status and a UTC date range. */
+export const pageQuery = {
+  page: { description: "From 1", schema: int(undefined, { minimum: 1 }) },
+  limit: { description: "1 to 100 (default 20)", schema: int(undefined, { minimum: 1, maximum: 100 }) },
+  status: { description: "pending, completed or failed", schema: transactionStatus },
+  date_from: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+  date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+};
+
 export const schemas = {
   amount,
   transactionStatus,

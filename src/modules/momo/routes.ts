@@ -70,6 +70,31 @@ const outcomeSchema = {
   failure_reason: nullable(str("The provider's words, when failed")),
 };
 
+
+/** The fields every /v1 STK collection answer starts with (create and read). */
+function stkCollectionFields(t: {
+  databaseId: number;
+  reference: string;
+  clientReference?: string | null;
+  amount: number;
+  currency: string;
+  phoneNumber?: string | null;
+  status: string;
+  paymentMethod?: string | null;
+  checkoutRequestId?: string | null;
+}) {
+  return {
+    id: t.databaseId,
+    reference: t.reference,
+    client_reference: t.clientReference,
+    amount: t.amount,
+    currency: t.currency,
+    phone_number: t.phoneNumber,
+    status: t.status,
+    payment_method: t.paymentMethod,
+    checkout_request_id: t.checkoutRequestId,
+  };
+}
 export const momoRoutes: RestRoute[] = [
   defineRoute<StkPushData>({
     method: "POST",
@@ -183,15 +208,7 @@ export const momoRoutes: RestRoute[] = [
         body: {
           status: "success",
           data: {
-            id: t.databaseId,
-            reference: t.reference,
-            client_reference: t.clientReference,
-            amount: t.amount,
-            currency: t.currency,
-            phone_number: t.phoneNumber,
-            status: t.status,
-            payment_method: t.paymentMethod,
-            checkout_request_id: t.checkoutRequestId,
+            ...stkCollectionFields(t),
             provider_reference: t.providerReference,
             failure_code: t.failureCode,
             failure_reason: t.failureReason,
@@ -303,15 +320,7 @@ export const momoRoutes: RestRoute[] = [
       body: {
         status: "success",
         data: {
-          id: t.databaseId,
-          reference: t.reference,
-          client_reference: t.clientReference,
-          amount: t.amount,
-          currency: t.currency,
-          phone_number: t.phoneNumber,
-          status: t.status,
-          payment_method: t.paymentMethod,
-          checkout_request_id: t.checkoutRequestId,
+          ...stkCollectionFields(t),
           customer_message: customerMessage,
           created_at: t.createdAt,
         },

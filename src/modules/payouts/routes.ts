@@ -3,7 +3,7 @@ import { intField, intParam, required, stringField, stringParam } from "../../re
 import { parseStatus } from "../../filters.ts";
 import { payoutCommands } from "./service.ts";
 import { defineRoute } from "../../rest/route-table.ts";
-import { body, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { body, envelope, int, list, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
@@ -106,11 +106,7 @@ export const payoutRoutes = [
       summary: "The merchant's payouts, newest first, by page",
       tag: "Payouts",
       query: {
-        page: { description: "From 1", schema: int(undefined, { minimum: 1 }) },
-        limit: { description: "1 to 100 (default 20)", schema: int(undefined, { minimum: 1, maximum: 100 }) },
-        status: { description: "pending, completed or failed", schema: schemas.transactionStatus },
-        date_from: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
-        date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+        ...pageQuery,
       },
       response: envelope({ data: list(schemas.payout), ...schemas.page }),
     },

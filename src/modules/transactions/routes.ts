@@ -1,7 +1,7 @@
 import { defineRoute } from "../../rest/route-table.ts";
 import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
 import { parseStatus } from "../../filters.ts";
-import { body, envelope, int, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
+import { body, envelope, int, list, nullable, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 interface TransactionFields {
@@ -158,11 +158,7 @@ export const transactionRoutes = [
       summary: "The merchant's transactions, newest first, by page",
       tag: "Transactions",
       query: {
-        page: { description: "From 1", schema: int(undefined, { minimum: 1 }) },
-        limit: { description: "1 to 100 (default 20)", schema: int(undefined, { minimum: 1, maximum: 100 }) },
-        status: { description: "pending, completed or failed", schema: schemas.transactionStatus },
-        date_from: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
-        date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
+        ...pageQuery,
         search: {
           description:
             "Exact match (not a substring) on reference, client_reference, provider_reference (e.g. the M-Pesa receipt), the payer's e-mail (any case) or phone (+254..., 254... or 07...); at most 100 characters",
