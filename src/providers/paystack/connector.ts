@@ -248,6 +248,8 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
       throw new GatewayError("validation_failed", "Paystack transfer outcomes are read through verification, not from a posted result");
     },
     parseStatusResult: (body) => readTransferResult((body as Record<string, any>) ?? null),
+    // Paystack has no queue-timeout notice.
+    parseTimeout: () => null,
     resultAck: () => ({ status: "success" }),
   };
 
