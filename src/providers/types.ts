@@ -221,6 +221,8 @@ export interface PayoutConnector {
   parseResult(body: unknown): PayoutResult;
   /** The answer to queryStatus; null when it does not settle the payout (the query failed, or it is still in flight). */
   parseStatusResult(body: unknown): PayoutResult | null;
+  /** The request a queue-timeout notice names (its providerRequestId); null when it names none. It settles nothing. */
+  parseTimeout(body: unknown): string | null;
   resultAck(): unknown;
   close?(): void;
 }

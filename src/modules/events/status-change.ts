@@ -3,9 +3,11 @@ import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
 import { enqueueJobs, type JobRequest, type JobRunner } from "../../jobs/runner.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import { recordEvent } from "./outbox.ts";
+import { guardStatus, type Status, type TerminalStatus } from "./status-rules.ts";
 
 /**
- * How a status changes: pending -> completed | failed, and terminal states never change. This is the
+ * How a status changes: pending -> completed | failed, and terminal states never change (the rules:
+ * status-rules.ts). This is the
  * payouts' implementation; transactions, on every payment's path, keep the same contract in one SQL
  * statement (transactions/state-machine.ts). The row update and its Event (with the
  * event's webhook deliveries and any follow-up jobs) are written in one database transaction; the
@@ -13,7 +15,7 @@ import { recordEvent } from "./outbox.ts";
  * exactly one applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock).
  * Subscribers hear of it only after commit.
  */
-export type TerminalStatus = "completed" | "failed";
+export type { TerminalStatus };
 
 export interface StatusChangeDeps {
   prisma: PrismaClient;
@@ -32,8 +34,8 @@ export interface StatusCounter {
 export interface StatusSubject<Row extends { merchantId: number; mode: Mode; channelId: number | null }> {
   /** The event type's prefix: transaction.completed, payout.failed ... */
   name: "transaction" | "payout";
-  /** Sets the status (and changes) only while the row is pending; returns the number of rows changed. */
-  update(tx: Prisma.TransactionClient, id: number, data: Record<string, unknown>): Promise<number>;
+  /** Sets the status (and changes) only while the row's status is `from` (pending); returns the number of rows changed. */
+  update(tx: Prisma.TransactionClient, id: number, from: Status, data: Record<string, unknown>): Promise<number>;
   read(tx: Prisma.TransactionClient, id: number): Promise<Row>;
   snapshot(row: Row): Prisma.InputJsonObject;
   link(id: number): { transactionId: number } | { payoutId: number };
@@ -74,7 +76,7 @@ export async function changeStatus<Row extends { merchantId: number; mode: Mode;
 ): Promise<StatusChangeResult<Row>> {
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const data = { ...request.changes, status: request.to, ...(request.to === "completed" ? { completedAt: new Date() } : {}) };
-    const count = await subject.update(tx, request.id, data);
+    const count = await subject.update(tx, request.id, guardStatus(request.to), data);
     const row = await subject.read(tx, request.id);
     if (count === 0) return { row, event: null, jobsQueued: 0 };
     const { event, deliveriesQueued } = await recordEvent(tx, {

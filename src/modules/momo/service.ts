@@ -168,8 +168,7 @@ export function createMomoService(deps: MomoServiceDeps) {
     async handleB2cTimeout(tokenSegment: string, body: unknown): Promise<unknown> {
       const channel = await channelByToken(tokenSegment);
       const connector = payoutsOf(channel);
-      const requestId = body && typeof body === "object" ? (body as { Result?: { OriginatorConversationID?: unknown } }).Result?.OriginatorConversationID : undefined;
-      await payouts.resultTimedOut(channel, typeof requestId === "string" ? requestId : null);
+      await payouts.resultTimedOut(channel, connector.parseTimeout(body));
       return connector.resultAck();
     },
 

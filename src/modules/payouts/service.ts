@@ -88,7 +88,7 @@ export type PayoutSnapshot = ReturnType<typeof payoutSnapshot>;
 
 const payoutSubject: StatusSubject<Payout> = {
   name: "payout",
-  update: async (tx, id, data) => (await tx.payout.updateMany({ where: { id, status: "pending" }, data })).count,
+  update: async (tx, id, from, data) => (await tx.payout.updateMany({ where: { id, status: from }, data })).count,
   read: (tx, id) => tx.payout.findUniqueOrThrow({ where: { id } }),
   snapshot: payoutSnapshot,
   link: (id) => ({ payoutId: id }),

@@ -4,6 +4,7 @@ import { enqueueJobs, type JobRequest } from "../../jobs/runner.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, type StatusChangeDeps, type TerminalStatus } from "../events/status-change.ts";
+import { guardStatus } from "../events/status-rules.ts";
 import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
 import type { Sql } from "../../db/sql.ts";
 import { findTransaction, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./rows.ts";
@@ -98,7 +99,7 @@ function transitionStatement(to: TerminalStatus, columns: readonly (keyof typeof
   columns.forEach((field, i) => sets.push(`${CHANGE_COLUMNS[field]} = $${i + 3}`));
   const jobsParam = `$${columns.length + 3}`;
   text = `WITH t AS (
-    UPDATE transactions SET ${sets.join(", ")} WHERE id = $1 AND status = 'pending' RETURNING *
+    UPDATE transactions SET ${sets.join(", ")} WHERE id = $1 AND status = '${guardStatus(to)}' RETURNING *
   ), ev AS (
     INSERT INTO events (merchant_id, mode, type, transaction_id, payload)
     SELECT t.merchant_id, t.mode, 'transaction.${to}', t.id, jsonb_build_object('transaction', ${SNAPSHOT_SQL}) FROM t

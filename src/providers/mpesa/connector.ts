@@ -320,6 +320,7 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
 
     parseResult: wire.parseB2cResultBody,
     parseStatusResult: wire.parseTransactionStatusBody,
+    parseTimeout: wire.parseB2cTimeoutBody,
     resultAck: wire.b2cResultAck,
   };
 

@@ -150,6 +150,16 @@ export function parseTransactionStatusBody(body: unknown): PayoutResult | null {
   return null;
 }
 
+/**
+ * A queue-timeout notice (posted to QueueTimeOutURL when Daraja's queue gives up on a B2C request):
+ * `{"Result":{ResultCode:"SFC_IC0003", OriginatorConversationID, ...}}`. The payout's outcome is unknown,
+ * not failed, so only the request it names is read; null when it names none.
+ */
+export function parseB2cTimeoutBody(body: unknown): string | null {
+  const requestId = isObject(body) && isObject(body.Result) ? body.Result.OriginatorConversationID : undefined;
+  return typeof requestId === "string" ? requestId : null;
+}
+
 export function buildB2cResultBody(input: { originatorConversationId: string; conversationId: string; transactionId: string; resultCode: number; resultDesc: string; shillings: number }) {
   const parameters =
     input.resultCode === 0

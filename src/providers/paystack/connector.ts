@@ -28,7 +28,7 @@ const API_BASE = "https://api.paystack.co";
 const MPESA_BANK_CODE = "MPESA";
 const PAYOUT_CURRENCY = "KES";
 
-interface PaystackResponse {
+export interface PaystackResponse {
   status: number;
   body: Record<string, any> | null;
 }
@@ -94,6 +94,30 @@ export function paystackSignatureValid(rawBody: Buffer, header: unknown, secretK
   if (typeof header !== "string" || !/^[0-9a-fA-F]{128}$/.test(header)) return false;
   const expected = createHmac("sha512", secretKey).update(rawBody).digest();
   return timingSafeEqual(expected, Buffer.from(header, "hex"));
+}
+
+/** A webhook whose signature verifies, as the event it names; null when the signature does not verify. */
+export function readPaystackNotification(rawBody: Buffer, signature: unknown, secretKey: string): ProviderNotification | null {
+  if (!paystackSignatureValid(rawBody, signature, secretKey)) return null;
+  let body: any;
+  try {
+    body = JSON.parse(rawBody.toString("utf8"));
+  } catch {
+    return { kind: "other", event: "unreadable" };
+  }
+  const event = text(body?.event) ?? "unknown";
+  const reference = text(body?.data?.reference);
+  if (reference && event.startsWith("charge.")) return { kind: "collection", reference, event };
+  if (reference && event.startsWith("transfer.")) return { kind: "payout", reference, event };
+  return { kind: "other", event };
+}
+
+/** GET /transaction/verify/:reference's answer (HTTP status and parsed body) as a payment status, or the mapped failure. */
+export function readVerifyResponse(response: PaystackResponse, secretKey: string): HostedPaymentStatus {
+  if (response.status === 200 && response.body?.status === true) return readTransactionStatus(response.body.data);
+  // A reference Paystack does not know (its initialization never got there) has simply not been paid.
+  if (response.status === 400 || response.status === 404) return { outcome: { state: "pending" }, amount: null, currency: null, paymentMethod: null };
+  throw paystackFailure("payment verification", response, secretKey);
 }
 
 /** Kenyan MSISDN 2547XXXXXXXX as Paystack's M-Pesa recipients take it: the local 07XXXXXXXX form. */
@@ -163,27 +187,10 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
 
     async verify({ config, reference }) {
       const c = configOf(config);
-      const response = await call(c, "GET", `/transaction/verify/${encodeURIComponent(reference)}`, "payment verification");
-      if (response.status === 200 && response.body?.status === true) return readTransactionStatus(response.body.data);
-      // A reference Paystack does not know (its initialization never got there) has simply not been paid.
-      if (response.status === 400 || response.status === 404) return { outcome: { state: "pending" }, amount: null, currency: null, paymentMethod: null };
-      throw paystackFailure("payment verification", response, c.secret_key);
+      return readVerifyResponse(await call(c, "GET", `/transaction/verify/${encodeURIComponent(reference)}`, "payment verification"), c.secret_key);
     },
 
-    readNotification({ config, rawBody, headers }): ProviderNotification | null {
-      if (!paystackSignatureValid(rawBody, headers["x-paystack-signature"], configOf(config).secret_key)) return null;
-      let body: any;
-      try {
-        body = JSON.parse(rawBody.toString("utf8"));
-      } catch {
-        return { kind: "other", event: "unreadable" };
-      }
-      const event = text(body?.event) ?? "unknown";
-      const reference = text(body?.data?.reference);
-      if (reference && event.startsWith("charge.")) return { kind: "collection", reference, event };
-      if (reference && event.startsWith("transfer.")) return { kind: "payout", reference, event };
-      return { kind: "other", event };
-    },
+    readNotification: ({ config, rawBody, headers }) => readPaystackNotification(rawBody, headers["x-paystack-signature"], configOf(config).secret_key),
 
     notificationAck: () => ({ status: "success" }),
   };
@@ -248,6 +255,8 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
       throw new GatewayError("validation_failed", "Paystack transfer outcomes are read through verification, not from a posted result");
     },
     parseStatusResult: (body) => readTransferResult((body as Record<string, any>) ?? null),
+    // Paystack has no queue-timeout notice.
+    parseTimeout: () => null,
     resultAck: () => ({ status: "success" }),
   };
 

@@ -1,0 +1,34 @@
+/**
+ * Which status changes a money object (transaction, payout) may make: pending -> completed | failed, and
+ * completed and failed never change. Pure, so test/unit/status-rules.test.ts checks every pair; the
+ * conditional updates that apply a change (transactions/state-machine.ts in one SQL statement, payouts in
+ * status-change.ts) take their WHERE from guardStatus(), so the rule tested is the rule that runs.
+ */
+export const STATUSES = ["pending", "completed", "failed"] as const;
+export type Status = (typeof STATUSES)[number];
+export type TerminalStatus = "completed" | "failed";
+
+const NEXT: { readonly [S in Status]: readonly Status[] } = {
+  pending: ["completed", "failed"],
+  completed: [],
+  failed: [],
+};
+
+export function canTransition(from: Status, to: Status): boolean {
+  return NEXT[from].includes(to);
+}
+
+export function isTerminal(status: Status): boolean {
+  return NEXT[status].length === 0;
+}
+
+/**
+ * The one status a row must still have for a change to `to` to apply: the guard of the conditional UPDATE
+ * (it must be exactly one, or a single `status = ...` could not express it). Throws for a status nothing
+ * leads to (pending: rows are created pending, never changed back).
+ */
+export function guardStatus(to: Status): Status {
+  const from = STATUSES.filter((status) => canTransition(status, to));
+  if (from.length !== 1) throw new Error(`no single status may change to ${to} (from: ${from.join(", ") || "none"})`);
+  return from[0]!;
+}
