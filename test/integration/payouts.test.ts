@@ -31,7 +31,8 @@ beforeAll(async () => {
   gw = await startTestGateway({
     env: {
       SANDBOX_STK_DELAY_MS: "30",
-      PAYOUT_RESULT_OVERDUE_MS: "150",
+      // Long enough that the tests delivering a result themselves (below) always come first, even on a busy CPU.
+      PAYOUT_RESULT_OVERDUE_MS: "2000",
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
       JOB_POLL_INTERVAL_MS: "100",
       RATE_LIMIT_ENABLED: "false",
