@@ -2,6 +2,7 @@ import { ConfigError } from "../config.ts";
 import type { PrismaClient } from "../db/database.ts";
 import { DEMO_MERCHANT } from "../demo.ts";
 import { GatewayError } from "../errors.ts";
+import { queueReport } from "../jobs/store.ts";
 import type { MerchantService } from "../modules/merchants/service.ts";
 import { createUser } from "../modules/users/service.ts";
 import { required, UsageError } from "./usage.ts";
@@ -127,8 +128,7 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
       return { status: "migrations applied", backend: deps.backend };
     case "jobs": {
       // What an operator needs to see a stuck or failing queue: how many, how late, and why.
-      const groups = await prisma.job.groupBy({ by: ["kind", "status"], _count: { _all: true }, _min: { runAt: true }, orderBy: [{ kind: "asc" }, { status: "asc" }] });
-      const failed = await prisma.job.findMany({ where: { status: "failed" }, orderBy: { updatedAt: "desc" }, take: 10, select: { id: true, kind: true, attempts: true, lastError: true, updatedAt: true } });
+      const { groups, failed } = await queueReport(prisma, 10);
       return {
         jobs: groups.map((g) => ({ kind: g.kind, status: g.status, count: g._count._all, earliest_run_at: g._min.runAt?.toISOString() ?? null })),
         recent_failures: failed.map((f) => ({ id: String(f.id), kind: f.kind, attempts: f.attempts, last_error: f.lastError, failed_at: f.updatedAt.toISOString() })),

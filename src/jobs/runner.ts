@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { PrismaClient } from "../db/database.ts";
-import type { Prisma } from "../db/generated/prisma/client.ts";
 import type { Logger } from "../logger.ts";
+import { claimDue, completeClaimed, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
 
 /**
  * The one durable job runner. Jobs live in the `jobs` table, so a job enqueued in the same database
- * transaction as the change that caused it survives any crash after commit. Instances claim due jobs
+ * transaction as the change that caused it survives any crash after commit. Every statement on that
+ * table is in ./store.ts, features enqueue through it. Instances claim due jobs
  * with FOR UPDATE SKIP LOCKED, so each job runs on one instance at a time; `run_at` doubles as the
  * lease while a job runs, so the job of an instance that died is claimed again once the lease ends.
  *
@@ -36,20 +37,6 @@ export interface JobDefinition<P = any> {
   onGiveUp?(payload: P, job: ClaimedJob, error: string): Promise<void>;
 }
 
-export interface JobRequest {
-  kind: string;
-  payload: Record<string, unknown>;
-  runAt?: Date;
-}
-
-type JobWriter = Pick<Prisma.TransactionClient, "job">;
-
-/** Enqueues jobs through the given client: pass the transaction client so they commit with the change. */
-export async function enqueueJobs(db: JobWriter, jobs: JobRequest[]): Promise<void> {
-  if (!jobs.length) return;
-  await db.job.createMany({ data: jobs.map((j) => ({ kind: j.kind, payload: j.payload as Prisma.InputJsonValue, runAt: j.runAt ?? new Date() })) });
-}
-
 export interface JobRunnerOptions {
   prisma: PrismaClient;
   logger: Logger;
@@ -57,14 +44,6 @@ export interface JobRunnerOptions {
   pollIntervalMs: number;
   /** How long a claimed job is this instance's; longer than any job can take. */
   leaseMs: number;
-}
-
-interface ClaimedRow {
-  id: bigint;
-  kind: string;
-  payload: unknown;
-  attempts: number;
-  created_at: Date;
 }
 
 const MAX_BACKOFF_MS = 60 * 60_000;
@@ -90,16 +69,9 @@ export function createJobRunner(options: JobRunnerOptions) {
   let wakeTimer: NodeJS.Timeout | undefined;
   let wakeAt = Infinity;
 
-  async function claim(kind: string, limit: number): Promise<ClaimedRow[]> {
+  function claim(kind: string, limit: number): Promise<ClaimedRow[]> {
     const now = new Date();
-    return prisma.$queryRaw<ClaimedRow[]>`
-      UPDATE jobs SET status = 'running', run_at = ${new Date(now.getTime() + leaseMs)}, attempts = attempts + 1,
-        locked_by = ${workerId}, updated_at = ${now}
-      WHERE id IN (
-        SELECT id FROM jobs WHERE kind = ${kind} AND status <> 'failed' AND run_at <= ${now}
-        ORDER BY run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-      )
-      RETURNING id, kind, payload, attempts, created_at`;
+    return claimDue(prisma, kind, limit, workerId, now, new Date(now.getTime() + leaseMs));
   }
 
   /** Times at which retries this instance scheduled fall due; one timer is armed for the earliest. */
@@ -132,10 +104,7 @@ export function createJobRunner(options: JobRunnerOptions) {
 
   async function reschedule(row: ClaimedRow, retryInMs: number, error: string | undefined, countAttempt: boolean) {
     const runAt = new Date(Date.now() + Math.max(0, retryInMs));
-    await prisma.$executeRaw`
-      UPDATE jobs SET status = 'queued', run_at = ${runAt}, last_error = ${error?.slice(0, 1000) ?? null}, locked_by = NULL,
-        attempts = attempts - ${countAttempt ? 0 : 1}, updated_at = ${new Date()}
-      WHERE id = ${row.id} AND locked_by = ${workerId}`;
+    await requeueClaimed(prisma, row.id, workerId, runAt, error, countAttempt);
     wakeUpAt(runAt.getTime());
   }
 
@@ -148,9 +117,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       const message = error instanceof Error ? error.message : String(error);
       if (row.attempts >= (definition.maxAttempts ?? 10)) {
         logger.error({ jobId: String(row.id), kind: row.kind, attempts: row.attempts, err: message }, "job failed for good");
-        await prisma.$executeRaw`
-          UPDATE jobs SET status = 'failed', last_error = ${message.slice(0, 1000)}, locked_by = NULL, updated_at = ${new Date()}
-          WHERE id = ${row.id} AND locked_by = ${workerId}`;
+        await failClaimed(prisma, row.id, workerId, message);
         await definition.onGiveUp?.(row.payload, job, message);
       } else {
         logger.warn({ jobId: String(row.id), kind: row.kind, attempt: row.attempts, err: message }, "job failed; will retry");
@@ -159,7 +126,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       return;
     }
     if (outcome) await reschedule(row, outcome.retryInMs, outcome.error, outcome.countAttempt ?? true);
-    else await prisma.$executeRaw`DELETE FROM jobs WHERE id = ${row.id} AND locked_by = ${workerId}`;
+    else await completeClaimed(prisma, row.id, workerId);
   }
 
   function start(definition: JobDefinition, row: ClaimedRow) {

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { PrismaClient } from "../db/database.ts";
+import { queueGauges, type QueueGaugeRow } from "../jobs/store.ts";
 import type { Logger } from "../logger.ts";
 import type { StatusCounter } from "../modules/events/status-change.ts";
 import type { LimiterName } from "../rate-limit/limiter.ts";
@@ -35,13 +36,6 @@ export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
 /** The route label of a request no route matched (404s of unknown paths): never the path itself. */
 export const UNMATCHED_ROUTE = "unmatched";
-
-interface JobRow {
-  kind: string;
-  status: string;
-  jobs: number;
-  oldest_due: Date | null;
-}
 
 export function createMetrics(deps: MetricsDeps) {
   const { prisma, logger } = deps;
@@ -121,13 +115,9 @@ export function createMetrics(deps: MetricsDeps) {
   }
   async function readJobs(): Promise<void> {
     const now = new Date();
-    let rows: JobRow[];
+    let rows: QueueGaugeRow[];
     try {
-      // "Due" as the runner claims it: not failed and run_at passed (a running job past its lease lost its instance).
-      rows = await prisma.$queryRaw<JobRow[]>`
-        SELECT kind, status::text AS status, count(*)::int AS jobs,
-          min(run_at) FILTER (WHERE status <> 'failed' AND run_at <= ${now}) AS oldest_due
-        FROM jobs GROUP BY kind, status`;
+      rows = await queueGauges(prisma, now);
     } catch (error) {
       // The database is down: this scrape has no job series, the rest (process, requests) still answers.
       logger.warn({ err: error }, "metrics: the jobs table could not be read");

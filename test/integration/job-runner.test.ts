@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
-import { createJobRunner, enqueueJobs, type JobRunner } from "../../src/jobs/runner.ts";
+import { createJobRunner, type JobRunner } from "../../src/jobs/runner.ts";
+import { cancel, enqueue, enqueueJobs, reschedule } from "../../src/jobs/store.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /** The durable job runner on the real database of each backend: claims, retries, give-up, leases, bounds. */
@@ -158,5 +159,31 @@ describe("job runner", () => {
     await until(async () => (await prisma().job.count({ where: { kind: "t.shared" } })) === 0);
     expect(runsById.size).toBe(60);
     expect([...runsById.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("enqueue with a key replaces the queued job of that kind and key; cancel and reschedule touch only queued jobs of that kind and key", async () => {
+    const kind = "t.keyed";
+    const jobsOf = () => prisma().job.findMany({ where: { kind }, orderBy: { id: "asc" } });
+    const later = new Date(Date.now() + 3_600_000);
+    await enqueue(prisma(), kind, { payoutId: 1, note: "first" }, { runAt: later, key: { payoutId: 1 } });
+    await enqueue(prisma(), kind, { payoutId: 2 }, { runAt: later });
+    await enqueue(prisma(), "t.keyed-other", { payoutId: 1 }, { runAt: later });
+    await enqueue(prisma(), kind, { payoutId: 1, note: "second" }, { runAt: later, key: { payoutId: 1 } });
+    expect((await jobsOf()).map((j) => j.payload)).toEqual([{ payoutId: 2 }, { payoutId: 1, note: "second" }]);
+
+    // A running job (claimed by an instance) is that instance's: neither moved nor cancelled.
+    await prisma().job.create({ data: { kind, payload: { payoutId: 1 }, status: "running", lockedBy: "elsewhere", runAt: later } });
+    const now = new Date();
+    expect(await reschedule(prisma(), kind, { payoutId: 1 }, now)).toBe(1);
+    const moved = await jobsOf();
+    expect(moved.filter((j) => j.runAt.getTime() === now.getTime()).map((j) => j.payload)).toEqual([{ payoutId: 1, note: "second" }]);
+    expect(moved.filter((j) => j.runAt.getTime() === later.getTime())).toHaveLength(2);
+
+    expect(await cancel(prisma(), kind, { payoutId: 1 })).toBe(1);
+    expect((await jobsOf()).map((j) => [j.payload, j.status])).toEqual([[{ payoutId: 2 }, "queued"], [{ payoutId: 1 }, "running"]]);
+    expect(await cancel(prisma(), kind, { payoutId: 2, note: "none" })).toBe(0);
+    expect(await prisma().job.count({ where: { kind: "t.keyed-other" } })).toBe(1);
+    await expect(cancel(prisma(), kind, {})).rejects.toThrow(/at least one payload field/);
+    await prisma().job.deleteMany({ where: { kind: { in: [kind, "t.keyed-other"] } } });
   });
 });

@@ -1,6 +1,7 @@
 import type { PrismaClient } from "../../db/database.ts";
 import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
-import { enqueueJobs, type JobRequest, type JobRunner } from "../../jobs/runner.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import { recordEvent } from "./outbox.ts";
 import { guardStatus, type Status, type TerminalStatus } from "./status-rules.ts";

@@ -5,7 +5,8 @@ import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/c
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
-import { enqueueJobs, type JobRunner } from "../../jobs/runner.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
@@ -221,7 +222,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null) {
       const payout = providerRequestId ? await prisma.payout.findFirst({ where: { channelId: channel.id, providerRequestId } }) : null;
       if (!payout || payout.status !== "pending") return;
-      await prisma.job.updateMany({ where: { kind: PAYOUT_QUERY_JOB, status: "queued", payload: { path: ["payoutId"], equals: payout.id } }, data: { runAt: new Date() } });
+      await reschedule(prisma, PAYOUT_QUERY_JOB, { payoutId: payout.id }, new Date());
       deps.jobs.nudge();
     },
 
@@ -263,7 +264,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
           },
         });
         await recordRecoveryPoint(tx, "payout", row.id);
-        await enqueueJobs(tx, [{ kind: PAYOUT_QUERY_JOB, payload: { payoutId: row.id }, runAt: new Date(Date.now() + deps.resultOverdueMs) }]);
+        await enqueue(tx, PAYOUT_QUERY_JOB, { payoutId: row.id }, { runAt: new Date(Date.now() + deps.resultOverdueMs) });
         return row;
       });
       deps.metrics?.statusChanged("payout", "pending", payout.channelId);

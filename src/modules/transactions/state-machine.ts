@@ -1,6 +1,6 @@
 import type { Event, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { recordRecoveryPoint } from "../../idempotency/scope.ts";
-import { enqueueJobs, type JobRequest } from "../../jobs/runner.ts";
+import { enqueueFromParameterCte, enqueueJobs, jobsParameter, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, type StatusChangeDeps, type TerminalStatus } from "../events/status-change.ts";
@@ -105,13 +105,8 @@ function transitionStatement(to: TerminalStatus, columns: readonly (keyof typeof
     SELECT t.merchant_id, t.mode, 'transaction.${to}', t.id, jsonb_build_object('transaction', ${SNAPSHOT_SQL}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
   ), ${WEBHOOK_FAN_OUT_CTES}${
-    withJobs
-      ? `, follow_up AS (
-    INSERT INTO jobs (kind, payload, run_at)
-    SELECT j.kind, j.payload, coalesce(j.run_at, now()) FROM ev, jsonb_to_recordset(${jobsParam}::jsonb) AS j(kind text, payload jsonb, run_at timestamptz)
-    RETURNING id
-  )`
-      : ""
+    // Queued once per row of ev: only when the change applied.
+    withJobs ? `, ${enqueueFromParameterCte("follow_up", jobsParam, "ev")}` : ""
   }
   SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
     (SELECT count(*)::int FROM delivery_jobs) AS "deliveriesQueued"
@@ -137,7 +132,7 @@ export async function transitionTransaction(deps: StateMachineDeps, request: Tra
   const columns = (Object.keys(CHANGE_COLUMNS) as (keyof typeof CHANGE_COLUMNS)[]).filter((field) => changes[field] !== undefined);
   const jobs = request.jobs ?? [];
   const params: unknown[] = [request.transactionId, new Date(), ...columns.map((field) => changes[field])];
-  if (jobs.length) params.push(JSON.stringify(jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null }))));
+  if (jobs.length) params.push(jobsParameter(jobs));
   const [changed] = await deps.sql.query<TransitionRow>(transitionStatement(request.to, columns, jobs.length > 0), params);
   if (!changed) {
     // Already terminal (or another caller won the race): nothing written; answer with the row as it is.

@@ -1,4 +1,5 @@
 import type { Event, Prisma } from "../../db/generated/prisma/client.ts";
+import { enqueueCte } from "../../jobs/store.ts";
 
 export const WEBHOOK_DELIVERY_JOB = "webhook.deliver";
 
@@ -17,10 +18,7 @@ export const WEBHOOK_FAN_OUT_CTES = `endpoints AS (
   SELECT endpoint_id, event_id, merchant_id, mode FROM endpoints
   ON CONFLICT (endpoint_id, event_id) DO NOTHING
   RETURNING id
-), delivery_jobs AS (
-  INSERT INTO jobs (kind, payload) SELECT '${WEBHOOK_DELIVERY_JOB}', jsonb_build_object('deliveryId', id) FROM deliveries
-  RETURNING id
-)`;
+), ${enqueueCte("delivery_jobs", WEBHOOK_DELIVERY_JOB, { from: "deliveries", payload: { deliveryId: "id" } })}`;
 
 /** The fan-out for an event recorded through Prisma, inside its transaction. Returns the number of deliveries queued. */
 export async function enqueueWebhookDeliveries(tx: Prisma.TransactionClient, event: Pick<Event, "id" | "merchantId" | "mode" | "type">): Promise<number> {

@@ -3,7 +3,8 @@ import type { WebhookConfig } from "../../config.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Mode, Prisma, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
 import { NotFoundError, ValidationError } from "../../errors.ts";
-import { enqueueJobs, type JobRunner } from "../../jobs/runner.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import { cancel, enqueueJobs } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/encryption.ts";
 import type { MerchantUrls } from "../../security/outbound.ts";
@@ -257,7 +258,7 @@ export function createWebhookService(deps: {
         }
         // A retry still scheduled for one of these would double the new round of attempts.
         for (const d of rows) {
-          await tx.job.deleteMany({ where: { kind: WEBHOOK_DELIVERY_JOB, status: "queued", payload: { path: ["deliveryId"], equals: Number(d.id) } } });
+          await cancel(tx, WEBHOOK_DELIVERY_JOB, { deliveryId: Number(d.id) });
         }
         await enqueueJobs(tx, rows.map((d) => ({ kind: WEBHOOK_DELIVERY_JOB, payload: { deliveryId: Number(d.id) } })));
         return rows;

@@ -1,0 +1,173 @@
+import type { PrismaClient } from "../db/database.ts";
+import type { Prisma } from "../db/generated/prisma/client.ts";
+
+/**
+ * The `jobs` table's store: every statement on it, Prisma or SQL, is here (the runner's claims and
+ * settlements, features' enqueue/cancel/reschedule, the operator's reads, and the CTE fragments that
+ * queue jobs inside another feature's single statement). No other file names the table; a source scan
+ * (test/unit/jobs-table-owner.test.ts) holds that. Features pass kinds, payloads and payload keys,
+ * never SQL text.
+ */
+
+export interface JobRequest {
+  kind: string;
+  payload: Record<string, unknown>;
+  runAt?: Date;
+}
+
+/** A job's identity within its kind: payload fields and their values, e.g. `{ payoutId: 7 }`. */
+export type JobKey = Record<string, string | number>;
+
+/** Any client that can write jobs: pass the transaction client so the jobs commit with the change. */
+export type JobWriter = Pick<Prisma.TransactionClient, "job">;
+
+function keyFilter(kind: string, key: JobKey): Prisma.JobWhereInput {
+  const fields = Object.entries(key);
+  if (!fields.length) throw new Error(`a job key of ${kind} needs at least one payload field`);
+  // Only queued jobs: a running one belongs to its instance until it settles (or its lease ends).
+  return { kind, status: "queued", AND: fields.map(([field, value]) => ({ payload: { path: [field], equals: value } })) };
+}
+
+/**
+ * Queues one job. With `key`, it replaces the queued job of the same kind and key, so at most one is
+ * queued for it (a running one is left to finish).
+ */
+export async function enqueue(db: JobWriter, kind: string, payload: Record<string, unknown>, options: { runAt?: Date; key?: JobKey } = {}): Promise<void> {
+  if (options.key) await cancel(db, kind, options.key);
+  await enqueueJobs(db, [{ kind, payload, ...(options.runAt ? { runAt: options.runAt } : {}) }]);
+}
+
+/** Queues several jobs in one statement (none: no statement). */
+export async function enqueueJobs(db: JobWriter, jobs: JobRequest[]): Promise<void> {
+  if (!jobs.length) return;
+  await db.job.createMany({ data: jobs.map((j) => ({ kind: j.kind, payload: j.payload as Prisma.InputJsonValue, runAt: j.runAt ?? new Date() })) });
+}
+
+/** Deletes the queued jobs of this kind and key; returns how many. */
+export async function cancel(db: JobWriter, kind: string, key: JobKey): Promise<number> {
+  return (await db.job.deleteMany({ where: keyFilter(kind, key) })).count;
+}
+
+/** Moves the queued jobs of this kind and key to `runAt` (e.g. now, to ask sooner); returns how many. */
+export async function reschedule(db: JobWriter, kind: string, key: JobKey, runAt: Date): Promise<number> {
+  return (await db.job.updateMany({ where: keyFilter(kind, key), data: { runAt } })).count;
+}
+
+// --- Fragments for a feature's one-statement writes (data-modifying CTEs) ------------------------------
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+const KIND = /^[A-Za-z0-9_.-]+$/;
+const PAYLOAD_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function identifier(name: string): string {
+  if (!IDENTIFIER.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
+  return name;
+}
+
+/**
+ * A CTE `name AS (...)` queueing one job of `kind` per row of the CTE `from`, due now, its payload built
+ * from that row's columns (`{ deliveryId: "id" }` gives `{"deliveryId": <id>}`). It returns one row per
+ * job, so `SELECT count(*) FROM name` is the number queued. Names and kinds are code, never input.
+ */
+export function enqueueCte(name: string, kind: string, source: { from: string; payload: Record<string, string> }): string {
+  if (!KIND.test(kind)) throw new Error(`not a job kind: ${kind}`);
+  const fields = Object.entries(source.payload).map(([field, column]) => {
+    if (!PAYLOAD_FIELD.test(field)) throw new Error(`not a payload field name: ${field}`);
+    return `'${field}', ${identifier(column)}`;
+  });
+  return `${identifier(name)} AS (
+  INSERT INTO jobs (kind, payload) SELECT '${kind}', jsonb_build_object(${fields.join(", ")}) FROM ${identifier(source.from)}
+  RETURNING id
+)`;
+}
+
+/**
+ * A CTE `name AS (...)` queueing the jobs given as one JSON parameter (`param`, e.g. "$5", its value from
+ * jobsParameter()) once per row of the CTE `when`: with `when` the CTE of the change, they are queued
+ * only if the change applied.
+ */
+export function enqueueFromParameterCte(name: string, param: string, when: string): string {
+  if (!/^\$[1-9][0-9]*$/.test(param)) throw new Error(`not a statement parameter: ${param}`);
+  return `${identifier(name)} AS (
+    INSERT INTO jobs (kind, payload, run_at)
+    SELECT j.kind, j.payload, coalesce(j.run_at, now()) FROM ${identifier(when)}, jsonb_to_recordset(${param}::jsonb) AS j(kind text, payload jsonb, run_at timestamptz)
+    RETURNING id
+  )`;
+}
+
+/** The value of enqueueFromParameterCte()'s parameter for these jobs. */
+export function jobsParameter(jobs: JobRequest[]): string {
+  return JSON.stringify(jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null })));
+}
+
+// --- The runner's statements ----------------------------------------------------------------------------
+
+export interface ClaimedRow {
+  id: bigint;
+  kind: string;
+  payload: unknown;
+  attempts: number;
+  created_at: Date;
+}
+
+/**
+ * Claims up to `limit` due jobs of a kind for `workerId` until `leaseUntil` (FOR UPDATE SKIP LOCKED: each
+ * job goes to one instance). Failed jobs are never claimed; a running job past its lease is due again.
+ */
+export function claimDue(prisma: PrismaClient, kind: string, limit: number, workerId: string, now: Date, leaseUntil: Date): Promise<ClaimedRow[]> {
+  return prisma.$queryRaw<ClaimedRow[]>`
+      UPDATE jobs SET status = 'running', run_at = ${leaseUntil}, attempts = attempts + 1,
+        locked_by = ${workerId}, updated_at = ${now}
+      WHERE id IN (
+        SELECT id FROM jobs WHERE kind = ${kind} AND status <> 'failed' AND run_at <= ${now}
+        ORDER BY run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+      )
+      RETURNING id, kind, payload, attempts, created_at`;
+}
+
+/**
+ * Puts a claimed job back in the queue, due at `runAt`; `countAttempt: false` takes back the claim's
+ * attempt. Only while `workerId` still holds it: a job whose lease ran out belongs to whoever claimed it next.
+ */
+export async function requeueClaimed(prisma: PrismaClient, id: bigint, workerId: string, runAt: Date, error: string | undefined, countAttempt: boolean): Promise<void> {
+  await prisma.$executeRaw`
+      UPDATE jobs SET status = 'queued', run_at = ${runAt}, last_error = ${error?.slice(0, 1000) ?? null}, locked_by = NULL,
+        attempts = attempts - ${countAttempt ? 0 : 1}, updated_at = ${new Date()}
+      WHERE id = ${id} AND locked_by = ${workerId}`;
+}
+
+/** Keeps a claimed job as failed for good (an operator's to look at), while `workerId` still holds it. */
+export async function failClaimed(prisma: PrismaClient, id: bigint, workerId: string, error: string): Promise<void> {
+  await prisma.$executeRaw`
+          UPDATE jobs SET status = 'failed', last_error = ${error.slice(0, 1000)}, locked_by = NULL, updated_at = ${new Date()}
+          WHERE id = ${id} AND locked_by = ${workerId}`;
+}
+
+/** A claimed job is done: deleted, while `workerId` still holds it. */
+export async function completeClaimed(prisma: PrismaClient, id: bigint, workerId: string): Promise<void> {
+  await prisma.$executeRaw`DELETE FROM jobs WHERE id = ${id} AND locked_by = ${workerId}`;
+}
+
+// --- Reads for operators (CLI, metrics) -------------------------------------------------------------------
+
+export interface QueueGaugeRow {
+  kind: string;
+  status: string;
+  jobs: number;
+  oldest_due: Date | null;
+}
+
+/** One row per kind and status: how many, and the oldest due ("due" as claimDue() sees it) as of `now`. */
+export function queueGauges(prisma: PrismaClient, now: Date): Promise<QueueGaugeRow[]> {
+  return prisma.$queryRaw<QueueGaugeRow[]>`
+        SELECT kind, status::text AS status, count(*)::int AS jobs,
+          min(run_at) FILTER (WHERE status <> 'failed' AND run_at <= ${now}) AS oldest_due
+        FROM jobs GROUP BY kind, status`;
+}
+
+/** The queue by kind and status (count, earliest run_at), and the last `limit` jobs that gave up. */
+export async function queueReport(prisma: PrismaClient, limit = 10) {
+  const groups = await prisma.job.groupBy({ by: ["kind", "status"], _count: { _all: true }, _min: { runAt: true }, orderBy: [{ kind: "asc" }, { status: "asc" }] });
+  const failed = await prisma.job.findMany({ where: { status: "failed" }, orderBy: { updatedAt: "desc" }, take: limit, select: { id: true, kind: true, attempts: true, lastError: true, updatedAt: true } });
+  return { groups, failed };
+}
