@@ -86,7 +86,7 @@ export function createServices(deps: ServiceDeps) {
     logger,
     resultOverdueMs: config.momo.payoutResultOverdueMs,
     callbackUrls: (channel) => {
-      const urls = momoCallbackUrls(config.publicBaseUrl, channel, connectors.mpesa.momo!.forbiddenUrlWords);
+      const urls = momoCallbackUrls(config.publicBaseUrl, channel, connectors.for(channel)?.momo?.forbiddenUrlWords ?? []);
       return { result: urls.b2cResult, timeout: urls.b2cTimeout, statusResult: urls.b2cStatusResult };
     },
   });

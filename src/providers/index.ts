@@ -1,12 +1,19 @@
 import type { RedisConnections } from "../infra/redis.ts";
 import { createMpesaConnector } from "./mpesa/connector.ts";
 import { createMemoryTokenStore, createRedisTokenStore } from "./mpesa/token-store.ts";
-import type { ProviderName } from "./registry.ts";
+import { providerEntry, type ProviderName } from "./registry.ts";
 import { createPaystackConnector } from "./paystack/connector.ts";
 import { createSandboxConnector } from "./sandbox/connector.ts";
 import type { Connector } from "./types.ts";
 
-export type Connectors = Record<ProviderName, Connector>;
+export type Connectors = Record<ProviderName, Connector> & {
+  /**
+   * The connector of a channel's own provider. `channel.provider` is a plain string column, so a row
+   * naming a provider this build no longer has (or never had) gets undefined rather than a cast that
+   * lies: callers already answer a missing connector or capability (a 400 or 404), never crash.
+   */
+  for(channel: { provider: string }): Connector | undefined;
+};
 
 export interface ConnectorOptions {
   /** Overrides the Daraja base URL of every mpesa channel. */
@@ -24,9 +31,11 @@ export interface ConnectorOptions {
 /** Connectors for every provider. */
 export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
-  return {
+  const byName: Record<ProviderName, Connector> = {
     sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs }),
     mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath }),
     paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs }),
   };
+  // Not enumerable: iterating or logging the connectors still shows only connectors.
+  return Object.defineProperty(byName, "for", { value: (channel: { provider: string }) => providerEntry(byName, channel.provider) }) as Connectors;
 }

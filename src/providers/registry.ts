@@ -59,3 +59,8 @@ export const connectorCurrencies: Record<ProviderName, readonly string[]> = {
 export function isProviderName(value: string): value is ProviderName {
   return Object.hasOwn(connectorConfigSchemas, value);
 }
+
+/** The entry for a provider named by a string (a channel's column): undefined when it names no provider. */
+export function providerEntry<T>(byProvider: Record<ProviderName, T>, name: string): T | undefined {
+  return isProviderName(name) ? byProvider[name] : undefined;
+}

@@ -8,7 +8,7 @@ import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
-import type { ProviderName } from "../../providers/registry.ts";
+import { providerNames } from "../../providers/registry.ts";
 import type { MomoConnector } from "../../providers/types.ts";
 import type { MerchantUrls } from "../../security/outbound.ts";
 import { optionalText } from "../../validation.ts";
@@ -71,7 +71,7 @@ export function createMomoService(deps: MomoServiceDeps) {
   const callbackUrls = (channel: PaymentChannel) => momoCallbackUrls(deps.publicBaseUrl, channel, momoOf(channel).forbiddenUrlWords);
 
   function payoutsOf(channel: PaymentChannel) {
-    const connector = connectors[channel.provider as ProviderName]?.payouts;
+    const connector = connectors.for(channel)?.payouts;
     if (!connector) throw new NotFoundError("Callback");
     return connector;
   }
@@ -237,7 +237,7 @@ export function createMomoService(deps: MomoServiceDeps) {
 
     /** Stops the connectors' own timers (the sandbox's simulated customers and payees). */
     close() {
-      for (const connector of Object.values(connectors)) {
+      for (const connector of providerNames.map((name) => connectors[name])) {
         connector.momo?.close?.();
         connector.payouts?.close?.();
       }

@@ -12,8 +12,7 @@ import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
-import type { ProviderName } from "../../providers/registry.ts";
-import type { PayoutConnector, PayoutResult } from "../../providers/types.ts";
+import type { Connector, PayoutConnector, PayoutResult } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
@@ -105,18 +104,19 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   const { prisma, channels, connectors, logger } = deps;
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
 
-  const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors[channel.provider as ProviderName]?.payouts;
+  const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
 
   function transition(payoutId: number, to: TerminalStatus, changes: Prisma.PayoutUpdateManyMutationInput) {
     return changeStatus(deps, payoutSubject, { id: payoutId, to, changes });
   }
 
   /** The named channel, or the default one, or the newest active one that can pay out; a 400 naming the field otherwise. */
-  async function payoutChannel(principal: Principal, channelId: number | null | undefined): Promise<{ channel: PaymentChannel; payouts: PayoutConnector; config: unknown }> {
+  async function payoutChannel(principal: Principal, channelId: number | null | undefined): Promise<{ channel: PaymentChannel; connector: Connector; payouts: PayoutConnector; config: unknown }> {
     const capable = (channel: PaymentChannel) => {
-      const payouts = payoutsOf(channel);
+      const connector = connectors.for(channel);
+      const payouts = connector?.payouts;
       const config = payouts ? channels.readChannelConfig(channel) : undefined;
-      return payouts && payouts.canPayOut(config) ? { channel, payouts, config } : null;
+      return connector && payouts && payouts.canPayOut(config) ? { channel, connector, payouts, config } : null;
     };
     if (channelId != null) {
       const channel = await channels.resolvePaymentChannel(principal, channelId);
@@ -239,8 +239,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       const description = optionalText(input.description, "description", 100);
       const commandId = input.commandId ?? "BusinessPayment";
       if (!(payoutCommands as readonly string[]).includes(commandId)) throw new ValidationError("command_id", `must be one of ${payoutCommands.join(", ")}`);
-      const { channel, payouts, config } = await payoutChannel(principal, input.paymentChannelId);
-      const connector = connectors[channel.provider as ProviderName]!;
+      const { channel, connector, payouts, config } = await payoutChannel(principal, input.paymentChannelId);
       let currencyInput = input.currency;
       if (!currencyInput) currencyInput = (await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } })).defaultCurrency;
       const currency = parseCurrency(currencyInput, connector.currencies, channel.provider);

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from "fastify";
 import { GatewayError, NotFoundError } from "../../errors.ts";
-import type { ProviderName } from "../../providers/registry.ts";
 import type { Services } from "../../services.ts";
 
 /** Paystack's webhooks are small; anything larger is not one. */
@@ -18,7 +17,7 @@ export function registerPaystackCallbackRoutes(app: FastifyInstance, services: S
 
   async function handle(segment: string, rawBody: Buffer, headers: Record<string, string | string[] | undefined>) {
     const channel = await channels.findByCallbackSegment(segment, "paystack");
-    const hosted = channel ? connectors[channel.provider as ProviderName]?.hosted : undefined;
+    const hosted = channel ? connectors.for(channel)?.hosted : undefined;
     if (!channel || !hosted) throw new NotFoundError("Callback");
     const notification = hosted.readNotification({ config: channels.readChannelConfig(channel), rawBody, headers });
     if (!notification) throw new GatewayError("invalid_signature");

@@ -13,7 +13,6 @@ import { parseAmount, parseCurrency } from "../../money.ts";
 import { pageWindow, resolvePaging, toPage, type Page, type Paging } from "../../paging.ts";
 import { normalizeMsisdn, normalizePhone, phoneOrNull, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
-import type { ProviderName } from "../../providers/registry.ts";
 import type {
   CardDetails,
   CardOutcome,
@@ -263,7 +262,7 @@ const alreadySettled = (status: string) => new GatewayError("conflict", `Transac
 const RECOVERED_PUSH_MESSAGE = "Request already accepted for processing";
 
 function connectorOf(connectors: Connectors, channel: PaymentChannel): Connector | undefined {
-  return connectors[channel.provider as ProviderName];
+  return connectors.for(channel);
 }
 
 /** The channel's mobile-money capability, or a 400 naming the channel. */
@@ -893,8 +892,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
         sandbox: t.channel?.provider === "sandbox",
         merchantName: t.merchant.name,
-        acceptsCards: t.channel !== null && connectors[t.channel.provider as ProviderName]?.chargeCard !== undefined,
-        hosted: t.channel !== null && connectors[t.channel.provider as ProviderName]?.hosted !== undefined,
+        acceptsCards: t.channel !== null && connectors.for(t.channel)?.chargeCard !== undefined,
+        hosted: t.channel !== null && connectors.for(t.channel)?.hosted !== undefined,
       };
     },
 
