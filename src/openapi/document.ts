@@ -1,20 +1,9 @@
 import { errorCatalogue } from "../errors.ts";
 import { authRouteDocs } from "../modules/users/routes.ts";
-import type { RestRoute, RouteDoc } from "../rest/route-table.ts";
+import type { RestRoute } from "../rest/route-table.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { envelope, errorEnvelope } from "./schemas.ts";
-
-/**
- * The OpenAPI 3.1 document of the REST API, built from the definitions that serve it: the route table's
- * rows (method, path and their `doc`) and the plain /v1/auth routes' docs. A row without a doc, or a doc
- * without a row, fails the build (and so the boot and the tests), so the document cannot drift from the
- * routes; the integration suite validates every REST response it receives against it.
- */
-export interface DocumentedRoute {
-  method: "GET" | "POST";
-  path: string;
-  doc: RouteDoc;
-}
+import type { DocumentedRoute } from "./types.ts";
 
 /** Fastify's /verify/:reference as OpenAPI's /verify/{reference}. */
 export const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, "{$1}");
@@ -76,6 +65,12 @@ export function documentedRoutes(routes: RestRoute[] = restRoutes): DocumentedRo
   return [...documented, ...authRouteDocs];
 }
 
+/**
+ * The OpenAPI 3.1 document of the REST API, built from the definitions that serve it: the route table's
+ * rows (method, path and their `doc`) and the plain /v1/auth routes' docs. A row without a doc, or a doc
+ * without a row, fails the build (and so the boot and the tests), so the document cannot drift from the
+ * routes; the integration suite validates every REST response it receives against it.
+ */
 export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
   const paths: Record<string, Record<string, object>> = {};
   for (const route of documentedRoutes()) {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
 import { body, envelope, int, schemas, str } from "../../openapi/schemas.ts";
-import type { DocumentedRoute } from "../../openapi/document.ts";
+import type { DocumentedRoute } from "../../openapi/types.ts";
 
 /** What the OpenAPI document says of these routes (they are not rows of the route table). */
 export const authRouteDocs: DocumentedRoute[] = [
