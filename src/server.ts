@@ -47,6 +47,16 @@ declare module "fastify" {
   }
 }
 
+/** GraphiQL's first query: how to authenticate, then one that shows who you are. */
+const GRAPHIQL_QUERY = `# Authenticate in the Headers tab below, with
+#   "X-API-Key": your test key (sk_test_...)
+# or "Authorization": "Bearer <access token>"
+#   from POST /v1/auth/login (a dashboard user).
+# Lost the key? npm run cli -- demo
+# Without one: a 401, and no schema docs.
+{ viewer { name mode } }
+`;
+
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface Gateway {
@@ -231,7 +241,13 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const yoga: YogaServerInstance<{ req: FastifyRequest; reply: FastifyReply }, GraphQLContext> = createYoga({
     schema,
     graphqlEndpoint: "/graphql",
-    graphiql: config.nodeEnv !== "production" && { title: "Payment gateway · GraphiQL", defaultQuery: "{ viewer { name mode } }" },
+    // Opens on how to authenticate (headers tab shown, the key's header ready to fill) rather than on a bare 401.
+    graphiql: config.nodeEnv !== "production" && {
+      title: "Payment gateway · GraphiQL",
+      defaultQuery: GRAPHIQL_QUERY,
+      headers: JSON.stringify({ "X-API-Key": "" }, null, 2),
+      defaultEditorToolsVisibility: "headers",
+    },
     // GraphiQL's scripts and styles from the package, inline: no CDN, so it works on a machine with no internet.
     renderGraphiQL,
     landingPage: false,

@@ -35,10 +35,15 @@ describe("GraphiQL, offline", () => {
     await page.waitForSelector(".graphiql-container", { timeout: 20_000 });
     expect(await page.title()).toBe("Payment gateway · GraphiQL");
 
-    // The headers editor, then run the default query ({ viewer { name mode } }).
-    await page.getByText("Headers", { exact: true }).click();
+    // It opens on how to authenticate: the hint in the query, the headers tab shown with the key's header to fill.
+    const flat = async (selector: string) => ((await page.locator(selector).first().textContent()) ?? "").replace(/\s+/g, " ");
+    await expect.poll(() => flat(".graphiql-query-editor")).toContain(`"X-API-Key": your test key (sk_test_...`);
     const headers = page.locator(".graphiql-editor-tool .graphiql-editor").last();
+    await expect.poll(async () => ((await headers.textContent()) ?? "").replace(/\s+/g, "")).toContain(`{"X-API-Key":""}`);
+    // Fill the key in, then run the default query ({ viewer { name mode } }).
     await headers.click();
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.press("Backspace");
     await page.keyboard.type(`{"X-API-Key": "${merchant.testKey}"`);
     await page.locator(".graphiql-execute-button").click();
     await expect.poll(async () => ((await page.locator(".result-window").textContent()) ?? "").replace(/\s+/g, " "), { timeout: 15_000 }).toContain(`"name": "GraphiQL Traders", "mode": "test"`);
