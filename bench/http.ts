@@ -190,6 +190,8 @@ async function main() {
     const cardChannelId = await createChannel({ name: "Sandbox", provider: "sandbox" });
     const mpesaChannelId = await createChannel({ name: "M-Pesa", provider: "mpesa", config: daraja.channelConfig() });
     const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    // An idle connection dropped by the server (e.g. at the end, when it stops) must not crash the run.
+    db.on("error", (error) => console.error(`bench pool: ${error.message}`));
     const callbackToken = (await db.query<{ callback_token: string }>("SELECT callback_token FROM payment_channels WHERE id = $1", [mpesaChannelId])).rows[0]!.callback_token;
     const segment = Buffer.from(callbackToken, "latin1").toString("hex");
     const POOL_ROWS = 30_000; // more than either side settles in one run
