@@ -1,4 +1,5 @@
 import { ValidationError } from "../errors.ts";
+import { parseStatus } from "../filters.ts";
 
 /**
  * Legacy query strings arrive as text; these turn them into typed GraphQL variables, or a 400 that
@@ -67,4 +68,16 @@ export function boolField(body: Record<string, unknown>, name: string): boolean 
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "boolean") throw new ValidationError(name, "must be true or false");
   return value;
+}
+
+/** The variables every paged list takes from its query string (see pageQuery in openapi/schemas.ts). */
+export function pageVariables(query: Record<string, unknown>) {
+  const status = stringParam(query, "status");
+  return {
+    page: intParam(query, "page"),
+    limit: intParam(query, "limit"),
+    status: status === undefined ? undefined : parseStatus(status),
+    dateFrom: stringParam(query, "date_from"),
+    dateTo: stringParam(query, "date_to"),
+  };
 }

@@ -71,6 +71,19 @@ const outcomeSchema = {
 };
 
 
+/** The documented form of stkCollectionFields. */
+const stkCollectionSchema = {
+  id: int(),
+  reference: str(),
+  client_reference: nullable(str()),
+  amount: schemas.amount,
+  currency: str(),
+  phone_number: nullable(str()),
+  status: schemas.transactionStatus,
+  payment_method: nullable(str()),
+  checkout_request_id: nullable(str()),
+};
+
 /** The fields every /v1 STK collection answer starts with (create and read). */
 function stkCollectionFields(t: {
   databaseId: number;
@@ -181,15 +194,7 @@ export const momoRoutes: RestRoute[] = [
       tag: "Mobile money",
       response: envelope({
         data: obj({
-          id: int(),
-          reference: str(),
-          client_reference: nullable(str()),
-          amount: schemas.amount,
-          currency: str(),
-          phone_number: nullable(str()),
-          status: schemas.transactionStatus,
-          payment_method: nullable(str()),
-          checkout_request_id: nullable(str()),
+          ...stkCollectionSchema,
           provider_reference: nullable(str("The M-Pesa receipt once paid")),
           failure_code: nullable(str("The M-Pesa ResultCode when failed, e.g. 1032")),
           failure_reason: nullable(str()),
@@ -298,15 +303,7 @@ export const momoRoutes: RestRoute[] = [
       status: 201,
       response: envelope({
         data: obj({
-          id: int(),
-          reference: str(),
-          client_reference: nullable(str()),
-          amount: schemas.amount,
-          currency: str(),
-          phone_number: nullable(str()),
-          status: schemas.transactionStatus,
-          payment_method: nullable(str()),
-          checkout_request_id: nullable(str()),
+          ...stkCollectionSchema,
           customer_message: str(),
           created_at: dateTime(),
         }),

@@ -1,6 +1,5 @@
 import { ValidationError } from "../../errors.ts";
-import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
-import { parseStatus } from "../../filters.ts";
+import { intField, pageVariables, required, stringField } from "../../rest/params.ts";
 import { payoutCommands } from "./service.ts";
 import { defineRoute } from "../../rest/route-table.ts";
 import { body, envelope, int, list, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
@@ -117,16 +116,7 @@ export const payoutRoutes = [
         ... on PayoutPage { total page limit pages items { ${payoutFields} } }
       }
     }`,
-    variables: ({ query }) => {
-      const status = stringParam(query, "status");
-      return {
-        page: intParam(query, "page"),
-        limit: intParam(query, "limit"),
-        status: status === undefined ? undefined : parseStatus(status),
-        dateFrom: stringParam(query, "date_from"),
-        dateTo: stringParam(query, "date_to"),
-      };
-    },
+    variables: ({ query }) => pageVariables(query),
     respond: ({ payoutsPage: p }) => ({
       body: { status: "success", data: p.items.map(toV1Payout), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
     }),

@@ -1,7 +1,6 @@
 import { defineRoute } from "../../rest/route-table.ts";
-import { intField, intParam, required, stringField, stringParam } from "../../rest/params.ts";
-import { parseStatus } from "../../filters.ts";
-import { body, envelope, int, list, nullable, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
+import { intField, pageVariables, required, stringField, stringParam } from "../../rest/params.ts";
+import { body, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 interface TransactionFields {
@@ -177,17 +176,7 @@ export const transactionRoutes = [
         }
       }
     }`,
-    variables: ({ query }) => {
-      const status = stringParam(query, "status");
-      return {
-        page: intParam(query, "page"),
-        limit: intParam(query, "limit"),
-        status: status === undefined ? undefined : parseStatus(status),
-        dateFrom: stringParam(query, "date_from"),
-        dateTo: stringParam(query, "date_to"),
-        search: stringParam(query, "search"),
-      };
-    },
+    variables: ({ query }) => ({ ...pageVariables(query), search: stringParam(query, "search") }),
     respond: ({ transactionsPage: p }) => ({
       body: { status: "success", data: p.items.map(listItem), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
     }),
