@@ -104,10 +104,49 @@ export interface ChargeClaim {
   status: Transaction["status"];
 }
 
-/** The one transaction with this id, read with plain SQL (the status change's re-read), or null. */
-export async function findById(sql: Sql, id: number): Promise<Transaction | null> {
-  const [row] = await sql.query<TransactionRow>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = $1`, [id]);
+/** The single-row reads on plain SQL, each one fixed text (prepared once per connection, src/db/sql.ts). */
+const selectWhere = (condition: string) => `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${condition}`;
+const BY_ID = selectWhere("id = $1");
+const BY_REFERENCE_IN_SCOPE = selectWhere(`reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`);
+const BY_REFERENCE = selectWhere("reference = $1");
+const BY_COLLECTION_REQUEST = selectWhere("channel_id = $1 AND checkout_request_id = $2");
+
+/**
+ * Initialize's insert, with the payer's customer in the same statement: the existing one by e-mail, else
+ * a new one (ON CONFLICT covers a concurrent first payment by the same e-mail). A returning payer's
+ * customer row is left as it is, as findOrCreateCustomer does.
+ */
+const INSERT_CHECKOUT = `WITH existing AS (
+     SELECT id FROM customers WHERE merchant_id = $1 AND mode = $2::"Mode" AND email = $3
+   ), created AS (
+     INSERT INTO customers (merchant_id, mode, email, first_name, last_name, phone)
+     SELECT $1, $2::"Mode", $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM existing)
+     ON CONFLICT (merchant_id, mode, email) DO UPDATE SET email = EXCLUDED.email
+     RETURNING id
+   )
+   INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email,
+     phone_number, channel_id, customer_id, callback_url, client_reference, metadata, updated_at)
+   VALUES ($1, $2::"Mode", $7, $8, $9::bigint, $10, 'pending', $11, $3, $6, $12,
+     COALESCE((SELECT id FROM existing), (SELECT id FROM created)), $13, $14, $15::jsonb, now())
+   RETURNING ${TRANSACTION_COLUMNS}`;
+
+/** The card charge's claim: the conditional UPDATE, and the row's status when it did not apply, in one round trip. */
+const CLAIM_CHARGE = `WITH claimed AS (
+     UPDATE transactions SET charge_started_at = $2, updated_at = $2
+     WHERE id = $1 AND status = 'pending' AND (charge_started_at IS NULL OR charge_started_at < $3)
+     RETURNING status
+   )
+   SELECT true AS claimed, status::text FROM claimed
+   UNION ALL SELECT false, status::text FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
+
+async function findOne(sql: Sql, text: string, params: readonly unknown[]): Promise<Transaction | null> {
+  const [row] = await sql.query<TransactionRow>(text, params);
   return row ? transactionFromRow(row) : null;
+}
+
+/** The one transaction with this id, read with plain SQL (the status change's re-read), or null. */
+export function findById(sql: Sql, id: number): Promise<Transaction | null> {
+  return findOne(sql, BY_ID, [id]);
 }
 
 /**
@@ -121,12 +160,6 @@ export function createPending(tx: Prisma.TransactionClient, data: Prisma.Transac
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;
-
-  /** One row by a condition of this file's own (never a caller's); `where` uses $1, $2 ... for params. */
-  async function findOne(where: string, params: readonly unknown[]): Promise<Transaction | null> {
-    const [row] = await sql.query<TransactionRow>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where}`, params);
-    return row ? transactionFromRow(row) : null;
-  }
 
   /**
    * The list's page and its total in one round trip: the count (an index-only scan) joined to the page
@@ -173,44 +206,25 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   }
 
   return {
-    /**
-     * Initialize's insert, with the payer's customer in the same statement: the existing one by e-mail, else
-     * a new one (ON CONFLICT covers a concurrent first payment by the same e-mail). A returning payer's
-     * customer row is left as it is, as findOrCreateCustomer does.
-     */
+    /** Initialize's one statement: the payer's customer (found or created) and the pending row (INSERT_CHECKOUT). */
     async insertCheckout(principal: Principal, t: CheckoutRow): Promise<Transaction> {
-      const [row] = await sql.query<TransactionRow>(
-        `WITH existing AS (
-           SELECT id FROM customers WHERE merchant_id = $1 AND mode = $2::"Mode" AND email = $3
-         ), created AS (
-           INSERT INTO customers (merchant_id, mode, email, first_name, last_name, phone)
-           SELECT $1, $2::"Mode", $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM existing)
-           ON CONFLICT (merchant_id, mode, email) DO UPDATE SET email = EXCLUDED.email
-           RETURNING id
-         )
-         INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email,
-           phone_number, channel_id, customer_id, callback_url, client_reference, metadata, updated_at)
-         VALUES ($1, $2::"Mode", $7, $8, $9::bigint, $10, 'pending', $11, $3, $6, $12,
-           COALESCE((SELECT id FROM existing), (SELECT id FROM created)), $13, $14, $15::jsonb, now())
-         RETURNING ${TRANSACTION_COLUMNS}`,
-        [
-          principal.merchantId,
-          principal.mode,
-          t.email,
-          t.firstName,
-          t.lastName,
-          t.phone,
-          t.reference,
-          t.accessCode,
-          t.amount.toString(),
-          t.currency,
-          t.description,
-          t.channelId,
-          t.callbackUrl,
-          t.clientReference,
-          t.metadata === null ? null : JSON.stringify(t.metadata),
-        ],
-      );
+      const [row] = await sql.query<TransactionRow>(INSERT_CHECKOUT, [
+        principal.merchantId,
+        principal.mode,
+        t.email,
+        t.firstName,
+        t.lastName,
+        t.phone,
+        t.reference,
+        t.accessCode,
+        t.amount.toString(),
+        t.currency,
+        t.description,
+        t.channelId,
+        t.callbackUrl,
+        t.clientReference,
+        t.metadata === null ? null : JSON.stringify(t.metadata),
+      ]);
       return transactionFromRow(row!);
     },
 
@@ -226,13 +240,13 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
      * with Prisma when `query` asks for relations, so one read serves the GraphQL selection.
      */
     async findByReference(principal: Principal, reference: string, query: TransactionQuery = {}): Promise<Transaction | null> {
-      if (selectsColumnsOnly(query)) return findOne(`reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`, [reference, principal.merchantId, principal.mode]);
+      if (selectsColumnsOnly(query)) return findOne(sql, BY_REFERENCE_IN_SCOPE, [reference, principal.merchantId, principal.mode]);
       return (await prisma.transaction.findFirst({ ...query, where: { reference, merchantId: principal.merchantId, mode: principal.mode } })) as Transaction | null;
     },
 
     /** The payer's checkout: the reference alone names the transaction (it is unguessable), whoever's it is. */
     findForPayer(reference: string): Promise<Transaction | null> {
-      return findOne("reference = $1", [reference]);
+      return findOne(sql, BY_REFERENCE, [reference]);
     },
 
     /** With its channel, by reference; within one channel when a provider's notice names it. */
@@ -249,7 +263,7 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
 
     /** The collection a provider's callback answers: its channel and the request id the provider gave the push. */
     findByCollectionRequest(channelId: number, providerRequestId: string): Promise<Transaction | null> {
-      return findOne("channel_id = $1 AND checkout_request_id = $2", [channelId, providerRequestId]);
+      return findOne(sql, BY_COLLECTION_REQUEST, [channelId, providerRequestId]);
     },
 
     /** The payment recorded for a provider's receipt on a channel (unique), or null. */
@@ -277,20 +291,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
 
     /**
      * Claims a pending transaction for one card charge: sets charge_started_at to `claimedAt` unless another
-     * claim newer than `lapsedBefore` holds it. Answers the row's status either way, in one round trip.
-     * Null when there is no such transaction.
+     * claim newer than `lapsedBefore` holds it. Answers the row's status either way (CLAIM_CHARGE); null when
+     * there is no such transaction.
      */
     async claimCharge(id: number, claimedAt: Date, lapsedBefore: Date): Promise<ChargeClaim | null> {
-      const [claim] = await sql.query<ChargeClaim>(
-        `WITH claimed AS (
-           UPDATE transactions SET charge_started_at = $2, updated_at = $2
-           WHERE id = $1 AND status = 'pending' AND (charge_started_at IS NULL OR charge_started_at < $3)
-           RETURNING status
-         )
-         SELECT true AS claimed, status::text FROM claimed
-         UNION ALL SELECT false, status::text FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
-        [id, claimedAt, lapsedBefore],
-      );
+      const [claim] = await sql.query<ChargeClaim>(CLAIM_CHARGE, [id, claimedAt, lapsedBefore]);
       return claim ?? null;
     },
 
