@@ -226,10 +226,9 @@ export function createMomoService(deps: MomoServiceDeps) {
       // The merchant's validation URL refused it: M-Pesa sends no confirmation and records nothing.
       if (simulated?.rejected) return { amount, phoneNumber, reference, status: "failed" as const, transaction: null };
       // Daraja confirms asynchronously: wait briefly for its confirmation before answering.
-      const where = { channelId: channel.id, paymentMethod: "momo_c2b", clientReference: reference, amount, createdAt: { gte: startedAt } };
       let found: Transaction | null = null;
       for (let i = 0; i < 30 && !found?.completedAt; i++) {
-        found = await prisma.transaction.findFirst({ where, orderBy: { id: "desc" } });
+        found = await transactions.findSimulatedC2b(channel, { clientReference: reference, amount, since: startedAt });
         if (!found?.completedAt) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       return { amount, phoneNumber, reference, status: found?.status ?? "pending", transaction: found };

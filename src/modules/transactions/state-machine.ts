@@ -7,7 +7,7 @@ import { afterCommit, type StatusChangeDeps, type TerminalStatus } from "../even
 import { guardStatus } from "../events/status-rules.ts";
 import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
 import type { Sql } from "../../db/sql.ts";
-import { findTransaction, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./rows.ts";
+import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
 export type { TerminalStatus };
 /** The status change runs on the plain-SQL connection (src/db/sql.ts): it is on every payment's path. */
@@ -136,7 +136,7 @@ export async function transitionTransaction(deps: StateMachineDeps, request: Tra
   const [changed] = await deps.sql.query<TransitionRow>(transitionStatement(request.to, columns, jobs.length > 0), params);
   if (!changed) {
     // Already terminal (or another caller won the race): nothing written; answer with the row as it is.
-    const transaction = await findTransaction(deps.sql, "id = $1", [request.transactionId]);
+    const transaction = await findById(deps.sql, request.transactionId);
     if (!transaction) throw new Error(`transaction ${request.transactionId} does not exist`);
     return { applied: false, transaction, event: null };
   }
@@ -174,7 +174,7 @@ export async function insertPendingTransaction(
   data: Prisma.TransactionUncheckedCreateInput,
   options: NewTransactionOptions,
 ): Promise<{ transaction: Transaction; event: Event | null; jobsQueued: number }> {
-  const transaction = await tx.transaction.create({ data: { ...data, status: "pending" } });
+  const transaction = await createPending(tx, data);
   await recordRecoveryPoint(tx, "transaction", transaction.id);
   const jobs = options.jobs?.(transaction) ?? [];
   await enqueueJobs(tx, jobs);
