@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 
@@ -32,7 +32,7 @@ export function registerCallbackRoutes(app: FastifyInstance, services: Services)
       return payload;
     });
 
-    const handler = async (request: CallbackRequest, reply: import("fastify").FastifyReply) => {
+    const handler = async (request: CallbackRequest, reply: FastifyReply) => {
       const answer = await callbacks.receive({
         provider: request.params.provider,
         token: request.params.token,
