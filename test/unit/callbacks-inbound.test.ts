@@ -3,6 +3,7 @@ import { GatewayError, ValidationError } from "../../src/errors.ts";
 import { matchCallbackPath } from "../../src/modules/callbacks/service.ts";
 import { readJsonBody } from "../../src/providers/inbound-json.ts";
 import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
+import { buildC2bBody, buildStkCallbackBody } from "../../src/providers/mpesa/wire.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { createPaystackConnector } from "../../src/providers/paystack/connector.ts";
 import { createSandboxConnector } from "../../src/providers/sandbox/connector.ts";
@@ -43,30 +44,19 @@ function thrown(fn: () => unknown): GatewayError {
   throw new Error("expected a refusal");
 }
 
-const STK_SUCCESS = {
-  Body: {
-    stkCallback: {
-      MerchantRequestID: "29115-34620561-1",
-      CheckoutRequestID: "ws_CO_191220191020363925",
-      ResultCode: 0,
-      ResultDesc: "The service request is processed successfully.",
-      CallbackMetadata: {
-        Item: [
-          { Name: "Amount", Value: 1.0 },
-          { Name: "MpesaReceiptNumber", Value: "NLJ7RT61SV" },
-          { Name: "Balance" },
-          { Name: "TransactionDate", Value: 20191219102115 },
-          { Name: "PhoneNumber", Value: 254708374149 },
-        ],
-      },
-    },
-  },
-};
+/** Built with the wire module's builders (the sandbox's), in the shapes Safaricom documents; test/unit/daraja-wire.test.ts holds the verbatim samples. */
+const STK_SUCCESS = buildStkCallbackBody({
+  merchantRequestId: "29115-34620561-1",
+  checkoutRequestId: "ws_CO_191220191020363925",
+  resultCode: 0,
+  resultDesc: "The service request is processed successfully.",
+  shillings: 1,
+  receipt: "NLJ7RT61SV",
+  phoneNumber: "254708374149",
+});
 
-const C2B = {
-  TransactionType: "Pay Bill", TransID: "RKL51ZDR4F", TransTime: "20231121121325", TransAmount: "5.00", BusinessShortCode: "600966",
-  BillRefNumber: "INV-7", InvoiceNumber: "", OrgAccountBalance: "25.00", ThirdPartyTransID: "", MSISDN: "2547 ***** 126", FirstName: "Amina", MiddleName: "", LastName: "",
-};
+/** MSISDN masked, as Daraja may send it: the payment is kept without a phone. */
+const C2B = { ...buildC2bBody({ transId: "RKL51ZDR4F", shillings: 5, shortcode: "600966", billRef: "INV-7", phoneNumber: "2547 ***** 126" }), OrgAccountBalance: "25.00" };
 
 const b2cResult = (resultCode: number | string) => ({
   Result: {
