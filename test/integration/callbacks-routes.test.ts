@@ -66,6 +66,7 @@ beforeAll(async () => {
       SANDBOX_STK_DELAY_MS: "50",
       JOB_POLL_INTERVAL_MS: "3600000",
       STK_CALLBACK_OVERDUE_MS: "3600000",
+      PAYOUT_RESULT_OVERDUE_MS: "3600000",
       RATE_LIMIT_ENABLED: "false",
     },
   });
@@ -252,14 +253,20 @@ describe("the sandbox's Daraja-format callbacks at /callbacks/sandbox/... and /c
     expect(await prisma().payout.findUniqueOrThrow({ where: { id: payout.id } })).toMatchObject({ status: "completed", providerReference: `SBR${segment.slice(0, 4).toUpperCase()}` });
   });
 
-  it("a status answer at /b2c/status/<reference> settles that payout; a queue timeout is acknowledged and settles nothing", async () => {
+  it("a status answer at /b2c/status/<reference> settles that payout", async () => {
     const payout = await pendingPayout();
-    const timeout = await post(`/callbacks/sandbox/${sandboxToken}/b2c/timeout`, { Result: { ResultCode: "SFC_IC0003", OriginatorConversationID: payout.providerRequestId } });
-    expect(timeout.json).toEqual({ ResultCode: 0, ResultDesc: "Accepted" });
-    expect((await prisma().payout.findUniqueOrThrow({ where: { id: payout.id } })).status).toBe("pending");
     const res = await post(`/callbacks/daraja/${sandboxToken}/b2c/status/${payout.reference}`, result(payout.providerRequestId, "SBSTATUS1"));
     expect(res.json).toEqual({ ResultCode: 0, ResultDesc: "Accepted" });
     expect(await prisma().payout.findUniqueOrThrow({ where: { id: payout.id } })).toMatchObject({ status: "completed", providerReference: "SBSTATUS1" });
+  });
+
+  it("a queue timeout settles nothing itself: the payout is asked about at once (the simulator then reports it expired)", async () => {
+    const payout = await pendingPayout();
+    const timeout = await post(`/callbacks/sandbox/${sandboxToken}/b2c/timeout`, { Result: { ResultCode: "SFC_IC0003", OriginatorConversationID: payout.providerRequestId } });
+    expect(timeout.json).toEqual({ ResultCode: 0, ResultDesc: "Accepted" });
+    // Without the timeout the status query would wait an hour (PAYOUT_RESULT_OVERDUE_MS below).
+    const settled = await until(() => prisma().payout.findUniqueOrThrow({ where: { id: payout.id } }), (p) => p.status !== "pending");
+    expect(settled).toMatchObject({ status: "failed", failureCode: "1019" });
   });
 
   it("the sandbox channel's token at /callbacks/paystack/ is a 404", async () => {
