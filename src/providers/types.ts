@@ -284,7 +284,7 @@ export interface InboundConnector {
   aliases: readonly string[];
   /** The paths below the channel token it serves: "/stk", "/b2c/status/:reference" (a named segment), "" (the token itself). */
   paths: readonly string[];
-  /** Larger bodies are refused (413) before they are read. */
+  /** Larger bodies are a 413: unread when their length is declared, else once read (never past the server's body limit). */
   maxBodyBytes: number;
   /**
    * Authenticates and parses one callback. Throws a GatewayError when it refuses it (a bad signature,
