@@ -78,6 +78,7 @@ export function createServices(deps: ServiceDeps) {
   });
   const payouts = createPayoutService({
     prisma,
+    sql: deps.sql,
     channels,
     connectors,
     publisher,

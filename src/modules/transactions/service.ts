@@ -28,7 +28,7 @@ import { optionalText, unsafeTextIn } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { normalizeEmail, type CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import type { StatusCounter } from "../events/status-change.ts";
+import type { StatusCounter } from "../events/status-machine.ts";
 import {
   findTransaction,
   selectsColumnsOnly,
