@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PublishedEvent } from "../../src/modules/events/publisher.ts";
-import { changeStatus, type StatusMachineDeps } from "../../src/modules/events/status-machine.ts";
+import { applyTransition, type StatusMachineDeps } from "../../src/modules/events/status-machine.ts";
 import { PAYOUT_STATUS, payoutSnapshot } from "../../src/modules/payouts/store.ts";
 import { CREATED_NOTICE, transactionSnapshot } from "../../src/modules/transactions/state-machine.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -155,7 +155,7 @@ describe("payout status changes on the same machine", () => {
     const payout = await pendingPayout();
     const results = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        changeStatus(deps, PAYOUT_STATUS, { id: payout.id, to: i % 2 ? "failed" : "completed", changes: i % 2 ? { failureCode: `f${i}` } : { providerReference: `R${i}` } }),
+        applyTransition(deps, PAYOUT_STATUS, { id: payout.id, to: i % 2 ? "failed" : "completed", changes: i % 2 ? { failureCode: `f${i}` } : { providerReference: `R${i}` } }),
       ),
     );
     const applied = results.filter((r) => r.applied);
@@ -169,7 +169,7 @@ describe("payout status changes on the same machine", () => {
 
   it("never changes a terminal payout, and writes the snapshot payoutSnapshot() gives for the row", async () => {
     const payout = await pendingPayout();
-    const done = await changeStatus(deps, PAYOUT_STATUS, { id: payout.id, to: "completed", changes: { providerReference: "RCPT1" } });
+    const done = await applyTransition(deps, PAYOUT_STATUS, { id: payout.id, to: "completed", changes: { providerReference: "RCPT1" } });
     const row = await gw.gateway.db.prisma.payout.findUniqueOrThrow({ where: { id: payout.id } });
     expect(row).toMatchObject({ status: "completed", providerReference: "RCPT1", failureCode: null });
     expect(row.completedAt).toBeInstanceOf(Date);
@@ -179,7 +179,7 @@ describe("payout status changes on the same machine", () => {
     const stored = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { payoutId: payout.id } });
     expect(stored.payload).toEqual({ payout: payoutSnapshot(row) });
 
-    const again = await changeStatus(deps, PAYOUT_STATUS, { id: payout.id, to: "failed", changes: { failureCode: "late" } });
+    const again = await applyTransition(deps, PAYOUT_STATUS, { id: payout.id, to: "failed", changes: { failureCode: "late" } });
     expect(again).toMatchObject({ applied: false, event: null });
     expect(again.row).toEqual(row);
     expect(await gw.gateway.db.prisma.event.count({ where: { payoutId: payout.id } })).toBe(1);

@@ -130,7 +130,7 @@ function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStat
 type ChangedRow = Record<string, unknown> & { eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; deliveriesQueued: number };
 
 /** Applies one guarded status change to a row of `table`: exactly once however many callers race. */
-export async function changeStatus<Row extends StatusRow, Change extends string, Out>(
+export async function applyTransition<Row extends StatusRow, Change extends string, Out>(
   deps: StatusMachineDeps,
   table: StatusTable<Row, Change, Out>,
   request: StatusChange<Change>,

@@ -16,7 +16,7 @@ import type { Connector, PayoutConnector, PayoutResult } from "../../providers/t
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import { changeStatus, toPublishedEvent, type StatusChange, type StatusCounter, type TerminalStatus } from "../events/status-machine.ts";
+import { applyTransition, toPublishedEvent, type StatusChange, type StatusCounter, type TerminalStatus } from "../events/status-machine.ts";
 import type { Sql } from "../../db/sql.ts";
 import * as store from "./store.ts";
 import { PAYOUT_STATUS } from "./store.ts";
@@ -83,7 +83,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
 
   function transition(payoutId: number, to: TerminalStatus, changes: StatusChange<keyof typeof PAYOUT_STATUS.changeColumns>["changes"]) {
-    return changeStatus(deps, PAYOUT_STATUS, { id: payoutId, to, changes });
+    return applyTransition(deps, PAYOUT_STATUS, { id: payoutId, to, changes });
   }
 
   /** The named channel, or the default one, or the newest active one that can pay out; a 400 naming the field otherwise. */

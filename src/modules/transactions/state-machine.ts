@@ -4,7 +4,7 @@ import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { defineSnapshot } from "../events/snapshot.ts";
-import { afterCommit, changeStatus, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
+import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
 import { findTransaction, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./rows.ts";
 
 export type { TerminalStatus };
@@ -78,7 +78,7 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
 
 /** A transaction's status change: pending -> completed | failed, exactly once (events/status-machine.ts). */
 export async function transitionTransaction(deps: StateMachineDeps, request: TransitionRequest): Promise<TransitionResult> {
-  const { applied, row, event } = await changeStatus(deps, TRANSACTION_STATUS, {
+  const { applied, row, event } = await applyTransition(deps, TRANSACTION_STATUS, {
     id: request.transactionId,
     to: request.to,
     changes: request.changes,
