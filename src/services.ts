@@ -80,6 +80,7 @@ export function createServices(deps: ServiceDeps) {
   });
   const payouts = createPayoutService({
     prisma,
+    sql: deps.sql,
     channels,
     connectors,
     publisher,

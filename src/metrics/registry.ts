@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 import type { PrismaClient } from "../db/database.ts";
 import { queueGauges, type QueueGaugeRow } from "../jobs/store.ts";
 import type { Logger } from "../logger.ts";
-import type { StatusCounter } from "../modules/events/status-change.ts";
+import type { StatusCounter } from "../modules/events/status-machine.ts";
 import type { LimiterName } from "../rate-limit/limiter.ts";
 
 /**
@@ -204,7 +204,7 @@ export function createMetrics(deps: MetricsDeps) {
 
   return {
     registry,
-    /** For the services: told once per committed status change (events/status-change.ts). */
+    /** For the services: told once per committed status change (events/status-machine.ts). */
     statusCounter,
 
     /** The shared-subscription counters, once the server has built the fanout. */

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PublishedEvent } from "../../src/modules/events/publisher.ts";
+import { applyTransition, type StatusMachineDeps } from "../../src/modules/events/status-machine.ts";
+import { PAYOUT_STATUS, payoutSnapshot } from "../../src/modules/payouts/store.ts";
 import { CREATED_NOTICE, transactionSnapshot } from "../../src/modules/transactions/state-machine.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
@@ -123,5 +125,63 @@ describe("transaction state machine", () => {
     expect(await gw.gateway.db.prisma.event.count({ where: { transactionId: transaction.id } })).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(statusEvents().length).toBe(before);
+  });
+});
+
+/** Payouts change status through the same function, with their own table, event link and snapshot. */
+describe("payout status changes on the same machine", () => {
+  let gw: TestGateway;
+  let api: ReturnType<typeof apiClient>;
+  let deps: StatusMachineDeps;
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    const merchant = await gw.createMerchant();
+    api = apiClient(gw.url, merchant.testKey);
+    await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    const { services, db } = gw.gateway;
+    deps = { prisma: db.prisma, sql: db.sql, publisher: services.publisher, jobs: services.jobs };
+  });
+  afterAll(() => gw?.close());
+
+  /** A sandbox payout to the number that never answers: it stays pending until someone settles it. */
+  async function pendingPayout() {
+    const res = await api.post("/v1/payouts", { amount: 98700, phone_number: "254700001019", reference: "SM-1" });
+    expect(res.body.message ?? res.status).toBe(201);
+    return gw.gateway.db.prisma.payout.findUniqueOrThrow({ where: { reference: res.body.data.reference } });
+  }
+
+  it("applies exactly one of many concurrent changes, with one event linked to the payout", async () => {
+    const payout = await pendingPayout();
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        applyTransition(deps, PAYOUT_STATUS, { id: payout.id, to: i % 2 ? "failed" : "completed", changes: i % 2 ? { failureCode: `f${i}` } : { providerReference: `R${i}` } }),
+      ),
+    );
+    const applied = results.filter((r) => r.applied);
+    expect(applied).toHaveLength(1);
+    const row = await gw.gateway.db.prisma.payout.findUniqueOrThrow({ where: { id: payout.id } });
+    for (const r of results) expect(r.row).toEqual(row);
+    const events = await gw.gateway.db.prisma.event.findMany({ where: { payoutId: payout.id } });
+    expect(events.map((e) => [e.type, e.transactionId])).toEqual([[`payout.${row.status}`, null]]);
+    expect(applied[0]!.event).toMatchObject({ type: `payout.${row.status}`, payoutId: payout.id, transactionId: null });
+  });
+
+  it("never changes a terminal payout, and writes the snapshot payoutSnapshot() gives for the row", async () => {
+    const payout = await pendingPayout();
+    const done = await applyTransition(deps, PAYOUT_STATUS, { id: payout.id, to: "completed", changes: { providerReference: "RCPT1" } });
+    const row = await gw.gateway.db.prisma.payout.findUniqueOrThrow({ where: { id: payout.id } });
+    expect(row).toMatchObject({ status: "completed", providerReference: "RCPT1", failureCode: null });
+    expect(row.completedAt).toBeInstanceOf(Date);
+    // Written by SQL in the change's own statement: every kind (amount, msisdn, times, nulls) as the TypeScript form has it.
+    expect(done.event!.payload).toEqual({ payout: payoutSnapshot(row) });
+    expect(done.event!.payload).toMatchObject({ payout: { amount: 98700, phone_number: "254700001019", failure_reason: null } });
+    const stored = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { payoutId: payout.id } });
+    expect(stored.payload).toEqual({ payout: payoutSnapshot(row) });
+
+    const again = await applyTransition(deps, PAYOUT_STATUS, { id: payout.id, to: "failed", changes: { failureCode: "late" } });
+    expect(again).toMatchObject({ applied: false, event: null });
+    expect(again.row).toEqual(row);
+    expect(await gw.gateway.db.prisma.event.count({ where: { payoutId: payout.id } })).toBe(1);
   });
 });

@@ -3,8 +3,8 @@ import { canTransition, guardStatus, isTerminal, STATUSES, type Status } from ".
 
 /**
  * The status machine of transactions and payouts, every pair of statuses. guardStatus() is the WHERE of
- * the conditional update in transactions/state-machine.ts (SQL) and events/status-change.ts (payouts), so
- * these are the rules the database applies; test/integration/state-machine.test.ts races them.
+ * the one conditional update (events/status-machine.ts), so these are the rules the database applies;
+ * test/integration/state-machine.test.ts races them.
  */
 const ALLOWED: [Status, Status][] = [
   ["pending", "completed"],

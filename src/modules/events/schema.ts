@@ -7,7 +7,7 @@ import { Transaction as TransactionType } from "../transactions/schema.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
 import { webhookBody } from "../webhooks/payload.ts";
 import type { PublishedEvent } from "./publisher.ts";
-import { toPublishedEvent } from "./status-change.ts";
+import { toPublishedEvent } from "./status-machine.ts";
 
 /** The transaction as it was when the event happened, rebuilt from the event's snapshot. */
 function transactionAsOf(event: PublishedEvent): Transaction {

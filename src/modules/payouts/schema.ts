@@ -119,9 +119,8 @@ builder.queryFields((t) => {
       cursor: "id",
       description: "Newest first, with Relay cursors and totalCount.",
       args: statusDateArgs(t),
-      totalCount: (_root, args, ctx) => ctx.prisma.payout.count({ where: ctx.services.payouts.payoutWhere(ctx.principal!, args) }),
-      resolve: (query, _root, args, ctx) =>
-        ctx.prisma.payout.findMany({ ...query, where: ctx.services.payouts.payoutWhere(ctx.principal!, args), orderBy: { id: "desc" } }),
+      totalCount: (_root, args, ctx) => ctx.services.payouts.count(ctx.principal!, args),
+      resolve: (query, _root, args, ctx) => ctx.services.payouts.connectionSlice(ctx.principal!, args, query),
     }),
   };
 });

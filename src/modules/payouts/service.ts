@@ -16,7 +16,10 @@ import type { Connector, PayoutConnector, PayoutResult } from "../../providers/t
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import { changeStatus, toPublishedEvent, type StatusCounter, type StatusSubject, type TerminalStatus } from "../events/status-change.ts";
+import { applyTransition, toPublishedEvent, type StatusChange, type StatusCounter, type TerminalStatus } from "../events/status-machine.ts";
+import type { Sql } from "../../db/sql.ts";
+import * as store from "./store.ts";
+import { PAYOUT_STATUS } from "./store.ts";
 
 export interface PayoutInput {
   amount: unknown;
@@ -37,6 +40,7 @@ export interface PayoutCallbackUrls {
 
 export interface PayoutServiceDeps {
   prisma: PrismaClient;
+  sql: Sql;
   channels: ChannelService;
   connectors: Connectors;
   publisher: EventPublisher;
@@ -64,35 +68,7 @@ function newPayoutReference(): string {
   return out;
 }
 
-/** The payout as of an event, and as /v1/payouts shows it. */
-export function payoutSnapshot(p: Payout) {
-  return {
-    id: p.id,
-    reference: p.reference,
-    client_reference: p.clientReference,
-    amount: Number(p.amount),
-    currency: p.currency,
-    phone_number: toMsisdn(p.phoneNumber),
-    status: p.status,
-    payment_channel_id: p.channelId,
-    provider_reference: p.providerReference,
-    failure_code: p.failureCode,
-    failure_reason: p.failureReason,
-    created_at: p.createdAt.toISOString(),
-    updated_at: p.updatedAt.toISOString(),
-    completed_at: p.completedAt?.toISOString() ?? null,
-  };
-}
-
-export type PayoutSnapshot = ReturnType<typeof payoutSnapshot>;
-
-const payoutSubject: StatusSubject<Payout> = {
-  name: "payout",
-  update: async (tx, id, from, data) => (await tx.payout.updateMany({ where: { id, status: from }, data })).count,
-  read: (tx, id) => tx.payout.findUniqueOrThrow({ where: { id } }),
-  snapshot: payoutSnapshot,
-  link: (id) => ({ payoutId: id }),
-};
+export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
 
 /**
  * Payouts over their own table, in the payments core's shape: validate -> channel and connector by
@@ -106,8 +82,8 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
   const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
 
-  function transition(payoutId: number, to: TerminalStatus, changes: Prisma.PayoutUpdateManyMutationInput) {
-    return changeStatus(deps, payoutSubject, { id: payoutId, to, changes });
+  function transition(payoutId: number, to: TerminalStatus, changes: StatusChange<keyof typeof PAYOUT_STATUS.changeColumns>["changes"]) {
+    return applyTransition(deps, PAYOUT_STATUS, { id: payoutId, to, changes });
   }
 
   /** The named channel, or the default one, or the newest active one that can pay out; a 400 naming the field otherwise. */
@@ -138,8 +114,11 @@ export function createPayoutService(deps: PayoutServiceDeps) {
    * on the payout's own reference path) and amount.
    */
   async function applyResult(channel: PaymentChannel, result: PayoutResult, reference?: string): Promise<boolean> {
-    const where = reference ? { channelId: channel.id, reference } : result.providerRequestId ? { channelId: channel.id, providerRequestId: result.providerRequestId } : null;
-    const payout = where ? await prisma.payout.findFirst({ where }) : null;
+    const payout = reference
+      ? await store.findByChannelReference(prisma, channel.id, reference)
+      : result.providerRequestId
+        ? await store.findByProviderRequestId(prisma, channel.id, result.providerRequestId)
+        : null;
     if (!payout || (reference && result.providerRequestId && result.providerRequestId !== payout.providerRequestId)) {
       logger.warn({ channelId: channel.id, providerRequestId: result.providerRequestId }, "payout result for an unknown payout; not applied");
       return false;
@@ -184,14 +163,13 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     kind: PAYOUT_QUERY_JOB,
     concurrency: 5,
     async run({ payoutId }, job) {
-      const payout = await prisma.payout.findUnique({ where: { id: payoutId }, include: { channel: true } });
+      const payout = await store.findWithChannel(prisma, payoutId);
       if (!payout || payout.status !== "pending") return;
       const payouts = payoutsOf(payout.channel);
       if (!payouts) return;
       try {
         await askProvider(payout, payouts);
-        const after = await prisma.payout.findUnique({ where: { id: payoutId }, select: { status: true } });
-        if (after?.status !== "pending") return;
+        if ((await store.statusOf(prisma, payoutId)) !== "pending") return;
       } catch (error) {
         logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout status query failed; will ask again");
       }
@@ -209,7 +187,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
      * provider's own answer to a status query, never from the notification. Throws when it cannot be asked.
      */
     async verifyPayout(channel: PaymentChannel, reference: string): Promise<void> {
-      const payout = await prisma.payout.findFirst({ where: { channelId: channel.id, reference }, include: { channel: true } });
+      const payout = await store.findByChannelReference(prisma, channel.id, reference);
       const payouts = payoutsOf(channel);
       if (!payout || !payouts) {
         logger.warn({ channelId: channel.id }, "payout notification for an unknown payout; not applied");
@@ -220,7 +198,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
     /** Daraja gave up queueing a payout: whether it was paid is unknown, so ask now rather than wait. */
     async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null) {
-      const payout = providerRequestId ? await prisma.payout.findFirst({ where: { channelId: channel.id, providerRequestId } }) : null;
+      const payout = providerRequestId ? await store.findByProviderRequestId(prisma, channel.id, providerRequestId) : null;
       if (!payout || payout.status !== "pending") return;
       await reschedule(prisma, PAYOUT_QUERY_JOB, { payoutId: payout.id }, new Date());
       deps.jobs.nudge();
@@ -230,7 +208,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       // An interrupted earlier attempt of this Idempotency-Keyed request committed it: never send it twice.
       const recoveredId = recoveredObjectId("payout");
       if (recoveredId !== null) {
-        const recovered = await prisma.payout.findFirst({ where: { id: recoveredId, ...scope(principal) } });
+        const recovered = await store.findScoped(prisma, principal, { id: recoveredId });
         if (recovered) return recovered;
       }
       const amount = parseAmount(input.amount);
@@ -248,8 +226,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
       // Committed before the provider hears of it: the row, our request id, and the job that will ask about it.
       const payout = await prisma.$transaction(async (tx) => {
-        const row = await tx.payout.create({
-          data: {
+        const row = await store.insertPayout(tx, {
             ...scope(principal),
             reference: newPayoutReference(),
             clientReference,
@@ -260,7 +237,6 @@ export function createPayoutService(deps: PayoutServiceDeps) {
             description,
             channelId: channel.id,
             providerRequestId: randomUUID(),
-          },
         });
         await recordRecoveryPoint(tx, "payout", row.id);
         await enqueue(tx, PAYOUT_QUERY_JOB, { payoutId: row.id }, { runAt: new Date(Date.now() + deps.resultOverdueMs) });
@@ -282,7 +258,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
           timeoutUrl: urls.timeout,
           deliverResult: async (body) => void (await applyResult(channel, payouts.parseResult(body))),
         });
-        await prisma.payout.updateMany({ where: { id: payout.id }, data: { providerConversationId: accepted.providerConversationId || null } });
+        await store.recordConversationId(prisma, payout.id, accepted.providerConversationId || null);
       } catch (error) {
         // A refusal is final: the provider said no, so nothing was sent. Anything else is unknown: stay pending, ask later.
         if (error instanceof GatewayError && error.code !== "provider_unavailable") {
@@ -291,36 +267,32 @@ export function createPayoutService(deps: PayoutServiceDeps) {
         }
         logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout outcome unknown; it stays pending until the provider is asked");
       }
-      return prisma.payout.findUniqueOrThrow({ where: { id: payout.id } });
+      return store.findById(prisma, payout.id);
     },
 
     /** By id (digits) or reference, scoped to the caller's merchant and mode. */
     async getPayout(principal: Principal, idOrReference: string, query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {}): Promise<Payout> {
       const key = idOrReference.trim();
       const id = /^\d{1,9}$/.test(key) ? Number(key) : null;
-      const payout = (await prisma.payout.findFirst({ ...query, where: { ...scope(principal), ...(id !== null ? { id } : { reference: key }) } })) as Payout | null;
+      const payout = await store.findScoped(prisma, principal, id !== null ? { id } : { reference: key }, query);
       if (!payout) throw new NotFoundError("Payout");
       return payout;
     },
 
-    payoutWhere(principal: Principal, filters: StatusDateFilters): Prisma.PayoutWhereInput {
-      return statusDateWhere(principal, filters);
-    },
-
-    /** One page, newest first, with totals (GET /v1/payouts); the (merchant, mode, created_at) indexes serve it. */
+    /** One page, newest first, with totals (GET /v1/payouts). */
     async listPage(
       principal: Principal,
       input: StatusDateFilters & { page?: number | null; limit?: number | null },
       query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {},
     ): Promise<Page<Payout>> {
-      const where = statusDateWhere(principal, input);
       const paging = resolvePaging(input);
-      const [items, total] = await Promise.all([
-        prisma.payout.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
-        prisma.payout.count({ where }),
-      ]);
-      return toPage(items as Payout[], total, paging);
+      const { items, total } = await store.listPage(prisma, principal, input, paging, query);
+      return toPage(items, total, paging);
     },
+
+    /** GraphQL's payouts connection: one slice for Pothos's cursor arguments, and the total. */
+    connectionSlice: (principal: Principal, filters: StatusDateFilters, query: object) => store.connectionSlice(prisma, principal, filters, query),
+    count: (principal: Principal, filters: StatusDateFilters) => store.count(prisma, principal, filters),
 
     /** The latest settling event of a payout, as subscribers receive it. */
     async lastEvent(payoutId: number) {

@@ -11,7 +11,7 @@ import type { Connector, MomoConnector } from "../../providers/types.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import type { StatusCounter } from "../events/status-change.ts";
+import type { StatusCounter } from "../events/status-machine.ts";
 import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./state-machine.ts";
 import { createTransactionStore, type TransactionStore } from "./store.ts";
 

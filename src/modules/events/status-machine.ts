@@ -1,0 +1,166 @@
+import type { PrismaClient } from "../../db/database.ts";
+import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
+import type { Sql } from "../../db/sql.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import { enqueueFromParameterCte, jobsParameter, type JobRequest } from "../../jobs/store.ts";
+import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
+import type { EventPublisher, PublishedEvent } from "./publisher.ts";
+import type { Snapshot } from "./snapshot.ts";
+import { guardStatus, type TerminalStatus } from "./status-rules.ts";
+
+/**
+ * The one status machine of every money object (transactions, payouts, and what follows): pending ->
+ * completed | failed, terminal states never change (the rules: status-rules.ts). One statement applies the
+ * guarded UPDATE, inserts its event with the object's snapshot, queues the event's webhook deliveries and the
+ * change's follow-up jobs, as data-modifying CTEs: atomic on its own, one round trip on every payment's path.
+ * The UPDATE is conditional on the row still being pending, so of any number of concurrent callers exactly one
+ * applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock). Subscribers hear of it
+ * only after commit.
+ */
+export type { TerminalStatus };
+
+export type MoneySubject = "transaction" | "payout";
+
+/** Counts status changes (src/metrics): `pending` when a row is created, then its terminal status. */
+export interface StatusCounter {
+  statusChanged(subject: MoneySubject, status: "pending" | TerminalStatus, channelId: number | null): void;
+}
+
+export interface StatusMachineDeps {
+  prisma: PrismaClient;
+  /** The status change runs on the plain-SQL connection (src/db/sql.ts): it is on every payment's path. */
+  sql: Sql;
+  publisher: EventPublisher;
+  jobs: JobRunner;
+  /** Told once per committed change (metrics); never of a change that did not apply or rolled back. */
+  metrics?: StatusCounter;
+}
+
+export interface StatusRow {
+  id: number;
+  merchantId: number;
+  mode: Mode;
+  channelId: number | null;
+}
+
+/** How one table takes part: its table and columns, how its rows read, and its snapshot. */
+export interface StatusTable<Row extends StatusRow, Change extends string, Out = unknown> {
+  /** The event type's prefix (transaction.completed, payout.failed ...) and the snapshot's key in the payload. */
+  subject: MoneySubject;
+  table: string;
+  /** The events column that links an event to its object. */
+  eventColumn: "transaction_id" | "payout_id";
+  /** The columns a change may write with the status, by model field. */
+  changeColumns: Record<Change, string>;
+  /** The SELECT list of a whole row, model field names as aliases, over bare column names. */
+  columns: string;
+  fromRow(row: Record<string, unknown>): Row;
+  findById(sql: Sql, id: number): Promise<Row | null>;
+  snapshot: Snapshot<Row, Out>;
+}
+
+export interface StatusChange<Change extends string> {
+  id: number;
+  to: TerminalStatus;
+  /** Columns written together with the status (payment method, receipt, failure code...). */
+  changes?: Partial<Record<Change, string | null>>;
+  /** Jobs that follow from the change (e.g. forwarding a C2B confirmation), queued only when it applies. */
+  jobs?: JobRequest[];
+}
+
+export interface StatusChangeResult<Row> {
+  /** False when the row was already terminal (or another caller won the race): nothing was written. */
+  applied: boolean;
+  row: Row;
+  event: PublishedEvent | null;
+}
+
+export function toPublishedEvent(event: Event): PublishedEvent {
+  return {
+    id: event.id.toString(),
+    type: event.type,
+    merchantId: event.merchantId,
+    mode: event.mode,
+    transactionId: event.transactionId,
+    payoutId: event.payoutId,
+    createdAt: event.createdAt.toISOString(),
+    payload: event.payload,
+  };
+}
+
+/** After commit: subscribers hear of the event, and this instance starts on the jobs it queued. */
+export function afterCommit(deps: Pick<StatusMachineDeps, "publisher" | "jobs">, event: Event | null, jobsQueued: number): PublishedEvent | null {
+  const published = event ? toPublishedEvent(event) : null;
+  if (published) deps.publisher.publish(published);
+  if (jobsQueued > 0) deps.jobs.nudge();
+  return published;
+}
+
+const statements = new Map<string, string>();
+
+/**
+ * The statement for one table, target status, set of changed columns and whether jobs follow. Parameters:
+ * $1 id, $2 the time of the change, then the changed columns in changeColumns order, then the follow-up jobs
+ * as JSON when there are any. One text per combination, each prepared once per connection.
+ */
+function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStatus, changed: readonly string[], withJobs: boolean): string {
+  const key = `${table.subject}|${to}|${changed.join(",")}|${withJobs}`;
+  let text = statements.get(key);
+  if (text) return text;
+  const sets = [`status = '${to}'`, "updated_at = $2", ...(to === "completed" ? ["completed_at = $2"] : [])];
+  changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = $${i + 3}`));
+  const jobsParam = `$${changed.length + 3}`;
+  text = `WITH t AS (
+    UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status = '${guardStatus(to)}' RETURNING *
+  ), ev AS (
+    INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
+    SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t")}) FROM t
+    RETURNING id, merchant_id, mode, type, created_at, payload
+  ), ${WEBHOOK_FAN_OUT_CTES}${
+    // Queued once per row of ev: only when the change applied.
+    withJobs ? `, ${enqueueFromParameterCte("follow_up", jobsParam, "ev")}` : ""
+  }
+  SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
+    (SELECT count(*)::int FROM delivery_jobs) AS "deliveriesQueued"
+  FROM (SELECT ${table.columns} FROM t) changed, ev`;
+  statements.set(key, text);
+  return text;
+}
+
+type ChangedRow = Record<string, unknown> & { eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; deliveriesQueued: number };
+
+/** Applies one guarded status change to a row of `table`: exactly once however many callers race. */
+export async function applyTransition<Row extends StatusRow, Change extends string, Out>(
+  deps: StatusMachineDeps,
+  table: StatusTable<Row, Change, Out>,
+  request: StatusChange<Change>,
+): Promise<StatusChangeResult<Row>> {
+  const changes = (request.changes ?? {}) as Record<string, string | null | undefined>;
+  const changed = Object.keys(table.changeColumns).filter((field) => changes[field] !== undefined);
+  const jobs = request.jobs ?? [];
+  const params: unknown[] = [request.id, new Date(), ...changed.map((field) => changes[field])];
+  if (jobs.length) params.push(jobsParameter(jobs));
+  const text = changeStatement(table as unknown as StatusTable<StatusRow, string>, request.to, changed, jobs.length > 0);
+  const [result] = await deps.sql.query<ChangedRow>(text, params);
+  if (!result) {
+    // Already terminal: nothing written; answer with the row as it is.
+    const row = await table.findById(deps.sql, request.id);
+    if (!row) throw new Error(`${table.subject} ${request.id} does not exist`);
+    return { applied: false, row, event: null };
+  }
+  const { eventId, eventCreatedAt, eventPayload, deliveriesQueued, ...columns } = result;
+  const row = table.fromRow(columns);
+  const event: Event = {
+    id: BigInt(eventId),
+    merchantId: row.merchantId,
+    mode: row.mode,
+    type: `${table.subject}.${request.to}`,
+    transactionId: table.eventColumn === "transaction_id" ? row.id : null,
+    payoutId: table.eventColumn === "payout_id" ? row.id : null,
+    createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
+    payload: eventPayload,
+  };
+  const published = afterCommit(deps, event, deliveriesQueued + jobs.length);
+  deps.metrics?.statusChanged(table.subject, request.to, row.channelId);
+  return { applied: true, row, event: published };
+}

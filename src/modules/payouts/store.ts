@@ -1,0 +1,128 @@
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import type { Payout, Prisma } from "../../db/generated/prisma/client.ts";
+import type { Sql } from "../../db/sql.ts";
+import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
+import { pageWindow, type Paging } from "../../paging.ts";
+import { defineSnapshot } from "../events/snapshot.ts";
+import type { StatusTable } from "../events/status-machine.ts";
+
+/**
+ * Every statement on the payouts table. Prisma for all but the status change, which the status machine
+ * (events/status-machine.ts) writes in one SQL statement from PAYOUT_STATUS below.
+ */
+
+type Db = PrismaClient | Prisma.TransactionClient;
+type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
+const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+
+/** The payout as of an event, and as /v1/payouts shows it. */
+const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({
+  id: "id",
+  reference: "reference",
+  client_reference: "clientReference",
+  amount: ["amount", "amount"],
+  currency: "currency",
+  phone_number: ["phoneNumber", "msisdn"],
+  status: "status",
+  payment_channel_id: "channelId",
+  provider_reference: "providerReference",
+  failure_code: "failureCode",
+  failure_reason: "failureReason",
+  created_at: ["createdAt", "time"],
+  updated_at: ["updatedAt", "time"],
+  completed_at: ["completedAt", "time"],
+});
+
+export const payoutSnapshot = (p: Payout) => PAYOUT_SNAPSHOT.of(p);
+export type PayoutSnapshot = ReturnType<typeof payoutSnapshot>;
+
+/** A whole payouts row as the model has it, for the status change's RETURNING. */
+const PAYOUT_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, client_reference AS "clientReference", amount::text AS amount,
+  currency, phone_number AS "phoneNumber", status, command_id AS "commandId", description, channel_id AS "channelId",
+  provider_request_id AS "providerRequestId", provider_conversation_id AS "providerConversationId",
+  provider_reference AS "providerReference", failure_code AS "failureCode", failure_reason AS "failureReason",
+  created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt"`;
+
+const date = (value: unknown) => (value instanceof Date ? value : new Date(value as string));
+
+/** amount travels as text (int8 parses differently per driver) and becomes the model's BigInt. */
+function payoutFromRow(row: Record<string, unknown>): Payout {
+  return {
+    ...(row as unknown as Payout),
+    amount: BigInt(row.amount as string),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
+    completedAt: row.completedAt == null ? null : date(row.completedAt),
+  };
+}
+
+/** The payouts table's part in the status machine. */
+export const PAYOUT_STATUS: StatusTable<Payout, "providerReference" | "failureCode" | "failureReason", PayoutSnapshot> = {
+  subject: "payout",
+  table: "payouts",
+  eventColumn: "payout_id",
+  changeColumns: { providerReference: "provider_reference", failureCode: "failure_code", failureReason: "failure_reason" },
+  columns: PAYOUT_COLUMNS,
+  fromRow: payoutFromRow,
+  async findById(sql: Sql, id: number) {
+    const [row] = await sql.query<Record<string, unknown>>(`SELECT ${PAYOUT_COLUMNS} FROM payouts WHERE id = $1`, [id]);
+    return row ? payoutFromRow(row) : null;
+  },
+  snapshot: PAYOUT_SNAPSHOT,
+};
+
+export function insertPayout(tx: Prisma.TransactionClient, data: Prisma.PayoutUncheckedCreateInput): Promise<Payout> {
+  return tx.payout.create({ data });
+}
+
+/** The provider accepted the request: its own id for it (Daraja's ConversationID). */
+export async function recordConversationId(db: Db, id: number, providerConversationId: string | null): Promise<void> {
+  await db.payout.updateMany({ where: { id }, data: { providerConversationId } });
+}
+
+export function findById(db: Db, id: number): Promise<Payout> {
+  return db.payout.findUniqueOrThrow({ where: { id } });
+}
+
+export function findWithChannel(db: Db, id: number) {
+  return db.payout.findUnique({ where: { id }, include: { channel: true } });
+}
+
+export async function statusOf(db: Db, id: number) {
+  return (await db.payout.findUnique({ where: { id }, select: { status: true } }))?.status ?? null;
+}
+
+/** A channel's payout by our reference (a provider's notification or a status answer names it). */
+export function findByChannelReference(db: Db, channelId: number, reference: string) {
+  return db.payout.findFirst({ where: { channelId, reference }, include: { channel: true } });
+}
+
+/** A channel's payout by our request id (what a provider's result carries). */
+export function findByProviderRequestId(db: Db, channelId: number, providerRequestId: string) {
+  return db.payout.findFirst({ where: { channelId, providerRequestId } });
+}
+
+/** By id or reference, in the caller's merchant and mode only. */
+export async function findScoped(db: Db, principal: Principal, key: { id: number } | { reference: string }, query: PayoutQuery = {}): Promise<Payout | null> {
+  return (await db.payout.findFirst({ ...query, where: { ...scope(principal), ...key } })) as Payout | null;
+}
+
+/** One page, newest first, with the total; the (merchant, mode, created_at) indexes serve it. */
+export async function listPage(db: Db, principal: Principal, filters: StatusDateFilters, paging: Paging, query: PayoutQuery = {}): Promise<{ items: Payout[]; total: number }> {
+  const where = statusDateWhere(principal, filters);
+  const [items, total] = await Promise.all([
+    db.payout.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
+    db.payout.count({ where }),
+  ]);
+  return { items: items as Payout[], total };
+}
+
+/** GraphQL's payouts connection: Pothos's cursor arguments (`query`) over the caller's filtered payouts, newest id first. */
+export function connectionSlice(db: Db, principal: Principal, filters: StatusDateFilters, query: object): Promise<Payout[]> {
+  return db.payout.findMany({ ...query, where: statusDateWhere(principal, filters), orderBy: { id: "desc" } });
+}
+
+export function count(db: Db, principal: Principal, filters: StatusDateFilters): Promise<number> {
+  return db.payout.count({ where: statusDateWhere(principal, filters) });
+}
