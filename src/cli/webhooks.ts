@@ -2,7 +2,7 @@ import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
 import { postOutbound } from "../security/outbound.ts";
 import { generateWebhookSecret, webhookHeaders } from "../modules/webhooks/signing.ts";
-import { isTestOnlyProvider, testProviderName } from "../providers/registry.ts";
+import { isTestProvider, testProviderName } from "../providers/registry.ts";
 import { UsageError } from "./usage.ts";
 
 /**
@@ -226,7 +226,7 @@ async function payOut(call: GatewayCall, channelId: number, phone: string): Prom
  */
 async function testChannelId(call: GatewayCall): Promise<number> {
   const { channels } = (await call("GET", "/api/payment-channels/list?active_only=true")) as { channels: { id: number; provider: string; is_default: boolean }[] };
-  const usable = channels.filter((c) => isTestOnlyProvider(c.provider)).sort((a, b) => Number(b.is_default) - Number(a.is_default));
+  const usable = channels.filter((c) => isTestProvider(c.provider)).sort((a, b) => Number(b.is_default) - Number(a.is_default));
   if (!usable[0]) {
     const example = JSON.stringify({ name: testProviderName.charAt(0).toUpperCase() + testProviderName.slice(1), provider: testProviderName, config: {} });
     throw new Error(

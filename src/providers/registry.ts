@@ -49,34 +49,6 @@ export const connectorConfigSchemas = {
 export type ProviderName = keyof typeof connectorConfigSchemas;
 export const providerNames = Object.keys(connectorConfigSchemas) as ProviderName[];
 
-/** What the core may ask of a provider without naming it. */
-export interface ProviderTraits {
-  /**
-   * Simulates payments, with no credentials and no real money: it approves public test cards, so in live
-   * mode it would turn them into "completed" live payments. Its channels are test-mode only.
-   */
-  testOnly: boolean;
-}
-
-export const providerTraits: Record<ProviderName, ProviderTraits> = {
-  sandbox: { testOnly: true },
-  paystack: { testOnly: false },
-  mpesa: { testOnly: false },
-};
-
-/** The names as people read them (the OpenAPI document, error messages): test-only providers first, then the real ones alphabetically. */
-export const listedProviderNames: readonly ProviderName[] = [...providerNames].sort(
-  (a, b) => Number(providerTraits[b].testOnly) - Number(providerTraits[a].testOnly) || a.localeCompare(b),
-);
-
-/** Whether a provider (named by a channel's column) is test-mode only; false for a name that is no provider. */
-export function isTestOnlyProvider(name: string): boolean {
-  return providerEntry(providerTraits, name)?.testOnly ?? false;
-}
-
-/** The credential-free test provider: the demo merchant's channel, and what `cli webhooks trigger` pays through. */
-export const testProviderName: ProviderName = listedProviderNames.find((name) => providerTraits[name].testOnly)!;
-
 /** ISO 4217 currencies each connector can collect in. */
 export const connectorCurrencies: Record<ProviderName, readonly string[]> = {
   sandbox: ["KES", "NGN", "GHS", "ZAR", "USD", "UGX", "TZS"],
@@ -92,3 +64,21 @@ export function isProviderName(value: string): value is ProviderName {
 export function providerEntry<T>(byProvider: Record<ProviderName, T>, name: string): T | undefined {
   return isProviderName(name) ? byProvider[name] : undefined;
 }
+
+/**
+ * Providers that only simulate payments (no money moves): the checkout page tells the payer so. A provider
+ * property, so core code asks this instead of naming a provider.
+ */
+const testProviders: ReadonlySet<ProviderName> = new Set(["sandbox"]);
+
+export function isTestProvider(name: string): boolean {
+  return isProviderName(name) && testProviders.has(name);
+}
+
+/** The names as people read them (the OpenAPI document, error messages): test providers first, then the real ones alphabetically. */
+export const listedProviderNames: readonly ProviderName[] = [...providerNames].sort(
+  (a, b) => Number(isTestProvider(b)) - Number(isTestProvider(a)) || a.localeCompare(b),
+);
+
+/** A test provider needs no credentials: the demo merchant's channel, and what `cli webhooks trigger` pays through. */
+export const testProviderName: ProviderName = listedProviderNames.find(isTestProvider)!;
