@@ -120,7 +120,8 @@ export function policyGuard(policy: RoutePolicy, { authenticator, budgets, refus
   const limited = budgets !== undefined && policy.rateLimit === "caller";
   if (policy.auth === "none") {
     if (!limited) return undefined;
-    // A payer: keyless, so normally its IP's budget (which throttles card testing).
+    // A payer: keyless, so its IP's budget (which throttles card testing); as on the API, a request that
+    // does present a well-formed key or a valid user token spends that credential's budget instead.
     return async (request, reply) => {
       await budgets.charge(request, reply, await authenticator.budget(credentialOf(request, true)));
     };

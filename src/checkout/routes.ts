@@ -11,8 +11,8 @@ import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from 
  * unguessable reference in the URL is what the merchant handed to its payer.
  */
 export function registerCheckoutRoutes(app: FastifyInstance, services: Services) {
-  // Showing the page is free; what makes a call to the provider (paying, returning from its page) spends a
-  // budget, the payer's IP's, which throttles card testing.
+  // Showing the page is free; what makes a call to the provider (paying, returning from its page) spends the
+  // caller's budget: a payer has no credential, so its IP's, which throttles card testing.
   const page = { config: { auth: "none", rateLimit: "none" } } as const;
   const payment = { config: { auth: "none", rateLimit: "caller" } } as const;
   const sendPage = (reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
