@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "./auth.ts";
 import { ConflictError } from "./errors.ts";
+import { testProviderName } from "./providers/registry.ts";
 import type { Services } from "./services.ts";
 
 export const DEMO_MERCHANT = { name: "Demo Merchant", email: "demo@example.com", defaultCurrency: "KES" } as const;
+/** The demo's one channel is named after its provider, capitalized. */
+const DEMO_CHANNEL_NAME = testProviderName.charAt(0).toUpperCase() + testProviderName.slice(1);
 
 export interface DemoCredentials {
   /** The demo merchant's test API key. */
@@ -13,7 +16,8 @@ export interface DemoCredentials {
 }
 
 /**
- * On the first start against an empty database: a demo merchant with a sandbox channel and an owner
+ * On the first start against an empty database: a demo merchant with a channel of the test provider (no
+ * credentials, no real money; providers/registry.ts) and an owner
  * who can sign in to the dashboard, so the README quick start needs nothing else. Returns the test key
  * and the owner's password (each shown once), or null when the database already had merchants.
  */
@@ -22,7 +26,7 @@ export async function createDemoMerchantIfEmpty(services: Services): Promise<Dem
   try {
     const { merchant, keys } = await services.merchants.createMerchant(DEMO_MERCHANT);
     const principal: Principal = { merchantId: merchant.id, mode: "test", role: "owner", userId: null, keyId: null, keyPrefix: keys.test.prefix };
-    await services.channels.createChannel(principal, { name: "Sandbox", provider: "sandbox", config: {} });
+    await services.channels.createChannel(principal, { name: DEMO_CHANNEL_NAME, provider: testProviderName, config: {} });
     const user = { email: DEMO_MERCHANT.email, password: randomBytes(12).toString("base64url") };
     await services.users.createUser({ merchantId: merchant.id, ...user, role: "owner" });
     return { testKey: keys.test.plaintext, user };

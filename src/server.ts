@@ -4,7 +4,7 @@ import { STATUS_CODES } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
-import { createAuthenticator, credentialFrom, type Credential, type Principal } from "./auth.ts";
+import { createAuthenticator, type Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import { registerDashboardRoutes } from "./dashboard/routes.ts";
 import type { Config } from "./config.ts";
@@ -29,13 +29,14 @@ import { runInIdempotencyScope } from "./idempotency/scope.ts";
 import { createIdempotencyStore } from "./idempotency/store.ts";
 import { RedisConnections } from "./infra/redis.ts";
 import { redactCallbackToken, type Logger } from "./logger.ts";
-import { budgetedAuthentication, registerRateLimit } from "./rate-limit/hook.ts";
+import { budgetedAuthentication, requestBudgets } from "./rate-limit/hook.ts";
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
-import { compileRoutes, runOperation, type RestRequest } from "./rest/route-table.ts";
+import { compileRoutes, restRoutePolicy, runOperation, type RestRequest } from "./rest/route-table.ts";
 import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
 import { graphiqlCsp, registerSecurityHeaders } from "./security/headers.ts";
+import { enforceRoutePolicies } from "./route-policy.ts";
 import { createServices, type Services } from "./services.ts";
 import { serveCliHandoff } from "./cli/handoff.ts";
 import { assertSafeText } from "./validation.ts";
@@ -110,41 +111,6 @@ function sendError(reply: FastifyReply, error: GatewayError) {
   if (error.status === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_SECONDS));
   if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
   return reply.code(error.status).type("application/json; charset=utf-8").send(errorEnvelope(error));
-}
-
-/**
- * The API surface: every request here needs a credential and is rate limited (/health, /ready are not).
- * Signing in is how a user gets one: /v1/auth/* has its own limits on failed attempts instead.
- */
-function isApiPath(path: string): boolean {
-  if (path.startsWith("/v1/auth/")) return false;
-  return path.startsWith("/api/") || path.startsWith("/v1/") || path === "/graphql" || path.startsWith("/graphql?");
-}
-
-/** X-API-Key anywhere; a user's bearer token on /v1 and GraphQL only (the documented /api routes take keys). */
-function credentialOf(request: FastifyRequest): Credential {
-  const header = (name: string) => {
-    const value = request.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  return credentialFrom(header("x-api-key"), header("authorization"), !request.url.startsWith("/api/"));
-}
-
-/** A WebSocket upgrade authenticates (and is budgeted) in graphql-ws's connection_init, then per operation. */
-function isWebSocketUpgrade(request: FastifyRequest): boolean {
-  return (request.headers.upgrade ?? "").toLowerCase() === "websocket";
-}
-
-/** A request that needs an API key in its headers and counts against the key's budget. */
-function isKeyedApiRequest(request: FastifyRequest): boolean {
-  return isApiPath(request.url) && !isWebSocketUpgrade(request);
-}
-
-/** A payer's card attempt: keyless, so it spends its IP's budget, which throttles card testing. */
-/** A card payment, or a payer's return from a provider's page: both make a call to the provider. */
-function isCheckoutPayment(request: FastifyRequest): boolean {
-  if (!request.url.startsWith("/payment/checkout/")) return false;
-  return request.method === "POST" || /^\/payment\/checkout\/[^/?]+\/return(?:[?]|$)/.test(request.url);
 }
 
 /**
@@ -296,27 +262,10 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     );
   });
 
-  // Registered first: rate limiting runs before authentication, idempotency and any database work.
-  const rateLimit = registerRateLimit(
-    app,
-    rateLimiter,
-    (request) => isKeyedApiRequest(request) || isCheckoutPayment(request),
-    (request) => authenticator.budget(credentialOf(request)),
-  );
-
-  /** Every /api, /v1 and /graphql request needs a valid key or access token, checked before any other work. */
-  app.addHook("onRequest", async (request, reply) => {
-    const path = request.url;
-    if (!isKeyedApiRequest(request)) return;
-    if (path.startsWith("/graphql") && isGraphiqlPageRequest(request) && config.nodeEnv !== "production") return;
-    const credential = credentialOf(request);
-    const principal = await authenticator.authenticate(credential);
-    if (!principal) {
-      await rateLimit.authenticationFailed(request, reply);
-      return sendError(reply, new GatewayError(credential && "bearer" in credential ? "invalid_token" : "invalid_api_key"));
-    }
-    request.principal = principal;
-  });
+  // Every route declares who may call it and whose budget it spends (src/route-policy.ts): one without is
+  // refused at startup. Each gets the one onRequest hook its policy needs (the rate limit, then the
+  // credential), before idempotency and any other work; a 404 gets the policy of its URL's family.
+  enforceRoutePolicies(app, { authenticator, budgets: requestBudgets(rateLimiter), refuse: sendError });
 
   const restDocuments = new Map(routes.map((route) => [`${route.method} ${route.path}`, route.document]));
   const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs, secrets }), {
@@ -328,16 +277,18 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     permits: createOperationAuthorizer(schema),
   });
 
+  const open = { config: { auth: "none", rateLimit: "none" } } as const;
+
   // Where a person (or a curl) starting at the root finds everything else.
-  app.get("/", async () => ({
+  app.get("/", open, async () => ({
     status: "success",
     service: "payment-gateway",
     links: { dashboard: "/dashboard", api_reference: "/docs", openapi: "/openapi.json", graphql: "/graphql", health: "/health", ready: "/ready" },
   }));
 
-  app.get("/health", async () => ({ status: "success", service: "payment-gateway", uptime_seconds: Math.round(process.uptime()) }));
+  app.get("/health", open, async () => ({ status: "success", service: "payment-gateway", uptime_seconds: Math.round(process.uptime()) }));
 
-  app.get("/ready", async (_request, reply) => {
+  app.get("/ready", open, async (_request, reply) => {
     try {
       await db.ping();
       return { status: "success", database: "ok", backend: db.backend };
@@ -379,9 +330,12 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   // GET serves GraphiQL, GraphQL over HTTP and SSE, and the graphql-ws upgrade on the same path.
   const subscriptions = new SubscriptionFanout();
+  // GraphiQL's page (outside production) opens without a credential; the budget is spent all the same.
+  const graphqlPolicy = { auth: "api-key-or-user", rateLimit: "caller" } as const;
   app.route({
     url: "/graphql",
     method: "GET",
+    config: { ...graphqlPolicy, ...(config.nodeEnv !== "production" ? { authExemptWhen: isGraphiqlPageRequest } : {}) },
     handler: handleGraphql,
     wsHandler: metrics.countSockets(graphqlWebSocketHandler({
       yoga,
@@ -391,7 +345,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       fanout: subscriptions,
     })),
   });
-  app.route({ url: "/graphql", method: ["POST", "OPTIONS"], handler: handleGraphql });
+  app.route({ url: "/graphql", method: ["POST", "OPTIONS"], config: graphqlPolicy, handler: handleGraphql });
 
   registerCheckoutRoutes(app, services);
   registerCallbackRoutes(app, services);
@@ -405,6 +359,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     app.route({
       method: route.method,
       url: route.path,
+      config: restRoutePolicy(route),
       handler: async (request, reply) => {
         const restRequest: RestRequest = {
           body: request.body && typeof request.body === "object" && !Array.isArray(request.body) ? (request.body as Record<string, unknown>) : {},

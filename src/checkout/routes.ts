@@ -11,6 +11,10 @@ import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from 
  * unguessable reference in the URL is what the merchant handed to its payer.
  */
 export function registerCheckoutRoutes(app: FastifyInstance, services: Services) {
+  // Showing the page is free; what makes a call to the provider (paying, returning from its page) spends the
+  // caller's budget: a payer has no credential, so its IP's, which throttles card testing.
+  const page = { config: { auth: "none", rateLimit: "none" } } as const;
+  const payment = { config: { auth: "none", rateLimit: "caller" } } as const;
   const sendPage = (reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
     // The page's one script and style run by a nonce fresh to this response: injected markup cannot run.
     const nonce = cspNonce();
@@ -22,7 +26,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
     return reply.code(view ? 200 : 404).type("text/html; charset=utf-8").send(renderCheckoutPage(view, { ...options, nonce }));
   };
 
-  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference", async (request, reply) => {
+  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference", page, async (request, reply) => {
     // A reference no transaction can have (control characters, absurd length) is simply not found.
     const reference = request.params.reference;
     const view = unsafeTextIn(reference, "reference") ? null : await services.transactions.checkoutView(reference);
@@ -38,7 +42,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
   });
 
   /** The payer is back from the provider's page (Paystack's callback_url): ask the provider, record, show the result. */
-  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference/return", async (request, reply) => {
+  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference/return", payment, async (request, reply) => {
     const reference = request.params.reference;
     if (unsafeTextIn(reference, "reference")) return sendPage(reply, null);
     let notice: string | undefined;
@@ -54,7 +58,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
     return sendPage(reply, view, { confirming: true, ...(notice ? { notice } : {}) });
   });
 
-  app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", async (request, reply) => {
+  app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", payment, async (request, reply) => {
     const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
     assertSafeText({ params: request.params, body });
     const { transaction, outcome } = await services.transactions.payWithCard(request.params.reference, {

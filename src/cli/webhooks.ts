@@ -2,6 +2,7 @@ import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
 import { postOutbound } from "../security/outbound.ts";
 import { generateWebhookSecret, webhookHeaders } from "../modules/webhooks/signing.ts";
+import { isTestProvider, testProviderName } from "../providers/registry.ts";
 import { UsageError } from "./usage.ts";
 
 /**
@@ -223,15 +224,16 @@ async function payOut(call: GatewayCall, channelId: number, phone: string): Prom
  * Named explicitly so a trigger never reaches a real provider, whatever the merchant's default channel is.
  * None is created here: a new channel would become the merchant's default.
  */
-async function sandboxChannelId(call: GatewayCall): Promise<number> {
+async function testChannelId(call: GatewayCall): Promise<number> {
   const { channels } = (await call("GET", "/api/payment-channels/list?active_only=true")) as { channels: { id: number; provider: string; is_default: boolean }[] };
-  const sandbox = channels.filter((c) => c.provider === "sandbox").sort((a, b) => Number(b.is_default) - Number(a.is_default));
-  if (!sandbox[0]) {
+  const usable = channels.filter((c) => isTestProvider(c.provider)).sort((a, b) => Number(b.is_default) - Number(a.is_default));
+  if (!usable[0]) {
+    const example = JSON.stringify({ name: testProviderName.charAt(0).toUpperCase() + testProviderName.slice(1), provider: testProviderName, config: {} });
     throw new Error(
-      'trigger pays through a sandbox payment channel and this merchant has no active one in test mode; create one with POST /api/payment-channels/create {"name":"Sandbox","provider":"sandbox","config":{}}',
+      `trigger pays through a ${testProviderName} payment channel and this merchant has no active one in test mode; create one with POST /api/payment-channels/create ${example}`,
     );
   }
-  return sandbox[0].id;
+  return usable[0].id;
 }
 
 export async function triggerEvent(options: { gatewayUrl: string; apiKey: string; type: string }): Promise<{ event: string; reference: string }> {
@@ -261,5 +263,5 @@ export async function triggerEvent(options: { gatewayUrl: string; apiKey: string
     }
     return parsed;
   };
-  return { event: options.type, reference: await trigger(call, await sandboxChannelId(call)) };
+  return { event: options.type, reference: await trigger(call, await testChannelId(call)) };
 }

@@ -83,11 +83,13 @@ export async function registerDashboardRoutes(app: FastifyInstance): Promise<voi
     return reply.type("text/html; charset=utf-8").send(html.body);
   };
 
-  app.get("/dashboard", sendIndex);
-  app.get("/dashboard/", sendIndex);
-  app.get("/dashboard/*", sendIndex);
+  // The app's page and assets hold no data: it signs in and calls /v1 and /graphql like any client.
+  const open = { config: { auth: "none", rateLimit: "none" } } as const;
+  app.get("/dashboard", open, sendIndex);
+  app.get("/dashboard/", open, sendIndex);
+  app.get("/dashboard/*", open, sendIndex);
 
-  app.get<{ Params: { file: string }; Querystring: { v?: string } }>("/dashboard/assets/:file", async (request, reply) => {
+  app.get<{ Params: { file: string }; Querystring: { v?: string } }>("/dashboard/assets/:file", open, async (request, reply) => {
     const asset = assets.get(request.params.file);
     if (!asset) return reply.callNotFound();
     const current = version !== undefined && request.query.v === version;

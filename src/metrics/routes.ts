@@ -34,8 +34,8 @@ const envelope = (error: GatewayError, headers: Record<string, string> = {}): An
  * - otherwise on the API port: behind METRICS_TOKEN when set; open in development and test; and, in
  *   production without a token, not at all (a 404): volumes, error rates and merchants' activity are
  *   not for the internet, and an operator who wants them says how they are protected.
- * METRICS_TOKEN applies on either port. The route is outside /api, /v1 and /graphql, so neither the
- * API-key check nor the rate limiter sees it (server.ts: isKeyedApiRequest).
+ * METRICS_TOKEN applies on either port. No API key and no rate limit on the API port either: its own
+ * token, when set, is all it asks for.
  */
 export async function registerMetricsRoutes(
   app: FastifyInstance,
@@ -54,7 +54,7 @@ export async function registerMetricsRoutes(
 
   if (port === undefined) {
     if (token || config.nodeEnv !== "production") {
-      app.get("/metrics", async (request, reply) => {
+      app.get("/metrics", { config: { auth: "none", rateLimit: "none" } }, async (request, reply) => {
         const { status, headers, body } = await answer(request.headers.authorization);
         return reply.code(status).headers({ ...headers, "cache-control": "no-store" }).send(body);
       });

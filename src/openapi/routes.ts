@@ -35,11 +35,12 @@ export function registerOpenApiRoutes(app: FastifyInstance) {
   const document = JSON.stringify(buildOpenApiDocument());
   const redocPath = createRequire(import.meta.url).resolve("redoc/bundles/redoc.standalone.js");
   let redoc: Promise<string> | undefined;
+  const open = { config: { auth: "none", rateLimit: "none" } } as const;
 
-  app.get("/openapi.json", async (_request, reply) => reply.header("cache-control", "public, max-age=300").type("application/json; charset=utf-8").send(document));
-  app.get("/docs", async (_request, reply) => reply.header("content-security-policy", DOCS_CSP).type("text/html; charset=utf-8").send(DOCS_PAGE));
-  app.get("/docs/init.js", async (_request, reply) => reply.type("text/javascript; charset=utf-8").send(INIT_SCRIPT));
-  app.get("/docs/redoc.standalone.js", async (_request, reply) => {
+  app.get("/openapi.json", open, async (_request, reply) => reply.header("cache-control", "public, max-age=300").type("application/json; charset=utf-8").send(document));
+  app.get("/docs", open, async (_request, reply) => reply.header("content-security-policy", DOCS_CSP).type("text/html; charset=utf-8").send(DOCS_PAGE));
+  app.get("/docs/init.js", open, async (_request, reply) => reply.type("text/javascript; charset=utf-8").send(INIT_SCRIPT));
+  app.get("/docs/redoc.standalone.js", open, async (_request, reply) => {
     // The bundle's one outside address, the attribution logo, becomes nothing: the page loads from this host alone.
     redoc ??= readFile(redocPath, "utf8").then((code) => code.replaceAll("https://cdn.redoc.ly/redoc/logo-mini.svg", "data:,"));
     return reply.header("cache-control", "public, max-age=86400").type("text/javascript; charset=utf-8").send(await redoc);

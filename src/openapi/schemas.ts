@@ -1,3 +1,5 @@
+import { listedProviderNames } from "../providers/registry.ts";
+
 /**
  * JSON Schema (2020-12, as OpenAPI 3.1 uses) building blocks for the REST routes' docs. Objects list their
  * properties and which are always present; a legacy client may rely on any of them.
@@ -80,7 +82,7 @@ export const schemas = {
     {
       id: int(),
       name: str(),
-      provider: oneOfStrings(["sandbox", "mpesa", "paystack"]),
+      provider: oneOfStrings(listedProviderNames),
       is_active: bool(),
       is_default: bool(),
       created_at: dateTime(),

@@ -74,3 +74,11 @@ const testProviders: ReadonlySet<ProviderName> = new Set(["sandbox"]);
 export function isTestProvider(name: string): boolean {
   return isProviderName(name) && testProviders.has(name);
 }
+
+/** The names as people read them (the OpenAPI document, error messages): test providers first, then the real ones alphabetically. */
+export const listedProviderNames: readonly ProviderName[] = [...providerNames].sort(
+  (a, b) => Number(isTestProvider(b)) - Number(isTestProvider(a)) || a.localeCompare(b),
+);
+
+/** A test provider needs no credentials: the demo merchant's channel, and what `cli webhooks trigger` pays through. */
+export const testProviderName: ProviderName = listedProviderNames.find(isTestProvider)!;

@@ -1,9 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { errorEnvelope, type GatewayError } from "../errors.ts";
 import { rateLimitHeaders, retryAfterSeconds, type GatewayRateLimiter, type RateLimitState } from "./limiter.ts";
 
 /**
- * Rate limiting as the first onRequest hook, before authentication and so before any database work.
+ * Rate limiting as the first thing a route's policy guard does (src/route-policy.ts), before authentication and
+ * so before any database work.
  * Key lookups hit the database, so this works like brute-force protection:
  *
  *  1. no credential, or one that cannot be valid: spend the IP budget (the check then fails without the DB);
@@ -19,34 +20,34 @@ import { rateLimitHeaders, retryAfterSeconds, type GatewayRateLimiter, type Rate
  * A WebSocket's connection_init is one such request too (budgetedAuthentication below): the upgrade
  * itself carries no key, so it is counted there rather than here.
  */
-export interface RateLimitHooks {
-  /** Call when the presented key did not authenticate (before sending the 401). */
-  authenticationFailed(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+export interface RequestBudgets {
+  /**
+   * Steps 1 and 2 for one request whose credential spends `budget` (undefined: its IP's): "refused" when
+   * the 429 was sent, otherwise which budget was spent (its X-RateLimit headers are set on the reply).
+   */
+  charge(request: FastifyRequest, reply: FastifyReply, budget: string | undefined): Promise<Charge>;
+  /** Step 3: call when the presented credential did not authenticate (before sending the 401), with what charge() said. */
+  authenticationFailed(request: FastifyRequest, reply: FastifyReply, charged: Exclude<Charge, "refused">): Promise<void>;
 }
 
-const noRateLimit: RateLimitHooks = { authenticationFailed: async () => {} };
+export type Charge = "refused" | "ip" | "credential";
 
-export function registerRateLimit(
-  app: FastifyInstance,
-  limiter: GatewayRateLimiter | undefined,
-  isLimited: (request: FastifyRequest) => boolean,
-  budgetOf: (request: FastifyRequest) => Promise<string | undefined>,
-): RateLimitHooks {
-  if (!limiter) return noRateLimit;
-  /** Requests that already spent the IP budget in step 1, so a failed key check does not spend it twice. */
-  const ipCharged = new WeakSet<FastifyRequest>();
-
-  app.addHook("onRequest", async (request, reply) => {
-    if (!isLimited(request)) return;
-    const { state, spentIp } = await admit(limiter, request.ip, await budgetOf(request));
-    if (spentIp) ipCharged.add(request);
-    if (!state.allowed) return refuse(reply, state, limiter.refusal(state));
-    reply.headers(rateLimitHeaders(state));
-  });
-
+/** The budgets a route's policy spends (src/route-policy.ts); undefined when rate limiting is disabled. */
+export function requestBudgets(limiter: GatewayRateLimiter | undefined): RequestBudgets | undefined {
+  if (!limiter) return undefined;
   return {
-    async authenticationFailed(request, reply) {
-      if (ipCharged.has(request)) return;
+    async charge(request, reply, budget) {
+      const { state, spentIp } = await admit(limiter, request.ip, budget);
+      if (!state.allowed) {
+        refuse(reply, state, limiter.refusal(state));
+        return "refused";
+      }
+      reply.headers(rateLimitHeaders(state));
+      return spentIp ? "ip" : "credential";
+    },
+    async authenticationFailed(request, reply, charged) {
+      // Already spent in step 1, so a failed key check does not spend it twice.
+      if (charged === "ip") return;
       // The 401 reports the budget that now matters to this caller: its IP's.
       reply.headers(rateLimitHeaders(await limiter.consumeIp(request.ip)));
     },

@@ -54,6 +54,17 @@ export function defineRoute<TData>(route: RestRoute<TData>): RestRoute<TData> {
   return route;
 }
 
+/**
+ * Who may call a row, by the API family it belongs to (decided once, at startup): the documented /api
+ * routes take API keys only; /v1 routes an API key or a signed-in user's bearer token. Every row runs a
+ * GraphQL operation, so every row needs a credential and spends its caller's budget.
+ */
+export function restRoutePolicy(route: Pick<RestRoute, "method" | "path">): { auth: "api-key" | "api-key-or-user"; rateLimit: "caller" } {
+  if (route.path.startsWith("/api/")) return { auth: "api-key", rateLimit: "caller" };
+  if (route.path.startsWith("/v1/") && !route.path.startsWith("/v1/auth/")) return { auth: "api-key-or-user", rateLimit: "caller" };
+  throw new Error(`REST route ${route.method} ${route.path}: rows live under /api/ (API keys) or /v1/ (keys or users' tokens), not /v1/auth/`);
+}
+
 export interface CompiledRoute extends RestRoute {
   document: DocumentNode;
   /** The operation compiled to a function once (graphql-jit), instead of interpreted by execute() per request. */

@@ -43,7 +43,9 @@ export function registerCallbackRoutes(app: FastifyInstance, services: Services)
       });
       return reply.code(answer.status).type("application/json; charset=utf-8").send(answer.body);
     };
-    scope.post("/callbacks/:provider/:token", handler);
-    scope.post("/callbacks/:provider/:token/*", handler);
+    // Providers present no credential: the channel's token in the path (and Paystack's signature) authenticates.
+    const open = { config: { auth: "none", rateLimit: "none" } } as const;
+    scope.post("/callbacks/:provider/:token", open, handler);
+    scope.post("/callbacks/:provider/:token/*", open, handler);
   });
 }

@@ -1,6 +1,7 @@
 import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
 import { boolParam, required, stringField } from "../../rest/params.ts";
 import { body, bool, envelope, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { listedProviderNames } from "../../providers/registry.ts";
 
 interface ChannelData {
   databaseId: number;
@@ -44,7 +45,7 @@ export const channelRoutes = [
       operationId: "createPaymentChannel",
       summary: "Create a payment channel (it becomes the default)",
       tag: "Payment channels",
-      body: body({ name: str(), provider: oneOfStrings(["sandbox", "mpesa", "paystack"]), config: { type: "object", description: "The provider's credentials; write-only" } }, ["name", "provider"]),
+      body: body({ name: str(), provider: oneOfStrings(listedProviderNames), config: { type: "object", description: "The provider's credentials; write-only" } }, ["name", "provider"]),
       status: 201,
       response: envelope({ message: str(), channel: schemas.channel }),
       errors: [409, 422],

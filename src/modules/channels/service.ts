@@ -3,7 +3,7 @@ import type { Principal } from "../../auth.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
-import { connectorConfigSchemas, isProviderName, providerNames, type ProviderName } from "../../providers/registry.ts";
+import { connectorConfigSchemas, isProviderName, isTestProvider, listedProviderNames, type ProviderName } from "../../providers/registry.ts";
 import type { SecretBox } from "../../security/encryption.ts";
 
 export type { PaymentChannel };
@@ -29,8 +29,8 @@ function validateName(value: string | null | undefined): string {
   return name;
 }
 
-/** "sandbox, mpesa, paystack": the credential-free sandbox first, then the real providers alphabetically. */
-const providerList = [...providerNames].sort((a, b) => Number(b === "sandbox") - Number(a === "sandbox") || a.localeCompare(b)).join(", ");
+/** Test providers first, then the real ones alphabetically (the registry's order). */
+const providerList = listedProviderNames.join(", ");
 
 function validateProvider(value: string | null | undefined): ProviderName {
   if (!value || !isProviderName(value)) throw new ValidationError("provider", `must be one of ${providerList}`);
@@ -38,32 +38,32 @@ function validateProvider(value: string | null | undefined): ProviderName {
 }
 
 /**
- * The sandbox connector approves public test cards and simulates pushes: in live mode it would turn
- * test cards into "completed" live payments, so sandbox channels are test-mode only.
+ * A test provider (the registry says which) approves public test cards and simulates pushes: in live mode
+ * it would turn test cards into "completed" live payments, so its channels are test-mode only.
  */
-const liveProviderList = providerList.split(", ").filter((name) => name !== "sandbox").join(", ");
+const liveProviderList = listedProviderNames.filter((name) => !isTestProvider(name)).join(", ");
 
-function isSandboxInLive(mode: string, provider: string): boolean {
-  return mode === "live" && provider === "sandbox";
+function isTestProviderInLive(mode: string, provider: string): boolean {
+  return mode === "live" && isTestProvider(provider);
 }
 
-/** Whether a channel may take or send money in its own mode (a live sandbox row predates the rule). */
+/** Whether a channel may take or send money in its own mode (a live test-provider row predates the rule). */
 function isUsableChannel(channel: Pick<PaymentChannel, "mode" | "provider">): boolean {
-  return !isSandboxInLive(channel.mode, channel.provider);
+  return !isTestProviderInLive(channel.mode, channel.provider);
 }
 
 function validateProviderForMode(principal: Principal, value: string | null | undefined): ProviderName {
   const provider = validateProvider(value);
-  if (isSandboxInLive(principal.mode, provider)) {
-    throw new ValidationError("provider", `sandbox is for test mode only; with a live key use one of ${liveProviderList}`);
+  if (isTestProviderInLive(principal.mode, provider)) {
+    throw new ValidationError("provider", `${provider} is for test mode only; with a live key use one of ${liveProviderList}`);
   }
   return provider;
 }
 
-/** A live sandbox channel created before the rule is refused as a 400, never used. */
+/** A live channel of a test provider, created before the rule, is refused as a 400, never used. */
 function assertUsable(channel: PaymentChannel, field: string): PaymentChannel {
   if (!isUsableChannel(channel)) {
-    throw new ValidationError(field, `payment channel ${channel.id} is a sandbox channel, which is for test mode only; use a channel of another provider (${liveProviderList})`);
+    throw new ValidationError(field, `payment channel ${channel.id} is a ${channel.provider} channel, which is for test mode only; use a channel of another provider (${liveProviderList})`);
   }
   return channel;
 }
