@@ -118,6 +118,8 @@ describe("three gateways behind HAProxy", () => {
     const shipped = readFileSync(join(repoRoot, "deploy/haproxy.cfg"), "utf8");
     const servers = ports.map((port, i) => `    server gw${i + 1} 127.0.0.1:${port}`).join("\n");
     const config = shipped
+      // Log connections closed before a request too, to tell where a request without an answer went.
+      .replace(/^ {4}option dontlognull\n/m, "")
       .replace(/^ {4}server-template .*$/m, servers)
       .replace(/^frontend public\n/m, "frontend public\n    http-after-response set-header X-Served-By %s\n    capture request header X-Request-Id len 64\n");
     expect(config).toContain(servers);
@@ -164,7 +166,8 @@ describe("three gateways behind HAProxy", () => {
       if (res.status === 200 && op === "initialize") record.reference = (JSON.parse(text) as { reference: string }).reference;
       if (res.status !== 200) record.error = text.slice(0, 200);
     } catch (error) {
-      record.error = String(error);
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      record.error = `${String(error)}${cause ? ` (${cause.code ?? ""} ${cause.message ?? ""})` : ""}`;
     }
     record.endedAt = Date.now();
     return record;
@@ -234,6 +237,9 @@ describe("three gateways behind HAProxy", () => {
     const victim = `gw${index + 1}`;
     const killedAt = Date.now();
     instances[index]!.child.kill("SIGKILL");
+    await instances[index]!.exited;
+    // Gone: its sockets are closed. What was sent before may have been in flight on it; nothing sent after may fail.
+    const goneAt = Date.now();
     const held = (await db.query<{ id: string }>("SELECT id::text FROM jobs WHERE locked_by = $1", [workerId])).rows.map((r) => r.id);
     await until(serverStates, (s) => s[victim] === "DOWN", 10_000);
     // Load on the two survivors for a while after HAProxy took it out.
@@ -243,17 +249,25 @@ describe("three gateways behind HAProxy", () => {
     await Promise.all(loads);
 
     const failed = failures(killedAt - 60_000);
-    // A request cut off after part of its answer came through has no answer header: HAProxy's log line names its server.
-    await until(() => failed.every((f) => f.servedBy ?? haproxyOutput.includes(`{${f.requestId}}`)), (found) => found, 5000);
+    // HAProxy's log line names the server of a request that got no answer header (when it logged one).
     for (const f of failed) f.servedBy ??= new RegExp(`public gateways/(\\S+) .*\\{${f.requestId}\\}`).exec(haproxyOutput)?.[1];
-    console.log(`kill -9 of ${victim} holding ${held.length} running job(s): ${failed.length} request(s) failed: ${JSON.stringify(failed.map((f) => [f.op, f.status, f.servedBy, f.startedAt - killedAt]))}`);
+    console.log(
+      `kill -9 of ${victim} holding ${held.length} running job(s), gone ${goneAt - killedAt} ms later: ${failed.length} request(s) failed: ${JSON.stringify(failed.map((f) => [f.op, f.status ?? f.error, f.servedBy, f.startedAt - killedAt]))}`,
+    );
     for (const failure of failed) {
-      // Sent to the victim before it died, and answered by HAProxy (502) for it.
-      expect(failure.servedBy, JSON.stringify(failure)).toBe(victim);
-      expect(failure.startedAt, JSON.stringify(failure)).toBeLessThanOrEqual(killedAt);
-      // HAProxy's 502, or the connection cut when part of the answer had already come through.
-      if (failure.status !== undefined) expect(failure.status).toBe(502);
+      expect(failure.startedAt, JSON.stringify(failure)).toBeLessThanOrEqual(goneAt);
+      if (failure.status !== undefined) {
+        // HAProxy's 502 for the instance that died under it.
+        expect(failure.status, JSON.stringify(failure)).toBe(502);
+        expect(failure.servedBy, JSON.stringify(failure)).toBe(victim);
+      } else {
+        // Cut off without an answer: HAProxy closed the client's connection. Where its log names a server, the victim.
+        expect(failure.error, JSON.stringify(failure)).toMatch(/fetch failed/);
+        if (failure.servedBy !== undefined) expect(failure.servedBy, JSON.stringify(failure)).toBe(victim);
+      }
     }
+    // Not everything failed: a few at most, of the load in flight at the kill.
+    expect(failed.length).toBeLessThanOrEqual(LOOPS);
 
     // Every acknowledged initialize is in the database, each description at most once.
     const inits = sent.filter((r) => r.op === "initialize");
