@@ -2,7 +2,9 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClient } from "graphql-ws";
 import pg from "pg";
+import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
@@ -196,10 +198,29 @@ describe("three gateways behind HAProxy", () => {
   /** Answered requests (or cut off ones) started in [from, to) that did not get a 200. */
   const failures = (from: number, to = Infinity) => sent.filter((r) => r.endedAt > 0 && r.startedAt >= from && r.startedAt < to && r.status !== 200);
 
-  it("a rolling restart of all three under load loses zero requests", { timeout: 150_000 }, async () => {
+  it("a rolling restart of all three under load loses zero requests; a live subscriber reconnects through HAProxy", { timeout: 150_000 }, async () => {
+    // A subscriber as a frontend connects: through the balancer, retrying when its socket drops.
+    const closes: number[] = [];
+    let connects = 0;
+    const events: { at: number; reference: string }[] = [];
+    const subscriber = createClient({
+      url: `${publicUrl.replace(/^http/, "ws")}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { "X-API-Key": apiKey },
+      lazy: false,
+      retryAttempts: 30,
+      shouldRetry: () => true,
+      retryWait: () => new Promise((resolve) => setTimeout(resolve, 200)),
+      on: { connected: () => void connects++, closed: (event) => void closes.push((event as { code: number }).code) },
+    });
+    subscriber.subscribe<{ transactionEvents: { transaction: { reference: string } } }>(
+      { query: "subscription { transactionEvents { transaction { reference } } }" },
+      { next: (m) => void events.push({ at: Date.now(), reference: m.data!.transactionEvents.transaction.reference }), error: () => {}, complete: () => {} },
+    );
     loadRunning = true;
     loads = Array.from({ length: LOOPS }, (_, n) => loop(n));
     await until(() => sent.length, (n) => n >= 30, 20_000);
+    await until(() => events.length, (n) => n > 0, 20_000);
     const began = Date.now();
     for (let i = 0; i < SERVERS; i++) {
       const instance = instances[i]!;
@@ -222,6 +243,16 @@ describe("three gateways behind HAProxy", () => {
     console.log(`rolling restart: ${during.length} requests in ${ended - began} ms, by server ${JSON.stringify(Object.fromEntries(byServer))}`);
     expect(failures(0), haproxyOutput.slice(-3000)).toEqual([]);
     expect(during.length).toBeGreaterThan(100);
+
+    // Its instance drained under it (1001, going away), it reconnected and subscribed again, and events flow.
+    console.log(`subscriber: closed with ${JSON.stringify(closes)}, connected ${connects} times, ${events.length} events`);
+    expect(closes).toContain(1001);
+    expect(closes.every((code) => code === 1001)).toBe(true);
+    expect(connects).toBe(closes.length + 1);
+    const paidAfter = await until(() => sent.filter((r) => r.op === "pay" && r.status === 200 && r.startedAt > ended), (paid) => paid.length > 0, 10_000);
+    const reference = (r: Sent) => sent.find((i) => i.op === "initialize" && i.description === r.description)!.reference!;
+    await until(() => events.filter((e) => e.reference === reference(paidAfter[0]!)), (seen) => seen.length > 0, 10_000);
+    await subscriber.dispose();
   });
 
   it("kill -9 of one fails only requests in flight on it, loses no acknowledged payment, duplicates none; the others take over its jobs", { timeout: 90_000 }, async () => {
