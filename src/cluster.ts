@@ -36,7 +36,8 @@ export function runPrimary(config: Config, logger: Logger): void {
 
   cluster.on("listening", (worker, address) => {
     const index = indexOf.get(worker);
-    if (index === undefined) return;
+    // A worker's own /metrics listener (METRICS_PORT) is not the API port.
+    if (index === undefined || (config.metrics.port !== undefined && address.port === config.metrics.port)) return;
     listened.add(index);
     if (!announced && listened.size === config.workers) {
       announced = true;
