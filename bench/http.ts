@@ -7,6 +7,10 @@
  *
  *   node --import tsx bench/http.ts            # print the tables (about 4 minutes)
  *   node --import tsx bench/http.ts --write    # and record them in bench/README.md
+ *
+ * `--workers`: instead, verify and list with WORKERS=2 against WORKERS=1 and against bench/bare-cluster.ts (the
+ * bare server as 2 processes), all on one PostgreSQL and Redis, interleaved (about 2 minutes; `--seconds N` and
+ * `--rounds N` shorten a smoke run).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -18,11 +22,16 @@ import pg from "pg";
 import { startFakeDaraja } from "../test/fakes/daraja.ts";
 import { freePort } from "../test/support/local-server.ts";
 import { startPostgres } from "../test/support/postgres.ts";
+import { startRedis } from "../test/support/redis.ts";
 import { writeReadmeSection } from "./readme.ts";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-const SECONDS = 6;
-const ROUNDS = 2;
+const argument = (name: string) => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+};
+const SECONDS = Number(argument("--seconds") ?? 6);
+const ROUNDS = Number(argument("--rounds") ?? 2);
 const write = process.argv.includes("--write");
 const children: ChildProcess[] = [];
 const work = mkdtempSync(join(tmpdir(), "bench-http-"));
@@ -128,6 +137,100 @@ function fixedRate(url: string, rate: number, options: { headers?: Record<string
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const best = (runs: WrkResult[]): WrkResult => ({ requests: runs.reduce((a, r) => a + r.requests, 0), rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)), errors: runs.reduce((a, r) => a + r.errors, 0) });
+
+/**
+ * --workers: the same hot reads on one worker, on WORKERS=2 (src/cluster.ts) and on the bare server as two processes
+ * (bench/bare-cluster.ts), interleaved per round; the issue's goal is >= 1.3x of one worker for WORKERS=2.
+ */
+async function workersMain() {
+  execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
+  const pgServer = await startPostgres();
+  const redis = await startRedis();
+  const databaseUrl = await pgServer.createDatabase();
+  const encryptionKey = randomBytes(32).toString("hex");
+  // Both gateways with Redis (WORKERS > 1 requires it), so the only difference is the worker count.
+  const pgEnv = { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: encryptionKey, DATA_DIR: join(work, "pg-data"), REDIS_URL: redis.url };
+  try {
+    const createMerchant = (name: string) =>
+      JSON.parse(
+        execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "merchant", "create", "--name", name, "--email", `${name}@bench.test`], {
+          cwd: repoRoot,
+          env: { ...baseEnv, ...pgEnv, LOG_LEVEL: "warn" },
+        }).toString(),
+      ) as { merchant: { id: number }; keys: { test: string } };
+    const created = createMerchant("bench");
+    const one = await startGateway({ ...pgEnv, WORKERS: "1" });
+    const two = await startGateway({ ...pgEnv, WORKERS: "2" });
+    const h = { "x-api-key": created.keys.test, "content-type": "application/json" };
+    const channel = (await (await fetch(`${one.url}/api/payment-channels/create`, { method: "POST", headers: h, body: JSON.stringify({ name: "Sandbox", provider: "sandbox" }) })).json()) as { channel: { id: number } };
+    let reference = "";
+    for (let i = 0; i < 200; i++) {
+      const res = await fetch(`${one.url}/api/transactions/initialize`, { method: "POST", headers: h, body: JSON.stringify({ amount: 1000 + i, email: `p${i % 20}@bench.test` }) });
+      reference = ((await res.json()) as { reference: string }).reference;
+    }
+    const barePort = await freePort();
+    const bare = spawn(process.execPath, ["--import", "tsx", "bench/bare-cluster.ts"], {
+      cwd: repoRoot,
+      env: { ...baseEnv, BARE_PROCESSES: "2", DATABASE_URL: databaseUrl, MERCHANT_ID: String(created.merchant.id), CHANNEL_ID: String(channel.channel.id), PORT: String(barePort) },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    children.push(bare);
+    const bareUrl = `http://127.0.0.1:${barePort}`;
+    await waitForOk(`${bareUrl}/hello`);
+
+    const headers = { "X-API-Key": created.keys.test };
+    const ops = [
+      { name: "GET verify", path: `/api/transactions/verify/${reference}`, bare: `/verify/${reference}` },
+      { name: "GET list (20 + count)", path: "/api/transactions/list", bare: "/list" },
+    ];
+    const runs = new Map<string, { one: WrkResult[]; two: WrkResult[]; bare: WrkResult[] }>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const op of ops) {
+        const entry = runs.get(op.name) ?? { one: [], two: [], bare: [] };
+        entry.one.push(wrk(`${one.url}${op.path}`, { headers }));
+        entry.two.push(wrk(`${two.url}${op.path}`, { headers }));
+        entry.bare.push(wrk(`${bareUrl}${op.bare}`));
+        runs.set(op.name, entry);
+        console.error(`round ${round + 1}: ${op.name} done`);
+      }
+    }
+    one.child.kill("SIGTERM");
+    two.child.kill("SIGTERM");
+    bare.kill("SIGTERM");
+
+    const f = (n: number, d = 0) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+    const lines = [
+      `wrk 1 thread, 32 connections, ${SECONDS} s per run, median of ${ROUNDS} interleaved rounds; WORKERS=1 and WORKERS=2 gateways (compiled build, NODE_ENV=production, rate limiting off, REDIS_URL set for both) and the bare server as 2 processes, on one throwaway PostgreSQL 15; Node ${process.version}, ${availableParallelism()} CPUs, ${new Date().toISOString().slice(0, 10)}, run took ${Math.round((Date.now() - started) / 1000)} s`,
+      "",
+      "| operation | 1 worker req/s (p50 / p99 ms) | 2 workers req/s (p50 / p99 ms) | 2 workers / 1 worker | bare 2 processes req/s | 2 workers / bare | non-2xx |",
+      "|---|---:|---:|---:|---:|---:|---:|",
+    ];
+    for (const [name, r] of runs) {
+      const [o, t, b] = [best(r.one), best(r.two), best(r.bare)];
+      lines.push(`| ${name} | ${f(o.rps)} (${f(o.p50, 1)} / ${f(o.p99, 1)}) | ${f(t.rps)} (${f(t.p50, 1)} / ${f(t.p99, 1)}) | ${f(t.rps / o.rps, 2)}x | ${f(b.rps)} | ${f(t.rps / b.rps, 2)}x | ${o.errors + t.errors + b.errors} |`);
+    }
+    const table = lines.join("\n");
+    console.log(table);
+    if (write) {
+      writeReadmeSection(
+        "## Every core: WORKERS=2 against one worker (`bench/http.ts --workers`)",
+        `The gateway with \`WORKERS=2\` (src/cluster.ts: two gateway processes behind one port) against \`WORKERS=1\`, and against
+\`bench/bare-cluster.ts\` (bench/bare-server.ts as two processes behind one port), for the two hot reads, interleaved in
+the same run on the same database. wrk, the servers and PostgreSQL share the machine's cores, so on 2 cores about 1.5x
+is the most two workers can give; the issue's goal is >= 1.3x of one worker. \`node --import tsx bench/http.ts --workers --write\`.
+
+<!-- http-workers:start -->
+${table}
+<!-- http-workers:end -->`,
+      );
+    }
+  } finally {
+    cleanup();
+    await redis.stop();
+    await pgServer.stop();
+    clearTimeout(deadline);
+  }
+}
 
 async function main() {
   execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
@@ -399,7 +502,7 @@ ${table}
   }
 }
 
-main().then(
+(process.argv.includes("--workers") ? workersMain() : main()).then(
   () => process.exit(0),
   (error) => {
     console.error(error);

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 /** Every environment variable the gateway reads, parsed and validated once at startup. */
@@ -117,6 +118,12 @@ const envSchema = z.object({
   /** The older name of ALLOW_PRIVATE_URLS, still read; ALLOW_PRIVATE_URLS wins when both are set. */
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag,
   WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
+  /** Gateway processes sharing PORT (node:cluster): a whole number, or "auto" for one per core. */
+  WORKERS: optionalString.refine((v) => v === undefined || v === "auto" || /^[1-9]\d{0,2}$/.test(v), "must be auto or a whole number from 1 to 999"),
+  /** From SIGTERM to exit at most this long; what is still running then is cut off. */
+  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+  /** After SIGTERM, keep serving (with /ready at 503) this long so a load balancer notices before the port closes. */
+  SHUTDOWN_DRAIN_DELAY_MS: nonNegativeInt(0),
 });
 
 const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -206,6 +213,10 @@ export interface Config {
   metrics: { token: string | undefined; port: number | undefined };
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
+  /** Gateway processes on this machine sharing the port (1: this process serves). */
+  workers: number;
+  /** SIGTERM: serve on with /ready at 503 for drainDelayMs, then finish in-flight work; exit within timeoutMs. */
+  shutdown: { timeoutMs: number; drainDelayMs: number };
   auth: AuthConfig;
 }
 
@@ -274,6 +285,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.PASSWORD_HASH_COST < 15 && e.NODE_ENV !== "test") {
     throw new ConfigError("Invalid configuration: PASSWORD_HASH_COST below 15 is allowed only with NODE_ENV=test");
   }
+  const workers = e.WORKERS === undefined ? 1 : e.WORKERS === "auto" ? availableParallelism() : Number(e.WORKERS);
+  if (workers > 1 && !e.DATABASE_URL) {
+    throw new ConfigError(
+      `Invalid configuration: WORKERS=${e.WORKERS} needs DATABASE_URL: the embedded PGlite database belongs to one process and cannot be shared between workers (run one worker, or use PostgreSQL)`,
+    );
+  }
+  if (workers > 1 && !e.REDIS_URL) {
+    // Rate limits, live events, key revocations and provider tokens are per process without Redis.
+    throw new ConfigError(
+      `Invalid configuration: WORKERS=${e.WORKERS} needs REDIS_URL: workers share rate limits, subscription events and API key revocations through Redis`,
+    );
+  }
+  if (e.SHUTDOWN_DRAIN_DELAY_MS >= e.SHUTDOWN_TIMEOUT_MS) {
+    throw new ConfigError("Invalid configuration: SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_TIMEOUT_MS (the drain delay is part of it)");
+  }
   if (e.METRICS_PORT !== undefined && e.METRICS_PORT === e.PORT) {
     throw new ConfigError("Invalid configuration: METRICS_PORT must differ from PORT (unset it to serve /metrics on the API port)");
   }
@@ -334,6 +360,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
+    workers,
+    shutdown: { timeoutMs: e.SHUTDOWN_TIMEOUT_MS, drainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS },
     auth: {
       jwtSecret: e.JWT_SECRET,
       accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,

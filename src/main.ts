@@ -1,10 +1,12 @@
-import { ConfigError, loadConfig } from "./config.ts";
-import { DataDirLockedError } from "./db/data-dir-lock.ts";
-import { createDemoMerchantIfEmpty } from "./demo.ts";
+import cluster from "node:cluster";
+import { ConfigError, loadConfig, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
-import { createGateway } from "./server.ts";
 
-/** Process entry: configuration, server, graceful shutdown. */
+/**
+ * Process entry: configuration, then either one gateway in this process (WORKERS=1, the default), or, with
+ * WORKERS > 1, a primary that runs that many gateway workers sharing the port (src/cluster.ts). The primary
+ * imports no gateway code: it only starts, restarts and stops workers.
+ */
 async function main() {
   let config;
   try {
@@ -16,8 +18,23 @@ async function main() {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel, undefined, { pretty: config.nodeEnv === "development" && process.stdout.isTTY === true });
+  const baseLogger = createLogger(config.logLevel, undefined, { pretty: config.nodeEnv === "development" && process.stdout.isTTY === true });
 
+  if (config.workers > 1 && cluster.isPrimary) {
+    const { runPrimary } = await import("./cluster.ts");
+    return runPrimary(config, baseLogger);
+  }
+  const workerIndex = cluster.isWorker ? Number(process.env.GATEWAY_WORKER_INDEX) : undefined;
+  await runGateway(config, workerIndex === undefined ? baseLogger : baseLogger.child({ worker: workerIndex }), workerIndex);
+}
+
+/** One gateway: listen, create the demo merchant on a first start, drain and stop on SIGTERM/SIGINT. */
+async function runGateway(config: Config, logger: Logger, workerIndex: number | undefined) {
+  const [{ createGateway }, { DataDirLockedError }, { createDemoMerchantIfEmpty }] = await Promise.all([
+    import("./server.ts"),
+    import("./db/data-dir-lock.ts"),
+    import("./demo.ts"),
+  ]);
   let gateway;
   try {
     gateway = await createGateway(config, logger);
@@ -32,7 +49,8 @@ async function main() {
   // Listening first: a start that fails on a busy port or a bad HOST creates no demo merchant, so the
   // next start does, and prints its key.
   const address = await gateway.app.listen({ port: config.port, host: config.host });
-  const demo = await createDemoMerchantIfEmpty(gateway.services);
+  // Of several workers only the first looks for an empty database: one demo merchant, one banner.
+  const demo = workerIndex === undefined || workerIndex === 1 ? await createDemoMerchantIfEmpty(gateway.services) : null;
   logger.info({ address, database: gateway.db.backend }, "payment gateway listening");
 
   if (demo) {
@@ -52,17 +70,29 @@ async function main() {
   }
 
   let stopping = false;
+  /**
+   * The drain: /ready answers 503 at once and jobs stop being claimed; for SHUTDOWN_DRAIN_DELAY_MS requests are
+   * still served (each closing its connection) while a balancer notices; then WebSockets close with 1001, the
+   * port closes, in-flight requests finish, jobs still running are released, and the process exits. All of it
+   * within SHUTDOWN_TIMEOUT_MS, after which whatever is left is cut off (exit code 1).
+   */
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, "shutting down: finishing in-flight requests");
+    const { timeoutMs, drainDelayMs } = config.shutdown;
+    const deadline = Date.now() + timeoutMs;
+    logger.info({ signal, drainDelayMs, timeoutMs }, "shutting down: draining (/ready answers 503)");
     const force = setTimeout(() => {
-      logger.error("shutdown took longer than 10 s; exiting");
-      process.exit(1);
-    }, 10_000);
+      logger.error(`shutdown took longer than SHUTDOWN_TIMEOUT_MS (${timeoutMs} ms); exiting`);
+      void flushLogs(logger, 500).then(() => process.exit(1));
+    }, timeoutMs);
     force.unref();
     let code = 0;
     try {
+      // Jobs still running a second before the deadline go back to the queue for another instance.
+      gateway.drain({ releaseJobsAt: deadline - Math.min(1000, timeoutMs / 4) });
+      if (drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+      logger.info("shutting down: closing the port and finishing in-flight requests");
       await gateway.close();
       logger.info("shutdown complete");
     } catch (error) {
@@ -74,6 +104,8 @@ async function main() {
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+  // A worker whose primary is gone (kill -9 of the primary) stops rather than serving on unsupervised.
+  if (cluster.isWorker) process.on("disconnect", () => void shutdown("primary gone"));
 }
 
 /** Lets queued log lines reach stdout before exiting, but never waits on a pipe nobody reads for long. */

@@ -70,7 +70,12 @@ export interface Gateway {
   rateLimiter: GatewayRateLimiter | undefined;
   /** Identical graphql-ws subscriptions sharing one execution per event; stats() for metrics. */
   subscriptions: SubscriptionFanout;
-  /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
+  /**
+   * SIGTERM's first step: /ready answers 503 (a balancer stops sending), every response closes its connection,
+   * and no more jobs are claimed; jobs still running at `releaseJobsAt` (epoch ms) go back to the queue.
+   */
+  drain(options?: { releaseJobsAt?: number }): void;
+  /** Closes WebSockets (1001), stops accepting connections, lets in-flight requests finish, then closes the database. */
   close(): Promise<void>;
 }
 
@@ -237,8 +242,11 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, new GatewayError("route_not_found")));
 
+  let draining = false;
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    // While draining, no connection is kept for another request: the client (or balancer) opens a new one elsewhere.
+    if (draining) reply.header("connection", "close");
   });
   registerSecurityHeaders(app);
   const logRequests = logger.isLevelEnabled("info");
@@ -289,6 +297,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.get("/health", open, async () => ({ status: "success", service: "payment-gateway", uptime_seconds: Math.round(process.uptime()) }));
 
   app.get("/ready", open, async (_request, reply) => {
+    if (draining) return sendError(reply, new GatewayError("service_unavailable", "Shutting down"));
     try {
       await db.ping();
       return { status: "success", database: "ok", backend: db.backend };
@@ -378,6 +387,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   }
 
   let closing: Promise<void> | undefined;
+  let jobsStopped: Promise<void> | undefined;
   return {
     app,
     db,
@@ -386,14 +396,21 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     redis,
     rateLimiter,
     subscriptions,
+    drain(options = {}) {
+      draining = true;
+      jobsStopped ??= services.jobs.stop({ releaseAt: options.releaseJobsAt });
+    },
     close() {
       closing ??= (async () => {
+        // 1001 Going Away before the subscriptions end: clients see a dropped connection (and reconnect and
+        // resubscribe, through the balancer to another instance), not subscriptions that completed.
+        for (const socket of app.websocketServer?.clients ?? []) socket.close(1001, "server shutting down");
         shutdown.abort();
         await app.close();
         await cliHandoff?.close();
         await metricsListener.close();
         await idempotency.close();
-        await services.jobs.stop();
+        await (jobsStopped ?? services.jobs.stop());
         services.momo.close();
         await redis?.close();
         await db.close();

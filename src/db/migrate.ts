@@ -43,6 +43,17 @@ export class MigrationError extends Error {
 }
 
 export async function applyMigrations(conn: SqlConnection, migrations = readMigrations()): Promise<string[]> {
+  // The lock first: two instances starting at once on an empty database would otherwise both create the
+  // history table, and CREATE TABLE IF NOT EXISTS is not safe against that (pg_type's unique index fails).
+  await conn.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_ID]);
+  try {
+    return await applyLocked(conn, migrations);
+  } finally {
+    await conn.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_ID]);
+  }
+}
+
+async function applyLocked(conn: SqlConnection, migrations: ReturnType<typeof readMigrations>): Promise<string[]> {
   await conn.exec(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
     "id" VARCHAR(36) PRIMARY KEY NOT NULL,
     "checksum" VARCHAR(64) NOT NULL,
@@ -53,41 +64,36 @@ export async function applyMigrations(conn: SqlConnection, migrations = readMigr
     "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
     "applied_steps_count" INTEGER NOT NULL DEFAULT 0
   )`);
-  await conn.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_ID]);
-  try {
-    const rows = await conn.query<{ migration_name: string; checksum: string; finished_at: unknown }>(
-      `SELECT migration_name, checksum, finished_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL`,
-    );
-    const applied = new Map(rows.map((r) => [r.migration_name, r]));
-    const done: string[] = [];
-    for (const migration of migrations) {
-      const row = applied.get(migration.name);
-      if (row) {
-        if (row.finished_at === null) {
-          throw new MigrationError(`Migration ${migration.name} failed earlier and must be resolved by hand`);
-        }
-        if (row.checksum !== migration.checksum) {
-          throw new MigrationError(`Migration ${migration.name} was modified after it was applied`);
-        }
-        continue;
+  const rows = await conn.query<{ migration_name: string; checksum: string; finished_at: unknown }>(
+    `SELECT migration_name, checksum, finished_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL`,
+  );
+  const applied = new Map(rows.map((r) => [r.migration_name, r]));
+  const done: string[] = [];
+  for (const migration of migrations) {
+    const row = applied.get(migration.name);
+    if (row) {
+      if (row.finished_at === null) {
+        throw new MigrationError(`Migration ${migration.name} failed earlier and must be resolved by hand`);
       }
-      await conn.query("BEGIN");
-      try {
-        await conn.exec(migration.sql);
-        await conn.query(
-          `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
-           VALUES ($1, $2, $3, now(), now(), 1)`,
-          [randomUUID(), migration.checksum, migration.name],
-        );
-        await conn.query("COMMIT");
-      } catch (error) {
-        await conn.query("ROLLBACK");
-        throw new MigrationError(`Migration ${migration.name} failed: ${(error as Error).message}`);
+      if (row.checksum !== migration.checksum) {
+        throw new MigrationError(`Migration ${migration.name} was modified after it was applied`);
       }
-      done.push(migration.name);
+      continue;
     }
-    return done;
-  } finally {
-    await conn.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_ID]);
+    await conn.query("BEGIN");
+    try {
+      await conn.exec(migration.sql);
+      await conn.query(
+        `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
+         VALUES ($1, $2, $3, now(), now(), 1)`,
+        [randomUUID(), migration.checksum, migration.name],
+      );
+      await conn.query("COMMIT");
+    } catch (error) {
+      await conn.query("ROLLBACK");
+      throw new MigrationError(`Migration ${migration.name} failed: ${(error as Error).message}`);
+    }
+    done.push(migration.name);
   }
+  return done;
 }

@@ -60,7 +60,8 @@ export function createJobRunner(options: JobRunnerOptions) {
   const inFlight = new Map<string, number>();
   /** Kinds whose last claim filled every free slot: more may be due as soon as one finishes. */
   const saturated = new Set<string>();
-  const running = new Set<Promise<void>>();
+  /** Jobs running in this instance, with their rows (to release them at shutdown). */
+  const running = new Map<Promise<void>, ClaimedRow>();
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   let started = false;
   let passing = false;
@@ -138,7 +139,7 @@ export function createJobRunner(options: JobRunnerOptions) {
         inFlight.set(definition.kind, (inFlight.get(definition.kind) ?? 1) - 1);
         if (saturated.has(definition.kind)) trigger();
       });
-    running.add(done);
+    running.set(done, row);
   }
 
   async function pass() {
@@ -208,16 +209,37 @@ export function createJobRunner(options: JobRunnerOptions) {
       return claimed;
     },
 
-    /** Stops claiming and waits for running jobs to finish. */
-    async stop() {
+    /**
+     * Stops claiming and waits for running jobs to finish. Jobs still running at `releaseAt` (epoch ms; a
+     * shutdown's deadline) are put back in the queue, due now and without counting the attempt, so another
+     * instance runs them at once instead of after their lease; this instance's late outcome is then ignored
+     * (the store's writes are guarded by the claim). At-least-once: a webhook may go out twice.
+     */
+    async stop(options: { releaseAt?: number | undefined } = {}) {
       started = false;
       if (pollTimer) clearInterval(pollTimer);
       if (wakeTimer) clearTimeout(wakeTimer);
       wakeAt = Infinity;
       wakeTimes.length = 0;
-      while (passing || running.size) {
-        await Promise.allSettled([...running]);
-        if (passing) await new Promise((resolve) => setTimeout(resolve, 5));
+      let releaseTimer: NodeJS.Timeout | undefined;
+      const released =
+        options.releaseAt === undefined
+          ? new Promise<never>(() => {})
+          : new Promise<void>((resolve) => {
+              releaseTimer = setTimeout(() => {
+                const rows = [...running.values()];
+                if (rows.length) logger.warn({ jobs: rows.map((r) => String(r.id)) }, "shutting down: releasing jobs still running");
+                void Promise.allSettled(rows.map((row) => requeueClaimed(prisma, row.id, workerId, new Date(), "released at shutdown", false))).then(() => resolve());
+              }, Math.max(0, options.releaseAt! - Date.now()));
+            });
+      try {
+        while (passing || running.size) {
+          const finished = await Promise.race([Promise.allSettled([...running.keys()]).then(() => false), released.then(() => true)]);
+          if (finished) return;
+          if (passing) await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      } finally {
+        if (releaseTimer) clearTimeout(releaseTimer);
       }
     },
   };
