@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * The merchant's C2B confirmation and validation URLs are URLs the gateway calls on the merchant's
@@ -10,7 +11,6 @@ import { apiClient, startTestGateway, type TestGateway } from "../support/gatewa
  * addresses; https in live mode) and are called without following redirects.
  */
 type Api = ReturnType<typeof apiClient>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A loopback HTTP server that counts what reaches it and answers as told. */
 async function startCountingServer(answer: (req: IncomingMessage, res: ServerResponse, body: string) => void = (_q, res) => res.writeHead(200).end()) {
@@ -29,15 +29,6 @@ async function startCountingServer(answer: (req: IncomingMessage, res: ServerRes
     hits,
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
-}
-
-async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await sleep(25);
-  }
 }
 
 const REGISTER = `mutation Register($input: RegisterC2bUrlsInput!) {
@@ -209,10 +200,10 @@ describe("a gateway with ALLOW_PRIVATE_URLS=true", () => {
       // A redirect is no verdict: the registered ResponseType (Completed) accepts, so the payment is confirmed.
       expect(res.body.transaction).toMatchObject({ reference, status: "completed" });
       const forwards = () => redirecting.hits.filter((h) => h.path === "/confirm");
-      await waitFor(forwards, (f) => f.length >= 1);
+      await until(forwards, (f) => f.length >= 1);
       expect(redirecting.hits.map((h) => h.path)).toEqual(["/validate", "/confirm"]);
       // The 3xx counts as a failed forward: the job stays queued for a retry, with the status as its error.
-      const job = await waitFor(
+      const job = await until(
         () => gw.gateway.db.prisma.job.findFirst({ where: { kind: "momo.c2b_forward", lastError: { not: null } } }),
         (j) => j !== null,
       );

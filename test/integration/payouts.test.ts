@@ -231,9 +231,9 @@ describe("GraphQL", () => {
     const client = wsClient(gw.url, merchant.testKey);
     const stranger = wsClient(gw.url, (await gw.createMerchant()).testKey);
     try {
-      const all = collect(client, parse(`subscription { payoutEvents { id type payout { reference status failureCode } } }`) as never);
-      const strangers = collect(stranger, parse(`subscription { payoutEvents { id } }`) as never);
-      await new Promise((r) => setTimeout(r, 200));
+      const all = collect(client, parse(`subscription { payoutEvents(ready: true) { id type payout { reference status failureCode } } }`) as never);
+      const strangers = collect(stranger, parse(`subscription { payoutEvents(ready: true) { id } }`) as never);
+      await Promise.all([all.ready(), strangers.ready()]);
       const created = await mine.post("/v1/payouts", { amount: 5000, phone_number: "254700002040" });
       const reference = created.body.data.reference;
       const one = collect(client, parse(`subscription($r: String!) { payoutStatusChanged(reference: $r) { type payout { reference status } } }`) as never, { r: reference });

@@ -3,7 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookResponder } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { until } from "../support/wait.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
  * Webhooks end to end over HTTP: endpoint management (REST and GraphQL), signed deliveries to loopback
@@ -82,10 +82,6 @@ async function receiver(respond?: WebhookResponder): Promise<WebhookReceiver> {
   receivers.push(r);
   return r;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls read() until ok(value), or fails after timeoutMs with the last value. */
 
 /** Runs a GraphQL operation that must not fail at the GraphQL level; returns `data`. */
 async function gql(api: Api, query: string, variables?: Record<string, unknown>): Promise<any> {
@@ -489,7 +485,7 @@ describe("delivery", () => {
     expect(new Set(r.received.map((d) => d.headers["webhook-id"]))).toEqual(new Set([delivery.eventId]));
     for (const attempt of r.received) verifyWith(secret, attempt);
     // Nothing more is scheduled: no fifth attempt arrives.
-    await sleep(QUIET_MS);
+    await expectNothingMoreWithin(QUIET_MS, () => r.received.length, "no fifth attempt");
     expect(r.received).toHaveLength(ATTEMPTS);
     expect((await gql(shop.api, ENDPOINTS)).webhookEndpoints[0]).toMatchObject({ enabled: true, failingSince: expect.stringMatching(ISO_MS) });
   });
@@ -655,7 +651,7 @@ describe("under load", () => {
     );
 
     // No duplicates trail in after the fact.
-    await sleep(QUIET_MS);
+    await expectNothingMoreWithin(QUIET_MS, () => r.received.length, "no duplicate delivery");
     expect(r.received).toHaveLength(total);
     expect(acks.size).toBe(total);
     expect([...acks.values()].filter((n) => n !== 1)).toEqual([]);

@@ -2,6 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 /** Two gateway instances on one PostgreSQL, both working the job queue: each event reaches the endpoint once. */
 describe("webhook delivery across two instances", () => {
@@ -72,15 +73,11 @@ describe("webhook delivery across two instances", () => {
 
     // Every delivery is recorded as succeeded on its first attempt; then nothing else arrives.
     const prisma = a.gateway.db.prisma;
-    const deadline = Date.now() + 10_000;
-    while ((await prisma.webhookDelivery.count({ where: { status: { not: "succeeded" } } })) > 0) {
-      if (Date.now() > deadline) throw new Error("deliveries still not succeeded after 10 s");
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await waitUntil(async () => (await prisma.webhookDelivery.count({ where: { status: { not: "succeeded" } } })) === 0, "every delivery to succeed");
     expect(await prisma.webhookDelivery.count({ where: { status: "succeeded", attempts: 1 } })).toBe(total);
     expect(await prisma.job.count({ where: { kind: "webhook.deliver" } })).toBe(0);
     // A second claim of a job would show up within a couple of polls.
-    await new Promise((r) => setTimeout(r, 500));
+    await expectNothingMoreWithin(500, () => receiver.received.length, "no second claim of a delivery job");
     expect(receiver.received).toHaveLength(total);
     expect(answered.size).toBe(total);
     expect([...answered.entries()].filter(([, n]) => n !== 1)).toEqual([]);

@@ -7,7 +7,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
 import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
-import { until } from "../support/wait.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
  * A gateway process killed (SIGKILL) while its B2C request is at Daraja, before Daraja answers: the
@@ -121,7 +121,7 @@ describe("an M-Pesa payout across a gateway crash", () => {
 
     // A quiet period well past the query's backoff: no second B2C request, no second event.
     fake.switches.statusNoResult = false;
-    await new Promise((r) => setTimeout(r, 2500));
+    await expectNothingMoreWithin(2500, () => [b2cRequests().length, fake.payouts.size, receiver.received.length], "no second B2C request or event");
     const sent = b2cRequests();
     expect(sent).toHaveLength(1);
     expect(sent[0]!.body.OriginatorConversationID).toBe(ocid);
