@@ -39,3 +39,16 @@ export async function expectNothingMoreWithin<T>(ms: number, read: () => T | Pro
   expect(after, `${what} within ${ms} ms`).toEqual(before);
   return after;
 }
+
+/** The subset of Prisma this needs: a count of jobs (the gateway's `db.prisma`). */
+interface JobCounter {
+  job: { count(args: { where: Record<string, unknown> }): Promise<number> };
+}
+
+/**
+ * Waits until no job matching `where` is scheduled in the future: a backoff (STK_QUERY_BACKOFF_MS, ...) has run out,
+ * so the next runDueJobs() call picks them up. Instead of sleeping past the backoff.
+ */
+export function jobsFallDue(prisma: JobCounter, where: Record<string, unknown>): Promise<void> {
+  return waitUntil(async () => (await prisma.job.count({ where: { ...where, runAt: { gt: new Date() } } })) === 0, () => `jobs ${JSON.stringify(where)} to fall due`);
+}
