@@ -68,6 +68,20 @@ const PRIVATE_URLS = (port: string) => [
 let fake: FakeDaraja;
 let site: Awaited<ReturnType<typeof startCountingServer>>;
 
+/** A gateway (`env` on top of the fake Daraja's) with a merchant's sandbox channel in test mode and M-Pesa channel in live mode. */
+async function startWithChannels(env: Record<string, string>) {
+  const gw = await startTestGateway({ env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", ...env } });
+  const merchant = await gw.createMerchant();
+  const test = apiClient(gw.url, merchant.testKey);
+  const live = apiClient(gw.url, merchant.liveKey);
+  const create = async (api: Api, provider: string, config: Record<string, unknown>) => {
+    const res = await api.post("/api/payment-channels/create", { name: provider, provider, config });
+    expect(res.status, res.text).toBe(201);
+    return res.body.channel.id as number;
+  };
+  return { gw, test, live, testChannel: await create(test, "sandbox", {}), liveChannel: await create(live, "mpesa", fake.channelConfig()) };
+}
+
 beforeAll(async () => {
   fake = await startFakeDaraja();
   site = await startCountingServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ResultCode: "0", ResultDesc: "Accepted" })));
@@ -80,23 +94,9 @@ afterAll(async () => {
 
 describe("a gateway without ALLOW_PRIVATE_URLS", () => {
   let gw: TestGateway;
-  let test: Api;
-  let live: Api;
-  let testChannel: number;
-  let liveChannel: number;
-
+  let test: Api, live: Api, testChannel: number, liveChannel: number;
   beforeAll(async () => {
-    gw = await startTestGateway({ env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", JOBS_ENABLED: "false" } });
-    const merchant = await gw.createMerchant();
-    test = apiClient(gw.url, merchant.testKey);
-    live = apiClient(gw.url, merchant.liveKey);
-    const create = async (api: Api, provider: string, config: Record<string, unknown>) => {
-      const res = await api.post("/api/payment-channels/create", { name: provider, provider, config });
-      expect(res.status, res.text).toBe(201);
-      return res.body.channel.id as number;
-    };
-    testChannel = await create(test, "sandbox", {});
-    liveChannel = await create(live, "mpesa", fake.channelConfig());
+    ({ gw, test, live, testChannel, liveChannel } = await startWithChannels({ JOBS_ENABLED: "false" }));
   });
 
   afterAll(async () => {
@@ -158,20 +158,9 @@ describe("a gateway without ALLOW_PRIVATE_URLS", () => {
 
 describe("a gateway with ALLOW_PRIVATE_URLS=true", () => {
   let gw: TestGateway;
-  let test: Api;
-  let live: Api;
-  let testChannel: number;
-  let liveChannel: number;
-
+  let test: Api, live: Api, testChannel: number, liveChannel: number;
   beforeAll(async () => {
-    gw = await startTestGateway({
-      env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", ALLOW_PRIVATE_URLS: "true", C2B_VALIDATION_TIMEOUT_MS: "2000" },
-    });
-    const merchant = await gw.createMerchant();
-    test = apiClient(gw.url, merchant.testKey);
-    live = apiClient(gw.url, merchant.liveKey);
-    testChannel = (await test.post("/api/payment-channels/create", { name: "sbx", provider: "sandbox", config: {} })).body.channel.id;
-    liveChannel = (await live.post("/api/payment-channels/create", { name: "mp", provider: "mpesa", config: fake.channelConfig() })).body.channel.id;
+    ({ gw, test, live, testChannel, liveChannel } = await startWithChannels({ ALLOW_PRIVATE_URLS: "true", C2B_VALIDATION_TIMEOUT_MS: "2000" }));
   });
 
   afterAll(async () => {

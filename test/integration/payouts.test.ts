@@ -1,7 +1,8 @@
 import { parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { useTestGateway } from "../support/fixture.ts";
+import { apiClient, type TestGateway } from "../support/gateway.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { until } from "../support/wait.ts";
 
@@ -28,16 +29,19 @@ const settled = (id: number | string) => until(() => api.get(`/v1/payouts/${id}`
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  gw = await startTestGateway({
-    env: {
-      SANDBOX_STK_DELAY_MS: "30",
-      // Long enough that the tests delivering a result themselves (below) always come first, even on a busy CPU.
-      PAYOUT_RESULT_OVERDUE_MS: "2000",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      JOB_POLL_INTERVAL_MS: "100",
-      RATE_LIMIT_ENABLED: "false",
-    },
-  });
+});
+afterAll(() => receiver?.close());
+
+const env = {
+  SANDBOX_STK_DELAY_MS: "30",
+  // Long enough that the tests delivering a result themselves (below) always come first, even on a busy CPU.
+  PAYOUT_RESULT_OVERDUE_MS: "2000",
+  WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  JOB_POLL_INTERVAL_MS: "100",
+  RATE_LIMIT_ENABLED: "false",
+};
+useTestGateway({ env }, async (started) => {
+  gw = started;
   const merchant = await gw.createMerchant();
   api = apiClient(gw.url, merchant.testKey);
   liveApi = apiClient(gw.url, merchant.liveKey);
@@ -46,11 +50,6 @@ beforeAll(async () => {
   sandboxChannel = channel.body.channel.id;
   const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/payouts`, events: ["payout.completed", "payout.failed"] });
   expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await receiver?.close();
 });
 
 describe("POST /v1/payouts and GET /v1/payouts/:id", () => {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookResponder } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
+import { inParallel } from "../support/load.ts";
 
 /**
  * Webhooks end to end over HTTP: endpoint management (REST and GraphQL), signed deliveries to loopback
@@ -621,16 +622,7 @@ describe("under load", () => {
     const { id, secret } = await createEndpoint(shop.api, { url: `${r.url}/load` });
 
     const total = 200;
-    const references: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        while (next < total) {
-          next++;
-          references.push(await completedPayment(shop.api));
-        }
-      }),
-    );
+    const references = await inParallel(total, 20, () => completedPayment(shop.api));
     expect(new Set(references).size).toBe(total);
 
     const received = await r.waitFor(total, 40_000);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { jobsFallDue } from "../support/wait.ts";
 
@@ -26,8 +26,7 @@ describe("M-Pesa across two instances", () => {
       STK_QUERY_BACKOFF_MS: "1",
       RATE_LIMIT_ENABLED: "false",
     };
-    a = await startTestGateway({ env });
-    b = await startTestGateway({ env, database: a.database });
+    [a, b] = await startTwoInstances({ env });
     fake.switches.callbackOrigin = a.url;
     const merchant = await a.createMerchant();
     apiA = apiClient(a.url, merchant.testKey);

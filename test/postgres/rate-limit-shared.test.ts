@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, startTestGateway, type HttpResult, type TestGateway } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type HttpResult, type TestGateway } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
@@ -35,9 +35,8 @@ describe("rate limiting shared by two instances through Redis", () => {
   beforeAll(async () => {
     redis = await startRedis();
     const env = { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: String(BUDGET) };
-    a = await startTestGateway({ env, logger: logsA.logger });
-    // The second instance: same PostgreSQL database, same Redis.
-    b = await startTestGateway({ env, logger: logsB.logger, database: a.database });
+    // Same PostgreSQL database, same Redis.
+    [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
   });
   afterAll(async () => {
     await b?.close();

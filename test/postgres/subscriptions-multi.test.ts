@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { collect, listeningTo, sseSubscribe, wsClient } from "../support/subscriptions.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
@@ -39,8 +39,7 @@ describe("subscriptions across gateway instances", () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    a = await startTestGateway({ env: { REDIS_URL: redis.url } });
-    b = await startTestGateway({ env: { REDIS_URL: redis.url }, database: a.database });
+    [a, b] = await startTwoInstances({ env: { REDIS_URL: redis.url } });
     merchant = await a.createMerchant("Crossing");
     other = await a.createMerchant("Bystander");
     for (const m of [merchant, other]) {

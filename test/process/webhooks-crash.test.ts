@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
-import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { gatewayProcesses } from "../support/process.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -17,13 +17,9 @@ describe("webhook delivery across a gateway crash", () => {
   let database: TestDatabase;
   let receiver: WebhookReceiver;
   let env: Record<string, string>;
-  const running: StartedGatewayProcess[] = [];
+  const processes = gatewayProcesses();
 
-  async function start(): Promise<StartedGatewayProcess> {
-    const gateway = await startGatewayProcess(env);
-    running.push(gateway);
-    return gateway;
-  }
+  const start = () => processes.start(env);
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -40,10 +36,7 @@ describe("webhook delivery across a gateway crash", () => {
   });
 
   afterAll(async () => {
-    for (const gateway of running) {
-      if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
-      await gateway.exited;
-    }
+    await processes.killAll();
     await receiver?.close();
     await database?.drop();
   });
