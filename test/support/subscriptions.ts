@@ -124,10 +124,9 @@ export async function sseSubscribe(httpUrl: string, credential: string | Record<
     body: JSON.stringify({ query: print(document), variables }),
     signal: controller.signal,
   });
-  /** Every event in order, except a first ready message (see Collected.results). */
+  /** Every event in order, the ready message too (`{event: "next", data: {extensions: {ready: true}}}`). */
   const events: { event: string; data: any }[] = [];
   let ended = false;
-  let isReady = false;
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   const pump = (async () => {
     let buffer = "";
@@ -142,10 +141,7 @@ export async function sseSubscribe(httpUrl: string, credential: string | Record<
           buffer = buffer.slice(index + 2);
           const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
           const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (data === undefined) continue;
-          const parsed = data ? JSON.parse(data) : null;
-          if (!isReady && events.length === 0 && event === "next" && isReadyMessage(parsed)) isReady = true;
-          else events.push({ event, data: parsed });
+          if (data !== undefined) events.push({ event, data: data ? JSON.parse(data) : null });
         }
       }
     } catch {
@@ -160,8 +156,9 @@ export async function sseSubscribe(httpUrl: string, credential: string | Record<
     ended: () => ended,
     /** Resolves once the ready message arrived (documents asking `ready: true`): every later event is delivered. */
     async ready(timeoutMs = 10_000) {
-      await waitUntil(() => isReady || ended, "the SSE ready message", timeoutMs);
-      if (!isReady) throw new Error(`SSE: ended before it was ready; got ${JSON.stringify(events)}`);
+      const isReady = () => events[0]?.event === "next" && isReadyMessage(events[0].data);
+      await waitUntil(() => isReady() || events.length > 0 || ended, "the SSE ready message", timeoutMs);
+      if (!isReady()) throw new Error(`SSE: the first event is not the ready message; got ${JSON.stringify(events)}`);
     },
     async waitFor(check: () => boolean, timeoutMs = 10_000) {
       await waitUntil(check, () => `an SSE condition; got ${JSON.stringify(events)}`, timeoutMs);
