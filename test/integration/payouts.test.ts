@@ -2,7 +2,7 @@ import { parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { useTestGateway } from "../support/fixture.ts";
-import { apiClient, type TestGateway } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, type TestGateway } from "../support/gateway.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { until } from "../support/wait.ts";
 
@@ -224,9 +224,8 @@ describe("GraphQL", () => {
   });
 
   it("delivers payout events to subscribers, and never to another merchant's", async () => {
-    const merchant = await gw.createMerchant();
+    const merchant = await createSandboxMerchant(gw);
     const mine = apiClient(gw.url, merchant.testKey);
-    await mine.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     const client = wsClient(gw.url, merchant.testKey);
     const stranger = wsClient(gw.url, (await gw.createMerchant()).testKey);
     try {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { Principal } from "../../src/auth.ts";
 import { MAX_BUFFERED_BYTES, SLOW_CONSUMER_CLOSE_CODE, type FanoutStats } from "../../src/graphql/fanout.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, wsClient, wsClientWith, type Collected } from "../support/subscriptions.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
@@ -72,10 +72,9 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
   beforeAll(async () => {
     // Hundreds of subscribe operations on one key below: the rate limiter has its own tests.
     gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } });
-    a = await gw.createMerchant("Fan A");
-    b = await gw.createMerchant("Fan B");
+    a = await createSandboxMerchant(gw, "Fan A");
+    b = await createSandboxMerchant(gw, "Fan B");
     for (const m of [a, b]) {
-      await apiClient(gw.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
       await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
     }
   });
@@ -167,8 +166,7 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
   });
 
   it(`a subscriber that never reads is closed with ${SLOW_CONSUMER_CLOSE_CODE} once over ${MAX_BUFFERED_BYTES / 1024} KiB wait for it, without holding up the others`, async () => {
-    const merchant = await gw.createMerchant("Fan slow");
-    await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    const merchant = await createSandboxMerchant(gw, "Fan slow");
     const healthyClients = Array.from({ length: 3 }, () => wsClient(gw.url, merchant.testKey));
     const healthy = healthyClients.map((client) => collect(client, parse(EVENTS) as never));
     // Large frames, many subscriptions: the paused socket's kernel buffers (a few MB) fill within a few events.
@@ -209,8 +207,7 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
   });
 
   it("a group goes when its last subscriber leaves (complete, dispose, dropped socket), and its stream with it", async () => {
-    const merchant = await gw.createMerchant("Fan leave");
-    await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    const merchant = await createSandboxMerchant(gw, "Fan leave");
     const start = stats();
     const stayer = wsClient(gw.url, merchant.testKey);
     const leaver = wsClient(gw.url, merchant.testKey);

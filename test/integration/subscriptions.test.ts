@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, listeningTo, sseSubscribe, wsClient, type ClosedSocket } from "../support/subscriptions.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
@@ -56,11 +56,8 @@ describe("GraphQL subscriptions", () => {
 
   beforeAll(async () => {
     gw = await startTestGateway();
-    a = await gw.createMerchant("A");
-    b = await gw.createMerchant("B");
-    for (const key of [a.testKey, b.testKey]) {
-      await apiClient(gw.url, key).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    }
+    a = await createSandboxMerchant(gw, "A");
+    b = await createSandboxMerchant(gw, "B");
     // Sandbox channels are test-mode only (hardening issue item 9); A's live payments come through Paystack.
     await apiClient(gw.url, a.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
   });

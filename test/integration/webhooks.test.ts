@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookResponder } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 import { inParallel } from "../support/load.ts";
 
@@ -100,11 +100,8 @@ interface Shop {
 }
 
 async function newShop(): Promise<Shop> {
-  const merchant = await gw.createMerchant();
-  const api = apiClient(gw.url, merchant.testKey);
-  const channel = await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-  expect(channel.status, channel.text).toBe(201);
-  return { merchant, api, live: apiClient(gw.url, merchant.liveKey), channelId: channel.body.channel.id };
+  const { channelId, ...merchant } = await createSandboxMerchant(gw);
+  return { merchant, api: apiClient(gw.url, merchant.testKey), live: apiClient(gw.url, merchant.liveKey), channelId };
 }
 
 async function createEndpoint(api: Api, body: Record<string, unknown>): Promise<{ id: number; secret: string }> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { collect, listeningTo, sseSubscribe, wsClient } from "../support/subscriptions.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
@@ -40,11 +40,8 @@ describe("subscriptions across gateway instances", () => {
   beforeAll(async () => {
     redis = await startRedis();
     [a, b] = await startTwoInstances({ env: { REDIS_URL: redis.url } });
-    merchant = await a.createMerchant("Crossing");
-    other = await a.createMerchant("Bystander");
-    for (const m of [merchant, other]) {
-      await apiClient(a.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    }
+    merchant = await createSandboxMerchant(a, "Crossing");
+    other = await createSandboxMerchant(a, "Bystander");
   });
   afterAll(async () => {
     await b?.close();

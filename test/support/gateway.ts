@@ -158,3 +158,17 @@ export async function startTwoInstances(options: StartOptions = {}, second: Part
   const b = await startTestGateway({ ...options, ...second, database: a.database });
   return [a, b];
 }
+
+/** The built-in sandbox provider's channel, as a merchant creates it. */
+export const SANDBOX_CHANNEL = { name: "Sandbox", provider: "sandbox", config: {} };
+
+/**
+ * A merchant with a test-mode sandbox channel (its default), the channel created over REST as the merchant would:
+ * where most payment tests start. Fails unless the channel is created.
+ */
+export async function createSandboxMerchant(gw: TestGateway, name?: string): Promise<TestMerchant & { channelId: number }> {
+  const merchant = await gw.createMerchant(name);
+  const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", SANDBOX_CHANNEL);
+  if (channel.status !== 201) throw new Error(`creating a sandbox channel answered ${channel.status}: ${channel.text}`);
+  return { ...merchant, channelId: channel.body.channel.id as number };
+}
