@@ -3,7 +3,7 @@ import { createLogger } from "../../src/logger.ts";
 import { createJobRunner, type JobRunner } from "../../src/jobs/runner.ts";
 import { cancel, enqueue, enqueueJobs, reschedule } from "../../src/jobs/store.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { waitUntil } from "../support/wait.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 /** The durable job runner on the real database of each backend: claims, retries, give-up, leases, bounds. */
 let gw: TestGateway;
@@ -40,7 +40,7 @@ describe("job runner", () => {
     await enqueueJobs(prisma(), [{ kind: "t.once", payload: { n: 2 } }]);
     r.start();
     await waitUntil(async () => (await prisma().job.count({ where: { kind: "t.once" } })) === 0, "the t.once job to go");
-    await new Promise((res) => setTimeout(res, 150));
+    await expectNothingMoreWithin(150, () => [...seen], "no run of the rolled-back job");
     expect(seen).toEqual([2]);
   });
 
