@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { parseJsonOrUndefined } from "../support/json.ts";
 
 /**
  * A loopback Daraja: OAuth, STK push and query, C2B register and simulate, B2C payouts and
@@ -400,14 +401,7 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
   async function postJson(url: string, body: unknown) {
     const target = switches.callbackOrigin ? `${switches.callbackOrigin}${new URL(url).pathname}${new URL(url).search}` : url;
     const response = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    const text = await response.text();
-    let parsed: any;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: response.status, body: parsed };
+    return { status: response.status, body: parseJsonOrUndefined(await response.text()) };
   }
 
   const server: Server = createServer(async (req, res) => {

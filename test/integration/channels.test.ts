@@ -1,6 +1,7 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
+import { DeactivateChannel, SetDefaultChannel } from "../support/documents.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 const ChannelsList = graphql(`
@@ -29,13 +30,7 @@ const ChannelsCreate = graphql(`
         isActive
         isDefault
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on ValidationError {
-        field
-      }
+      ...FieldFailure
     }
   }
 `);
@@ -49,47 +44,7 @@ const ChannelsUpdate = graphql(`
         name
         provider
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on ValidationError {
-        field
-      }
-    }
-  }
-`);
-
-const ChannelsSetDefault = graphql(`
-  mutation ChannelsSetDefault($id: Int!) {
-    setDefaultPaymentChannel(id: $id) {
-      __typename
-      ... on PaymentChannel {
-        databaseId
-        isActive
-        isDefault
-      }
-      ... on Error {
-        code
-        message
-      }
-    }
-  }
-`);
-
-const ChannelsDeactivate = graphql(`
-  mutation ChannelsDeactivate($id: Int!) {
-    deactivatePaymentChannel(id: $id) {
-      __typename
-      ... on PaymentChannel {
-        databaseId
-        isActive
-        isDefault
-      }
-      ... on Error {
-        code
-        message
-      }
+      ...FieldFailure
     }
   }
 `);
@@ -254,7 +209,7 @@ describe("payment channels", () => {
       merchant = await gw.createMerchant();
       first = (await createChannel(merchant.testKey, { name: "First", provider: "sandbox" })).body.channel.id;
       second = (await createChannel(merchant.testKey, { name: "Second", provider: "sandbox" })).body.channel.id;
-      await rest(merchant.testKey).graphql(ChannelsDeactivate, { id: first });
+      await rest(merchant.testKey).graphql(DeactivateChannel, { id: first });
     });
 
     it("lists every channel by default, oldest first, with the documented fields", async () => {
@@ -334,15 +289,15 @@ describe("payment channels", () => {
       const a = (await createChannel(m.testKey, { name: "A", provider: "sandbox" })).body.channel.id as number;
       const b = (await createChannel(m.testKey, { name: "B", provider: "sandbox" })).body.channel.id as number;
 
-      const setA = await client.graphql(ChannelsSetDefault, { id: a });
+      const setA = await client.graphql(SetDefaultChannel, { id: a });
       expect(success(setA.body.data?.setDefaultPaymentChannel)).toEqual({ databaseId: a, isActive: true, isDefault: true });
       expect((await defaults(m.testKey)).map((c: { id: number }) => c.id)).toEqual([a]);
 
-      const deactivated = await client.graphql(ChannelsDeactivate, { id: a });
+      const deactivated = await client.graphql(DeactivateChannel, { id: a });
       expect(success(deactivated.body.data?.deactivatePaymentChannel)).toEqual({ databaseId: a, isActive: false, isDefault: false });
       expect(await defaults(m.testKey)).toEqual([]);
 
-      const inactive = await client.graphql(ChannelsSetDefault, { id: a });
+      const inactive = await client.graphql(SetDefaultChannel, { id: a });
       expect(inactive.body.data?.setDefaultPaymentChannel).toEqual({
         __typename: "GatewayError",
         code: "channel_inactive",
@@ -350,14 +305,14 @@ describe("payment channels", () => {
       });
       expect(await defaults(m.testKey)).toEqual([]);
 
-      expect(success((await client.graphql(ChannelsSetDefault, { id: b })).body.data?.setDefaultPaymentChannel).isDefault).toBe(true);
-      const missing = await client.graphql(ChannelsSetDefault, { id: 999_999 });
+      expect(success((await client.graphql(SetDefaultChannel, { id: b })).body.data?.setDefaultPaymentChannel).isDefault).toBe(true);
+      const missing = await client.graphql(SetDefaultChannel, { id: 999_999 });
       expect(missing.body.data?.setDefaultPaymentChannel).toEqual({
         __typename: "NotFoundError",
         code: "not_found",
         message: "Payment channel 999999 not found",
       });
-      const missingDeactivate = await client.graphql(ChannelsDeactivate, { id: 999_999 });
+      const missingDeactivate = await client.graphql(DeactivateChannel, { id: 999_999 });
       expect(missingDeactivate.body.data?.deactivatePaymentChannel).toMatchObject({ __typename: "NotFoundError", code: "not_found" });
     });
   });

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { normalizeEmail } from "../../src/modules/customers/service.ts";
 import { normalizePhone } from "../../src/phone.ts";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { useTestGateway } from "../support/fixture.ts";
 
 const CustomersList = graphql(`
   query CustomersList($search: String, $page: Int, $limit: Int) {
@@ -23,13 +24,7 @@ const CustomersList = graphql(`
         limit
         pages
       }
-      ... on Error {
-        code
-        message
-      }
-      ... on ValidationError {
-        field
-      }
+      ...FieldFailure
     }
   }
 `);
@@ -45,10 +40,7 @@ const CustomersCreate = graphql(`
         lastName
         phone
       }
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
       ... on ConflictError {
         field
       }
@@ -72,12 +64,10 @@ interface LegacyCustomer {
 describe("customers", () => {
   let gw: TestGateway;
   let acme: TestMerchant;
-
-  beforeAll(async () => {
-    gw = await startTestGateway();
+  useTestGateway({}, async (started) => {
+    gw = started;
     acme = await gw.createMerchant("Acme");
   });
-  afterAll(() => gw?.close());
 
   const rest = (key: string) => apiClient(gw.url, key);
   const createCustomer = (key: string, body: unknown) => rest(key).post("/api/customers/create", body);

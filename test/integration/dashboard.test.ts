@@ -1,10 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { randomBytes } from "node:crypto";
+import { decodeJwt } from "jose";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { waitUntil } from "../support/wait.ts";
 
 /**
  * The merchant dashboard in a real Chromium against the running gateway: sign-in, live payments over
@@ -418,9 +420,11 @@ describe("merchant dashboard", () => {
       const refused: string[] = [];
       page.on("response", (response) => response.status() === 401 && refused.push(new URL(response.url()).pathname));
       const refreshToken = () => page.evaluate(() => sessionStorage.getItem("gateway.dashboard.refresh"));
+      const login = page.waitForResponse((response) => new URL(response.url()).pathname === "/v1/auth/login");
       await signIn(page, user, "test", shortLived);
       const first = await refreshToken();
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const { exp } = decodeJwt((await (await login).json()).data.access_token as string);
+      await waitUntil(() => Date.now() >= exp! * 1000, "the access token to expire", 5000);
       await page.getByRole("link", { name: "Customers" }).click();
       await page.getByRole("heading", { name: "No customers yet" }).waitFor();
       expect(refused).toEqual(["/graphql"]);

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorCatalogue } from "../../src/errors.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { parseJsonOrUndefined } from "../support/json.ts";
 
 /**
  * Property-based: take one valid body (a Daraja C2B confirmation and validation, a REST and a GraphQL C2B
@@ -103,13 +104,7 @@ describe("one field of a valid C2B body at a time, mutated", () => {
     // JSON.stringify writes a lone surrogate as a \udXXX escape, as the fuzz that found these sent it.
     const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(payload) });
     const text = await response.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: response.status, headers: response.headers, text, json };
+    return { status: response.status, headers: response.headers, text, json: parseJsonOrUndefined(text) as unknown };
   }
 
   const confirmation = () => ({

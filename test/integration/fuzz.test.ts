@@ -6,6 +6,7 @@ import { schema } from "../../src/graphql/schema.ts";
 import { restRoutes } from "../../src/rest/routes.ts";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { parseJsonOrUndefined } from "../support/json.ts";
 
 /**
  * Property-based fuzzing of every REST route, every GraphQL root field, the keyless checkout routes and
@@ -175,13 +176,7 @@ describe("fuzzing every route", () => {
       body: payload === undefined ? undefined : JSON.stringify(payload),
     });
     const text = await response.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: response.status, text, json };
+    return { status: response.status, text, json: parseJsonOrUndefined(text) as unknown };
   }
 
   // The route table's rows, and the sign-in routes beside it.

@@ -5,6 +5,7 @@ import { runInIdempotencyScope } from "../../src/idempotency/scope.ts";
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
 import { SecretBox } from "../../src/security/encryption.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { waitUntil } from "../support/wait.ts";
 
 /**
  * Idempotency-Key records survive a crash without locking clients out: an in-flight claim is a lease
@@ -28,7 +29,9 @@ describe("Idempotency-Key recovery after a crash", () => {
 
   const prisma = () => gw.gateway.db.prisma;
   const store = () => createIdempotencyStore(prisma(), { leaseMs: LEASE_MS, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) });
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** The claim's lease (IDEMPOTENCY_LEASE_MS) has run out, as it does after the instance holding it crashed. */
+  const leaseRunOut = (key: string) =>
+    waitUntil(async () => (await prisma().idempotencyKey.count({ where: { key, lockedUntil: { lt: new Date() } } })) === 1, `the lease on ${key} to run out`, LEASE_MS + 5000);
 
   /** The principal the merchant's test key authenticates as. */
   async function principalOf(merchantId: number) {
@@ -68,7 +71,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     expect(early.status).toBe(409);
     expect(early.body).toMatchObject({ status: "error", code: "idempotency_key_in_use" });
 
-    await sleep(LEASE_MS + 200);
+    await leaseRunOut(key);
     const retry = await api.post(INITIALIZE, body, { "idempotency-key": key });
     expect(retry.status, retry.text).toBe(200);
     expect(retry.body).toMatchObject({ status: "success", reference: committed.reference, access_code: committed.accessCode });
@@ -88,7 +91,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     const key = `key-${randomUUID()}`;
     const body = { amount: 1000, email: "early-crash@payers.test" };
     await claimAsRoute(merchant.id, key, INITIALIZE, body);
-    await sleep(LEASE_MS + 200);
+    await leaseRunOut(key);
     const retry = await apiClient(gw.url, merchant.testKey).post(INITIALIZE, body, { "idempotency-key": key });
     expect(retry.status, retry.text).toBe(200);
     const rows = await prisma().transaction.findMany({ where: { merchantId: merchant.id } });
@@ -109,7 +112,7 @@ describe("Idempotency-Key recovery after a crash", () => {
         paymentChannelId: body.payment_channel_id,
       }),
     );
-    await sleep(LEASE_MS + 200);
+    await leaseRunOut(key);
     const retry = await api.post("/v1/collections/stk", body, { "idempotency-key": key });
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.data).toMatchObject({ id: transaction.id, reference: transaction.reference, checkout_request_id: transaction.checkoutRequestId });
@@ -129,7 +132,7 @@ describe("Idempotency-Key recovery after a crash", () => {
         paymentChannelId: body.payment_channel_id,
       }),
     );
-    await sleep(LEASE_MS + 200);
+    await leaseRunOut(key);
     const retry = await api.post(PAYOUTS, body, { "idempotency-key": key });
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.data).toMatchObject({ id: payout.id, reference: payout.reference });
@@ -141,7 +144,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     const key = `key-${randomUUID()}`;
     const body = { amount: 777, email: "race@payers.test" };
     await claimAsRoute(merchant.id, key, INITIALIZE, body);
-    await sleep(LEASE_MS + 200);
+    await leaseRunOut(key);
     const api = apiClient(gw.url, merchant.testKey);
     const answers = await Promise.all(Array.from({ length: 20 }, () => api.post(INITIALIZE, body, { "idempotency-key": key })));
     const ok = answers.filter((a) => a.status === 200);

@@ -1,6 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { DeactivateChannel, SetDefaultChannel } from "../support/documents.ts";
+import { apiClient, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { useTestGateway } from "../support/fixture.ts";
 
 const NodeById = graphql(`
   query NodeById($id: ID!) {
@@ -22,41 +24,14 @@ const ViewerId = graphql(`
   }
 `);
 
-const IsolationSetDefault = graphql(`
-  mutation IsolationSetDefault($id: Int!) {
-    setDefaultPaymentChannel(id: $id) {
-      __typename
-      ... on Error {
-        code
-        message
-      }
-    }
-  }
-`);
-
-const IsolationDeactivate = graphql(`
-  mutation IsolationDeactivate($id: Int!) {
-    deactivatePaymentChannel(id: $id) {
-      __typename
-      ... on Error {
-        code
-        message
-      }
-    }
-  }
-`);
-
 describe("tenant isolation", () => {
   let gw: TestGateway;
   let a: TestMerchant;
   let b: TestMerchant;
-
-  beforeAll(async () => {
-    gw = await startTestGateway();
-    a = await gw.createMerchant("Merchant A");
-    b = await gw.createMerchant("Merchant B");
+  useTestGateway({}, async (started) => {
+    gw = started;
+    [a, b] = [await gw.createMerchant("Merchant A"), await gw.createMerchant("Merchant B")];
   });
-  afterAll(() => gw?.close());
 
   it("each key sees only its own merchant as viewer", async () => {
     const asA = await apiClient(gw.url, a.testKey).graphql(ViewerId);
@@ -87,10 +62,10 @@ describe("tenant isolation", () => {
 
     const notFound = { __typename: "NotFoundError", code: "not_found", message: `Payment channel ${channelId} not found` };
     for (const key of [b.testKey, a.liveKey]) {
-      const setDefault = await apiClient(gw.url, key).graphql(IsolationSetDefault, { id: channelId });
+      const setDefault = await apiClient(gw.url, key).graphql(SetDefaultChannel, { id: channelId });
       expect(setDefault.body.data?.setDefaultPaymentChannel).toEqual(notFound);
     }
-    const deactivate = await apiClient(gw.url, b.testKey).graphql(IsolationDeactivate, { id: channelId });
+    const deactivate = await apiClient(gw.url, b.testKey).graphql(DeactivateChannel, { id: channelId });
     expect(deactivate.body.data?.deactivatePaymentChannel).toEqual(notFound);
     expect((await listFor(a.testKey)).channels).toMatchObject([{ id: channelId, is_active: true, is_default: true }]);
   });

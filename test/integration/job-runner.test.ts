@@ -3,6 +3,7 @@ import { createLogger } from "../../src/logger.ts";
 import { createJobRunner, type JobRunner } from "../../src/jobs/runner.ts";
 import { cancel, enqueue, enqueueJobs, reschedule } from "../../src/jobs/store.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 /** The durable job runner on the real database of each backend: claims, retries, give-up, leases, bounds. */
 let gw: TestGateway;
@@ -14,14 +15,6 @@ function runner(pollIntervalMs = 50, leaseMs = 60_000) {
   const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs, leaseMs });
   runners.push(r);
   return r;
-}
-
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 beforeAll(async () => {
@@ -46,8 +39,8 @@ describe("job runner", () => {
     ).rejects.toThrow("roll back");
     await enqueueJobs(prisma(), [{ kind: "t.once", payload: { n: 2 } }]);
     r.start();
-    await until(async () => (await prisma().job.count({ where: { kind: "t.once" } })) === 0);
-    await new Promise((res) => setTimeout(res, 150));
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: "t.once" } })) === 0, "the t.once job to go");
+    await expectNothingMoreWithin(150, () => [...seen], "no run of the rolled-back job");
     expect(seen).toEqual([2]);
   });
 
@@ -135,9 +128,9 @@ describe("job runner", () => {
     await enqueueJobs(prisma(), Array.from({ length: 30 }, (_, i) => ({ kind: "t.bounded", payload: { i } })));
     r.start();
     r.nudge();
-    await until(() => done === 30);
+    await waitUntil(() => done === 30, "30 jobs done");
     expect(peak).toBe(3);
-    await until(async () => (await prisma().job.count({ where: { kind: "t.bounded" } })) === 0);
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: "t.bounded" } })) === 0, "the t.bounded jobs to go");
   });
 
   it("two runners on one database run each job once", async () => {
@@ -156,7 +149,7 @@ describe("job runner", () => {
     await enqueueJobs(prisma(), Array.from({ length: 60 }, (_, i) => ({ kind: "t.shared", payload: { i } })));
     a.start();
     b.start();
-    await until(async () => (await prisma().job.count({ where: { kind: "t.shared" } })) === 0);
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: "t.shared" } })) === 0, "the t.shared jobs to go");
     expect(runsById.size).toBe(60);
     expect([...runsById.values()].every((n) => n === 1)).toBe(true);
   });

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * The merchant's C2B confirmation and validation URLs are URLs the gateway calls on the merchant's
@@ -10,7 +11,6 @@ import { apiClient, startTestGateway, type TestGateway } from "../support/gatewa
  * addresses; https in live mode) and are called without following redirects.
  */
 type Api = ReturnType<typeof apiClient>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A loopback HTTP server that counts what reaches it and answers as told. */
 async function startCountingServer(answer: (req: IncomingMessage, res: ServerResponse, body: string) => void = (_q, res) => res.writeHead(200).end()) {
@@ -29,15 +29,6 @@ async function startCountingServer(answer: (req: IncomingMessage, res: ServerRes
     hits,
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
-}
-
-async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await sleep(25);
-  }
 }
 
 const REGISTER = `mutation Register($input: RegisterC2bUrlsInput!) {
@@ -77,6 +68,20 @@ const PRIVATE_URLS = (port: string) => [
 let fake: FakeDaraja;
 let site: Awaited<ReturnType<typeof startCountingServer>>;
 
+/** A gateway (`env` on top of the fake Daraja's) with a merchant's sandbox channel in test mode and M-Pesa channel in live mode. */
+async function startWithChannels(env: Record<string, string>) {
+  const gw = await startTestGateway({ env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", ...env } });
+  const merchant = await gw.createMerchant();
+  const test = apiClient(gw.url, merchant.testKey);
+  const live = apiClient(gw.url, merchant.liveKey);
+  const create = async (api: Api, provider: string, config: Record<string, unknown>) => {
+    const res = await api.post("/api/payment-channels/create", { name: provider, provider, config });
+    expect(res.status, res.text).toBe(201);
+    return res.body.channel.id as number;
+  };
+  return { gw, test, live, testChannel: await create(test, "sandbox", {}), liveChannel: await create(live, "mpesa", fake.channelConfig()) };
+}
+
 beforeAll(async () => {
   fake = await startFakeDaraja();
   site = await startCountingServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ResultCode: "0", ResultDesc: "Accepted" })));
@@ -89,23 +94,9 @@ afterAll(async () => {
 
 describe("a gateway without ALLOW_PRIVATE_URLS", () => {
   let gw: TestGateway;
-  let test: Api;
-  let live: Api;
-  let testChannel: number;
-  let liveChannel: number;
-
+  let test: Api, live: Api, testChannel: number, liveChannel: number;
   beforeAll(async () => {
-    gw = await startTestGateway({ env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", JOBS_ENABLED: "false" } });
-    const merchant = await gw.createMerchant();
-    test = apiClient(gw.url, merchant.testKey);
-    live = apiClient(gw.url, merchant.liveKey);
-    const create = async (api: Api, provider: string, config: Record<string, unknown>) => {
-      const res = await api.post("/api/payment-channels/create", { name: provider, provider, config });
-      expect(res.status, res.text).toBe(201);
-      return res.body.channel.id as number;
-    };
-    testChannel = await create(test, "sandbox", {});
-    liveChannel = await create(live, "mpesa", fake.channelConfig());
+    ({ gw, test, live, testChannel, liveChannel } = await startWithChannels({ JOBS_ENABLED: "false" }));
   });
 
   afterAll(async () => {
@@ -167,20 +158,9 @@ describe("a gateway without ALLOW_PRIVATE_URLS", () => {
 
 describe("a gateway with ALLOW_PRIVATE_URLS=true", () => {
   let gw: TestGateway;
-  let test: Api;
-  let live: Api;
-  let testChannel: number;
-  let liveChannel: number;
-
+  let test: Api, live: Api, testChannel: number, liveChannel: number;
   beforeAll(async () => {
-    gw = await startTestGateway({
-      env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", ALLOW_PRIVATE_URLS: "true", C2B_VALIDATION_TIMEOUT_MS: "2000" },
-    });
-    const merchant = await gw.createMerchant();
-    test = apiClient(gw.url, merchant.testKey);
-    live = apiClient(gw.url, merchant.liveKey);
-    testChannel = (await test.post("/api/payment-channels/create", { name: "sbx", provider: "sandbox", config: {} })).body.channel.id;
-    liveChannel = (await live.post("/api/payment-channels/create", { name: "mp", provider: "mpesa", config: fake.channelConfig() })).body.channel.id;
+    ({ gw, test, live, testChannel, liveChannel } = await startWithChannels({ ALLOW_PRIVATE_URLS: "true", C2B_VALIDATION_TIMEOUT_MS: "2000" }));
   });
 
   afterAll(async () => {
@@ -209,10 +189,10 @@ describe("a gateway with ALLOW_PRIVATE_URLS=true", () => {
       // A redirect is no verdict: the registered ResponseType (Completed) accepts, so the payment is confirmed.
       expect(res.body.transaction).toMatchObject({ reference, status: "completed" });
       const forwards = () => redirecting.hits.filter((h) => h.path === "/confirm");
-      await waitFor(forwards, (f) => f.length >= 1);
+      await until(forwards, (f) => f.length >= 1);
       expect(redirecting.hits.map((h) => h.path)).toEqual(["/validate", "/confirm"]);
       // The 3xx counts as a failed forward: the job stays queued for a retry, with the status as its error.
-      const job = await waitFor(
+      const job = await until(
         () => gw.gateway.db.prisma.job.findFirst({ where: { kind: "momo.c2b_forward", lastError: { not: null } } }),
         (j) => j !== null,
       );

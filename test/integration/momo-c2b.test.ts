@@ -2,7 +2,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { setTimeout as delay } from "node:timers/promises";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /** The built-in sandbox's magic numbers, and C2B register / validation / confirmation / simulate. */
 let fake: FakeDaraja;
@@ -13,7 +15,6 @@ let mpesaChannel: number;
 let merchantSite: Awaited<ReturnType<typeof startMerchantSite>>;
 
 const prisma = () => gw.gateway.db.prisma;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startMerchantSite() {
   const site = {
@@ -31,7 +32,8 @@ async function startMerchantSite() {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     site.received.push({ path: req.url ?? "", body: JSON.parse(Buffer.concat(chunks).toString() || "null") });
-    if (req.url === "/validate" && site.validationDelayMs) await sleep(site.validationDelayMs);
+    // A slow merchant site, on purpose (the validation timeout's test).
+    if (req.url === "/validate" && site.validationDelayMs) await delay(site.validationDelayMs);
     if (req.url === "/confirm" && site.confirmFailures > 0) {
       site.confirmFailures--;
       res.writeHead(500).end();
@@ -48,15 +50,6 @@ async function startMerchantSite() {
   site.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   site.close = () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
   return site;
-}
-
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await sleep(25);
-  }
 }
 
 beforeAll(async () => {
@@ -108,7 +101,7 @@ describe("sandbox STK magic numbers", () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.transaction).toMatchObject({ status: "pending", phone_number: phone });
     const t = res.body.transaction;
-    expect(await waitFor(() => statusOf(t.reference), (s) => s !== "pending")).toBe(expected);
+    expect(await until(() => statusOf(t.reference), (s) => s !== "pending")).toBe(expected);
     const stored = await prisma().transaction.findUniqueOrThrow({ where: { id: t.id } });
     expect(stored.failureCode).toBe(code);
     expect(stored.paymentMethod).toBe("momo_stk");
@@ -120,7 +113,8 @@ describe("sandbox STK magic numbers", () => {
   it("254700001019 never answers; the reconciler expires it (1019)", async () => {
     const res = await api.post("/api/momo/stk-push", { amount: 10000, phone_number: "254700001019", payment_channel_id: sandboxChannel });
     const t = res.body.transaction;
-    await sleep(150);
+    // The sandbox answers its other numbers after SANDBOX_STK_DELAY_MS (50): this one never does.
+    await expectNothingMoreWithin(150, async () => (await prisma().transaction.findUniqueOrThrow({ where: { id: t.id } })).status, "no answer from the sandbox");
     const makeDue = () => prisma().job.updateMany({ where: { kind: "transaction.reconcile", payload: { path: ["transactionId"], equals: t.id } }, data: { runAt: new Date(0) } });
     await makeDue();
     expect(await gw.gateway.services.jobs.runDueJobs(["transaction.reconcile"])).toBe(1);
@@ -176,9 +170,9 @@ describe("C2B", () => {
     const rows = await prisma().transaction.findMany({ where: { providerReference: "RKL51ZDR4F" } });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: "completed", paymentMethod: "momo_c2b", amount: 500n, currency: "KES", clientReference: "INV-9", phoneNumber: null, channelId: mpesaChannel });
-    const forwards = await waitFor(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51ZDR4F"), (f) => f.length > 0);
+    const forwards = await until(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51ZDR4F"), (f) => f.length > 0);
     // Its forward job is done (deleted) once delivered: after that, no second forward can come.
-    await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward", payload: { path: ["reference"], equals: "RKL51ZDR4F" } } }), (n) => n === 0);
+    await until(() => prisma().job.count({ where: { kind: "momo.c2b_forward", payload: { path: ["reference"], equals: "RKL51ZDR4F" } } }), (n) => n === 0);
     expect(merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51ZDR4F")).toHaveLength(1);
     expect(forwards[0]!.body.TransAmount).toBe("5.00");
   });
@@ -189,9 +183,9 @@ describe("C2B", () => {
     const payload = { TransactionType: "Pay Bill", TransID: "RKL51RETRY", TransTime: "20231121121325", TransAmount: "7.00", BusinessShortCode: fake.shortcode, BillRefNumber: "INV-R", MSISDN: "254708374149", FirstName: "J" };
     expect(await fake.postJson(`${gw.url}${path}`, payload)).toEqual({ status: 200, body: { ResultCode: 0, ResultDesc: "Success" } });
     // The first forward gets a 500; the job retries after its backoff (about a second) and the second gets through.
-    const forwards = await waitFor(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51RETRY"), (f) => f.length >= 2, 8000);
+    const forwards = await until(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51RETRY"), (f) => f.length >= 2, 8000);
     expect(forwards.map((f) => f.body)).toEqual([payload, payload]);
-    await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0);
+    await until(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0);
   });
 
   it("delivers a confirmation answered with any 2xx, JSON or not, once and without a retry", async () => {
@@ -201,9 +195,9 @@ describe("C2B", () => {
       const payload = { TransactionType: "Pay Bill", TransID: "RKL51PLAIN", TransTime: "20231121121325", TransAmount: "3.00", BusinessShortCode: fake.shortcode, BillRefNumber: "INV-P", MSISDN: "254708374149", FirstName: "J" };
       expect(await fake.postJson(`${gw.url}${path}`, payload)).toEqual({ status: 200, body: { ResultCode: 0, ResultDesc: "Success" } });
       const plain = () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.TransID === "RKL51PLAIN");
-      await waitFor(async () => plain(), (f) => f.length > 0);
+      await until(async () => plain(), (f) => f.length > 0);
       // Delivered: the job is gone. An attempt counted as failed would stay queued and be sent again after its backoff.
-      expect(await waitFor(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0, 5000)).toBe(0);
+      expect(await until(() => prisma().job.count({ where: { kind: "momo.c2b_forward" } }), (n) => n === 0, 5000)).toBe(0);
       expect(plain()).toHaveLength(1);
     } finally {
       merchantSite.confirmReply = { contentType: "application/json", body: JSON.stringify({ ok: true }) };
@@ -230,7 +224,7 @@ describe("C2B", () => {
     const res = await api.post("/api/momo/simulate-c2b", { payment_channel_id: sandboxChannel, amount: 5000, phone_number: "254700000099", reference: "SBX-C2B" });
     expect(res.status, res.text).toBe(200);
     expect(res.body.transaction).toEqual({ amount: 5000, phone_number: "254700000099", reference: "SBX-C2B", status: "completed" });
-    const forwarded = await waitFor(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.BillRefNumber === "SBX-C2B"), (f) => f.length > 0);
+    const forwarded = await until(async () => merchantSite.received.filter((r) => r.path === "/confirm" && r.body.BillRefNumber === "SBX-C2B"), (f) => f.length > 0);
     expect(forwarded).toHaveLength(1);
     // As Daraja does with validation enabled, the sandbox asked the validation URL first, with the same body.
     const validated = merchantSite.received.filter((r) => r.path === "/validate" && r.body.BillRefNumber === "SBX-C2B");

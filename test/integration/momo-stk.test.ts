@@ -4,6 +4,7 @@ import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { jobsFallDue } from "../support/wait.ts";
 
 /** M-Pesa STK push against a loopback Daraja: the connector, callbacks, reconciliation and REST shapes. */
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -291,7 +292,7 @@ describe("reconciliation", () => {
     expect(Buffer.from(queries[0]!.body.Password, "base64").toString()).toBe(`${fake.shortcode}${fake.passkey}${queries[0]!.body.Timestamp}`);
 
     fake.queryResults.set(t.checkout_request_id, { ResultCode: "0", ResultDesc: "The service request is processed successfully." });
-    await new Promise((r) => setTimeout(r, 20));
+    await jobsFallDue(prisma(), { kind: "transaction.reconcile", payload: { path: ["transactionId"], equals: t.id } });
     await gw.gateway.services.jobs.runDueJobs();
     expect((await row(t.id)).status).toBe("completed");
     expect(await eventCount(t.id)).toBe(1);

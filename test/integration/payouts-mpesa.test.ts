@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { until } from "../support/wait.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
  * M-Pesa B2C payouts against the loopback Daraja: the request on the wire (with a SecurityCredential the
@@ -218,7 +218,7 @@ describe("no result: the Transaction Status query settles it, the payout is neve
     fake.switches.b2cNoResult = true;
     try {
       const { data, ocid, token } = await payoutOk();
-      await new Promise((r) => setTimeout(r, 150));
+      await expectNothingMoreWithin(150, async () => (await api.get(`/v1/payouts/${data.id}`)).body.data.status, "no Result to settle it");
       expect((await api.get(`/v1/payouts/${data.id}`)).body.data.status).toBe("pending");
       expect(await gw.gateway.services.jobs.runDueJobs(["payout.query"])).toBe(0); // not overdue yet
 

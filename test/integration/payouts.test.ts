@@ -1,7 +1,8 @@
 import { parse } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { useTestGateway } from "../support/fixture.ts";
+import { apiClient, createSandboxMerchant, type TestGateway } from "../support/gateway.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { until } from "../support/wait.ts";
 
@@ -28,16 +29,19 @@ const settled = (id: number | string) => until(() => api.get(`/v1/payouts/${id}`
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  gw = await startTestGateway({
-    env: {
-      SANDBOX_STK_DELAY_MS: "30",
-      // Long enough that the tests delivering a result themselves (below) always come first, even on a busy CPU.
-      PAYOUT_RESULT_OVERDUE_MS: "2000",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      JOB_POLL_INTERVAL_MS: "100",
-      RATE_LIMIT_ENABLED: "false",
-    },
-  });
+});
+afterAll(() => receiver?.close());
+
+const env = {
+  SANDBOX_STK_DELAY_MS: "30",
+  // Long enough that the tests delivering a result themselves (below) always come first, even on a busy CPU.
+  PAYOUT_RESULT_OVERDUE_MS: "2000",
+  WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  JOB_POLL_INTERVAL_MS: "100",
+  RATE_LIMIT_ENABLED: "false",
+};
+useTestGateway({ env }, async (started) => {
+  gw = started;
   const merchant = await gw.createMerchant();
   api = apiClient(gw.url, merchant.testKey);
   liveApi = apiClient(gw.url, merchant.liveKey);
@@ -46,11 +50,6 @@ beforeAll(async () => {
   sandboxChannel = channel.body.channel.id;
   const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/payouts`, events: ["payout.completed", "payout.failed"] });
   expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await receiver?.close();
 });
 
 describe("POST /v1/payouts and GET /v1/payouts/:id", () => {
@@ -225,15 +224,14 @@ describe("GraphQL", () => {
   });
 
   it("delivers payout events to subscribers, and never to another merchant's", async () => {
-    const merchant = await gw.createMerchant();
+    const merchant = await createSandboxMerchant(gw);
     const mine = apiClient(gw.url, merchant.testKey);
-    await mine.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     const client = wsClient(gw.url, merchant.testKey);
     const stranger = wsClient(gw.url, (await gw.createMerchant()).testKey);
     try {
-      const all = collect(client, parse(`subscription { payoutEvents { id type payout { reference status failureCode } } }`) as never);
-      const strangers = collect(stranger, parse(`subscription { payoutEvents { id } }`) as never);
-      await new Promise((r) => setTimeout(r, 200));
+      const all = collect(client, parse(`subscription { payoutEvents(ready: true) { id type payout { reference status failureCode } } }`) as never);
+      const strangers = collect(stranger, parse(`subscription { payoutEvents(ready: true) { id } }`) as never);
+      await Promise.all([all.ready(), strangers.ready()]);
       const created = await mine.post("/v1/payouts", { amount: 5000, phone_number: "254700002040" });
       const reference = created.body.data.reference;
       const one = collect(client, parse(`subscription($r: String!) { payoutStatusChanged(reference: $r) { type payout { reference status } } }`) as never, { r: reference });

@@ -4,6 +4,7 @@ import { applyTransition, type StatusMachineDeps } from "../../src/modules/event
 import { PAYOUT_STATUS, payoutSnapshot } from "../../src/modules/payouts/store.ts";
 import { CREATED_NOTICE, transactionSnapshot } from "../../src/modules/transactions/state-machine.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectNothingMoreWithin } from "../support/wait.ts";
 
 /** The one function that changes a transaction's status: exactly once, terminal states final, events after commit. */
 describe("transaction state machine", () => {
@@ -50,7 +51,7 @@ describe("transaction state machine", () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.type).toBe(`transaction.${finalRow.status}`);
     await vi.waitFor(() => expect(statusEvents().filter((e) => e.transactionId === transaction.id)).toHaveLength(1));
-    await new Promise((resolve) => setTimeout(resolve, 100)); // and no second one arrives
+    await expectNothingMoreWithin(100, () => statusEvents().length, "no second status event");
     expect(statusEvents().filter((e) => e.transactionId === transaction.id)).toHaveLength(1);
     expect(published.filter((e) => e.transactionId === transaction.id).map((e) => e.type)).toEqual([CREATED_NOTICE, `transaction.${finalRow.status}`]);
   });
@@ -123,7 +124,7 @@ describe("transaction state machine", () => {
     const row = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { id: transaction.id } });
     expect(row.status).toBe("pending");
     expect(await gw.gateway.db.prisma.event.count({ where: { transactionId: transaction.id } })).toBe(0);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await expectNothingMoreWithin(100, () => statusEvents().length, "no event of the rolled-back change");
     expect(statusEvents().length).toBe(before);
   });
 });

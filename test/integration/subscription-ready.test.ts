@@ -1,7 +1,7 @@
 import { parse } from "graphql";
 import type { Client } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { sseSubscribe, wsClient } from "../support/subscriptions.ts";
 
@@ -78,9 +78,7 @@ describe("the ready signal of event subscriptions", () => {
   beforeAll(async () => {
     redis = await startRedis();
     gw = await startTestGateway({ env: { REDIS_URL: redis.url } });
-    merchant = await gw.createMerchant("Ready");
-    const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    expect(channel.status, channel.text).toBe(201);
+    merchant = await createSandboxMerchant(gw, "Ready");
   });
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.dispose()));

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { Principal } from "../../src/auth.ts";
 import { MAX_BUFFERED_BYTES, SLOW_CONSUMER_CLOSE_CODE, type FanoutStats } from "../../src/graphql/fanout.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, wsClient, wsClientWith, type Collected } from "../support/subscriptions.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 /**
  * Shared execution of identical graphql-ws subscriptions (src/graphql/fanout.ts): one execution per event and
@@ -36,14 +37,6 @@ async function rawSubscriber(url: string, connectionParams: Record<string, unkno
   await acked;
   for (const { id, query, variables } of subscriptions) socket.send(JSON.stringify({ id, type: "subscribe", payload: { query, variables } }));
   return { socket, frames, closed };
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const seen = (sub: Collected<unknown>) => sub.results.map((r) => {
@@ -79,10 +72,9 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
   beforeAll(async () => {
     // Hundreds of subscribe operations on one key below: the rate limiter has its own tests.
     gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } });
-    a = await gw.createMerchant("Fan A");
-    b = await gw.createMerchant("Fan B");
+    a = await createSandboxMerchant(gw, "Fan A");
+    b = await createSandboxMerchant(gw, "Fan B");
     for (const m of [a, b]) {
-      await apiClient(gw.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
       await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
     }
   });
@@ -120,7 +112,7 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
     );
 
     const shared = 4 * PER_SCOPE + 1 + 2 + 3;
-    await until(() => stats().subscribers === shared, `${shared} shared subscribers`);
+    await waitUntil(() => stats().subscribers === shared, `${shared} shared subscribers`);
     // Groups: 4 scopes with the same document, the viewer's, and the variables' two.
     expect(stats().groups).toBe(7);
     const before = stats();
@@ -143,9 +135,10 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
     await viewerSub.waitFor(expected.aTest.length);
     await emailNo.waitFor(expected.aTest.length);
     await emailYes.waitFor(expected.aTest.length);
-    await until(() => raw.frames.length >= 3 * expected.aTest.length, "the raw socket's frames");
+    await waitUntil(() => raw.frames.length >= 3 * expected.aTest.length, "the raw socket's frames");
     await statusSub.done();
-    await new Promise((r) => setTimeout(r, 300)); // nothing else arrives
+    const everyone = [...Object.values(subs).flat(), viewerSub, emailYes, emailNo, statusSub];
+    await expectNothingMoreWithin(300, () => [everyone.map((sub) => sub.results.length), raw.frames.length], "no other or repeated event");
 
     for (const [name, list] of Object.entries(subs)) for (const sub of list) expect(seen(sub)).toEqual(expected[name as keyof typeof expected]);
     expect(seen(viewerSub)).toEqual(expected.aTest);
@@ -169,18 +162,17 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
 
     raw.socket.close();
     await Promise.all([...Object.values(clients).flat(), viewerClient, emailClient, statusClient].map((client) => client.dispose()));
-    await until(() => stats().groups === 0, "the groups to empty");
+    await waitUntil(() => stats().groups === 0, "the groups to empty");
   });
 
   it(`a subscriber that never reads is closed with ${SLOW_CONSUMER_CLOSE_CODE} once over ${MAX_BUFFERED_BYTES / 1024} KiB wait for it, without holding up the others`, async () => {
-    const merchant = await gw.createMerchant("Fan slow");
-    await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    const merchant = await createSandboxMerchant(gw, "Fan slow");
     const healthyClients = Array.from({ length: 3 }, () => wsClient(gw.url, merchant.testKey));
     const healthy = healthyClients.map((client) => collect(client, parse(EVENTS) as never));
     // Large frames, many subscriptions: the paused socket's kernel buffers (a few MB) fill within a few events.
     const big = "subscription Big { transactionEvents { id type occurredAt webhookBody transaction { reference status amount description email } } }";
     const slow = await rawSubscriber(gw.url, { "X-API-Key": merchant.testKey }, Array.from({ length: 200 }, (_, i) => ({ id: `s${i}`, query: big })));
-    await until(() => stats().subscribers === 203, "203 subscribers");
+    await waitUntil(() => stats().subscribers === 203, "203 subscribers");
     slow.socket.pause();
     const dropped = stats().slowConsumersClosed;
 
@@ -202,7 +194,7 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
     slow.socket.resume();
     expect(await slow.closed).toEqual({ code: SLOW_CONSUMER_CLOSE_CODE, reason: "Subscriber too slow" });
     expect(slow.frames.every((f) => f.type === "next" && /^s\d+$/.test(f.id!))).toBe(true);
-    await until(() => stats().subscribers === 3, "only the readers left");
+    await waitUntil(() => stats().subscribers === 3, "only the readers left");
 
     const reference = await initialize(merchant.testKey);
     await pay(reference);
@@ -211,25 +203,24 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
       expect(seen(sub).slice(-2)).toEqual([`transaction.created ${reference}`, `transaction.completed ${reference}`]);
     }
     await Promise.all(healthyClients.map((client) => client.dispose()));
-    await until(() => stats().groups === 0, "the groups to empty");
+    await waitUntil(() => stats().groups === 0, "the groups to empty");
   });
 
   it("a group goes when its last subscriber leaves (complete, dispose, dropped socket), and its stream with it", async () => {
-    const merchant = await gw.createMerchant("Fan leave");
-    await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    const merchant = await createSandboxMerchant(gw, "Fan leave");
     const start = stats();
     const stayer = wsClient(gw.url, merchant.testKey);
     const leaver = wsClient(gw.url, merchant.testKey);
     const stays = collect(stayer, parse(EVENTS) as never);
     const leaves = collect(leaver, parse(EVENTS) as never);
     const raw = await rawSubscriber(gw.url, { "X-API-Key": merchant.testKey }, [{ id: "r1", query: EVENTS }]);
-    await until(() => stats().subscribers === start.subscribers + 3, "3 subscribers");
+    await waitUntil(() => stats().subscribers === start.subscribers + 3, "3 subscribers");
     expect(stats().groups).toBe(start.groups + 1);
 
     leaves.dispose(); // graphql-ws `complete`: the socket stays open
-    await until(() => stats().subscribers === start.subscribers + 2, "the completed one gone");
+    await waitUntil(() => stats().subscribers === start.subscribers + 2, "the completed one gone");
     raw.socket.terminate(); // no close handshake
-    await until(() => stats().subscribers === start.subscribers + 1, "the dropped socket's one gone");
+    await waitUntil(() => stats().subscribers === start.subscribers + 1, "the dropped socket's one gone");
     expect(stats().groups).toBe(start.groups + 1);
 
     const reference = await initialize(merchant.testKey);
@@ -239,11 +230,11 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
 
     await stayer.dispose();
     await leaver.dispose();
-    await until(() => stats().groups === start.groups && stats().subscribers === start.subscribers, "the registry back to where it was");
+    await waitUntil(() => stats().groups === start.groups && stats().subscribers === start.subscribers, "the registry back to where it was");
     // Nothing executes the merchant's events any more: the shared stream ended with its group.
     const idle = stats().executions;
     await pay(reference);
-    await new Promise((r) => setTimeout(r, 300));
+    await expectNothingMoreWithin(300, () => stats().executions, "no execution of the merchant's events");
     expect(stats().executions).toBe(idle);
   });
 });

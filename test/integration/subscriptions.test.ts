@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { collect, sseSubscribe, wsClient, type ClosedSocket } from "../support/subscriptions.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { collect, listeningTo, sseSubscribe, wsClient, type ClosedSocket } from "../support/subscriptions.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 const StatusChanged = graphql(`
   subscription StatusChanged($reference: String!) {
@@ -28,7 +29,7 @@ const StatusChanged = graphql(`
 
 const AllEvents = graphql(`
   subscription AllEvents {
-    transactionEvents {
+    transactionEvents(ready: true) {
       type
       transaction {
         reference
@@ -55,11 +56,8 @@ describe("GraphQL subscriptions", () => {
 
   beforeAll(async () => {
     gw = await startTestGateway();
-    a = await gw.createMerchant("A");
-    b = await gw.createMerchant("B");
-    for (const key of [a.testKey, b.testKey]) {
-      await apiClient(gw.url, key).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    }
+    a = await createSandboxMerchant(gw, "A");
+    b = await createSandboxMerchant(gw, "B");
     // Sandbox channels are test-mode only (hardening issue item 9); A's live payments come through Paystack.
     await apiClient(gw.url, a.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
   });
@@ -68,8 +66,8 @@ describe("GraphQL subscriptions", () => {
   it("transactionStatusChanged over WebSocket delivers the change with the transaction as of it, then completes", async () => {
     const reference = await initialize(a);
     const client = wsClient(gw.url, a.testKey);
-    const sub = collect(client, StatusChanged, { reference });
-    await new Promise((r) => setTimeout(r, 200)); // let the subscription start
+    // Listening before the payment, so the change arrives live (not as the already-settled answer of the next test).
+    const sub = await listeningTo(gw.gateway, () => collect(client, StatusChanged, { reference }));
     expect((await pay(reference)).status).toBe(200);
     await sub.done();
     expect(sub.results).toHaveLength(1);
@@ -117,7 +115,7 @@ describe("GraphQL subscriptions", () => {
     const aLive = wsClient(gw.url, a.liveKey);
     const bTest = wsClient(gw.url, b.testKey);
     const subs = { aTest: collect(aTest, AllEvents), aLive: collect(aLive, AllEvents), bTest: collect(bTest, AllEvents) };
-    await new Promise((r) => setTimeout(r, 300));
+    await Promise.all(Object.values(subs).map((sub) => sub.ready()));
     const aRef = await initialize(a);
     const bRef = await initialize(b);
     await pay(aRef);
@@ -132,7 +130,7 @@ describe("GraphQL subscriptions", () => {
     await subs.aTest.waitFor(2);
     await subs.bTest.waitFor(2);
     await subs.aLive.waitFor(1);
-    await new Promise((r) => setTimeout(r, 300)); // nothing else arrives
+    await expectNothingMoreWithin(300, () => Object.values(subs).map((sub) => sub.results.length), "no other merchant's or mode's event");
     const seen = (s: typeof subs.aTest) => s.results.map((r) => `${r.data!.transactionEvents.type} ${r.data!.transactionEvents.transaction.reference}`);
     // A checkout payment is news when it starts (created, live only) and when it settles.
     expect(seen(subs.aTest)).toEqual([`transaction.created ${aRef}`, `transaction.completed ${aRef}`]);
@@ -149,7 +147,7 @@ describe("GraphQL subscriptions", () => {
     const client = wsClient(gw.url, key, (event) => (closed = event));
     const sub = collect(client, AllEvents);
     await sub.done().catch(() => {});
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => closed !== undefined, "the socket to close");
     expect(closed?.code).toBe(4403);
     expect(sub.results).toEqual([]);
     await client.dispose();
@@ -199,7 +197,7 @@ describe("GraphQL subscriptions", () => {
     const client = wsClient(other.url, merchant.testKey, (event) => (closed = event));
     const sub = collect(client, AllEvents);
     const stream = await sseSubscribe(other.url, merchant.testKey, AllEvents);
-    await new Promise((r) => setTimeout(r, 200));
+    await Promise.all([sub.ready(), stream.ready()]);
     const started = Date.now();
     await other.close();
     expect(Date.now() - started).toBeLessThan(5000);
@@ -218,7 +216,8 @@ describe("GraphQL subscriptions", () => {
       socket.on("ping", () => pings++);
       await new Promise((resolve) => socket.on("open", resolve));
       socket.send(JSON.stringify({ type: "connection_init", payload: { "X-API-Key": merchant.testKey } }));
-      await new Promise((r) => setTimeout(r, 450));
+      // Two pings at 100 ms within a second (the default interval is 12 s).
+      await waitUntil(() => pings >= 2, "two pings", 1000);
       expect(pings).toBeGreaterThanOrEqual(2);
       socket.close();
     } finally {
@@ -228,9 +227,8 @@ describe("GraphQL subscriptions", () => {
 
   it("delivers over SSE as well", async () => {
     const reference = await initialize(a);
-    const stream = await sseSubscribe(gw.url, a.testKey, StatusChanged, { reference });
+    const stream = await listeningTo(gw.gateway, () => sseSubscribe(gw.url, a.testKey, StatusChanged, { reference }));
     expect(stream.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
     await pay(reference);
     await stream.waitFor(() => stream.events.some((e) => e.event === "next"));
     const next = stream.events.find((e) => e.event === "next")!;

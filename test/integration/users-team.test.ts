@@ -25,10 +25,7 @@ const CreateUser = graphql(`
         databaseId
         role
       }
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
     }
   }
 `);
@@ -41,10 +38,7 @@ const ChangeRole = graphql(`
         databaseId
         role
       }
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
     }
   }
 `);
@@ -57,10 +51,7 @@ const Disable = graphql(`
         databaseId
         disabledAt
       }
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
     }
   }
 `);
@@ -75,10 +66,7 @@ const ChangePassword = graphql(`
       ... on ValidationError {
         field
       }
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
     }
   }
 `);

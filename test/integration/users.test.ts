@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
 import { apiClient, bearerClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, sseSubscribe, wsClientWith, type ClosedSocket } from "../support/subscriptions.ts";
+import { expectNothingMoreWithin } from "../support/wait.ts";
 
 /**
  * Users, sign-in and bearer tokens (issue 11): login, refresh rotation and reuse detection, logout,
@@ -96,12 +97,12 @@ describe("sign-in and tokens", () => {
 
     // The same subscription over SSE and graphql-ws, authenticated by the token.
     await apiClient(gw.url, acme.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    const subscription = parse("subscription { transactionEvents { type transaction { reference } } }") as never;
+    const subscription = parse("subscription { transactionEvents(ready: true) { type transaction { reference } } }") as never;
     const sse = await sseSubscribe(gw.url, { authorization: `Bearer ${session.access_token}` }, subscription);
     expect(sse.status).toBe(200);
     const ws = wsClientWith(gw.url, { Authorization: `Bearer ${session.access_token}` });
     const events = collect(ws, subscription);
-    await new Promise((r) => setTimeout(r, 300));
+    await Promise.all([sse.ready(), events.ready()]);
     const init = await apiClient(gw.url, acme.testKey).post("/api/transactions/initialize", { amount: 1500, email: "payer@example.com" });
     await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, CARD);
     const expected = ["transaction.created", "transaction.completed"].map((type) => ({ type, transaction: { reference: init.body.reference } }));
@@ -565,14 +566,14 @@ describe("isolation with bearer tokens: merchants and modes", () => {
     const subs = Object.fromEntries(
       Object.entries(clients).map(([name, session]) => {
         const ws = wsClientWith(gw.url, { Authorization: `Bearer ${session.access_token}` });
-        return [name, { ws, events: collect(ws, parse("subscription { transactionEvents { transaction { reference } } }") as never) }];
+        return [name, { ws, events: collect(ws, parse("subscription { transactionEvents(ready: true) { transaction { reference } } }") as never) }];
       }),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    await Promise.all(Object.values(subs).map(({ events }) => events.ready()));
     const init = await apiClient(gw.url, a.testKey).post("/api/transactions/initialize", { amount: 700, email: "live-sub@payers.test" });
     await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, CARD);
     await subs.aTest!.events.waitFor(2);
-    await new Promise((r) => setTimeout(r, 300));
+    await expectNothingMoreWithin(300, () => Object.values(subs).map(({ events }) => events.results.length), "no event for another merchant or mode");
     expect(subs.aTest!.events.results.map((r) => (r.data as any).transactionEvents.transaction.reference)).toEqual([init.body.reference, init.body.reference]);
     expect(subs.aLive!.events.results).toEqual([]);
     expect(subs.bTest!.events.results).toEqual([]);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { until } from "../support/wait.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /** Endpoint health: disabled after 5 days of failures, re-enabled by the merchant; the delivery-time address guard. */
 let gw: TestGateway;
@@ -73,7 +73,7 @@ describe("endpoint health", () => {
     const afterDisable = receiver.received.length;
     const queuedBefore = await prisma().webhookDelivery.count({ where: { endpointId: id } });
     await pay();
-    await new Promise((r) => setTimeout(r, 300));
+    await expectNothingMoreWithin(300, async () => [await prisma().webhookDelivery.count({ where: { endpointId: id } }), receiver.received.length], "nothing queued or sent to a disabled endpoint");
     expect(await prisma().webhookDelivery.count({ where: { endpointId: id } })).toBe(queuedBefore);
     expect(receiver.received.length).toBe(afterDisable);
 
@@ -112,7 +112,7 @@ describe("endpoint health", () => {
       expect(fast.map((r) => r.json.data.reference).sort()).toEqual([...references].sort());
       // Meanwhile the slow endpoint has exactly its bound in flight; the rest wait their turn.
       await until(async () => slow.received.length, (n) => n >= 5);
-      await new Promise((r) => setTimeout(r, 200));
+      await expectNothingMoreWithin(200, () => slow.received.length, "no sixth delivery in flight");
       expect(slow.received).toHaveLength(5);
       await prisma().webhookEndpoint.deleteMany({ where: { id: { in: [slowId, fastId] } } });
     } finally {

@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver, type WebhookResponder } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { until } from "../support/wait.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
+import { inParallel } from "../support/load.ts";
 
 /**
  * Webhooks end to end over HTTP: endpoint management (REST and GraphQL), signed deliveries to loopback
@@ -83,10 +84,6 @@ async function receiver(respond?: WebhookResponder): Promise<WebhookReceiver> {
   return r;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls read() until ok(value), or fails after timeoutMs with the last value. */
-
 /** Runs a GraphQL operation that must not fail at the GraphQL level; returns `data`. */
 async function gql(api: Api, query: string, variables?: Record<string, unknown>): Promise<any> {
   const res = await api.post("/graphql", { query, variables });
@@ -103,11 +100,8 @@ interface Shop {
 }
 
 async function newShop(): Promise<Shop> {
-  const merchant = await gw.createMerchant();
-  const api = apiClient(gw.url, merchant.testKey);
-  const channel = await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-  expect(channel.status, channel.text).toBe(201);
-  return { merchant, api, live: apiClient(gw.url, merchant.liveKey), channelId: channel.body.channel.id };
+  const { channelId, ...merchant } = await createSandboxMerchant(gw);
+  return { merchant, api: apiClient(gw.url, merchant.testKey), live: apiClient(gw.url, merchant.liveKey), channelId };
 }
 
 async function createEndpoint(api: Api, body: Record<string, unknown>): Promise<{ id: number; secret: string }> {
@@ -489,7 +483,7 @@ describe("delivery", () => {
     expect(new Set(r.received.map((d) => d.headers["webhook-id"]))).toEqual(new Set([delivery.eventId]));
     for (const attempt of r.received) verifyWith(secret, attempt);
     // Nothing more is scheduled: no fifth attempt arrives.
-    await sleep(QUIET_MS);
+    await expectNothingMoreWithin(QUIET_MS, () => r.received.length, "no fifth attempt");
     expect(r.received).toHaveLength(ATTEMPTS);
     expect((await gql(shop.api, ENDPOINTS)).webhookEndpoints[0]).toMatchObject({ enabled: true, failingSince: expect.stringMatching(ISO_MS) });
   });
@@ -625,16 +619,7 @@ describe("under load", () => {
     const { id, secret } = await createEndpoint(shop.api, { url: `${r.url}/load` });
 
     const total = 200;
-    const references: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        while (next < total) {
-          next++;
-          references.push(await completedPayment(shop.api));
-        }
-      }),
-    );
+    const references = await inParallel(total, 20, () => completedPayment(shop.api));
     expect(new Set(references).size).toBe(total);
 
     const received = await r.waitFor(total, 40_000);
@@ -655,7 +640,7 @@ describe("under load", () => {
     );
 
     // No duplicates trail in after the fact.
-    await sleep(QUIET_MS);
+    await expectNothingMoreWithin(QUIET_MS, () => r.received.length, "no duplicate delivery");
     expect(r.received).toHaveLength(total);
     expect(acks.size).toBe(total);
     expect([...acks.values()].filter((n) => n !== 1)).toEqual([]);

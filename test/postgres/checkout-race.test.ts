@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
 
 const card = (number: string) => ({ card_number: number, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" });
 const IN_PROGRESS = { status: "error", code: "conflict", message: "A payment for this transaction is in progress" };
@@ -19,8 +19,7 @@ describe("checkout payment race across two instances", () => {
 
   beforeAll(async () => {
     const env = { RATE_LIMIT_ENABLED: "false" };
-    a = await startTestGateway({ env, logger: logger() });
-    b = await startTestGateway({ env, logger: logger(), database: a.database });
+    [a, b] = await startTwoInstances({ env, logger: logger() }, { logger: logger() });
     const merchant = await a.createMerchant();
     api = apiClient(a.url, merchant.testKey);
     // The sandbox's simulated processor latency: the window in which the racers overlap, as with a real provider.

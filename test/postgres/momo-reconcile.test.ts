@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
+import { jobsFallDue } from "../support/wait.ts";
 
 /** Two gateway instances on one PostgreSQL and one Redis: shared Daraja token, one reconciler per push. */
 describe("M-Pesa across two instances", () => {
@@ -25,8 +26,7 @@ describe("M-Pesa across two instances", () => {
       STK_QUERY_BACKOFF_MS: "1",
       RATE_LIMIT_ENABLED: "false",
     };
-    a = await startTestGateway({ env });
-    b = await startTestGateway({ env, database: a.database });
+    [a, b] = await startTwoInstances({ env });
     fake.switches.callbackOrigin = a.url;
     const merchant = await a.createMerchant();
     apiA = apiClient(a.url, merchant.testKey);
@@ -57,7 +57,7 @@ describe("M-Pesa across two instances", () => {
       ids.push({ id: res.body.transaction.id, checkout: res.body.transaction.checkout_request_id });
     }
     for (const { checkout } of ids) fake.queryResults.set(checkout, { ResultCode: "0", ResultDesc: "The service request is processed successfully." });
-    await new Promise((r) => setTimeout(r, 20));
+    await jobsFallDue(a.gateway.db.prisma, { kind: "transaction.reconcile" });
     const queriesBefore = fake.requests.filter((r) => r.path === "/mpesa/stkpushquery/v1/query").length;
     const [ra, rb] = await Promise.all([a.gateway.services.jobs.runDueJobs(), b.gateway.services.jobs.runDueJobs()]);
     await Promise.all([a.gateway.services.jobs.runDueJobs(), b.gateway.services.jobs.runDueJobs()]);

@@ -1,8 +1,9 @@
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, startTestGateway, type HttpResult, type TestGateway } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type HttpResult, type TestGateway } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 const BUDGET = 10;
 
@@ -20,13 +21,7 @@ function memoryLogger() {
 const unreachable = /Redis is unreachable/;
 const reachableAgain = /Redis is reachable again/;
 
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const waitFor = (condition: () => boolean, what: string) => waitUntil(condition, what, 15_000);
 
 const remaining = (res: HttpResult) => Number(res.headers.get("x-ratelimit-remaining"));
 
@@ -40,9 +35,8 @@ describe("rate limiting shared by two instances through Redis", () => {
   beforeAll(async () => {
     redis = await startRedis();
     const env = { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: String(BUDGET) };
-    a = await startTestGateway({ env, logger: logsA.logger });
-    // The second instance: same PostgreSQL database, same Redis.
-    b = await startTestGateway({ env, logger: logsB.logger, database: a.database });
+    // Same PostgreSQL database, same Redis.
+    [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
   });
   afterAll(async () => {
     await b?.close();
@@ -90,7 +84,7 @@ describe("rate limiting shared by two instances through Redis", () => {
       }
       await waitFor(() => logsA.count("warn", unreachable) > 0 && logsB.count("warn", unreachable) > 0, "the warnings");
       // Let ioredis fail a few reconnects: still one warning each, not one per request or per retry.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await expectNothingMoreWithin(1500, () => [logsA.count("warn", unreachable), logsB.count("warn", unreachable)], "no second warning while ioredis reconnects");
       expect([logsA.count("warn", unreachable), logsB.count("warn", unreachable)]).toEqual([1, 1]);
     } finally {
       await redis.resume();

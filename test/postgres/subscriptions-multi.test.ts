@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
-import { collect, sseSubscribe, wsClient } from "../support/subscriptions.ts";
+import { collect, listeningTo, sseSubscribe, wsClient } from "../support/subscriptions.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 const Changed = graphql(`
   subscription ChangedAcrossInstances($reference: String!) {
@@ -19,7 +20,7 @@ const Changed = graphql(`
 
 const Everything = graphql(`
   subscription EverythingAcrossInstances {
-    transactionEvents {
+    transactionEvents(ready: true) {
       transaction {
         reference
         status
@@ -38,13 +39,9 @@ describe("subscriptions across gateway instances", () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    a = await startTestGateway({ env: { REDIS_URL: redis.url } });
-    b = await startTestGateway({ env: { REDIS_URL: redis.url }, database: a.database });
-    merchant = await a.createMerchant("Crossing");
-    other = await a.createMerchant("Bystander");
-    for (const m of [merchant, other]) {
-      await apiClient(a.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    }
+    [a, b] = await startTwoInstances({ env: { REDIS_URL: redis.url } });
+    merchant = await createSandboxMerchant(a, "Crossing");
+    other = await createSandboxMerchant(a, "Bystander");
   });
   afterAll(async () => {
     await b?.close();
@@ -69,10 +66,10 @@ describe("subscriptions across gateway instances", () => {
     const reference = await initializeOnA(merchant);
     const client = wsClient(b.url, merchant.testKey);
     const bystander = wsClient(b.url, other.testKey);
-    const sub = collect(client, Changed, { reference });
+    const sub = await listeningTo(b.gateway, () => collect(client, Changed, { reference }));
     const all = collect(client, Everything);
     const theirs = collect(bystander, Everything);
-    await new Promise((r) => setTimeout(r, 300));
+    await Promise.all([all.ready(), theirs.ready()]);
     expect((await payOnA(reference)).status).toBe(200);
     await sub.done();
     expect(sub.results.map((r) => r.data?.transactionStatusChanged)).toEqual([
@@ -80,7 +77,7 @@ describe("subscriptions across gateway instances", () => {
     ]);
     await all.waitFor(1);
     expect(all.results[0]!.data!.transactionEvents.transaction.reference).toBe(reference);
-    await new Promise((r) => setTimeout(r, 300));
+    await expectNothingMoreWithin(300, () => theirs.results.length, "nothing for the other merchant");
     expect(theirs.results).toEqual([]);
     all.dispose();
     theirs.dispose();
@@ -89,22 +86,19 @@ describe("subscriptions across gateway instances", () => {
 
   it("WebSocket subscribers on B share one execution per event, through Redis, each getting it once", async () => {
     const stats = () => b.gateway.subscriptions.stats();
-    const until = async (check: () => boolean) => {
-      for (const deadline = Date.now() + 10_000; !check(); await new Promise((r) => setTimeout(r, 10))) expect(Date.now()).toBeLessThan(deadline);
-    };
-    await until(() => stats().groups === 0); // the previous test's subscribers have gone
+    await waitUntil(() => stats().groups === 0, "the previous test's subscribers to go");
     const clients = Array.from({ length: 5 }, () => wsClient(b.url, merchant.testKey));
     const subs = clients.map((client) => collect(client, Everything));
     const bystander = wsClient(b.url, other.testKey);
     const theirs = collect(bystander, Everything);
-    await until(() => stats().subscribers === 6);
+    await waitUntil(() => stats().subscribers === 6, "6 subscribers");
     expect(stats().groups).toBe(2);
     const before = stats();
-    await new Promise((r) => setTimeout(r, 300)); // B's Redis SUBSCRIBE is asynchronous
+    await Promise.all([...subs, theirs].map((sub) => sub.ready())); // B's Redis SUBSCRIBE is asynchronous
     const reference = await initializeOnA(merchant);
     expect((await payOnA(reference)).status).toBe(200);
     for (const sub of subs) await sub.waitFor(2);
-    await new Promise((r) => setTimeout(r, 300));
+    await expectNothingMoreWithin(300, () => [...subs, theirs].map((sub) => sub.results.length), "no repeated or foreign event");
     for (const sub of subs) {
       expect(sub.results.map((r) => r.data?.transactionEvents.transaction)).toEqual([
         { reference, status: "pending" },
@@ -120,8 +114,7 @@ describe("subscriptions across gateway instances", () => {
 
   it("an SSE subscriber on B receives the same", async () => {
     const reference = await initializeOnA(merchant);
-    const stream = await sseSubscribe(b.url, merchant.testKey, Changed, { reference });
-    await new Promise((r) => setTimeout(r, 300));
+    const stream = await listeningTo(b.gateway, () => sseSubscribe(b.url, merchant.testKey, Changed, { reference }));
     await payOnA(reference);
     await stream.waitFor(() => stream.events.some((e) => e.event === "next"));
     expect(stream.events.find((e) => e.event === "next")!.data.data.transactionStatusChanged.transaction).toEqual({

@@ -1,7 +1,9 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
+import { inParallel } from "../support/load.ts";
 
 /** Two gateway instances on one PostgreSQL, both working the job queue: each event reaches the endpoint once. */
 describe("webhook delivery across two instances", () => {
@@ -29,8 +31,7 @@ describe("webhook delivery across two instances", () => {
       JOB_POLL_INTERVAL_MS: "100",
       RATE_LIMIT_ENABLED: "false",
     };
-    a = await startTestGateway({ env });
-    b = await startTestGateway({ env, database: a.database });
+    [a, b] = await startTwoInstances({ env });
     const merchant = await a.createMerchant();
     apiA = apiClient(a.url, merchant.testKey);
     apiB = apiClient(b.url, merchant.testKey);
@@ -48,21 +49,15 @@ describe("webhook delivery across two instances", () => {
 
   it("100 payments made through both instances' APIs: each event id arrives exactly once, answered 200 the first time", { timeout: 60_000 }, async () => {
     const total = 100;
-    const references: string[] = [];
-    let next = 0;
     // Each instance runs the payments made through it (its own nudge) and polls for the other's.
-    await Promise.all(
-      Array.from({ length: 10 }, async () => {
-        while (next < total) {
-          const api = next++ % 2 ? apiA : apiB;
-          const init = await api.post("/api/transactions/initialize", { amount: 1000, email: "a@b.test" });
-          expect(init.status, init.text).toBe(200);
-          const paid = await apiClient(api === apiA ? a.url : b.url).post(`/payment/checkout/${init.body.reference}/pay`, SUCCESS_CARD);
-          expect(paid.status, paid.text).toBe(200);
-          references.push(init.body.reference);
-        }
-      }),
-    );
+    const references = await inParallel(total, 10, async (index) => {
+      const api = index % 2 ? apiA : apiB;
+      const init = await api.post("/api/transactions/initialize", { amount: 1000, email: "a@b.test" });
+      expect(init.status, init.text).toBe(200);
+      const paid = await apiClient(api === apiA ? a.url : b.url).post(`/payment/checkout/${init.body.reference}/pay`, SUCCESS_CARD);
+      expect(paid.status, paid.text).toBe(200);
+      return init.body.reference as string;
+    });
 
     const received = await receiver.waitFor(total, 30_000);
     const duplicated = (list: typeof received) => [...new Set(list.map((d) => d.headers["webhook-id"]))].filter((id) => list.filter((d) => d.headers["webhook-id"] === id).length > 1);
@@ -72,15 +67,11 @@ describe("webhook delivery across two instances", () => {
 
     // Every delivery is recorded as succeeded on its first attempt; then nothing else arrives.
     const prisma = a.gateway.db.prisma;
-    const deadline = Date.now() + 10_000;
-    while ((await prisma.webhookDelivery.count({ where: { status: { not: "succeeded" } } })) > 0) {
-      if (Date.now() > deadline) throw new Error("deliveries still not succeeded after 10 s");
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await waitUntil(async () => (await prisma.webhookDelivery.count({ where: { status: { not: "succeeded" } } })) === 0, "every delivery to succeed");
     expect(await prisma.webhookDelivery.count({ where: { status: "succeeded", attempts: 1 } })).toBe(total);
     expect(await prisma.job.count({ where: { kind: "webhook.deliver" } })).toBe(0);
     // A second claim of a job would show up within a couple of polls.
-    await new Promise((r) => setTimeout(r, 500));
+    await expectNothingMoreWithin(500, () => receiver.received.length, "no second claim of a delivery job");
     expect(receiver.received).toHaveLength(total);
     expect(answered.size).toBe(total);
     expect([...answered.entries()].filter(([, n]) => n !== 1)).toEqual([]);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, type HttpResult } from "../support/gateway.ts";
-import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { gatewayProcesses, type StartedGatewayProcess } from "../support/process.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -29,13 +29,9 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
   let env: Record<string, string>;
   let apiKey: string;
   let gateway: StartedGatewayProcess;
-  const running: StartedGatewayProcess[] = [];
+  const processes = gatewayProcesses();
 
-  async function start(): Promise<StartedGatewayProcess> {
-    const started = await startGatewayProcess(env);
-    running.push(started);
-    return started;
-  }
+  const start = () => processes.start(env);
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -58,10 +54,7 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
   });
 
   afterAll(async () => {
-    for (const p of running) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
-      await p.exited;
-    }
+    await processes.killAll();
     await receiver?.close();
     await database?.drop();
   });

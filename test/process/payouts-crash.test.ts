@@ -6,8 +6,8 @@ import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
-import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
-import { until } from "../support/wait.ts";
+import { gatewayProcesses, type StartedGatewayProcess } from "../support/process.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
  * A gateway process killed (SIGKILL) while its B2C request is at Daraja, before Daraja answers: the
@@ -22,11 +22,10 @@ describe("an M-Pesa payout across a gateway crash", () => {
   let receiver: WebhookReceiver;
   let certDir: string;
   let env: Record<string, string>;
-  const running: StartedGatewayProcess[] = [];
+  const processes = gatewayProcesses();
 
   async function start(): Promise<StartedGatewayProcess> {
-    const gateway = await startGatewayProcess(env);
-    running.push(gateway);
+    const gateway = await processes.start(env);
     // Daraja posts to PUBLIC_BASE_URL; the fake redirects its callbacks to wherever this process listens.
     fake.switches.callbackOrigin = gateway.url;
     return gateway;
@@ -53,10 +52,7 @@ describe("an M-Pesa payout across a gateway crash", () => {
   });
 
   afterAll(async () => {
-    for (const gateway of running) {
-      if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
-      await gateway.exited;
-    }
+    await processes.killAll();
     await fake?.close();
     await receiver?.close();
     await database?.drop();
@@ -121,7 +117,7 @@ describe("an M-Pesa payout across a gateway crash", () => {
 
     // A quiet period well past the query's backoff: no second B2C request, no second event.
     fake.switches.statusNoResult = false;
-    await new Promise((r) => setTimeout(r, 2500));
+    await expectNothingMoreWithin(2500, () => [b2cRequests().length, fake.payouts.size, receiver.received.length], "no second B2C request or event");
     const sent = b2cRequests();
     expect(sent).toHaveLength(1);
     expect(sent[0]!.body.OriginatorConversationID).toBe(ocid);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { freePort } from "../support/local-server.ts";
 import { repoRoot } from "../support/process.ts";
+import { waitUntil } from "../support/wait.ts";
 
 /**
  * A gateway whose stdout nobody reads (a full pipe) still serves and still stops on SIGTERM: log lines
@@ -37,11 +38,7 @@ it("serves and stops on SIGTERM while its stdout pipe is full and unread", { tim
   const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.on("exit", (code) => resolve({ code, at: Date.now() })));
   try {
     const base = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 30_000;
-    while (!(await fetch(`${base}/health`).then((r) => r.ok, () => false))) {
-      if (Date.now() > deadline) throw new Error("the gateway did not start");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(() => fetch(`${base}/health`).then((r) => r.ok, () => false), "the gateway to start", 30_000);
     // About 400 bytes of log lines per request: 600 requests write well over the pipe's 64 KB.
     let served = 0;
     for (let i = 0; i < 600; i++) {

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
-import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { gatewayProcesses } from "../support/process.ts";
+import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
  * A gateway process killed (SIGKILL) while a webhook is in flight: the delivery job is durable, so once
@@ -16,13 +17,9 @@ describe("webhook delivery across a gateway crash", () => {
   let database: TestDatabase;
   let receiver: WebhookReceiver;
   let env: Record<string, string>;
-  const running: StartedGatewayProcess[] = [];
+  const processes = gatewayProcesses();
 
-  async function start(): Promise<StartedGatewayProcess> {
-    const gateway = await startGatewayProcess(env);
-    running.push(gateway);
-    return gateway;
-  }
+  const start = () => processes.start(env);
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -39,10 +36,7 @@ describe("webhook delivery across a gateway crash", () => {
   });
 
   afterAll(async () => {
-    for (const gateway of running) {
-      if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
-      await gateway.exited;
-    }
+    await processes.killAll();
     await receiver?.close();
     await database?.drop();
   });
@@ -80,19 +74,18 @@ describe("webhook delivery across a gateway crash", () => {
     // The killed attempt left no trace; the one after the restart is the first recorded, and it succeeded.
     const api2 = apiClient(second.url, key);
     const query = `query D($eventId: ID) { webhookDeliveries(eventId: $eventId) { eventId status attempts lastStatusCode nextAttemptAt } }`;
-    const deadline = Date.now() + 10_000;
-    let delivery: any;
-    for (;;) {
-      const res = await api2.post("/graphql", { query, variables: { eventId: hung!.headers["webhook-id"] } });
-      expect(res.body.errors, res.text).toBeUndefined();
-      delivery = res.body.data.webhookDeliveries[0];
-      if (delivery?.status === "succeeded" || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const [delivery] = await until(
+      async () => {
+        const res = await api2.post("/graphql", { query, variables: { eventId: hung!.headers["webhook-id"] } });
+        expect(res.body.errors, res.text).toBeUndefined();
+        return res.body.data.webhookDeliveries as any[];
+      },
+      (deliveries) => deliveries[0]?.status === "succeeded",
+    );
     expect(delivery).toEqual({ eventId: hung!.headers["webhook-id"], status: "succeeded", attempts: 1, lastStatusCode: 200, nextAttemptAt: null });
 
     // Acknowledged means done: not even a lease expiring later brings it back.
-    await new Promise((r) => setTimeout(r, LEASE_MS + 500));
+    await expectNothingMoreWithin(LEASE_MS + 500, () => receiver.received.length, "no delivery after the acknowledged one");
     expect(receiver.received).toHaveLength(2);
   });
 });

@@ -6,6 +6,7 @@ import { createLogger, type Logger } from "../../src/logger.ts";
 import { createGateway, type Gateway } from "../../src/server.ts";
 import { createTestDatabase, type TestDatabase } from "./backend.ts";
 import { createResponseValidator, type ResponseValidator } from "./openapi-validation.ts";
+import { parseJsonOrUndefined } from "./json.ts";
 
 let responseValidator: ResponseValidator | undefined;
 
@@ -102,13 +103,7 @@ export interface HttpResult<T = any> {
 
 async function toResult(response: Response): Promise<HttpResult> {
   const text = await response.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, body };
+  return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) };
 }
 
 /** A client for one API key: REST calls and typed GraphQL operations over real HTTP. */
@@ -151,4 +146,29 @@ function httpClient(baseUrl: string, credential: Record<string, string>) {
       return result as HttpResult<{ data?: TData; errors?: { message: string; extensions?: Record<string, unknown> }[] }>;
     },
   };
+}
+
+/**
+ * Two instances of the gateway on one database, as a deployment scaled out runs (with REDIS_URL in the options they
+ * share Redis too); `second` adds options of the second one only (its own logger). The first owns the database:
+ * close the second first.
+ */
+export async function startTwoInstances(options: StartOptions = {}, second: Partial<StartOptions> = {}): Promise<[TestGateway, TestGateway]> {
+  const a = await startTestGateway(options);
+  const b = await startTestGateway({ ...options, ...second, database: a.database });
+  return [a, b];
+}
+
+/** The built-in sandbox provider's channel, as a merchant creates it. */
+export const SANDBOX_CHANNEL = { name: "Sandbox", provider: "sandbox", config: {} };
+
+/**
+ * A merchant with a test-mode sandbox channel (its default), the channel created over REST as the merchant would:
+ * where most payment tests start. Fails unless the channel is created.
+ */
+export async function createSandboxMerchant(gw: TestGateway, name?: string): Promise<TestMerchant & { channelId: number }> {
+  const merchant = await gw.createMerchant(name);
+  const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", SANDBOX_CHANNEL);
+  if (channel.status !== 201) throw new Error(`creating a sandbox channel answered ${channel.status}: ${channel.text}`);
+  return { ...merchant, channelId: channel.body.channel.id as number };
 }

@@ -92,3 +92,24 @@ export async function runCli(args: string[], env: Record<string, string>, stdin?
   const code = await proc.exited;
   return { code, output: proc.output() };
 }
+
+/**
+ * The gateway processes of a crash test, started one after another (`npm start` as a process, on the test's
+ * database); `killAll()`, for afterAll, SIGKILLs whichever still run and waits for every one to exit.
+ */
+export function gatewayProcesses() {
+  const running: StartedGatewayProcess[] = [];
+  return {
+    async start(env: Record<string, string>): Promise<StartedGatewayProcess> {
+      const gateway = await startGatewayProcess(env);
+      running.push(gateway);
+      return gateway;
+    },
+    async killAll(): Promise<void> {
+      for (const gateway of running) {
+        if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
+        await gateway.exited;
+      }
+    },
+  };
+}

@@ -2,6 +2,8 @@ import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { print } from "graphql";
 import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
+import type { Gateway } from "../../src/server.ts";
+import { waitUntil } from "./wait.ts";
 
 export interface ClosedSocket {
   code: number;
@@ -25,10 +27,24 @@ export function wsClientWith(httpUrl: string, connectionParams: Record<string, u
   });
 }
 
+/** The first message of a subscription asked with `ready: true` (src/graphql/ready.ts): no data, just this. */
+const isReadyMessage = (result: unknown) => {
+  const r = result as { data?: unknown; extensions?: { ready?: unknown } } | null;
+  return r?.data === undefined && r?.extensions?.ready === true;
+};
+
 export interface Collected<T> {
+  /** Every result in order, except the ready message (a second one would be kept here, and fail a test). */
   results: { data?: T; errors?: readonly { message: string; extensions?: Record<string, unknown> }[] }[];
   completed: boolean;
   error: unknown;
+  /** Whether the first message was the ready signal. */
+  isReady: boolean;
+  /**
+   * Resolves once the ready message arrived: the server listens, so every event committed from now on is delivered.
+   * Only for documents that ask `ready: true`; instead of sleeping "to let the subscription start".
+   */
+  ready(timeoutMs?: number): Promise<void>;
   /** Resolves once `count` results have arrived. */
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   /** Resolves when the server completes the subscription. */
@@ -48,6 +64,11 @@ export function collect<TData, TVars extends Record<string, unknown>>(
     results: [],
     completed: false,
     error: undefined,
+    isReady: false,
+    async ready(timeoutMs = 10_000) {
+      await until(() => state.isReady || state.completed || state.error !== undefined, timeoutMs, "the ready message");
+      if (!state.isReady) throw new Error(`the subscription ended before it was ready: ${JSON.stringify(state.error ?? state.results)}`);
+    },
     waitFor(count, timeoutMs = 10_000) {
       return until(() => state.results.length >= count || state.completed || state.error !== undefined, timeoutMs, `${count} results`);
     },
@@ -75,7 +96,8 @@ export function collect<TData, TVars extends Record<string, unknown>>(
     { query: print(document), variables: variables as Record<string, unknown> | undefined },
     {
       next: (value) => {
-        state.results.push(value as Collected<TData>["results"][number]);
+        if (!state.isReady && state.results.length === 0 && isReadyMessage(value)) state.isReady = true;
+        else state.results.push(value as Collected<TData>["results"][number]);
         notify();
       },
       error: (error) => {
@@ -102,6 +124,7 @@ export async function sseSubscribe(httpUrl: string, credential: string | Record<
     body: JSON.stringify({ query: print(document), variables }),
     signal: controller.signal,
   });
+  /** Every event in order, the ready message too (`{event: "next", data: {extensions: {ready: true}}}`). */
   const events: { event: string; data: any }[] = [];
   let ended = false;
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
@@ -131,16 +154,61 @@ export async function sseSubscribe(httpUrl: string, credential: string | Record<
     status: response.status,
     events,
     ended: () => ended,
+    /** Resolves once the ready message arrived (documents asking `ready: true`): every later event is delivered. */
+    async ready(timeoutMs = 10_000) {
+      const isReady = () => events[0]?.event === "next" && isReadyMessage(events[0].data);
+      await waitUntil(() => isReady() || events.length > 0 || ended, "the SSE ready message", timeoutMs);
+      if (!isReady()) throw new Error(`SSE: the first event is not the ready message; got ${JSON.stringify(events)}`);
+    },
     async waitFor(check: () => boolean, timeoutMs = 10_000) {
-      const start = Date.now();
-      while (!check()) {
-        if (Date.now() - start > timeoutMs) throw new Error(`SSE: timed out; got ${JSON.stringify(events)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await waitUntil(check, () => `an SSE condition; got ${JSON.stringify(events)}`, timeoutMs);
     },
     async close() {
       controller.abort();
       await pump;
     },
   };
+}
+
+/** How many event-publisher streams each gateway has had listening so far (counted from the first call for it). */
+const listenerCounts = new WeakMap<Gateway, { count: number }>();
+
+function publisherListeners(gateway: Gateway): { count: number } {
+  let counter = listenerCounts.get(gateway);
+  if (counter) return counter;
+  const state = { count: 0 };
+  counter = state;
+  listenerCounts.set(gateway, counter);
+  const publisher = gateway.services.publisher;
+  const subscribe = publisher.subscribe.bind(publisher);
+  // A test-side spy on the port every subscription field reads from: a stream listens from its first next(),
+  // confirmed by publisher.listening() (with Redis, the SUBSCRIBE's reply), as the ready signal itself does.
+  publisher.subscribe = (merchantId, mode) => {
+    const stream = subscribe(merchantId, mode);
+    const next = stream.next.bind(stream);
+    let first = true;
+    stream.next = (...args) => {
+      const result = next(...args);
+      if (first) {
+        first = false;
+        void publisher.listening(merchantId, mode).then(() => state.count++, () => {});
+      }
+      return result;
+    };
+    return stream;
+  };
+  return counter;
+}
+
+/**
+ * Starts `count` subscriptions (any transport) and resolves, with what `start` returned, once the gateway's side of
+ * them listens. For fields without the `ready` argument (transactionStatusChanged, payoutStatusChanged), where a
+ * test wants an event it causes next to arrive live rather than as the "already settled" answer.
+ */
+export async function listeningTo<T>(gateway: Gateway, start: () => T | Promise<T>, count = 1): Promise<T> {
+  const counter = publisherListeners(gateway);
+  const before = counter.count;
+  const started = await start();
+  await waitUntil(() => counter.count >= before + count, `${count} subscription(s) to listen on the gateway`);
+  return started;
 }

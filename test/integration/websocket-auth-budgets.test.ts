@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { startRedis, type RedisServer } from "../support/redis.ts";
+import { useTestGateway } from "../support/fixture.ts";
 
 /**
- * Hardening issue item 10: graphql-ws's connection_init is budgeted like an HTTP request. A missing or
+ * graphql-ws's connection_init is budgeted like an HTTP request. A missing or
  * bad key spends the client IP's budget (the same one as a 401 over HTTP); an IP or key over budget
  * is closed with 4429 before any key lookup; each subscribe spends the key's budget.
  */
@@ -38,46 +38,26 @@ async function connect(url: string, ip: string, payload: Record<string, unknown>
 
 const keyParams = (key: string | undefined) => (key === undefined ? {} : { "X-API-Key": key });
 
-/** Sends one subscribe on an acknowledged socket; resolves with the first message about it. */
+/** Sends one subscribe on an acknowledged socket; resolves with the first message about it, {type: "started"} for the ready signal. */
 function subscribe(socket: WebSocket, id: string): Promise<{ type: string; payload?: any }> {
   return new Promise((resolve) => {
     const onMessage = (data: WebSocket.RawData) => {
       const message = JSON.parse(String(data));
       if (message.id !== id) return;
       socket.off("message", onMessage);
-      resolve(message);
+      const ready = message.type === "next" && message.payload?.data === undefined && message.payload?.extensions?.ready === true;
+      resolve(ready ? { type: "started" } : message);
     };
     socket.on("message", onMessage);
-    socket.send(JSON.stringify({ id, type: "subscribe", payload: { query: "subscription { transactionEvents { type } }" } }));
-    // A subscription that started sends nothing until an event: treat a quiet 300 ms as "started".
-    setTimeout(() => {
-      socket.off("message", onMessage);
-      resolve({ type: "started" });
-    }, 300);
+    socket.send(JSON.stringify({ id, type: "subscribe", payload: { query: "subscription { transactionEvents(ready: true) { type } }" } }));
   });
 }
 
 describe.each(["memory", "redis"] as const)("WebSocket authentication and subscribe budgets (%s counters)", (store) => {
   let gw: TestGateway;
-  let redis: RedisServer | undefined;
   let sql: string[] = [];
-
-  beforeAll(async () => {
-    if (store === "redis") redis = await startRedis();
-    gw = await startTestGateway({
-      env: {
-        RATE_LIMIT_IP_PER_MINUTE: String(IP_BUDGET),
-        RATE_LIMIT_PER_MINUTE: String(KEY_BUDGET),
-        TRUST_PROXY: "127.0.0.1",
-        ...(redis ? { REDIS_URL: redis.url } : {}),
-      },
-      onQuery: (statement) => sql.push(statement),
-    });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await redis?.stop();
-  });
+  const env = { RATE_LIMIT_IP_PER_MINUTE: String(IP_BUDGET), RATE_LIMIT_PER_MINUTE: String(KEY_BUDGET), TRUST_PROXY: "127.0.0.1" };
+  useTestGateway({ redis: store === "redis", env, onQuery: (statement) => sql.push(statement) }, (started) => void (gw = started));
 
   it("failed connection_inits spend the IP budget; then the IP is closed with 4429, without a key lookup", async () => {
     const { testKey } = await gw.createMerchant();
