@@ -11,6 +11,7 @@ import { createMerchantService } from "./modules/merchants/service.ts";
 import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
+import { createRefundService } from "./modules/refunds/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
 import { setPasswordHashCost } from "./modules/users/passwords.ts";
@@ -28,7 +29,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -49,6 +50,7 @@ export function createServices(deps: ServiceDeps) {
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
     mpesaCertPath: config.momo.mpesaCertPath,
     sandboxStkDelayMs: config.momo.sandboxStkDelayMs,
+    sandboxRefundDelayMs: config.refunds.sandboxDelayMs,
     paystackBaseUrl: config.paystack.baseUrl,
     paystackTimeoutMs: config.paystack.timeoutMs,
     redis: deps.redis,
@@ -91,6 +93,7 @@ export function createServices(deps: ServiceDeps) {
       return { result: urls.b2cResult, timeout: urls.b2cTimeout, statusResult: urls.b2cStatusResult };
     },
   });
+  const refunds = createRefundService({ prisma, sql: deps.sql, channels, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);
   const users = createUserService({
@@ -116,6 +119,7 @@ export function createServices(deps: ServiceDeps) {
     customers,
     transactions,
     payouts,
+    refunds,
     momo: createMomoService({ prisma, channels, transactions, payouts, connectors, jobs, merchantUrls, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
     webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };

@@ -19,7 +19,7 @@ import { guardStatus, type TerminalStatus } from "./status-rules.ts";
  */
 export type { TerminalStatus };
 
-export type MoneySubject = "transaction" | "payout";
+export type MoneySubject = "transaction" | "payout" | "refund";
 
 /** Counts status changes (src/metrics): `pending` when a row is created, then its terminal status. */
 export interface StatusCounter {
@@ -49,7 +49,7 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
   subject: MoneySubject;
   table: string;
   /** The events column that links an event to its object. */
-  eventColumn: "transaction_id" | "payout_id";
+  eventColumn: "transaction_id" | "payout_id" | "refund_id";
   /** The columns a change may write with the status, by model field. */
   changeColumns: Record<Change, string>;
   /** The SELECT list of a whole row, model field names as aliases, over bare column names. */
@@ -83,6 +83,7 @@ export function toPublishedEvent(event: Event): PublishedEvent {
     mode: event.mode,
     transactionId: event.transactionId,
     payoutId: event.payoutId,
+    ...(event.refundId !== null ? { refundId: event.refundId } : {}),
     createdAt: event.createdAt.toISOString(),
     payload: event.payload,
   };
@@ -157,6 +158,7 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
     type: `${table.subject}.${request.to}`,
     transactionId: table.eventColumn === "transaction_id" ? row.id : null,
     payoutId: table.eventColumn === "payout_id" ? row.id : null,
+    refundId: table.eventColumn === "refund_id" ? row.id : null,
     createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
     payload: eventPayload,
   };
