@@ -57,6 +57,11 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
   fromRow(row: Record<string, unknown>): Row;
   findById(sql: Sql, id: number): Promise<Row | null>;
   snapshot: Snapshot<Row, Out>;
+  /**
+   * What else the change writes in its statement, as data-modifying CTEs over the changed row `t` (e.g. a
+   * completed refund adds its amount to the transaction's amount_refunded): atomic with the status change.
+   */
+  alsoWrites?(to: TerminalStatus): string | null;
 }
 
 export interface StatusChange<Change extends string> {
@@ -117,7 +122,7 @@ function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStat
     INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
     SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t")}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}${
+  ), ${WEBHOOK_FAN_OUT_CTES}${table.alsoWrites?.(to) ? `, ${table.alsoWrites(to)}` : ""}${
     // Queued once per row of ev: only when the change applied.
     withJobs ? `, ${enqueueFromParameterCte("follow_up", jobsParam, "ev")}` : ""
   }

@@ -70,6 +70,9 @@ export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCo
     return row ? refundFromRow(row) : null;
   },
   snapshot: REFUND_SNAPSHOT,
+  // A completed refund counts in its transaction's amount_refunded, in the same statement.
+  alsoWrites: (to) =>
+    to === "completed" ? `refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)` : null,
 };
 
 export type NewRefund = Omit<Prisma.RefundUncheckedCreateInput, "transactionId" | "transactionReference" | "channelId" | "currency" | "merchantId" | "mode" | "amount">;
@@ -144,7 +147,7 @@ export async function listPage(db: Db, principal: Principal, filters: RefundFilt
   return { items: items as Refund[], total };
 }
 
-/** The sum of a transaction's completed refunds (the transaction's amount_refunded). */
+/** The sum of a transaction's completed refunds, recomputed (transactions.amount_refunded keeps it as they complete). */
 export async function refundedAmount(db: Db, transactionId: number): Promise<bigint> {
   const result = await db.refund.aggregate({ where: { transactionId, status: "completed" }, _sum: { amount: true } });
   return result._sum.amount ?? 0n;

@@ -7,6 +7,7 @@ import type { Sql } from "../../db/sql.ts";
  * test/integration/hot-sql.test.ts checks it against Prisma's own read of the same row.
  */
 export const TRANSACTION_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, access_code AS "accessCode", amount::text AS amount,
+  amount_refunded::text AS "amountRefunded",
   currency, status, payment_method AS "paymentMethod", description, email, phone_number AS "phoneNumber",
   client_reference AS "clientReference", checkout_request_id AS "checkoutRequestId", provider_reference AS "providerReference",
   failure_code AS "failureCode", failure_reason AS "failureReason", channel_id AS "channelId", customer_id AS "customerId",
@@ -14,8 +15,9 @@ export const TRANSACTION_COLUMNS = `id, merchant_id AS "merchantId", mode, refer
   provider_access_code AS "providerAccessCode", provider_checkout_url AS "providerCheckoutUrl", callback_url AS "callbackUrl", metadata`;
 
 /** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
-export type TransactionRow = Omit<Transaction, "amount" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
+export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
   amount: string;
+  amountRefunded: string;
   createdAt: Date | string;
   updatedAt: Date | string;
   completedAt: Date | string | null;
@@ -30,6 +32,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
   return {
     ...row,
     amount: BigInt(row.amount),
+    amountRefunded: BigInt(row.amountRefunded),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     completedAt: optionalDate(row.completedAt),
@@ -42,13 +45,13 @@ export function transactionFromRow(row: TransactionRow): Transaction {
  * embedded PGlite formats these in the gateway's own thread instead of all 26 columns (bench/README.md).
  * One fixed set rather than one per GraphQL selection, so the statements prepared per connection stay few.
  */
-export const TRANSACTION_SUMMARY_COLUMNS = `id, reference, amount::text AS amount, currency, status, payment_method AS "paymentMethod",
+export const TRANSACTION_SUMMARY_COLUMNS = `id, reference, amount::text AS amount, amount_refunded::text AS "amountRefunded", currency, status, payment_method AS "paymentMethod",
   email, client_reference AS "clientReference", provider_reference AS "providerReference", failure_code AS "failureCode",
   failure_reason AS "failureReason", created_at AS "createdAt"`;
 
 export type TransactionSummaryRow = Pick<
   TransactionRow,
-  "id" | "reference" | "amount" | "currency" | "status" | "paymentMethod" | "email" | "clientReference" | "providerReference" | "failureCode" | "failureReason" | "createdAt"
+  "id" | "reference" | "amount" | "amountRefunded" | "currency" | "status" | "paymentMethod" | "email" | "clientReference" | "providerReference" | "failureCode" | "failureReason" | "createdAt"
 >;
 
 /**
@@ -56,7 +59,7 @@ export type TransactionSummaryRow = Pick<
  * others (the Transaction fields SUMMARY_FIELDS in schema.ts names), as Prisma's own `select` would return.
  */
 export function transactionSummaryFromRow(row: TransactionSummaryRow): Transaction {
-  return { ...row, amount: BigInt(row.amount), createdAt: date(row.createdAt) } as Transaction;
+  return { ...row, amount: BigInt(row.amount), amountRefunded: BigInt(row.amountRefunded), createdAt: date(row.createdAt) } as Transaction;
 }
 
 /** The one transaction a condition on transactions names (`where` uses $1, $2 ... for params), or null. */
@@ -67,7 +70,7 @@ export async function findTransaction(sql: Sql, where: string, params: readonly 
 
 /** Prisma model fields of Transaction that are columns (not relations): a selection of only these needs no join. */
 const SCALAR_FIELDS = new Set([
-  "id", "merchantId", "mode", "reference", "accessCode", "amount", "currency", "status", "paymentMethod", "description", "email",
+  "id", "merchantId", "mode", "reference", "accessCode", "amount", "amountRefunded", "currency", "status", "paymentMethod", "description", "email",
   "phoneNumber", "clientReference", "checkoutRequestId", "providerReference", "failureCode", "failureReason", "channelId",
   "customerId", "createdAt", "updatedAt", "completedAt", "chargeStartedAt", "providerAccessCode", "providerCheckoutUrl", "callbackUrl",
   "metadata",

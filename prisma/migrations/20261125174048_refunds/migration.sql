@@ -1,6 +1,9 @@
 -- AlterTable
 ALTER TABLE "events" ADD COLUMN     "refund_id" INTEGER;
 
+-- AlterTable
+ALTER TABLE "transactions" ADD COLUMN     "amount_refunded" BIGINT NOT NULL DEFAULT 0;
+
 -- CreateTable
 CREATE TABLE "refunds" (
     "id" SERIAL NOT NULL,
