@@ -557,7 +557,7 @@ async function main() {
         },
         services: async () => {
           const c = serviceQueue();
-          await gw.services.momo.handleStkCallback(c.token, c.body);
+          await gw.services.callbacks.receive({ provider: "daraja", token: c.token, path: "/stk", rawBody: Buffer.from(c.text), contentType: "application/json", headers: {} });
         },
         baseline: async () => {
           const { token, body } = baselineQueue();

@@ -8,8 +8,7 @@ import { createAuthenticator, credentialFrom, type Credential, type Principal } 
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import { registerDashboardRoutes } from "./dashboard/routes.ts";
 import type { Config } from "./config.ts";
-import { registerMomoCallbackRoutes } from "./modules/momo/callbacks.ts";
-import { registerPaystackCallbackRoutes } from "./modules/paystack/callbacks.ts";
+import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
 import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
@@ -395,8 +394,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.route({ url: "/graphql", method: ["POST", "OPTIONS"], handler: handleGraphql });
 
   registerCheckoutRoutes(app, services);
-  registerMomoCallbackRoutes(app, services);
-  registerPaystackCallbackRoutes(app, services);
+  registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
   registerOpenApiRoutes(app);
   metrics.attach({ fanout: () => subscriptions.stats() });

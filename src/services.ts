@@ -3,12 +3,13 @@ import type { PrismaClient, Sql } from "./db/database.ts";
 import type { RedisConnections } from "./infra/redis.ts";
 import { createJobRunner } from "./jobs/runner.ts";
 import type { Logger } from "./logger.ts";
+import { createCallbackService } from "./modules/callbacks/service.ts";
+import { createCallbackUrls } from "./modules/callbacks/urls.ts";
 import { createChannelService } from "./modules/channels/service.ts";
 import { createCustomerService } from "./modules/customers/service.ts";
 import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
-import { momoCallbackUrls } from "./modules/momo/callback-urls.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
@@ -55,7 +56,8 @@ export function createServices(deps: ServiceDeps) {
     paystackTimeoutMs: config.paystack.timeoutMs,
     redis: deps.redis,
   });
-  const channels = createChannelService(prisma, deps.sql, deps.secrets, config.publicBaseUrl);
+  const callbackUrls = createCallbackUrls(connectors, config.publicBaseUrl);
+  const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl);
   const merchantUrls = createMerchantUrls({ allowPrivateUrls: config.allowPrivateUrls });
   const customers = createCustomerService(prisma);
   const transactions = createTransactionService({
@@ -76,7 +78,7 @@ export function createServices(deps: ServiceDeps) {
       lifetimeMs: config.momo.stkLifetimeMs,
     },
     hosted: { verifyAfterMs: config.paystack.verifyAfterMs, abandonAfterMs: config.paystack.abandonAfterMs },
-    stkCallbackUrl: (channel, momo) => momoCallbackUrls(config.publicBaseUrl, channel, momo.forbiddenUrlWords).stk,
+    stkCallbackUrl: (channel) => callbackUrls.of(channel).collection ?? "",
   });
   const payouts = createPayoutService({
     prisma,
@@ -88,12 +90,14 @@ export function createServices(deps: ServiceDeps) {
     metrics: metrics?.statusCounter,
     logger,
     resultOverdueMs: config.momo.payoutResultOverdueMs,
+    // Providers that post no per-request results (Paystack: webhooks) are given none.
     callbackUrls: (channel) => {
-      const urls = momoCallbackUrls(config.publicBaseUrl, channel, connectors.for(channel)?.momo?.forbiddenUrlWords ?? []);
-      return { result: urls.b2cResult, timeout: urls.b2cTimeout, statusResult: urls.b2cStatusResult };
+      const urls = callbackUrls.of(channel);
+      return { result: urls.payoutResult ?? "", timeout: urls.payoutTimeout ?? "", statusResult: (reference) => urls.payoutStatusResult?.(reference) ?? "" };
     },
   });
-  const refunds = createRefundService({ prisma, sql: deps.sql, channels, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger });
+  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger });
+  const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);
   const users = createUserService({
@@ -120,7 +124,9 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
-    momo: createMomoService({ prisma, channels, transactions, payouts, connectors, jobs, merchantUrls, publicBaseUrl: config.publicBaseUrl, config: config.momo, logger }),
+    momo,
+    callbackUrls,
+    callbacks: createCallbackService({ channels, connectors, transactions, payouts, momo, logger }),
     webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }

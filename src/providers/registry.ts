@@ -64,3 +64,13 @@ export function isProviderName(value: string): value is ProviderName {
 export function providerEntry<T>(byProvider: Record<ProviderName, T>, name: string): T | undefined {
   return isProviderName(name) ? byProvider[name] : undefined;
 }
+
+/**
+ * Providers that only simulate payments (no money moves): the checkout page tells the payer so. A provider
+ * property, so core code asks this instead of naming a provider.
+ */
+const testProviders: ReadonlySet<ProviderName> = new Set(["sandbox"]);
+
+export function isTestProvider(name: string): boolean {
+  return isProviderName(name) && testProviders.has(name);
+}

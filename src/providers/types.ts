@@ -1,3 +1,4 @@
+import type { GatewayError } from "../errors.ts";
 import type { ProviderName } from "./registry.ts";
 
 export interface CardDetails {
@@ -29,6 +30,8 @@ export interface Connector {
   momo?: MomoConnector;
   payouts?: PayoutConnector;
   refunds?: RefundConnector;
+  /** What the provider posts back to the gateway (its callbacks), and where. */
+  inbound?: InboundConnector;
 }
 
 /** What a card charge came to: the core records it through the state machine. */
@@ -76,6 +79,9 @@ export interface CollectionCallback {
   phoneNumber: string | null;
 }
 
+/** What the gateway (relaying the merchant's answer) says to a C2B validation: accepted, or rejected with the provider's code. */
+export type C2bDecision = { accept: true } | { accept: false; code: string };
+
 /** A parsed C2B validation or confirmation payload. */
 export interface C2bPayment {
   transId: string;
@@ -90,8 +96,8 @@ export interface MomoConnector {
   checkAmount(amount: bigint, currency: string): void;
   stkPush(request: StkPushRequest): Promise<StkPushAccepted>;
   stkQuery(request: { config: unknown; checkoutRequestId: string }): Promise<CollectionOutcome>;
+  /** Also used for the sandbox's in-process callbacks, which never pass through HTTP. */
   parseStkCallback(body: unknown): CollectionCallback;
-  stkCallbackAck(): unknown;
   registerC2bUrls(request: { config: unknown; confirmationUrl: string; validationUrl: string; responseType: "Completed" | "Cancelled" }): Promise<void>;
   /**
    * Sandbox channels only. The sandbox connector plays M-Pesa itself: it asks deliverValidation (the
@@ -111,12 +117,9 @@ export interface MomoConnector {
   canSimulateC2b(config: unknown): boolean;
   parseC2bPayment(body: unknown): C2bPayment;
   /** The provider's validation reply: accepted, or rejected with its code. */
-  c2bValidationReply(decision: { accept: true } | { accept: false; code: string }): unknown;
+  c2bValidationReply(decision: C2bDecision): unknown;
   /** Reads a merchant's validation answer (given in the provider's format); null when it is not one. */
-  readC2bValidationDecision(body: unknown): { accept: true } | { accept: false; code: string } | null;
-  c2bConfirmationAck(): unknown;
-  /** Words the provider refuses in callback URLs. */
-  forbiddenUrlWords: readonly string[];
+  readC2bValidationDecision(body: unknown): C2bDecision | null;
   close?(): void;
 }
 
@@ -163,13 +166,6 @@ export interface HostedCheckoutConnector {
   checkPayment(request: { amount: bigint; currency: string }): void;
   start(request: HostedPaymentRequest): Promise<HostedPaymentStarted>;
   verify(request: { config: unknown; reference: string }): Promise<HostedPaymentStatus>;
-  /**
-   * Checks the notification's signature over the raw bytes (constant time) before reading them; null
-   * when it does not verify, which must change nothing.
-   */
-  readNotification(request: { config: unknown; rawBody: Buffer; headers: Record<string, string | string[] | undefined> }): ProviderNotification | null;
-  /** The gateway's answer to a notification it accepted. */
-  notificationAck(): unknown;
 }
 
 /* ---- Payouts (M-Pesa B2C). Amounts are minor units; the connector converts. ---- */
@@ -219,12 +215,10 @@ export interface PayoutConnector {
     timeoutUrl: string;
     deliverResult?: (body: unknown) => Promise<void>;
   }): Promise<void>;
+  /** A payout's result as the provider posts it (also the sandbox's in-process results). */
   parseResult(body: unknown): PayoutResult;
   /** The answer to queryStatus; null when it does not settle the payout (the query failed, or it is still in flight). */
   parseStatusResult(body: unknown): PayoutResult | null;
-  /** The request a queue-timeout notice names (its providerRequestId); null when it names none. It settles nothing. */
-  parseTimeout(body: unknown): string | null;
-  resultAck(): unknown;
   close?(): void;
 }
 
@@ -273,4 +267,90 @@ export interface RefundConnector {
   queryStatus(request: RefundRequest): Promise<RefundOutcome>;
   /** How long after sending to ask first (then with doubling waits). */
   readonly checkAfterMs: number;
+}
+
+/* ---- Inbound: what a provider posts back to the gateway, at /callbacks/<provider>/<channel token>/<path>. ---- */
+
+/** One callback as it arrived, after the core found its channel by the token in its path. */
+export interface InboundRequest {
+  /** Which of the connector's `paths` it came to ("/stk", "/b2c/status/:reference", "" for the token itself). */
+  path: string;
+  /** The named segments of that path, percent-decoded ({ reference }). */
+  params: Record<string, string>;
+  /** The body's exact bytes, as a signature covers them; empty when none was sent. */
+  rawBody: Buffer;
+  /** The Content-Type header as sent; undefined when absent. */
+  contentType: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  /** The channel's decrypted credentials, decrypted on demand (Daraja's callbacks need none). */
+  config(): unknown;
+}
+
+/**
+ * What one callback says, provider-neutral: the core applies it through the service that owns the
+ * object (transactions, payouts, M-Pesa C2B), exactly once, whatever the provider's wire format.
+ */
+export type InboundCallback =
+  /** A collection's result (M-Pesa's STK callback): checked against the stored row, then applied. */
+  | { kind: "collection_result"; result: CollectionCallback }
+  /** A C2B payment asking to be accepted; `body` is the provider's payload, relayed to the merchant as sent. */
+  | { kind: "c2b_validation"; payment: C2bPayment; body: unknown }
+  /** A C2B payment made; `body` is forwarded to the merchant as sent. */
+  | { kind: "c2b_confirmation"; payment: C2bPayment; body: unknown }
+  | { kind: "payout_result"; result: PayoutResult }
+  /** The provider's queue gave up on a payout request (its providerRequestId, null when it names none): its fate is unknown. */
+  | { kind: "payout_timeout"; providerRequestId: string | null }
+  /** The answer to a status query about the payout `reference` (its ids are the query's); null settles nothing. */
+  | { kind: "payout_status_result"; reference: string; result: PayoutResult | null }
+  /** A signed notification that only names what to look at (Paystack): the gateway asks the provider before changing anything. */
+  | { kind: "notification"; notification: ProviderNotification };
+
+/** What the gateway decided about a callback, when its reply depends on it (a C2B validation's verdict). */
+export type InboundVerdict = C2bDecision | undefined;
+
+/** The gateway's own URLs a provider posts one channel's callbacks to; absent where the provider has none. */
+export interface ChannelCallbackUrls {
+  /** Collection results (M-Pesa's STK CallBackURL). */
+  collection?: string;
+  c2bValidation?: string;
+  c2bConfirmation?: string;
+  /** Payout results and queue timeouts (Daraja's ResultURL and QueueTimeOutURL). */
+  payoutResult?: string;
+  payoutTimeout?: string;
+  /** ResultURL of a status query about one payout (its answer names the query, not the payout). */
+  payoutStatusResult?(reference: string): string;
+}
+
+/** Builds the URL of one callback: `${PUBLIC_BASE_URL}/callbacks/${segment}/${channel token}${path}`. */
+export type CallbackUrlBuilder = (segment: string, path: string) => string;
+
+export interface InboundConnector {
+  /**
+   * Path segments besides the provider's registry name that its callbacks arrive under: URLs already
+   * registered with the provider for existing channels ("daraja"). The core accepts both.
+   */
+  aliases: readonly string[];
+  /** The paths below the channel token it serves: "/stk", "/b2c/status/:reference" (a named segment), "" (the token itself). */
+  paths: readonly string[];
+  /** Larger bodies are a 413: unread when their length is declared, else once read (never past the server's body limit). */
+  maxBodyBytes: number;
+  /**
+   * Authenticates and parses one callback. Throws a GatewayError when it refuses it (a bad signature,
+   * a body that is not the provider's format); `refuse` decides how that is answered. Changes nothing.
+   */
+  read(request: InboundRequest): InboundCallback;
+  /** The reply the provider expects once the callback was applied (or deliberately ignored). */
+  acknowledge(callback: InboundCallback, verdict: InboundVerdict): unknown;
+  /**
+   * A refusal in the provider's reply shape (Daraja reads only {ResultCode, ResultDesc}); null leaves it
+   * to the gateway's error envelope.
+   */
+  refuse(error: GatewayError): { status: number; body: unknown } | null;
+  /**
+   * The channel's callback URLs, as handed to the provider with each request (STK CallBackURL, B2C
+   * ResultURL, C2B registration). Throws a ValidationError when the provider would refuse them.
+   */
+  callbackUrls(at: CallbackUrlBuilder): ChannelCallbackUrls;
+  /** The one URL a merchant pastes into the provider's dashboard (Paystack's webhook URL); absent when the gateway hands out its URLs itself. */
+  webhookUrl?(at: CallbackUrlBuilder): string;
 }

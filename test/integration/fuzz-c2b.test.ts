@@ -88,7 +88,7 @@ describe("one field of a valid C2B body at a time, mutated", () => {
     expect(sandbox.status, sandbox.text).toBe(201);
     channelId = sandbox.body.channel.id;
     const channel = await prisma().paymentChannel.findUniqueOrThrow({ where: { id: channelId } });
-    callbackBase = gw.gateway.services.momo.callbackUrls(channel).confirmation.replace("https://pay.gateway.test", gw.url).replace(/\/c2b\/confirmation$/, "");
+    callbackBase = gw.gateway.services.callbackUrls.of(channel).c2bConfirmation!.replace("https://pay.gateway.test", gw.url).replace(/\/c2b\/confirmation$/, "");
     const registered = await api.post("/api/momo/register-c2b-urls", { payment_channel_id: channelId, confirmation_url: `${site}/confirm`, validation_url: `${site}/validate` });
     expect(registered.status, registered.text).toBe(200);
     expect((await api.post("/v1/webhooks", { url: `${site}/hooks` })).status).toBe(201);

@@ -156,9 +156,9 @@ describe("a gateway without ALLOW_PRIVATE_URLS", () => {
   it("a stored loopback URL (saved before the guard) is refused when the gateway calls it, not just when it is saved", async () => {
     const channel = await gw.gateway.db.prisma.paymentChannel.findUniqueOrThrow({ where: { id: testChannel } });
     await gw.gateway.db.prisma.momoC2bRegistration.update({ where: { channelId: testChannel }, data: { validationUrl: `${site.url}/validate` } });
-    const own = gw.gateway.services.momo.callbackUrls(channel);
+    const own = gw.gateway.services.callbackUrls.of(channel);
     const payload = { TransactionType: "Pay Bill", TransID: "OLDREG0001", TransTime: "20231121121325", TransAmount: "5.00", BusinessShortCode: "174379", BillRefNumber: "A", MSISDN: "254708374149" };
-    const res = await fetch(`${gw.url}${new URL(own.validation).pathname}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+    const res = await fetch(`${gw.url}${new URL(own.c2bValidation!).pathname}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
     // The registered ResponseType (Completed) decides, as when the merchant does not answer.
     expect(await res.json()).toEqual({ ResultCode: "0", ResultDesc: "Accepted" });
     expect(site.hits).toHaveLength(0);

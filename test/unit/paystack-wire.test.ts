@@ -3,12 +3,11 @@ import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.ts";
 import {
   createPaystackConnector,
-  paystackSignatureValid,
-  readPaystackNotification,
   readTransactionStatus,
   readTransferResult,
   readVerifyResponse,
 } from "../../src/providers/paystack/connector.ts";
+import { paystackSignatureValid, readPaystackNotification } from "../../src/providers/paystack/inbound.ts";
 
 /**
  * Paystack's wire format: webhook signatures (hex HMAC-SHA512 of the raw body keyed with the secret key),
@@ -137,15 +136,17 @@ describe("webhook events", () => {
   });
 
   it("the connector reads the x-paystack-signature header with the channel's secret key", () => {
-    const hosted = createPaystackConnector().hosted!;
+    const inbound = createPaystackConnector().inbound!;
     const raw = JSON.stringify({ event: "charge.success", data: PAID });
     const config = { public_key: "pk_test_x", secret_key: SECRET };
-    const read = (headers: Record<string, string | string[] | undefined>) => hosted.readNotification({ config, rawBody: Buffer.from(raw), headers });
-    expect(read({ "x-paystack-signature": sign(raw) })).toEqual({ kind: "collection", reference: "ref_abc123", event: "charge.success" });
-    expect(read({})).toBeNull();
-    expect(read({ "x-paystack-signature": sign(raw, "sk_test_other") })).toBeNull();
-    expect(read({ "x-signature": sign(raw) })).toBeNull();
-    expect(hosted.notificationAck()).toEqual({ status: "success" });
+    const read = (headers: Record<string, string | string[] | undefined>) =>
+      inbound.read({ path: "", params: {}, rawBody: Buffer.from(raw), contentType: "application/json", headers, config: () => config });
+    const collection = read({ "x-paystack-signature": sign(raw) });
+    expect(collection).toEqual({ kind: "notification", notification: { kind: "collection", reference: "ref_abc123", event: "charge.success" } });
+    for (const headers of [{}, { "x-paystack-signature": sign(raw, "sk_test_other") }, { "x-signature": sign(raw) }]) {
+      expect(refusal(() => read(headers)).code).toBe("invalid_signature");
+    }
+    expect(inbound.acknowledge(collection, undefined)).toEqual({ status: "success" });
   });
 });
 
@@ -287,7 +288,6 @@ describe("transfer verify data -> payout result", () => {
     const payouts = createPaystackConnector().payouts!;
     expect(payouts.parseStatusResult(TRANSFER)).toEqual(readTransferResult(TRANSFER));
     expect(payouts.parseStatusResult(null)).toBeNull();
-    expect(payouts.parseTimeout({ Result: { OriginatorConversationID: "x" } })).toBeNull();
     expect(refusal(() => payouts.parseResult(TRANSFER)).code).toBe("validation_failed");
   });
 });

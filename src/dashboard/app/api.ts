@@ -64,6 +64,14 @@ export function expectOk<T extends { __typename: string }>(result: Result<T>): T
   return result as T;
 }
 
+/**
+ * Runs a mutation whose answer `field` is a union result, and returns its object; an Error member is
+ * thrown as an ApiError (see expectOk), for useAction to show.
+ */
+export async function mutate<T extends { __typename: string }>(query: string, field: string, variables: Record<string, unknown> = {}): Promise<T> {
+  return expectOk((await gql<Record<string, Result<T>>>(query, variables))[field]!);
+}
+
 /** Selected on every union result so errors can be shown. */
 export const ERROR_FIELDS = "__typename ... on Error { code message } ... on ValidationError { field }";
 

@@ -124,7 +124,11 @@ LEFT JOIN LATERAL (
 ) c ON true
 WHERE m.id = $1`;
 
-export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, publicBaseUrl = "") {
+/**
+ * `webhookUrl` is the URL a merchant pastes into a provider's dashboard for a channel (null for providers
+ * whose URLs the gateway hands out itself); the channel's connector lays it out (modules/callbacks/urls.ts).
+ */
+export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, webhookUrl: (channel: Pick<PaymentChannel, "provider" | "callbackToken">) => string | null = () => null) {
   const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
 
   /**
@@ -200,7 +204,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
      * has one webhook URL per account and mode); null for providers configured otherwise.
      */
     providerWebhookUrl(channel: Pick<PaymentChannel, "provider" | "callbackToken">): string | null {
-      return channel.provider === "paystack" ? `${publicBaseUrl}/callbacks/paystack/${encodeCallbackToken(channel.callbackToken)}` : null;
+      return webhookUrl(channel);
     },
 
     /** Renames and/or replaces the credentials; the provider itself cannot change. */

@@ -2,37 +2,36 @@ import type { Principal } from "../../auth.ts";
 import type { MomoConfig } from "../../config.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Mode, PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
-import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { GatewayError, ValidationError } from "../../errors.ts";
 import type { JobDefinition, JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import { providerNames } from "../../providers/registry.ts";
-import type { MomoConnector } from "../../providers/types.ts";
+import type { C2bDecision, C2bPayment, MomoConnector } from "../../providers/types.ts";
 import type { MerchantUrls } from "../../security/outbound.ts";
 import { optionalText } from "../../validation.ts";
+import type { CallbackUrls } from "../callbacks/urls.ts";
 import type { ChannelService } from "../channels/service.ts";
-import type { PayoutService } from "../payouts/service.ts";
 import { momoConnectorOf, type TransactionService } from "../transactions/service.ts";
-import { momoCallbackUrls } from "./callback-urls.ts";
 
 /**
- * What is M-Pesa-specific: Daraja's callbacks (matched to channels by their token), C2B registration,
- * validation relay and confirmations, and C2B simulation. Payments themselves are recorded by the
- * payments core (services.transactions), so a callback, a duplicate of it and a reconciliation query
- * racing each other settle a transaction exactly once.
+ * What is M-Pesa-specific: C2B registration, the validation relay, confirmations, and C2B simulation.
+ * Daraja's callbacks arrive through the generic callback route (modules/callbacks), which hands their
+ * outcomes here. Payments themselves are recorded by the payments core (services.transactions), so a
+ * callback, a duplicate of it and a reconciliation query racing each other settle a transaction exactly once.
  */
 export interface MomoServiceDeps {
   prisma: PrismaClient;
   channels: ChannelService;
   transactions: TransactionService;
-  payouts: PayoutService;
   connectors: Connectors;
   jobs: JobRunner;
   /** The URL guard and outbound-HTTP rule shared with webhooks: every call to a merchant's URL goes through it. */
   merchantUrls: MerchantUrls;
-  publicBaseUrl: string;
+  /** The gateway's own callback URLs per channel (its connector lays them out): C2B registration hands them to Daraja. */
+  callbackUrls: CallbackUrls;
   config: MomoConfig;
   logger: Logger;
 }
@@ -51,8 +50,6 @@ export interface SimulateC2bInput {
   reference?: string | null;
 }
 
-type Decision = { accept: true } | { accept: false; code: string };
-
 const CURRENCY = "KES";
 const MERCHANT_FORWARD_TIMEOUT_MS = 10_000;
 export const C2B_FORWARD_JOB = "momo.c2b_forward";
@@ -65,22 +62,9 @@ async function merchantUrl(urls: MerchantUrls, mode: Mode, value: string | null 
 }
 
 export function createMomoService(deps: MomoServiceDeps) {
-  const { prisma, channels, transactions, payouts, connectors, merchantUrls, config, logger } = deps;
+  const { prisma, channels, transactions, connectors, merchantUrls, config, logger } = deps;
 
   const momoOf = (channel: PaymentChannel): MomoConnector => momoConnectorOf(connectors, channel);
-  const callbackUrls = (channel: PaymentChannel) => momoCallbackUrls(deps.publicBaseUrl, channel, momoOf(channel).forbiddenUrlWords);
-
-  function payoutsOf(channel: PaymentChannel) {
-    const connector = connectors.for(channel)?.payouts;
-    if (!connector) throw new NotFoundError("Callback");
-    return connector;
-  }
-
-  async function channelByToken(segment: string): Promise<PaymentChannel> {
-    const channel = await channels.findByCallbackSegment(segment);
-    if (!channel) throw new NotFoundError("Callback");
-    return channel;
-  }
 
   /**
    * Confirmations are forwarded to the merchant in Daraja's own format, retried by the job runner. Any 2xx
@@ -100,8 +84,7 @@ export function createMomoService(deps: MomoServiceDeps) {
   });
 
   /** Records the payment once per TransID; the forward to the merchant is queued with the first recording only. */
-  async function recordConfirmation(channel: PaymentChannel, momo: MomoConnector, body: unknown): Promise<Transaction> {
-    const payment = momo.parseC2bPayment(body);
+  async function recordConfirmation(channel: PaymentChannel, payment: C2bPayment, body: unknown): Promise<Transaction> {
     const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id } });
     const { transaction } = await transactions.recordProviderPayment(
       channel,
@@ -119,13 +102,12 @@ export function createMomoService(deps: MomoServiceDeps) {
   }
 
   /** Relays the merchant's verdict synchronously; when it does not answer in time, the registered ResponseType decides. */
-  async function validateC2b(channel: PaymentChannel, momo: MomoConnector, body: unknown): Promise<unknown> {
-    momo.parseC2bPayment(body);
+  async function validateC2b(channel: PaymentChannel, momo: MomoConnector, body: unknown): Promise<C2bDecision> {
     const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id } });
-    const fallback: Decision = registration?.responseType === "Cancelled" ? { accept: false, code: "C2B00016" } : { accept: true };
-    if (!registration) return momo.c2bValidationReply(fallback);
+    const fallback: C2bDecision = registration?.responseType === "Cancelled" ? { accept: false, code: "C2B00016" } : { accept: true };
+    if (!registration) return fallback;
     const answer = await merchantUrls.postJson(channel.mode, registration.validationUrl, body, config.c2bValidationTimeoutMs);
-    let decision: Decision | null = null;
+    let decision: C2bDecision | null = null;
     if (answer.ok) {
       try {
         decision = momo.readC2bValidationDecision(JSON.parse(answer.body));
@@ -134,42 +116,21 @@ export function createMomoService(deps: MomoServiceDeps) {
       }
     }
     if (!decision) logger.warn({ channelId: channel.id, err: answer.error ?? "not a validation answer" }, "merchant C2B validation URL failed; using the registered ResponseType");
-    return momo.c2bValidationReply(decision ?? fallback);
+    return decision ?? fallback;
   }
 
   return {
-    callbackUrls,
-
-    /** Daraja's STK callback: a wrong token is a 404 and nothing is applied; everything else is acknowledged. */
-    async handleStkCallback(tokenSegment: string, body: unknown): Promise<unknown> {
-      const channel = await channelByToken(tokenSegment);
-      const momo = momoOf(channel);
-      await transactions.applyCollectionCallback(channel, momo.parseStkCallback(body));
-      return momo.stkCallbackAck();
+    /**
+     * Daraja's C2B validation request: the merchant's verdict, relayed synchronously (the connector answers
+     * it in Daraja's reply shape); when the merchant does not answer in time, the registered ResponseType decides.
+     */
+    async relayC2bValidation(channel: PaymentChannel, body: unknown): Promise<C2bDecision> {
+      return validateC2b(channel, momoOf(channel), body);
     },
 
-    /** Daraja's B2C result. */
-    async handleB2cResult(tokenSegment: string, body: unknown): Promise<unknown> {
-      const channel = await channelByToken(tokenSegment);
-      const connector = payoutsOf(channel);
-      await payouts.applyResult(channel, connector.parseResult(body));
-      return connector.resultAck();
-    },
-
-    /** A Transaction Status answer about one payout: its ids are the query's, so the path names the payout. */
-    async handleB2cStatusResult(tokenSegment: string, reference: string, body: unknown): Promise<unknown> {
-      const channel = await channelByToken(tokenSegment);
-      const connector = payoutsOf(channel);
-      await payouts.applyStatusResult(channel, connector, body, reference);
-      return connector.resultAck();
-    },
-
-    /** Daraja's queue timeout: the payout's fate is unknown, so the gateway asks at once. */
-    async handleB2cTimeout(tokenSegment: string, body: unknown): Promise<unknown> {
-      const channel = await channelByToken(tokenSegment);
-      const connector = payoutsOf(channel);
-      await payouts.resultTimedOut(channel, connector.parseTimeout(body));
-      return connector.resultAck();
+    /** A C2B payment made: recorded once per TransID, and forwarded to the merchant's confirmation URL. */
+    async recordC2bConfirmation(channel: PaymentChannel, payment: C2bPayment, body: unknown): Promise<void> {
+      await recordConfirmation(channel, payment, body);
     },
 
     async registerC2bUrls(principal: Principal, input: C2bUrlsInput) {
@@ -180,25 +141,13 @@ export function createMomoService(deps: MomoServiceDeps) {
       const type: "Completed" | "Cancelled" = responseType;
       const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
       const momo = momoOf(channel);
-      const own = callbackUrls(channel);
+      const own = deps.callbackUrls.of(channel);
+      if (!own.c2bConfirmation || !own.c2bValidation) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) takes no C2B payments`);
       // Daraja calls the gateway; the gateway relays to the merchant's URLs stored here.
-      await momo.registerC2bUrls({ config: channels.readChannelConfig(channel), confirmationUrl: own.confirmation, validationUrl: own.validation, responseType: type });
+      await momo.registerC2bUrls({ config: channels.readChannelConfig(channel), confirmationUrl: own.c2bConfirmation, validationUrl: own.c2bValidation, responseType: type });
       const data = { confirmationUrl, validationUrl, responseType: type };
       await prisma.momoC2bRegistration.upsert({ where: { channelId: channel.id }, create: { channelId: channel.id, ...data }, update: data });
       return data;
-    },
-
-    /** Daraja's validation request. */
-    async handleC2bValidation(tokenSegment: string, body: unknown): Promise<unknown> {
-      const channel = await channelByToken(tokenSegment);
-      return validateC2b(channel, momoOf(channel), body);
-    },
-
-    async handleC2bConfirmation(tokenSegment: string, body: unknown): Promise<unknown> {
-      const channel = await channelByToken(tokenSegment);
-      const momo = momoOf(channel);
-      await recordConfirmation(channel, momo, body);
-      return momo.c2bConfirmationAck();
     },
 
     /** Sandbox channels only (the sandbox provider, or an mpesa channel in Daraja's sandbox environment). */
@@ -218,18 +167,21 @@ export function createMomoService(deps: MomoServiceDeps) {
         currency: CURRENCY,
         phoneNumber,
         billRef: reference,
-        deliverValidation: (body) => validateC2b(channel, momo, body),
+        // The simulator plays Daraja: it is answered in Daraja's reply format, as a real validation request is.
+        deliverValidation: async (body) => {
+          momo.parseC2bPayment(body);
+          return momo.c2bValidationReply(await validateC2b(channel, momo, body));
+        },
         deliverConfirmation: async (body) => {
-          await recordConfirmation(channel, momo, body);
+          await recordConfirmation(channel, momo.parseC2bPayment(body), body);
         },
       });
       // The merchant's validation URL refused it: M-Pesa sends no confirmation and records nothing.
       if (simulated?.rejected) return { amount, phoneNumber, reference, status: "failed" as const, transaction: null };
       // Daraja confirms asynchronously: wait briefly for its confirmation before answering.
-      const where = { channelId: channel.id, paymentMethod: "momo_c2b", clientReference: reference, amount, createdAt: { gte: startedAt } };
       let found: Transaction | null = null;
       for (let i = 0; i < 30 && !found?.completedAt; i++) {
-        found = await prisma.transaction.findFirst({ where, orderBy: { id: "desc" } });
+        found = await transactions.findSimulatedC2b(channel, { clientReference: reference, amount, since: startedAt });
         if (!found?.completedAt) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       return { amount, phoneNumber, reference, status: found?.status ?? "pending", transaction: found };

@@ -11,6 +11,7 @@ import type { Connectors } from "../../providers/index.ts";
 import type { RefundConnector, RefundOutcome, RefundRequest } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
+import type { TransactionService } from "../transactions/service.ts";
 import { applyTransition, type StatusMachineDeps } from "../events/status-machine.ts";
 import * as store from "./store.ts";
 import { REFUND_STATUS, type RefundFilters } from "./store.ts";
@@ -30,6 +31,7 @@ export interface RefundInput {
 
 export interface RefundServiceDeps extends StatusMachineDeps {
   channels: ChannelService;
+  transactions: Pick<TransactionService, "getWithChannel">;
   connectors: Connectors;
   logger: Logger;
 }
@@ -55,7 +57,7 @@ function parseRefundAmount(value: unknown): bigint | null {
  * a refund whose outcome is unknown is asked about, never sent again.
  */
 export function createRefundService(deps: RefundServiceDeps) {
-  const { prisma, channels, connectors, logger } = deps;
+  const { prisma, channels, connectors, transactions, logger } = deps;
 
   const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
 
@@ -106,15 +108,12 @@ export function createRefundService(deps: RefundServiceDeps) {
     },
   });
 
-  async function paymentOf(principal: Principal, key: unknown): Promise<Transaction & { channel: PaymentChannel | null }> {
-    if (typeof key === "number" ? !Number.isInteger(key) : typeof key !== "string" || key.trim() === "") {
+  /** The caller's transaction named by `transaction` (its reference, or its numeric id). */
+  function paymentOf(principal: Principal, key: unknown) {
+    if (typeof key === "number" ? !Number.isSafeInteger(key) || key < 1 : typeof key !== "string" || key.trim() === "") {
       throw new ValidationError("transaction", "is required: the transaction's reference or id");
     }
-    const text = String(key).trim();
-    const where = /^\d{1,9}$/.test(text) ? { id: Number(text) } : { reference: text };
-    const transaction = await prisma.transaction.findFirst({ where: { ...where, merchantId: principal.merchantId, mode: principal.mode }, include: { channel: true } });
-    if (!transaction) throw new NotFoundError("Transaction");
-    return transaction;
+    return transactions.getWithChannel(principal, String(key));
   }
 
   return {

@@ -6,6 +6,7 @@ import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
 import { defineSnapshot } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
+import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts";
 
 /**
  * Every statement on the refunds table. Prisma for all but the status change, which the status machine
@@ -71,8 +72,7 @@ export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCo
   },
   snapshot: REFUND_SNAPSHOT,
   // A completed refund counts in its transaction's amount_refunded, in the same statement.
-  alsoWrites: (to) =>
-    to === "completed" ? `refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)` : null,
+  alsoWrites: (to) => (to === "completed" ? ADD_REFUNDED_AMOUNT_CTE : null),
 };
 
 export type NewRefund = Omit<Prisma.RefundUncheckedCreateInput, "transactionId" | "transactionReference" | "channelId" | "currency" | "merchantId" | "mode" | "amount">;
@@ -91,22 +91,21 @@ export type Reservation =
  * that remains.
  */
 export async function reserveRefund(tx: Prisma.TransactionClient, transaction: Pick<Transaction, "id">, amount: bigint | null, data: NewRefund): Promise<Reservation> {
-  const [locked] = await tx.$queryRaw<{ id: number; merchant_id: number; mode: Transaction["mode"]; reference: string; amount: string; currency: string; status: string; channel_id: number | null }[]>`
-    SELECT id, merchant_id, mode, reference, amount::text AS amount, currency, status, channel_id FROM transactions WHERE id = ${transaction.id} FOR UPDATE`;
-  if (!locked || locked.status !== "completed" || locked.channel_id === null) return { refused: "transaction_not_refundable" };
+  const locked = await lockForRefund(tx, transaction.id);
+  if (!locked || locked.status !== "completed" || locked.channelId === null) return { refused: "transaction_not_refundable" };
   const [used] = await tx.$queryRaw<{ sum: string }[]>`
     SELECT coalesce(sum(amount), 0)::text AS sum FROM refunds WHERE transaction_id = ${transaction.id} AND status <> 'failed'`;
-  const refundable = BigInt(locked.amount) - BigInt(used!.sum);
+  const refundable = locked.amount - BigInt(used!.sum);
   const wanted = amount ?? refundable;
   if (wanted <= 0n || wanted > refundable) return { refused: "amount_exceeds_refundable", refundable };
   const refund = await tx.refund.create({
     data: {
       ...data,
-      merchantId: locked.merchant_id,
+      merchantId: locked.merchantId,
       mode: locked.mode,
       transactionId: locked.id,
       transactionReference: locked.reference,
-      channelId: locked.channel_id,
+      channelId: locked.channelId,
       amount: wanted,
       currency: locked.currency,
     },

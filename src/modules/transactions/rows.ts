@@ -1,18 +1,60 @@
 import type { Transaction } from "../../db/generated/prisma/client.ts";
-import type { Sql } from "../../db/sql.ts";
+
+/**
+ * The pure row <-> model mapping the store (store.ts) uses for its plain-SQL statements: no statement
+ * runs here. Everything below derives from TRANSACTION_FIELDS, the one list of the table's columns.
+ */
+
+/**
+ * Every column of `transactions` by Prisma model field, as the SQL that selects it under the field's
+ * name. `satisfies` holds it to the model: a field added to schema.prisma and not here fails typecheck.
+ * amounts travel as text (int8 parses differently per driver) and become the model's BigInt.
+ */
+const TRANSACTION_FIELDS = {
+  id: "id",
+  merchantId: "merchant_id",
+  mode: "mode",
+  reference: "reference",
+  accessCode: "access_code",
+  amount: "amount::text",
+  amountRefunded: "amount_refunded::text",
+  currency: "currency",
+  status: "status",
+  paymentMethod: "payment_method",
+  description: "description",
+  email: "email",
+  phoneNumber: "phone_number",
+  clientReference: "client_reference",
+  checkoutRequestId: "checkout_request_id",
+  providerReference: "provider_reference",
+  failureCode: "failure_code",
+  failureReason: "failure_reason",
+  channelId: "channel_id",
+  customerId: "customer_id",
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+  completedAt: "completed_at",
+  chargeStartedAt: "charge_started_at",
+  providerAccessCode: "provider_access_code",
+  providerCheckoutUrl: "provider_checkout_url",
+  callbackUrl: "callback_url",
+  metadata: "metadata",
+} as const satisfies { [K in keyof Transaction]-?: string };
+
+type TransactionField = keyof typeof TRANSACTION_FIELDS;
+
+/** `column AS "field"` for each field, or the bare column where the two are the same. */
+const selectList = (fields: readonly TransactionField[]) =>
+  fields.map((field) => (TRANSACTION_FIELDS[field] === field ? field : `${TRANSACTION_FIELDS[field]} AS "${field}"`)).join(", ");
+
+const ALL_FIELDS = Object.keys(TRANSACTION_FIELDS) as TransactionField[];
 
 /**
  * The transactions row as Prisma's model has it, for the statements on the hot paths that bypass
  * Prisma (src/db/sql.ts). Every column, so a row from here serves any GraphQL selection of scalars;
  * test/integration/hot-sql.test.ts checks it against Prisma's own read of the same row.
  */
-export const TRANSACTION_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, access_code AS "accessCode", amount::text AS amount,
-  amount_refunded::text AS "amountRefunded",
-  currency, status, payment_method AS "paymentMethod", description, email, phone_number AS "phoneNumber",
-  client_reference AS "clientReference", checkout_request_id AS "checkoutRequestId", provider_reference AS "providerReference",
-  failure_code AS "failureCode", failure_reason AS "failureReason", channel_id AS "channelId", customer_id AS "customerId",
-  created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt", charge_started_at AS "chargeStartedAt",
-  provider_access_code AS "providerAccessCode", provider_checkout_url AS "providerCheckoutUrl", callback_url AS "callbackUrl", metadata`;
+export const TRANSACTION_COLUMNS = selectList(ALL_FIELDS);
 
 /** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
 export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
@@ -27,7 +69,6 @@ export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "cr
 const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
 const optionalDate = (value: Date | string | null) => (value === null ? null : date(value));
 
-/** amount travels as text (int8 parses differently per driver) and becomes the model's BigInt. */
 export function transactionFromRow(row: TransactionRow): Transaction {
   return {
     ...row,
@@ -41,18 +82,18 @@ export function transactionFromRow(row: TransactionRow): Transaction {
 }
 
 /**
- * The columns a list row usually needs (the REST list's and the dashboard table's): for a page of 20, the
- * embedded PGlite formats these in the gateway's own thread instead of all 26 columns (bench/README.md).
+ * The fields a list row usually needs (the REST list's and the dashboard table's): for a page of 20, the
+ * embedded PGlite formats these in the gateway's own thread instead of all 27 columns (bench/README.md).
  * One fixed set rather than one per GraphQL selection, so the statements prepared per connection stay few.
  */
-export const TRANSACTION_SUMMARY_COLUMNS = `id, reference, amount::text AS amount, amount_refunded::text AS "amountRefunded", currency, status, payment_method AS "paymentMethod",
-  email, client_reference AS "clientReference", provider_reference AS "providerReference", failure_code AS "failureCode",
-  failure_reason AS "failureReason", created_at AS "createdAt"`;
+export const TRANSACTION_SUMMARY_FIELDS = [
+  "id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference",
+  "failureCode", "failureReason", "createdAt",
+] as const satisfies readonly TransactionField[];
 
-export type TransactionSummaryRow = Pick<
-  TransactionRow,
-  "id" | "reference" | "amount" | "amountRefunded" | "currency" | "status" | "paymentMethod" | "email" | "clientReference" | "providerReference" | "failureCode" | "failureReason" | "createdAt"
->;
+export const TRANSACTION_SUMMARY_COLUMNS = selectList(TRANSACTION_SUMMARY_FIELDS);
+
+export type TransactionSummaryRow = Pick<TransactionRow, (typeof TRANSACTION_SUMMARY_FIELDS)[number]>;
 
 /**
  * A summary row as the model, with only the summary fields set: for a GraphQL selection that reads no
@@ -62,19 +103,8 @@ export function transactionSummaryFromRow(row: TransactionSummaryRow): Transacti
   return { ...row, amount: BigInt(row.amount), amountRefunded: BigInt(row.amountRefunded), createdAt: date(row.createdAt) } as Transaction;
 }
 
-/** The one transaction a condition on transactions names (`where` uses $1, $2 ... for params), or null. */
-export async function findTransaction(sql: Sql, where: string, params: readonly unknown[]): Promise<Transaction | null> {
-  const [row] = await sql.query<TransactionRow>(`SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${where}`, params);
-  return row ? transactionFromRow(row) : null;
-}
-
 /** Prisma model fields of Transaction that are columns (not relations): a selection of only these needs no join. */
-const SCALAR_FIELDS = new Set([
-  "id", "merchantId", "mode", "reference", "accessCode", "amount", "amountRefunded", "currency", "status", "paymentMethod", "description", "email",
-  "phoneNumber", "clientReference", "checkoutRequestId", "providerReference", "failureCode", "failureReason", "channelId",
-  "customerId", "createdAt", "updatedAt", "completedAt", "chargeStartedAt", "providerAccessCode", "providerCheckoutUrl", "callbackUrl",
-  "metadata",
-]);
+const SCALAR_FIELDS: ReadonlySet<string> = new Set(ALL_FIELDS);
 
 /** Whether a Pothos-derived Prisma query asks for nothing beyond the row's own columns. */
 export function selectsColumnsOnly(query: { include?: object; select?: object }): boolean {

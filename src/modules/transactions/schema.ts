@@ -5,7 +5,7 @@ import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
 import { PHONE_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
-import { transactionWhere } from "./service.ts";
+import { TRANSACTION_SUMMARY_FIELDS } from "./rows.ts";
 
 export const TransactionStatusEnum = builder.enumType("TransactionStatus", {
   description: "pending -> completed | failed; completed and failed are terminal.",
@@ -59,11 +59,11 @@ export const Transaction = builder.prismaNode("Transaction", {
 
 const TransactionPage = offsetPageType("TransactionPage", Transaction);
 
-/** Transaction fields that read only the summary columns (rows.ts): id and databaseId the id, authorizationUrl the reference. */
-const SUMMARY_FIELDS = new Set([
-  "__typename", "id", "databaseId", "reference", "amount", "amountRefunded", "refunded", "currency", "status", "paymentMethod", "email", "clientReference",
-  "providerReference", "failureCode", "failureReason", "createdAt", "authorizationUrl",
-]);
+/**
+ * Transaction fields that read only the summary columns (rows.ts): those exposed under the model field's own
+ * name, plus databaseId (the id) and authorizationUrl (the reference).
+ */
+const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded"]);
 
 /** Whether the page's items select summary fields only, so the page can read only those columns. */
 function selectsSummaryOnly(info: GraphQLResolveInfo): boolean {
@@ -118,9 +118,8 @@ builder.queryFields((t) => {
     cursor: "id",
     description: "Newest first, with Relay cursors and totalCount.",
     args: filterArgs(),
-    totalCount: (_root, args, ctx) => ctx.prisma.transaction.count({ where: transactionWhere(ctx.principal!, args) }),
-    resolve: (query, _root, args, ctx) =>
-      ctx.prisma.transaction.findMany({ ...query, where: transactionWhere(ctx.principal!, args), orderBy: { id: "desc" } }),
+    totalCount: (_root, args, ctx) => ctx.services.transactions.count(ctx.principal!, args),
+    resolve: (query, _root, args, ctx) => ctx.services.transactions.listConnection(ctx.principal!, args, query),
   }),
   };
 });

@@ -5,7 +5,7 @@ import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { defineSnapshot } from "../events/snapshot.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
-import { findTransaction, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./rows.ts";
+import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
 export type { TerminalStatus };
 export type StateMachineDeps = StatusMachineDeps;
@@ -72,7 +72,7 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
   changeColumns: CHANGE_COLUMNS,
   columns: TRANSACTION_COLUMNS,
   fromRow: (row) => transactionFromRow(row as TransactionRow),
-  findById: (sql, id) => findTransaction(sql, "id = $1", [id]),
+  findById,
   snapshot: TRANSACTION_SNAPSHOT,
 };
 
@@ -104,7 +104,7 @@ export async function insertPendingTransaction(
   data: Prisma.TransactionUncheckedCreateInput,
   options: NewTransactionOptions,
 ): Promise<{ transaction: Transaction; event: Event | null; jobsQueued: number }> {
-  const transaction = await tx.transaction.create({ data: { ...data, status: "pending" } });
+  const transaction = await createPending(tx, data);
   await recordRecoveryPoint(tx, "transaction", transaction.id);
   const jobs = options.jobs?.(transaction) ?? [];
   await enqueueJobs(tx, jobs);

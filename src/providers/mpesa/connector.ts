@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { GatewayError } from "../../errors.ts";
 import { connectorCurrencies } from "../registry.ts";
 import type { CollectionOutcome, Connector, MomoConnector, PayoutConnector } from "../types.ts";
+import { createDarajaInbound } from "./inbound.ts";
 import type { TokenStore } from "./token-store.ts";
 import * as wire from "./wire.ts";
 
@@ -182,8 +183,6 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
   }
 
   const momo: MomoConnector = {
-    forbiddenUrlWords: wire.darajaForbiddenUrlWords,
-
     async stkPush(request) {
       const config = request.config as MpesaConfig;
       const till = config.transaction_type === "till";
@@ -221,7 +220,6 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
 
     checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
     parseStkCallback: wire.parseStkCallbackBody,
-    stkCallbackAck: wire.stkCallbackAck,
 
     async registerC2bUrls(request) {
       const config = request.config as MpesaConfig;
@@ -251,7 +249,6 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     parseC2bPayment: wire.parseC2bBody,
     c2bValidationReply: wire.c2bValidationReply,
     readC2bValidationDecision: wire.readC2bValidationDecision,
-    c2bConfirmationAck: wire.c2bConfirmationAck,
   };
 
   const publicKeys = new Map<string, KeyObject>();
@@ -320,11 +317,13 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
 
     parseResult: wire.parseB2cResultBody,
     parseStatusResult: wire.parseTransactionStatusBody,
-    parseTimeout: wire.parseB2cTimeoutBody,
-    resultAck: wire.b2cResultAck,
   };
 
-  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts };
+  // Handed out as /callbacks/daraja/...: Daraja refuses "mpesa" anywhere in a callback URL, so the registry
+  // name is accepted in paths but never given to Safaricom.
+  const inbound = createDarajaInbound({ segment: "daraja", aliases: ["daraja"], forbiddenUrlWords: wire.darajaForbiddenUrlWords, momo, payouts });
+
+  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts, inbound };
 }
 
 /** For tests and diagnostics: a Daraja-looking id. */

@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { GatewayError, ValidationError } from "../../errors.ts";
 import { connectorCurrencies } from "../registry.ts";
 import type {
@@ -8,8 +7,8 @@ import type {
   HostedPaymentStatus,
   PayoutConnector,
   PayoutResult,
-  ProviderNotification,
 } from "../types.ts";
+import { paystackInbound } from "./inbound.ts";
 
 /** The channel config the registry validated (see connectorConfigSchemas.paystack). */
 export interface PaystackConfig {
@@ -87,29 +86,6 @@ export function readTransferResult(data: Record<string, any> | null | undefined)
     };
   }
   return null; // pending, otp, processing, received, queued
-}
-
-/** Constant-time check of `x-paystack-signature`: hex HMAC-SHA512 of the raw body keyed with the secret key. */
-export function paystackSignatureValid(rawBody: Buffer, header: unknown, secretKey: string): boolean {
-  if (typeof header !== "string" || !/^[0-9a-fA-F]{128}$/.test(header)) return false;
-  const expected = createHmac("sha512", secretKey).update(rawBody).digest();
-  return timingSafeEqual(expected, Buffer.from(header, "hex"));
-}
-
-/** A webhook whose signature verifies, as the event it names; null when the signature does not verify. */
-export function readPaystackNotification(rawBody: Buffer, signature: unknown, secretKey: string): ProviderNotification | null {
-  if (!paystackSignatureValid(rawBody, signature, secretKey)) return null;
-  let body: any;
-  try {
-    body = JSON.parse(rawBody.toString("utf8"));
-  } catch {
-    return { kind: "other", event: "unreadable" };
-  }
-  const event = text(body?.event) ?? "unknown";
-  const reference = text(body?.data?.reference);
-  if (reference && event.startsWith("charge.")) return { kind: "collection", reference, event };
-  if (reference && event.startsWith("transfer.")) return { kind: "payout", reference, event };
-  return { kind: "other", event };
 }
 
 /** GET /transaction/verify/:reference's answer (HTTP status and parsed body) as a payment status, or the mapped failure. */
@@ -190,9 +166,6 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
       return readVerifyResponse(await call(c, "GET", `/transaction/verify/${encodeURIComponent(reference)}`, "payment verification"), c.secret_key);
     },
 
-    readNotification: ({ config, rawBody, headers }) => readPaystackNotification(rawBody, headers["x-paystack-signature"], configOf(config).secret_key),
-
-    notificationAck: () => ({ status: "success" }),
   };
 
   const payouts: PayoutConnector = {
@@ -255,10 +228,7 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
       throw new GatewayError("validation_failed", "Paystack transfer outcomes are read through verification, not from a posted result");
     },
     parseStatusResult: (body) => readTransferResult((body as Record<string, any>) ?? null),
-    // Paystack has no queue-timeout notice.
-    parseTimeout: () => null,
-    resultAck: () => ({ status: "success" }),
   };
 
-  return { provider: "paystack", currencies: connectorCurrencies.paystack, hosted, payouts };
+  return { provider: "paystack", currencies: connectorCurrencies.paystack, hosted, payouts, inbound: paystackInbound };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { connectorCurrencies } from "../registry.ts";
 import type { Connector } from "../types.ts";
+import { createDarajaInbound } from "../mpesa/inbound.ts";
 import { simulateCardCharge } from "./cards.ts";
 import { createSandboxMomo } from "./momo.ts";
 import { createSandboxPayouts } from "./payouts.ts";
@@ -8,12 +9,17 @@ import { createSandboxRefunds } from "./refunds.ts";
 
 /** The built-in simulator: everything a real provider does, with no network. */
 export function createSandboxConnector(options: { stkDelayMs?: number; payoutDelayMs?: number; refundDelayMs?: number } = {}): Connector {
+  const momo = createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000 });
+  const payouts = createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 });
   return {
     provider: "sandbox",
     currencies: connectorCurrencies.sandbox,
-    momo: createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000 }),
-    payouts: createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 }),
+    momo,
+    payouts,
     refunds: createSandboxRefunds({ delayMs: options.refundDelayMs ?? 1000 }),
+    // The simulator speaks Daraja's callback format; its own results are delivered in process, but a
+    // callback posted over HTTP (at /callbacks/sandbox/..., or /callbacks/daraja/... as before) is read the same way.
+    inbound: createDarajaInbound({ segment: "sandbox", aliases: ["daraja"], forbiddenUrlWords: [], momo, payouts }),
     async chargeCard({ card, config }) {
       const delayMs = (config as { charge_delay_ms?: number } | null)?.charge_delay_ms ?? 0;
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));

@@ -27,7 +27,6 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
   const outcomes = new Map<string, CollectionOutcome>();
 
   return {
-    forbiddenUrlWords: [],
     checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
 
     async stkPush(request) {
@@ -62,7 +61,6 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
     },
 
     parseStkCallback: wire.parseStkCallbackBody,
-    stkCallbackAck: wire.stkCallbackAck,
     async registerC2bUrls() {},
     canSimulateC2b: () => true,
 
@@ -86,7 +84,6 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
     parseC2bPayment: wire.parseC2bBody,
     c2bValidationReply: wire.c2bValidationReply,
     readC2bValidationDecision: wire.readC2bValidationDecision,
-    c2bConfirmationAck: wire.c2bConfirmationAck,
 
     close,
   };

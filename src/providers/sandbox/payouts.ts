@@ -64,8 +64,6 @@ export function createSandboxPayouts(options: { delayMs: number }): PayoutConnec
     parseResult: wire.parseB2cResultBody,
     // The simulator answers a status query with the payout's own result.
     parseStatusResult: wire.parseB2cResultBody,
-    parseTimeout: wire.parseB2cTimeoutBody,
-    resultAck: wire.b2cResultAck,
 
     close,
   };

@@ -1,8 +1,10 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import { ERROR_FIELDS, expectOk, gql, type Result } from "../api.ts";
+import { useState } from "preact/hooks";
+import { ERROR_FIELDS, mutate } from "../api.ts";
 import { formatDate } from "../format.ts";
+import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { canWrite, type Session } from "../session.ts";
-import { Badge, ConfirmButton, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, announce, useAction, useQuery } from "../ui.tsx";
+import { Listing, Table } from "../tables.tsx";
+import { Badge, ConfirmButton, EmptyState, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 
 const FIELDS = "databaseId name provider isActive isDefault webhookUrl createdAt";
 const LIST = `query DashboardChannels { paymentChannels { ${FIELDS} } }`;
@@ -54,20 +56,17 @@ const PROVIDERS: Record<string, { label: string; fields: CredentialField[] }> = 
   },
 };
 
-type Mutated = Result<{ __typename: "PaymentChannel" }>;
-
 export function Channels({ session }: { session: Session }) {
   const writable = canWrite(session);
   const { data, error, loading, reload } = useQuery<{ paymentChannels: Channel[] }>(LIST);
   const action = useAction();
   const [adding, setAdding] = useState(false);
-  const mutate = (query: string, field: string, channel: Channel, done: string) =>
+  const change = (query: string, field: string, channel: Channel, done: string) =>
     action.run(async () => {
-      expectOk((await gql<Record<string, Mutated>>(query, { id: channel.databaseId }))[field]!);
+      await mutate(query, field, { id: channel.databaseId });
       announce(`${channel.name}: ${done}`);
       await reload();
     });
-  const channels = data?.paymentChannels;
   return (
     <section>
       <PageHeader title="Payment channels">
@@ -87,63 +86,68 @@ export function Channels({ session }: { session: Session }) {
         />
       )}
       <h2>Channels</h2>
-      <ErrorNote message={error ?? action.error} />
-      {!channels && loading && <Loading />}
-      {channels && channels.length === 0 && (
-        <EmptyState title="No payment channels">
-          <p>A channel connects the gateway to a provider. Add a sandbox channel (New channel) to take test payments.</p>
-        </EmptyState>
-      )}
-      {channels && channels.length > 0 && (
-        <TableWrap label="Payment channels">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Provider</th>
-              <th scope="col">State</th>
-              <th scope="col">Created</th>
-              {writable && (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
-          <tbody id="channels">
-            {channels.map((channel) => (
-              <tr key={channel.databaseId}>
-                <th scope="row" data-label="Name">
-                  {channel.name}
-                  {channel.webhookUrl && <span class="muted block break">Webhook URL: {channel.webhookUrl}</span>}
-                </th>
-                <td data-label="Provider">{channel.provider}</td>
-                <td data-label="State">
-                  {channel.isActive ? <Badge value="active" kind="completed" /> : <Badge value="inactive" kind="neutral" />} {channel.isDefault && <Badge value="default" kind="info" />}
-                </td>
-                <td data-label="Created">{formatDate(channel.createdAt)}</td>
-                {writable && (
-                  <td class="actions">
-                    {channel.isActive && !channel.isDefault && (
-                      <button type="button" class="secondary small" disabled={action.busy} onClick={() => void mutate(SET_DEFAULT, "setDefaultPaymentChannel", channel, "now the default")}>
-                        Make default
-                      </button>
-                    )}
-                    {channel.isActive && (
-                      <ConfirmButton
-                        label="Deactivate"
-                        question={`Deactivate ${channel.name}? Payments can no longer use it.`}
-                        confirmLabel="Deactivate channel"
-                        disabled={action.busy}
-                        onConfirm={() => void mutate(DEACTIVATE, "deactivatePaymentChannel", channel, "deactivated")}
-                      />
-                    )}
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </TableWrap>
-      )}
+      <Listing
+        items={data?.paymentChannels}
+        loading={loading}
+        error={error ?? action.error}
+        empty={
+          <EmptyState title="No payment channels">
+            <p>A channel connects the gateway to a provider. Add a sandbox channel (New channel) to take test payments.</p>
+          </EmptyState>
+        }
+      >
+        {(channels) => (
+          <Table
+            label="Payment channels"
+            bodyId="channels"
+            rows={channels}
+            rowKey="databaseId"
+            columns={[
+              {
+                label: "Name",
+                cell: (channel) => (
+                  <>
+                    {channel.name}
+                    {channel.webhookUrl && <span class="muted block break">Webhook URL: {channel.webhookUrl}</span>}
+                  </>
+                ),
+              },
+              { label: "Provider", cell: (channel) => channel.provider },
+              {
+                label: "State",
+                cell: (channel) => (
+                  <>
+                    {channel.isActive ? <Badge value="active" kind="completed" /> : <Badge value="inactive" kind="neutral" />} {channel.isDefault && <Badge value="default" kind="info" />}
+                  </>
+                ),
+              },
+              { label: "Created", cell: (channel) => formatDate(channel.createdAt) },
+            ]}
+            actions={
+              writable
+                ? (channel) => (
+                    <>
+                      {channel.isActive && !channel.isDefault && (
+                        <button type="button" class="secondary small" disabled={action.busy} onClick={() => void change(SET_DEFAULT, "setDefaultPaymentChannel", channel, "now the default")}>
+                          Make default
+                        </button>
+                      )}
+                      {channel.isActive && (
+                        <ConfirmButton
+                          label="Deactivate"
+                          question={`Deactivate ${channel.name}? Payments can no longer use it.`}
+                          confirmLabel="Deactivate channel"
+                          disabled={action.busy}
+                          onConfirm={() => void change(DEACTIVATE, "deactivatePaymentChannel", channel, "deactivated")}
+                        />
+                      )}
+                    </>
+                  )
+                : undefined
+            }
+          />
+        )}
+      </Listing>
     </section>
   );
 }
@@ -152,29 +156,23 @@ function NewChannel({ onCreated, onCancel }: { onCreated: () => void; onCancel: 
   const [provider, setProvider] = useState("sandbox");
   const [name, setName] = useState("");
   const [values, setValues] = useState<Record<string, string>>({});
-  const create = useAction();
-  const providerRef = useRef<HTMLSelectElement>(null);
-  useEffect(() => providerRef.current?.focus(), []);
+  const providerRef = useFocusOnMount<HTMLSelectElement>();
   const fields = PROVIDERS[provider]!.fields.filter((field) => !field.when || field.when(values));
-  const submit = (event: Event) => {
-    event.preventDefault();
-    void create.run(async () => {
-      const config: Record<string, string> = {};
-      for (const field of fields) {
-        const value = (values[field.name] ?? field.options?.[0] ?? "").trim();
-        if (value) config[field.name] = value;
-      }
-      expectOk((await gql<{ createPaymentChannel: Mutated }>(CREATE, { input: { name: name.trim(), provider, config } })).createPaymentChannel);
-      // Credentials are write-only: forget them as soon as the gateway has them.
-      setValues({});
-      setName("");
-      announce(`Channel ${name.trim()} created`);
-      onCreated();
-    });
+  const create = async () => {
+    const config: Record<string, string> = {};
+    for (const field of fields) {
+      const value = (values[field.name] ?? field.options?.[0] ?? "").trim();
+      if (value) config[field.name] = value;
+    }
+    await mutate(CREATE, "createPaymentChannel", { input: { name: name.trim(), provider, config } });
+    // Credentials are write-only: forget them as soon as the gateway has them.
+    setValues({});
+    setName("");
+    announce(`Channel ${name.trim()} created`);
+    onCreated();
   };
   return (
-    <form class="card form" onSubmit={submit} aria-labelledby="new-channel-title" autoComplete="off">
-      <h2 id="new-channel-title">Add a channel</h2>
+    <CardForm title="Add a channel" titleId="new-channel-title" autoComplete="off" submit="Add channel" onSubmit={create} onCancel={onCancel}>
       <div class="grid">
         <div class="field">
           <label for="channel-provider">Provider</label>
@@ -212,15 +210,6 @@ function NewChannel({ onCreated, onCancel }: { onCreated: () => void; onCancel: 
         ))}
       </div>
       {fields.some((field) => field.secret) && <p class="muted">Credentials are stored encrypted and never shown again.</p>}
-      <ErrorNote message={create.error} />
-      <div class="row">
-        <button type="submit" disabled={create.busy}>
-          Add channel
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </CardForm>
   );
 }

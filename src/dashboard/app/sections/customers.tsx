@@ -1,6 +1,8 @@
 import { useState } from "preact/hooks";
 import { formatDate } from "../format.ts";
-import { EmptyState, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
+import { Pager } from "../paging.tsx";
+import { Listing, Table } from "../tables.tsx";
+import { EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
 const QUERY = `query DashboardCustomers($search: String, $page: Int, $limit: Int) {
   customers(search: $search, page: $page, limit: $limit) {
@@ -47,51 +49,36 @@ export function Customers() {
         </div>
         <button type="submit">Search</button>
       </form>
-      <ErrorNote message={error ?? failure} />
-      {!data && loading && <Loading />}
-      {list && list.items.length === 0 && (
-        <EmptyState title={search ? `No customers match “${search}”` : "No customers yet"}>{!search && <p>Customers are added when they pay or through the API.</p>}</EmptyState>
-      )}
-      {list && list.items.length > 0 && (
-        <>
-          <p class="muted count">{list.total} customer{list.total === 1 ? "" : "s"}</p>
-          <TableWrap label="Customers">
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Phone</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((customer) => (
-                <tr key={customer.databaseId}>
-                  <th scope="row" data-label="E-mail" class="break">
-                    {customer.email}
-                  </th>
-                  <td data-label="Name">{[customer.firstName, customer.lastName].filter(Boolean).join(" ") || "—"}</td>
-                  <td data-label="Phone">{customer.phone ?? "—"}</td>
-                  <td data-label="Created">{formatDate(customer.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </TableWrap>
-          {list.pages > 1 && (
-            <nav class="pager" aria-label="Pages">
-              <button type="button" class="secondary" disabled={page <= 1} onClick={() => setPage(page - 1)}>
-                Previous
-              </button>
-              <span class="muted">
-                Page {list.page} of {list.pages}
-              </span>
-              <button type="button" class="secondary" disabled={page >= list.pages} onClick={() => setPage(page + 1)}>
-                Next
-              </button>
-            </nav>
-          )}
-        </>
-      )}
+      <Listing
+        items={list?.items}
+        loading={loading && !data /* a refused search (failure) is an answer too */}
+        error={error ?? failure}
+        empty={<EmptyState title={search ? `No customers match “${search}”` : "No customers yet"}>{!search && <p>Customers are added when they pay or through the API.</p>}</EmptyState>}
+      >
+        {(customers) =>
+          list && (
+            <>
+              <p class="muted count">{list.total} customer{list.total === 1 ? "" : "s"}</p>
+              <Table
+                label="Customers"
+                rows={customers}
+                rowKey="databaseId"
+                columns={[
+                  { label: "E-mail", class: "break", cell: (customer) => customer.email },
+                  { label: "Name", cell: (customer) => [customer.firstName, customer.lastName].filter(Boolean).join(" ") || "—" },
+                  { label: "Phone", cell: (customer) => customer.phone ?? "—" },
+                  { label: "Created", cell: (customer) => formatDate(customer.createdAt) },
+                ]}
+              />
+              {list.pages > 1 && (
+                <Pager hasPrevious={page > 1} hasNext={page < list.pages} onPrevious={() => setPage(page - 1)} onNext={() => setPage(page + 1)}>
+                  Page {list.page} of {list.pages}
+                </Pager>
+              )}
+            </>
+          )
+        }
+      </Listing>
     </section>
   );
 }

@@ -1,6 +1,7 @@
-import { useState } from "preact/hooks";
 import { formatDate, formatMoney } from "../format.ts";
-import { Badge, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
+import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { Listing, Table } from "../tables.tsx";
+import { Badge, EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
 const QUERY = `query DashboardPayouts($first: Int!, $after: String) {
   payouts(first: $first, after: $after) {
@@ -21,69 +22,42 @@ interface Payout {
   failureReason: string | null;
   createdAt: string;
 }
-type Answer = { payouts: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: Payout }[] } };
+type Answer = { payouts: Connection<Payout> };
 
 export function Payouts() {
-  const [cursors, setCursors] = useState<(string | null)[]>([]);
-  const { data, error, loading } = useQuery<Answer>(QUERY, { first: 20, after: cursors[cursors.length - 1] ?? null });
+  const cursors = useCursors();
+  const { data, error, loading } = useQuery<Answer>(QUERY, { first: 20, after: cursors.after });
   const connection = data?.payouts;
   return (
     <section>
       <PageHeader title="Payouts" />
-      <ErrorNote message={error} />
-      {!data && loading && <Loading />}
-      {connection && connection.edges.length === 0 && (
-        <EmptyState title="No payouts yet">
-          <p>Payouts send money to a phone through an M-Pesa channel; owners start them through the API (createPayout or POST /v1/payouts).</p>
-        </EmptyState>
-      )}
-      {connection && connection.edges.length > 0 && (
-        <TableWrap label="Payouts">
-          <thead>
-            <tr>
-              <th scope="col">Reference</th>
-              <th scope="col">Status</th>
-              <th scope="col" class="num">
-                Amount
-              </th>
-              <th scope="col">Phone</th>
-              <th scope="col">Receipt</th>
-              <th scope="col">Date</th>
-            </tr>
-          </thead>
-          <tbody>
-            {connection.edges.map(({ node: payout }) => (
-              <tr key={payout.databaseId}>
-                <th scope="row" data-label="Reference" class="mono">
-                  {payout.reference}
-                  {payout.description && <span class="muted block">{payout.description}</span>}
-                </th>
-                <td data-label="Status">
-                  <Badge value={payout.status} />
-                  {payout.failureReason && <span class="muted block">{payout.failureReason}</span>}
-                </td>
-                <td data-label="Amount" class="num">
-                  {formatMoney(payout.amount, payout.currency)}
-                </td>
-                <td data-label="Phone">{payout.phoneNumber}</td>
-                <td data-label="Receipt">{payout.providerReference ?? "—"}</td>
-                <td data-label="Date">{formatDate(payout.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </TableWrap>
-      )}
-      {connection && (cursors.length > 0 || connection.pageInfo.hasNextPage) && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-            Previous
-          </button>
-          <span class="muted">Page {cursors.length + 1}</span>
-          <button type="button" class="secondary" disabled={!connection.pageInfo.hasNextPage} onClick={() => setCursors([...cursors, connection.pageInfo.endCursor])}>
-            Next
-          </button>
-        </nav>
-      )}
+      <Listing
+        items={connection?.edges.map((edge) => edge.node)}
+        loading={loading}
+        error={error}
+        empty={
+          <EmptyState title="No payouts yet">
+            <p>Payouts send money to a phone through an M-Pesa channel; owners start them through the API (createPayout or POST /v1/payouts).</p>
+          </EmptyState>
+        }
+      >
+        {(payouts) => (
+          <Table
+            label="Payouts"
+            rows={payouts}
+            rowKey="databaseId"
+            columns={[
+              { label: "Reference", class: "mono", cell: (payout) => payout.reference, note: (payout) => payout.description },
+              { label: "Status", cell: (payout) => <Badge value={payout.status} />, note: (payout) => payout.failureReason },
+              { label: "Amount", num: true, cell: (payout) => formatMoney(payout.amount, payout.currency) },
+              { label: "Phone", cell: (payout) => payout.phoneNumber },
+              { label: "Receipt", cell: (payout) => payout.providerReference ?? "—" },
+              { label: "Date", cell: (payout) => formatDate(payout.createdAt) },
+            ]}
+          />
+        )}
+      </Listing>
+      {connection && <CursorPager cursors={cursors} pageInfo={connection.pageInfo} />}
     </section>
   );
 }

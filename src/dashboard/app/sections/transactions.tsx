@@ -3,7 +3,9 @@ import { formatDate, formatMoney } from "../format.ts";
 import { onLiveStatus, onTransactionEvent } from "../live.ts";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import type { Mode } from "../session.ts";
-import { Badge, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
+import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { Table } from "../tables.tsx";
+import { Badge, EmptyState, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 import { TRANSACTION_FIELDS, type Status, type Transaction } from "./transaction-fields.ts";
 
 const PAGE_SIZE = 20;
@@ -13,9 +15,7 @@ const QUERY = `query DashboardTransactions($first: Int!, $after: String, $status
   }
 }`;
 
-interface Connection {
-  transactions: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: Transaction }[] };
-}
+type Answer = { transactions: Connection<Transaction> };
 interface Filters {
   status: Status | "";
   dateFrom: string;
@@ -37,13 +37,11 @@ function matches(transaction: Transaction, filters: Filters): boolean {
 
 export function Transactions({ mode }: { mode: Mode }) {
   const [filters, setFilters] = useState<Filters>({ status: "", dateFrom: "", dateTo: "", search: "" });
-  // Cursors of the pages before this one (Relay paging forward; "Previous" pops).
-  const [cursors, setCursors] = useState<(string | null)[]>([]);
-  const after = cursors.length ? cursors[cursors.length - 1] : null;
-  const variables = { first: PAGE_SIZE, after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null, search: filters.search.trim() || null };
-  const { data, error, loading, reload, setData } = useQuery<Connection>(QUERY, variables);
+  const cursors = useCursors();
+  const variables = { first: PAGE_SIZE, after: cursors.after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null, search: filters.search.trim() || null };
+  const { data, error, loading, reload, setData } = useQuery<Answer>(QUERY, variables);
   const [fresh, setFresh] = useState<Set<string>>(new Set());
-  const firstPage = cursors.length === 0;
+  const firstPage = cursors.page === 1;
 
   useEffect(
     () =>
@@ -68,7 +66,7 @@ export function Transactions({ mode }: { mode: Mode }) {
 
   const setFilter = (name: keyof Filters, value: string) => {
     setFilters({ ...filters, [name]: value });
-    setCursors([]);
+    cursors.reset();
   };
   const filtered = Boolean(filters.status || filters.dateFrom || filters.dateTo || filters.search.trim());
   const connection = data?.transactions;
@@ -109,7 +107,7 @@ export function Transactions({ mode }: { mode: Mode }) {
             <input id="filter-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
           </div>
           {filtered && (
-            <button type="button" class="secondary" onClick={() => (setFilters({ status: "", dateFrom: "", dateTo: "", search: "" }), setCursors([]))}>
+            <button type="button" class="secondary" onClick={() => (setFilters({ status: "", dateFrom: "", dateTo: "", search: "" }), cursors.reset())}>
               Clear filters
             </button>
           )}
@@ -124,56 +122,31 @@ export function Transactions({ mode }: { mode: Mode }) {
           <p class="muted count" id="transactions-count">
             {connection!.totalCount} transaction{connection!.totalCount === 1 ? "" : "s"}
           </p>
-          <TableWrap label="Transactions">
-            <thead>
-              <tr>
-                <th scope="col">Reference</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="num">
-                  Amount
-                </th>
-                <th scope="col">Method</th>
-                <th scope="col">Customer</th>
-                <th scope="col">Date</th>
-              </tr>
-            </thead>
-            <tbody id="transactions-rows">
-              {rows.map((t) => (
-                <tr key={t.reference} data-reference={t.reference} class={`clickable${fresh.has(t.reference) ? " fresh" : ""}`} onClick={() => navigate(`/transactions/${t.reference}`)}>
-                  <th scope="row" data-label="Reference">
-                    <a href={`${BASE}/transactions/${t.reference}`} onClick={(e) => (e.stopPropagation(), onLinkClick(e, `/transactions/${t.reference}`))} class="mono">
-                      {t.reference}
-                    </a>
-                  </th>
-                  <td data-label="Status">
-                    <Badge value={t.status} />
-                  </td>
-                  <td data-label="Amount" class="num">
-                    {formatMoney(t.amount, t.currency)}
-                  </td>
-                  <td data-label="Method">
-                    {methodLabel(t.paymentMethod)}
-                    {t.channel && <span class="muted block">{t.channel.name}</span>}
-                  </td>
-                  <td data-label="Customer">{t.customer?.email ?? t.email ?? "—"}</td>
-                  <td data-label="Date">{formatDate(t.createdAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </TableWrap>
+          <Table
+            label="Transactions"
+            bodyId="transactions-rows"
+            rows={rows}
+            rowKey="reference"
+            rowProps={(t) => ({ "data-reference": t.reference, class: `clickable${fresh.has(t.reference) ? " fresh" : ""}`, onClick: () => navigate(`/transactions/${t.reference}`) })}
+            columns={[
+              {
+                label: "Reference",
+                cell: (t) => (
+                  <a href={`${BASE}/transactions/${t.reference}`} onClick={(e) => (e.stopPropagation(), onLinkClick(e, `/transactions/${t.reference}`))} class="mono">
+                    {t.reference}
+                  </a>
+                ),
+              },
+              { label: "Status", cell: (t) => <Badge value={t.status} /> },
+              { label: "Amount", num: true, cell: (t) => formatMoney(t.amount, t.currency) },
+              { label: "Method", cell: (t) => methodLabel(t.paymentMethod), note: (t) => t.channel?.name },
+              { label: "Customer", cell: (t) => t.customer?.email ?? t.email ?? "—" },
+              { label: "Date", cell: (t) => formatDate(t.createdAt) },
+            ]}
+          />
         </>
       )}
-      {connection && (cursors.length > 0 || connection.pageInfo.hasNextPage) && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-            Previous
-          </button>
-          <span class="muted">Page {cursors.length + 1}</span>
-          <button type="button" class="secondary" disabled={!connection.pageInfo.hasNextPage} onClick={() => setCursors([...cursors, connection.pageInfo.endCursor])}>
-            Next
-          </button>
-        </nav>
-      )}
+      {connection && <CursorPager cursors={cursors} pageInfo={connection.pageInfo} />}
     </section>
   );
 }

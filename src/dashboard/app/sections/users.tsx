@@ -1,8 +1,10 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, expectOk, gql, type Result } from "../api.ts";
+import { ERROR_FIELDS, mutate } from "../api.ts";
 import { formatDate } from "../format.ts";
+import { CardForm } from "../forms.tsx";
 import type { Session } from "../session.ts";
-import { Badge, ConfirmButton, EmptyState, ErrorNote, Loading, PageHeader, TableWrap, announce, useAction, useQuery } from "../ui.tsx";
+import { Listing, Table } from "../tables.tsx";
+import { Badge, ConfirmButton, EmptyState, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 
 const FIELDS = "databaseId email role createdAt disabledAt";
 const LIST = `query DashboardUsers { users { ${FIELDS} } }`;
@@ -45,18 +47,20 @@ function Team({ session }: { session: Session }) {
 
   const changeRole = (user: User, role: string) =>
     action.run(async () => {
-      expectOk((await gql<{ changeUserRole: Result<{ __typename: "User" }> }>(CHANGE_ROLE, { input: { id: user.databaseId, role } })).changeUserRole);
+      await mutate(CHANGE_ROLE, "changeUserRole", { input: { id: user.databaseId, role } });
       await reload(); // announced once the table shows it, so what is read out and what is seen agree
       announce(`${user.email} is now ${role}`);
     });
   const disable = (user: User) =>
     action.run(async () => {
-      expectOk((await gql<{ disableUser: Result<{ __typename: "User" }> }>(DISABLE, { id: user.databaseId })).disableUser);
+      await mutate(DISABLE, "disableUser", { id: user.databaseId });
       await reload();
       announce(`${user.email} is disabled and signed out`);
     });
+  const self = (user: User) => user.databaseId === session.user.id;
+  // Nobody changes their own role or disables themselves; a disabled user stays as they are.
+  const editable = (user: User) => !self(user) && !user.disabledAt;
 
-  const users = data?.users;
   return (
     <>
       <div class="subheader">
@@ -81,64 +85,57 @@ function Team({ session }: { session: Session }) {
           }}
         />
       )}
-      <ErrorNote message={error ?? action.error} />
-      {!users && loading && <Loading />}
-      {users && users.length === 0 && <EmptyState title="No users" />}
-      {users && users.length > 0 && (
-        <TableWrap label="Team">
-          <thead>
-            <tr>
-              <th scope="col">E-mail</th>
-              <th scope="col">Role</th>
-              <th scope="col">State</th>
-              <th scope="col">Added</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody id="users">
-            {users.map((user) => {
-              const self = user.databaseId === session.user.id;
-              const editable = !self && !user.disabledAt;
-              return (
-                <tr key={user.databaseId} data-email={user.email}>
-                  <th scope="row" data-label="E-mail" class="break">
+      <Listing items={data?.users} loading={loading} error={error ?? action.error} empty={<EmptyState title="No users" />}>
+        {(users) => (
+          <Table
+            label="Team"
+            bodyId="users"
+            rows={users}
+            rowKey="databaseId"
+            rowProps={(user) => ({ "data-email": user.email })}
+            columns={[
+              {
+                label: "E-mail",
+                class: "break",
+                cell: (user) => (
+                  <>
                     {user.email}
-                    {self && <span class="muted"> (you)</span>}
-                  </th>
-                  <td data-label="Role">
-                    {editable ? (
-                      <select aria-label={`Role of ${user.email}`} value={user.role} disabled={action.busy} onChange={(e) => void changeRole(user, e.currentTarget.value)}>
-                        {ROLES.map((role) => (
-                          <option key={role} value={role}>
-                            {role}
-                          </option>
-                        ))}
-                      </select>
-                    ) : (
-                      <span class="role">{user.role}</span>
-                    )}
-                  </td>
-                  <td data-label="State">{user.disabledAt ? <Badge value={`disabled ${formatDate(user.disabledAt)}`} kind="failed" /> : <Badge value="active" kind="completed" />}</td>
-                  <td data-label="Added">{formatDate(user.createdAt)}</td>
-                  <td class="actions">
-                    {editable && (
-                      <ConfirmButton
-                        label="Disable"
-                        question={`Disable ${user.email}? They are signed out and can no longer sign in.`}
-                        confirmLabel="Disable user"
-                        disabled={action.busy}
-                        onConfirm={() => void disable(user)}
-                      />
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </TableWrap>
-      )}
+                    {self(user) && <span class="muted"> (you)</span>}
+                  </>
+                ),
+              },
+              {
+                label: "Role",
+                cell: (user) =>
+                  editable(user) ? (
+                    <select aria-label={`Role of ${user.email}`} value={user.role} disabled={action.busy} onChange={(e) => void changeRole(user, e.currentTarget.value)}>
+                      {ROLES.map((role) => (
+                        <option key={role} value={role}>
+                          {role}
+                        </option>
+                      ))}
+                    </select>
+                  ) : (
+                    <span class="role">{user.role}</span>
+                  ),
+              },
+              { label: "State", cell: (user) => (user.disabledAt ? <Badge value={`disabled ${formatDate(user.disabledAt)}`} kind="failed" /> : <Badge value="active" kind="completed" />) },
+              { label: "Added", cell: (user) => formatDate(user.createdAt) },
+            ]}
+            actions={(user) =>
+              editable(user) && (
+                <ConfirmButton
+                  label="Disable"
+                  question={`Disable ${user.email}? They are signed out and can no longer sign in.`}
+                  confirmLabel="Disable user"
+                  disabled={action.busy}
+                  onConfirm={() => void disable(user)}
+                />
+              )
+            }
+          />
+        )}
+      </Listing>
     </>
   );
 }
@@ -147,17 +144,12 @@ function NewUserForm({ onCancel, onCreated }: { onCancel: () => void; onCreated:
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [role, setRole] = useState<string>("viewer");
-  const create = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    void create.run(async () => {
-      const user = expectOk((await gql<{ createUser: Result<User & { __typename: "User" }> }>(CREATE, { input: { email: email.trim(), password, role } })).createUser);
-      await onCreated(user);
-    });
+  const create = async () => {
+    const user = await mutate<User & { __typename: "User" }>(CREATE, "createUser", { input: { email: email.trim(), password, role } });
+    await onCreated(user);
   };
   return (
-    <form class="card form" onSubmit={submit} aria-labelledby="new-user-title">
-      <h2 id="new-user-title">Add a user</h2>
+    <CardForm title="Add a user" titleId="new-user-title" submit="Add user" onSubmit={create} onCancel={onCancel}>
       <div class="field">
         <label for="new-user-email">E-mail</label>
         <input id="new-user-email" type="email" required maxLength={254} autoComplete="off" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
@@ -177,16 +169,7 @@ function NewUserForm({ onCancel, onCreated }: { onCancel: () => void; onCreated:
           ))}
         </select>
       </div>
-      <ErrorNote message={create.error} />
-      <div class="row">
-        <button type="submit" disabled={create.busy}>
-          Add user
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </CardForm>
   );
 }
 
@@ -194,21 +177,29 @@ function PasswordForm() {
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
   const [done, setDone] = useState(false);
-  const change = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
+  const change = async () => {
     setDone(false);
-    void change.run(async () => {
-      expectOk((await gql<{ changePassword: Result<{ __typename: "User" }> }>(CHANGE_PASSWORD, { input: { currentPassword: current, newPassword: next } })).changePassword);
-      setCurrent("");
-      setNext("");
-      setDone(true);
-      announce("Your password is changed");
-    });
+    await mutate(CHANGE_PASSWORD, "changePassword", { input: { currentPassword: current, newPassword: next } });
+    setCurrent("");
+    setNext("");
+    setDone(true);
+    announce("Your password is changed");
   };
   return (
-    <form class="card form" id="your-password" onSubmit={submit} aria-labelledby="password-title">
-      <h2 id="password-title">Your password</h2>
+    <CardForm
+      id="your-password"
+      title="Your password"
+      titleId="password-title"
+      submit="Change password"
+      onSubmit={change}
+      status={
+        done && (
+          <p class="ok" role="status">
+            Password changed. Use it the next time you sign in.
+          </p>
+        )
+      }
+    >
       <div class="field">
         <label for="current-password">Current password</label>
         <input id="current-password" type="password" required autoComplete="current-password" value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />
@@ -217,17 +208,6 @@ function PasswordForm() {
         <label for="new-password">New password</label>
         <input id="new-password" type="password" required minLength={10} maxLength={200} autoComplete="new-password" value={next} onInput={(e) => setNext(e.currentTarget.value)} />
       </div>
-      <ErrorNote message={change.error} />
-      {done && (
-        <p class="ok" role="status">
-          Password changed. Use it the next time you sign in.
-        </p>
-      )}
-      <div class="row">
-        <button type="submit" disabled={change.busy}>
-          Change password
-        </button>
-      </div>
-    </form>
+    </CardForm>
   );
 }

@@ -1,8 +1,10 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import { ERROR_FIELDS, expectOk, gql, type Result } from "../api.ts";
+import { useState } from "preact/hooks";
+import { ERROR_FIELDS, mutate } from "../api.ts";
 import { formatDate } from "../format.ts";
+import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { canWrite, type Session } from "../session.ts";
-import { Badge, ConfirmButton, EmptyState, ErrorNote, Loading, PageHeader, SecretOnce, TableWrap, announce, useAction, useQuery } from "../ui.tsx";
+import { Listing, Table } from "../tables.tsx";
+import { Badge, ConfirmButton, EmptyState, ErrorNote, PageHeader, SecretOnce, announce, useAction, useQuery } from "../ui.tsx";
 
 const EVENT_TYPES = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed"];
 const ENDPOINT_FIELDS = "databaseId url description events enabled disabledReason createdAt";
@@ -50,12 +52,11 @@ export function Webhooks({ session }: { session: Session }) {
 
   const deleteEndpoint = (endpoint: Endpoint) =>
     remove.run(async () => {
-      expectOk((await gql<{ deleteWebhookEndpoint: Result<{ __typename: "WebhookEndpoint" }> }>(DELETE, { id: endpoint.databaseId })).deleteWebhookEndpoint);
+      await mutate(DELETE, "deleteWebhookEndpoint", { id: endpoint.databaseId });
       announce(`Endpoint ${endpoint.url} deleted`);
       await Promise.all([endpoints.reload(), deliveries.reload()]);
     });
 
-  const list = endpoints.data?.webhookEndpoints;
   return (
     <section>
       <PageHeader title="Webhooks">
@@ -77,47 +78,38 @@ export function Webhooks({ session }: { session: Session }) {
         />
       )}
       <h2>Endpoints</h2>
-      <ErrorNote message={endpoints.error ?? remove.error} />
-      {!list && endpoints.loading && <Loading />}
-      {list && list.length === 0 && <EmptyState title="No webhook endpoints">{writable && <p>Add an endpoint (New endpoint) to receive signed events when payments complete or fail.</p>}</EmptyState>}
-      {list && list.length > 0 && (
-        <TableWrap label="Webhook endpoints">
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">State</th>
-              <th scope="col">Created</th>
-              {writable && (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
-          <tbody id="webhook-endpoints">
-            {list.map((endpoint) => (
-              <tr key={endpoint.databaseId}>
-                <th scope="row" data-label="URL" class="break">
-                  {endpoint.url}
-                  {endpoint.description && <span class="muted block">{endpoint.description}</span>}
-                </th>
-                <td data-label="Events">{endpoint.events.length ? endpoint.events.join(", ") : "All events"}</td>
-                <td data-label="State">
-                  {endpoint.enabled ? <Badge value="enabled" kind="completed" /> : <Badge value="disabled" kind="failed" />}
-                  {endpoint.disabledReason && <span class="muted block">{endpoint.disabledReason}</span>}
-                </td>
-                <td data-label="Created">{formatDate(endpoint.createdAt)}</td>
-                {writable && (
-                  <td class="actions">
+      <Listing
+        items={endpoints.data?.webhookEndpoints}
+        loading={endpoints.loading}
+        error={endpoints.error ?? remove.error}
+        empty={<EmptyState title="No webhook endpoints">{writable && <p>Add an endpoint (New endpoint) to receive signed events when payments complete or fail.</p>}</EmptyState>}
+      >
+        {(list) => (
+          <Table
+            label="Webhook endpoints"
+            bodyId="webhook-endpoints"
+            rows={list}
+            rowKey="databaseId"
+            columns={[
+              { label: "URL", class: "break", cell: (endpoint) => endpoint.url, note: (endpoint) => endpoint.description },
+              { label: "Events", cell: (endpoint) => (endpoint.events.length ? endpoint.events.join(", ") : "All events") },
+              {
+                label: "State",
+                cell: (endpoint) => (endpoint.enabled ? <Badge value="enabled" kind="completed" /> : <Badge value="disabled" kind="failed" />),
+                note: (endpoint) => endpoint.disabledReason,
+              },
+              { label: "Created", cell: (endpoint) => formatDate(endpoint.createdAt) },
+            ]}
+            actions={
+              writable
+                ? (endpoint) => (
                     <ConfirmButton label="Delete" question={`Delete ${endpoint.url} and its delivery history?`} confirmLabel="Delete endpoint" disabled={remove.busy} onConfirm={() => void deleteEndpoint(endpoint)} />
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </TableWrap>
-      )}
+                  )
+                : undefined
+            }
+          />
+        )}
+      </Listing>
       <div class="subheader">
         <h2>Recent deliveries</h2>
         <button type="button" class="secondary small" onClick={() => void deliveries.reload()}>
@@ -134,25 +126,19 @@ function NewEndpoint({ onCreated, onCancel }: { onCreated: (secret: string) => v
   const [url, setUrl] = useState("");
   const [description, setDescription] = useState("");
   const [events, setEvents] = useState<string[]>([]);
-  const create = useAction();
-  const submit = (event: Event) => {
-    event.preventDefault();
-    void create.run(async () => {
-      const input = { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}) };
-      const result = expectOk((await gql<{ createWebhookEndpoint: Result<{ __typename: "WebhookEndpointWithSecret"; secret: string }> }>(CREATE, { input })).createWebhookEndpoint);
-      setUrl("");
-      setDescription("");
-      setEvents([]);
-      announce("Webhook endpoint created. Copy its signing secret now.");
-      onCreated(result.secret);
-    });
+  const urlRef = useFocusOnMount<HTMLInputElement>();
+  const create = async () => {
+    const input = { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}) };
+    const result = await mutate<{ __typename: "WebhookEndpointWithSecret"; secret: string }>(CREATE, "createWebhookEndpoint", { input });
+    setUrl("");
+    setDescription("");
+    setEvents([]);
+    announce("Webhook endpoint created. Copy its signing secret now.");
+    onCreated(result.secret);
   };
   const toggle = (type: string, on: boolean) => setEvents(on ? [...events, type] : events.filter((t) => t !== type));
-  const urlRef = useRef<HTMLInputElement>(null);
-  useEffect(() => urlRef.current?.focus(), []);
   return (
-    <form class="card form" onSubmit={submit} aria-labelledby="new-endpoint-title">
-      <h2 id="new-endpoint-title">Add an endpoint</h2>
+    <CardForm title="Add an endpoint" titleId="new-endpoint-title" submit="Add endpoint" onSubmit={create} onCancel={onCancel}>
       <div class="field">
         <label for="endpoint-url">Endpoint URL</label>
         <input id="endpoint-url" ref={urlRef} type="url" required placeholder="https://example.com/webhooks" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
@@ -172,16 +158,7 @@ function NewEndpoint({ onCreated, onCancel }: { onCreated: (secret: string) => v
           ))}
         </div>
       </fieldset>
-      <ErrorNote message={create.error} />
-      <div class="row">
-        <button type="submit" disabled={create.busy}>
-          Add endpoint
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </CardForm>
   );
 }
 
@@ -191,65 +168,39 @@ export function DeliveriesTable({ deliveries, writable, onResent }: { deliveries
   if (deliveries.length === 0) return <p class="muted">No deliveries yet.</p>;
   const resendOne = (delivery: Delivery) =>
     resend.run(async () => {
-      expectOk((await gql<{ resendEvent: Result<{ __typename: "ResendEventPayload" }> }>(RESEND, { eventId: delivery.eventId, endpointId: delivery.endpoint.databaseId })).resendEvent);
+      await mutate(RESEND, "resendEvent", { eventId: delivery.eventId, endpointId: delivery.endpoint.databaseId });
       announce(`Event ${delivery.eventType} queued for delivery again`);
       onResent();
     });
   return (
     <>
       <ErrorNote message={resend.error} />
-      <TableWrap label="Webhook deliveries">
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Endpoint</th>
-            <th scope="col">Status</th>
-            <th scope="col" class="num">
-              Response
-            </th>
-            <th scope="col" class="num">
-              Attempts
-            </th>
-            <th scope="col">Created</th>
-            {writable && (
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
-        <tbody>
-          {deliveries.map((delivery) => (
-            <tr key={delivery.id}>
-              <th scope="row" data-label="Event">
-                {delivery.eventType}
-                <span class="muted block">event {delivery.eventId}</span>
-              </th>
-              <td data-label="Endpoint" class="break">
-                {delivery.endpoint.url}
-              </td>
-              <td data-label="Status">
-                <Badge value={delivery.status} kind={delivery.status === "succeeded" ? "completed" : delivery.status} />
-                {delivery.lastError && <span class="muted block">{delivery.lastError}</span>}
-              </td>
-              <td data-label="Response" class="num">
-                {delivery.lastStatusCode ?? "—"}
-              </td>
-              <td data-label="Attempts" class="num">
-                {delivery.attempts}
-              </td>
-              <td data-label="Created">{formatDate(delivery.createdAt)}</td>
-              {writable && (
-                <td class="actions">
-                  <button type="button" class="secondary small" disabled={resend.busy} onClick={() => void resendOne(delivery)} aria-label={`Resend ${delivery.eventType} to ${delivery.endpoint.url}`}>
-                    Resend
-                  </button>
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </TableWrap>
+      <Table
+        label="Webhook deliveries"
+        rows={deliveries}
+        rowKey="id"
+        columns={[
+          { label: "Event", cell: (delivery) => delivery.eventType, note: (delivery) => `event ${delivery.eventId}` },
+          { label: "Endpoint", class: "break", cell: (delivery) => delivery.endpoint.url },
+          {
+            label: "Status",
+            cell: (delivery) => <Badge value={delivery.status} kind={delivery.status === "succeeded" ? "completed" : delivery.status} />,
+            note: (delivery) => delivery.lastError,
+          },
+          { label: "Response", num: true, cell: (delivery) => delivery.lastStatusCode ?? "—" },
+          { label: "Attempts", num: true, cell: (delivery) => delivery.attempts },
+          { label: "Created", cell: (delivery) => formatDate(delivery.createdAt) },
+        ]}
+        actions={
+          writable
+            ? (delivery) => (
+                <button type="button" class="secondary small" disabled={resend.busy} onClick={() => void resendOne(delivery)} aria-label={`Resend ${delivery.eventType} to ${delivery.endpoint.url}`}>
+                  Resend
+                </button>
+              )
+            : undefined
+        }
+      />
     </>
   );
 }

@@ -1,0 +1,54 @@
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+/** A Relay connection as the dashboard selects it: `totalCount pageInfo { hasNextPage endCursor } edges { node { … } }`. */
+export interface Connection<T> {
+  totalCount: number;
+  pageInfo: PageInfo;
+  edges: { node: T }[];
+}
+
+/** Previous, "Page …", Next. */
+export function Pager({ hasPrevious, hasNext, onPrevious, onNext, children }: { hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void; children: ComponentChildren }) {
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" class="secondary" disabled={!hasPrevious} onClick={onPrevious}>
+        Previous
+      </button>
+      <span class="muted">{children}</span>
+      <button type="button" class="secondary" disabled={!hasNext} onClick={onNext}>
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** Relay paging forward: the cursors of the pages before this one are kept, so Previous pops one. */
+export function useCursors() {
+  const [cursors, setCursors] = useState<(string | null)[]>([]);
+  return {
+    /** The `after` variable of this page's query. */
+    after: cursors[cursors.length - 1] ?? null,
+    /** This page's number, from 1. */
+    page: cursors.length + 1,
+    previous: () => setCursors(cursors.slice(0, -1)),
+    next: (endCursor: string | null) => setCursors([...cursors, endCursor]),
+    /** Back to the first page (the filters changed). */
+    reset: () => setCursors([]),
+  };
+}
+export type Cursors = ReturnType<typeof useCursors>;
+
+/** The pager of a connection paged with useCursors; nothing while all of it fits on the first page. */
+export function CursorPager({ cursors, pageInfo }: { cursors: Cursors; pageInfo: PageInfo }) {
+  if (cursors.page === 1 && !pageInfo.hasNextPage) return null;
+  return (
+    <Pager hasPrevious={cursors.page > 1} hasNext={pageInfo.hasNextPage} onPrevious={cursors.previous} onNext={() => cursors.next(pageInfo.endCursor)}>
+      Page {cursors.page}
+    </Pager>
+  );
+}

@@ -1,0 +1,95 @@
+import { luhnValid } from "../../cards.ts";
+import type { Transaction } from "../../db/generated/prisma/client.ts";
+import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import type { CardDetails, CardOutcome } from "../../providers/types.ts";
+import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "./context.ts";
+
+/** A payer's card payment on the gateway's own checkout page, and the claim that admits one charge at a time. */
+
+/** How long a checkout card charge holds its transaction by default; longer than any connector's charge timeout. */
+export const CARD_CHARGE_LEASE_MS = 2 * 60_000;
+export const PAYMENT_IN_PROGRESS = "A payment for this transaction is in progress";
+
+function validateCard(card: CardDetails): CardDetails {
+  const number = card.number.replace(/[\s-]/g, "");
+  if (!/^\d{12,19}$/.test(number) || !luhnValid(number)) throw new ValidationError("card_number", "is not a valid card number");
+  if (!Number.isInteger(card.expMonth) || card.expMonth < 1 || card.expMonth > 12) {
+    throw new ValidationError("expiry_month", "must be a month from 1 to 12");
+  }
+  const now = new Date();
+  const expYear = card.expYear < 100 ? 2000 + card.expYear : card.expYear;
+  if (!Number.isInteger(expYear) || expYear * 12 + card.expMonth < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1) {
+    throw new ValidationError("expiry_year", "the card has expired");
+  }
+  if (!/^\d{3,4}$/.test(card.cvc)) throw new ValidationError("cvc", "must be 3 or 4 digits");
+  return { number, expMonth: card.expMonth, expYear, cvc: card.cvc };
+}
+
+export function createCardFlow(ctx: FlowContext) {
+  const { deps, store } = ctx;
+  const { channels, connectors, logger } = deps;
+
+  return {
+    /**
+     * A payer's card payment from the hosted checkout: validate -> claim the transaction -> charge ->
+     * record. The claim (one conditional UPDATE of `charge_started_at`) admits one charge call per
+     * transaction at a time, across instances; a concurrent submission is a 409, never a second charge.
+     * Each caller gets its own outcome: a declined card fails the transaction (as Paystack does) and
+     * is reported as declined, whatever another attempt did. A charge that throws without an outcome
+     * (provider unavailable) releases the claim so the payer can retry; a claim older than the lease
+     * (its instance crashed mid-charge) may be taken over.
+     */
+    async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
+      // The payer's path: plain SQL throughout (src/db/sql.ts), four statements with the status change.
+      const transaction = await store.findForPayer(reference);
+      if (!transaction) throw new NotFoundError("Transaction");
+      if (transaction.status !== "pending") throw alreadySettled(transaction.status);
+      const card = validateCard(cardInput);
+      const channel = transaction.channelId === null ? null : await channels.findById(transaction.channelId);
+      const connector = channel ? connectorOf(connectors, channel) : undefined;
+      if (!channel || !connector?.chargeCard) {
+        throw new GatewayError("forbidden", "This transaction's payment channel does not take card payments here");
+      }
+      if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channel.id} is inactive`);
+      // A live sandbox channel (made before sandbox became test-only) would pass public test cards as live payments.
+      if (!channels.isUsableChannel(channel)) throw new GatewayError("forbidden", "This transaction's payment channel is a sandbox channel, which takes test payments only");
+      const config = channels.readChannelConfig(channel);
+
+      // The claim's timestamp is its token: only the attempt that wrote it releases it.
+      const claimedAt = new Date();
+      const lapsedBefore = new Date(claimedAt.getTime() - (deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS));
+      const claim = await store.claimCharge(transaction.id, claimedAt, lapsedBefore);
+      if (!claim?.claimed) {
+        if (claim && claim.status !== "pending") throw alreadySettled(claim.status);
+        throw new GatewayError("conflict", PAYMENT_IN_PROGRESS);
+      }
+
+      let outcome: CardOutcome;
+      try {
+        logger.info({ reference }, "card charge sent");
+        outcome = await connector.chargeCard({ reference, amount: transaction.amount, currency: transaction.currency, card, config });
+      } catch (error) {
+        await store
+          .releaseCharge(transaction.id, claimedAt)
+          .catch((releaseError: unknown) => logger.warn({ reference, err: (releaseError as Error).message }, "card charge claim not released; it lapses with its lease"));
+        logger.warn({ reference, err: (error as Error).message }, "card charge failed without an outcome; claim released");
+        throw asProviderError(error);
+      }
+      const result = await ctx.transition(
+        outcome.outcome === "succeeded"
+          ? { transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } }
+          : { transactionId: transaction.id, to: "failed", changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason } },
+      );
+      if (!result.applied) {
+        // Only possible when this charge outlived its lease and another attempt took over and settled:
+        // this attempt's outcome is not the recorded one, so it is not reported as if it were.
+        logger.error(
+          { reference, outcome: outcome.outcome, providerReference: outcome.outcome === "succeeded" ? outcome.providerReference : undefined },
+          "card charge finished after the transaction was settled by another attempt; not recorded",
+        );
+        throw alreadySettled(result.transaction.status);
+      }
+      return { transaction: result.transaction, outcome };
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import { randomBytes } from "node:crypto";
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient, Sql } from "../../db/database.ts";
+import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
+import { GatewayError, ValidationError } from "../../errors.ts";
+import { recoveredObjectId } from "../../idempotency/scope.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import type { Logger } from "../../logger.ts";
+import type { Connectors } from "../../providers/index.ts";
+import type { Connector, MomoConnector } from "../../providers/types.ts";
+import type { ChannelService } from "../channels/service.ts";
+import type { CustomerService } from "../customers/service.ts";
+import type { EventPublisher } from "../events/publisher.ts";
+import type { StatusCounter } from "../events/status-machine.ts";
+import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./state-machine.ts";
+import { createTransactionStore, type TransactionStore } from "./store.ts";
+
+/** What every flow of the payments core (card.ts, hosted.ts, collections.ts, ...) shares: deps, store, transition. */
+
+export interface CollectionTiming {
+  /** A pending push with no callback after this long is queried. */
+  reconcileAfterMs: number;
+  /** First wait between two queries of one push; doubles each time, capped at 60 s. */
+  queryBackoffMs: number;
+  /** After this long with no answer a push is failed as expired (1019). */
+  lifetimeMs: number;
+}
+
+export interface HostedTiming {
+  /** A pending hosted payment is first verified this long after initialize; the wait then doubles, capped at an hour. */
+  verifyAfterMs: number;
+  /** Still unpaid this long after initialize: failed as abandoned. */
+  abandonAfterMs: number;
+}
+
+export interface TransactionServiceDeps {
+  prisma: PrismaClient;
+  /** Plain SQL for the hottest reads and the initialize insert (src/db/sql.ts). */
+  sql: Sql;
+  channels: ChannelService;
+  customers: CustomerService;
+  connectors: Connectors;
+  publisher: EventPublisher;
+  jobs: JobRunner;
+  /** Counts committed status changes when set (/metrics). */
+  metrics?: StatusCounter;
+  logger: Logger;
+  publicBaseUrl: string;
+  /** How long a card charge's claim holds its transaction (CHECKOUT_CHARGE_LEASE_MS); default CARD_CHARGE_LEASE_MS. */
+  cardChargeLeaseMs?: number;
+  collection: CollectionTiming;
+  hosted: HostedTiming;
+  /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */
+  stkCallbackUrl(channel: PaymentChannel, momo: MomoConnector): string;
+}
+
+/** The job that settles a pending collection or hosted payment whose provider has not told us (reconcile.ts). */
+export const RECONCILE_JOB = "transaction.reconcile";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** Random base62 text from the CSPRNG (rejection sampling keeps it uniform). */
+function randomToken(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/**
+ * URL-safe and unguessable (~119 bits): the reference alone opens the hosted checkout page. Its
+ * characters are ones every provider takes in a reference (Paystack: alphanumerics, `-`, `.`, `=`);
+ * older `txn_` references keep working, as lookups are by the whole string.
+ */
+export const newReference = () => `txn-${randomToken(20)}`;
+/** Paystack-style access code: what a checkout integration may use instead of the whole URL. */
+export const newAccessCode = () => randomToken(16);
+
+export const alreadySettled = (status: string) => new GatewayError("conflict", `Transaction is already ${status}`);
+
+/** A provider call that threw: its own GatewayError as it is, anything else as provider_unavailable. */
+export const asProviderError = (error: unknown) => (error instanceof GatewayError ? error : new GatewayError("provider_unavailable", undefined, { cause: error }));
+
+export function connectorOf(connectors: Connectors, channel: PaymentChannel): Connector | undefined {
+  return connectors.for(channel);
+}
+
+/** The channel's mobile-money capability, or a 400 naming the channel. */
+export function momoConnectorOf(connectors: Connectors, channel: PaymentChannel): MomoConnector {
+  const momo = connectorOf(connectors, channel)?.momo;
+  if (!momo) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) does not take mobile money`);
+  return momo;
+}
+
+export interface FlowContext {
+  deps: TransactionServiceDeps;
+  store: TransactionStore;
+  stateMachine: StateMachineDeps;
+  /** The one status change (state-machine.ts). */
+  transition(request: TransitionRequest): Promise<TransitionResult>;
+  /** The gateway's hosted checkout page for a payment. */
+  checkoutUrl(reference: string): string;
+  /** Where a hosted-checkout provider sends the payer back (Paystack's callback_url). */
+  returnUrl(reference: string): string;
+  /**
+   * The transaction an interrupted earlier attempt of this Idempotency-Keyed request committed: the
+   * retry answers with it instead of creating (and, for a push, sending) a second one.
+   */
+  recoveredTransaction(principal: Principal): Promise<Transaction | null>;
+}
+
+export function createFlowContext(deps: TransactionServiceDeps): FlowContext {
+  const store = createTransactionStore(deps);
+  const stateMachine: StateMachineDeps = { prisma: deps.prisma, publisher: deps.publisher, jobs: deps.jobs, metrics: deps.metrics, sql: deps.sql };
+  const checkoutUrl = (reference: string) => `${deps.publicBaseUrl}/payment/checkout/${reference}`;
+  return {
+    deps,
+    store,
+    stateMachine,
+    transition: (request) => transitionTransaction(stateMachine, request),
+    checkoutUrl,
+    returnUrl: (reference) => `${checkoutUrl(reference)}/return`,
+    async recoveredTransaction(principal) {
+      const id = recoveredObjectId("transaction");
+      return id === null ? null : store.findInScope(principal, id);
+    },
+  };
+}

@@ -1,0 +1,153 @@
+import type { Principal } from "../../auth.ts";
+import type { Prisma } from "../../db/generated/prisma/client.ts";
+import { GatewayError, ValidationError } from "../../errors.ts";
+import { inIdempotencyScope } from "../../idempotency/scope.ts";
+import { parseAmount, parseCurrency } from "../../money.ts";
+import { normalizePhone } from "../../phone.ts";
+import { optionalText, unsafeTextIn } from "../../validation.ts";
+import { normalizeEmail } from "../customers/service.ts";
+import { connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
+import type { HostedFlow } from "./hosted.ts";
+import { afterCreate, insertPendingTransaction } from "./state-machine.ts";
+
+/** Initialize: a payment the payer completes on a checkout page (the gateway's own, or a hosted provider's). */
+
+export interface InitializeInput {
+  amount: unknown;
+  email?: string | null;
+  paymentChannelId?: number | null;
+  description?: string | null;
+  currency?: string | null;
+  firstName?: string | null;
+  lastName?: string | null;
+  phone?: string | null;
+  /** The merchant's page to send the payer back to after paying (Paystack's field). */
+  callbackUrl?: string | null;
+  /** The merchant's own reference, kept as the client reference (the gateway's reference stays the key). */
+  reference?: string | null;
+  /** A JSON object of the merchant's, stored and echoed as sent. */
+  metadata?: unknown;
+}
+
+export const MAX_METADATA_BYTES = 8 * 1024;
+const MAX_METADATA_DEPTH = 10;
+/** Levels of nesting below the metadata object itself; deeper is a 400 naming `metadata`. */
+function metadataDepth(value: unknown): number {
+  if (value === null || typeof value !== "object") return 0;
+  let deepest = 0;
+  for (const item of Object.values(value)) deepest = Math.max(deepest, metadataDepth(item));
+  return 1 + deepest;
+}
+
+/**
+ * initialize's `metadata`: a JSON object (not an array or a scalar) of at most 8 KB serialized (UTF-8),
+ * returned as the object to store; null or absent is no metadata. Anything else is a 400 naming the field.
+ */
+export function parseMetadata(value: unknown): Record<string, unknown> | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError("metadata", "must be a JSON object");
+  const serialized = JSON.stringify(value);
+  if (Buffer.byteLength(serialized, "utf8") > MAX_METADATA_BYTES) {
+    throw new ValidationError("metadata", `must be at most ${MAX_METADATA_BYTES} bytes as JSON (${MAX_METADATA_BYTES / 1024} KB)`);
+  }
+  if (metadataDepth(value) > MAX_METADATA_DEPTH) throw new ValidationError("metadata", `must be nested at most ${MAX_METADATA_DEPTH} levels deep`);
+  // Text jsonb cannot store (NUL, lone surrogates): the one text check, which REST and GraphQL inputs have already passed.
+  const unsafe = unsafeTextIn(value, "metadata");
+  if (unsafe) throw unsafe;
+  return value as Record<string, unknown>;
+}
+
+/** An http(s) URL the payer's browser is sent to; no credentials in it, at most 2,048 characters. */
+function parseCallbackUrl(value: string | null | undefined): string | null {
+  const text = optionalText(value, "callback_url", 2048);
+  if (!text) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ValidationError("callback_url", "must be an absolute http(s) URL");
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.username || url.password) {
+    throw new ValidationError("callback_url", "must be an absolute http(s) URL without credentials");
+  }
+  return url.href;
+}
+
+/** Where the payer goes after paying: the merchant's callback_url with ?trxref=<ref>&reference=<ref>, as Paystack sends them. */
+export function payerReturnUrl(callbackUrl: string, reference: string): string {
+  const url = new URL(callbackUrl);
+  url.searchParams.set("trxref", reference);
+  url.searchParams.set("reference", reference);
+  return url.href;
+}
+
+export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, "openHostedPayment">) {
+  const { deps, store } = ctx;
+  const { channels, customers, connectors } = deps;
+
+  /**
+   * A card/checkout payment: validate -> resolve channel and currency -> customer -> row. The row is one
+   * INSERT (no interactive transaction holding a pooled connection), except for a request with an
+   * Idempotency-Key, whose recovery point is written in the same database transaction. The payer's
+   * customer record is found or created first: it stands on its own if the insert then fails.
+   */
+  return async function initialize(principal: Principal, input: InitializeInput) {
+    const recovered = await ctx.recoveredTransaction(principal);
+    if (recovered) return recovered;
+    const amount = parseAmount(input.amount);
+    if (!input.email) throw new ValidationError("email", "is required");
+    const email = normalizeEmail(input.email);
+    const phone = input.phone ? normalizePhone(input.phone) : null;
+    const firstName = optionalText(input.firstName, "first_name", 100);
+    const lastName = optionalText(input.lastName, "last_name", 100);
+    const description = optionalText(input.description, "description", 500);
+    const callbackUrl = parseCallbackUrl(input.callbackUrl);
+    // Kept as STK push keeps its reference: the merchant's own, not unique; the gateway's reference stays the key.
+    const clientReference = optionalText(input.reference, "reference", 100);
+    const metadata = parseMetadata(input.metadata);
+    const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, input.paymentChannelId);
+    const connector = connectorOf(connectors, channel);
+    if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
+    const currency = parseCurrency(input.currency || defaultCurrency!, connector.currencies, channel.provider);
+    const hosted = connector.hosted;
+    hosted?.checkPayment({ amount, currency });
+
+    const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl, clientReference, metadata };
+    if (!hosted && !inIdempotencyScope()) {
+      // The common case, in one statement: the payer's customer (found or created) and the row.
+      const transaction = await store.insertCheckout(principal, fields);
+      afterCreate(ctx.stateMachine, { transaction, event: null, jobsQueued: 0 });
+      return transaction;
+    }
+    const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone });
+    const row: Prisma.TransactionUncheckedCreateInput = {
+      merchantId: principal.merchantId,
+      mode: principal.mode,
+      reference: fields.reference,
+      accessCode: fields.accessCode,
+      amount,
+      currency,
+      description,
+      email,
+      phoneNumber: phone,
+      channelId: channel.id,
+      customerId: customer.id,
+      callbackUrl,
+      clientReference,
+      ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }),
+    };
+    if (hosted) {
+      // Row and its verification job first, then the provider: whatever happens at Paystack is found again.
+      const verifyAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
+      const created = await deps.prisma.$transaction((tx) =>
+        insertPendingTransaction(tx, row, { announce: false, jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: verifyAt }] }),
+      );
+      afterCreate(ctx.stateMachine, created);
+      return hostedFlow.openHostedPayment(created.transaction, channel, hosted);
+    }
+    // Under an Idempotency-Key the row and its recovery point commit together (src/idempotency).
+    const created = await deps.prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false }));
+    afterCreate(ctx.stateMachine, created);
+    return created.transaction;
+  };
+}

@@ -1,0 +1,80 @@
+import type { Principal } from "../../auth.ts";
+import type { Transaction } from "../../db/generated/prisma/client.ts";
+import { NotFoundError } from "../../errors.ts";
+import type { Page } from "../../paging.ts";
+import { isTestProvider } from "../../providers/registry.ts";
+import type { FlowContext } from "./context.ts";
+import { payerReturnUrl } from "./initialize.ts";
+import { toPublishedEvent } from "./state-machine.ts";
+import type { TransactionFilters, TransactionQuery } from "./store.ts";
+
+/** The reads: a merchant's transaction and lists, the payer's checkout view, a transaction's settling event. */
+export function createReads(ctx: FlowContext) {
+  const { deps, store } = ctx;
+  const { connectors } = deps;
+
+  return {
+    /** The caller's transaction by id (digits) or reference, with its channel; a 404 when it has none such. */
+    async getWithChannel(principal: Principal, idOrReference: string) {
+      const key = idOrReference.trim();
+      const transaction = await store.findWithChannelInScope(principal, /^\d{1,9}$/.test(key) ? { id: Number(key) } : { reference: key });
+      if (!transaction) throw new NotFoundError("Transaction");
+      return transaction;
+    },
+
+    /** `query` carries the relations a GraphQL selection needs, so one read serves it. */
+    async getByReference(principal: Principal, reference: string, query: TransactionQuery = {}): Promise<Transaction> {
+      const transaction = await store.findByReference(principal, reference, query);
+      if (!transaction) throw new NotFoundError("Transaction");
+      return transaction;
+    },
+
+    /**
+     * One page with totals; `query` carries the relations a GraphQL selection needs (no N+1). With `summary`
+     * the items carry only the summary fields (rows.ts), for a selection that reads no others.
+     */
+    listPage(
+      principal: Principal,
+      input: TransactionFilters & { page?: number | null; limit?: number | null },
+      query: TransactionQuery = {},
+      options: { summary?: boolean } = {},
+    ): Promise<Page<Transaction>> {
+      return store.listPage(principal, input, query, options.summary ?? false);
+    },
+
+    /** The Relay connection's rows, newest (highest id) first; Pothos's `query` carries cursor, window and relations. */
+    listConnection: store.listConnection,
+
+    /** How many of the caller's transactions match the filters. */
+    count: store.count,
+
+    /** What the payer's checkout page shows; null when the reference is unknown. */
+    async checkoutView(reference: string) {
+      const t = await store.findCheckoutView(reference);
+      if (!t) return null;
+      return {
+        reference: t.reference,
+        amount: t.amount,
+        currency: t.currency,
+        status: t.status,
+        description: t.description,
+        mode: t.mode,
+        failureReason: t.failureReason,
+        returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
+        sandbox: t.channel !== null && isTestProvider(t.channel.provider),
+        merchantName: t.merchant.name,
+        acceptsCards: t.channel !== null && connectors.for(t.channel)?.chargeCard !== undefined,
+        hosted: t.channel !== null && connectors.for(t.channel)?.hosted !== undefined,
+      };
+    },
+
+    /** The latest settling event of a transaction (completed or failed), as subscribers receive it. */
+    async lastSettlingEvent(transactionId: number) {
+      const event = await deps.prisma.event.findFirst({
+        where: { transactionId, type: { in: ["transaction.completed", "transaction.failed"] } },
+        orderBy: { id: "desc" },
+      });
+      return event ? toPublishedEvent(event) : null;
+    },
+  };
+}

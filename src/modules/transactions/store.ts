@@ -1,0 +1,393 @@
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient, Sql } from "../../db/database.ts";
+import type { Prisma, Transaction } from "../../db/generated/prisma/client.ts";
+import { ValidationError } from "../../errors.ts";
+import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
+import { pageWindow, resolvePaging, toPage, type Page, type Paging } from "../../paging.ts";
+import { phoneOrNull } from "../../phone.ts";
+import {
+  selectsColumnsOnly,
+  TRANSACTION_COLUMNS,
+  TRANSACTION_SUMMARY_COLUMNS,
+  transactionFromRow,
+  transactionSummaryFromRow,
+  type TransactionRow,
+} from "./rows.ts";
+
+/**
+ * Every statement on the `transactions` table, behind named functions: the one place that chooses plain
+ * SQL (src/db/sql.ts, for the hot paths: verify, list, initialize, card payments, STK callbacks) or Prisma
+ * (everything else, and any read whose GraphQL selection needs relations). Callers pass values, never SQL
+ * text or conditions. The status change itself is state-machine.ts's one statement, built from
+ * TRANSACTION_COLUMNS; the row <-> model mapping is rows.ts.
+ */
+
+export { TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./rows.ts";
+
+/** A Pothos-derived Prisma query: the relations (or fields) a GraphQL selection needs, so one read serves it. */
+export type TransactionQuery = { include?: Prisma.TransactionInclude; select?: Prisma.TransactionSelect };
+
+export type TransactionFilters = StatusDateFilters & {
+  /** One term matched exactly against the reference, client reference, provider receipt, e-mail or phone. */
+  search?: string | null;
+};
+
+const MAX_SEARCH_LENGTH = 100;
+
+/** A search term as each column stores it; null for no search. */
+export interface TransactionSearch {
+  /** Compared as typed with reference, client_reference and provider_reference. */
+  text: string;
+  /** The e-mail as stored (lower-cased), when the term looks like one. */
+  email: string | null;
+  /** The phone as stored (E.164), when the term reads as one: +254..., 254... or a Kenyan 07.../01.... */
+  phone: string | null;
+}
+
+/**
+ * Exact matches only, so each branch of the OR is an index scan (the unique reference, and the
+ * (merchant, mode, column) indexes of the others); a substring search would read every row of the merchant.
+ */
+export function parseTransactionSearch(search: string | null | undefined): TransactionSearch | null {
+  const text = search?.trim();
+  if (!text) return null;
+  if (text.length > MAX_SEARCH_LENGTH) throw new ValidationError("search", `must be at most ${MAX_SEARCH_LENGTH} characters`);
+  const email = text.includes("@") ? text.toLowerCase() : null;
+  return { text, email, phone: phoneOrNull(text) };
+}
+
+/** Status, inclusive UTC date range and search as a Prisma filter, scoped to the caller's merchant and mode. */
+export function transactionWhere(principal: Principal, filters: TransactionFilters): Prisma.TransactionWhereInput {
+  const where: Prisma.TransactionWhereInput = statusDateWhere(principal, filters);
+  const search = parseTransactionSearch(filters.search);
+  if (search) {
+    where.OR = [
+      { reference: search.text },
+      { clientReference: search.text },
+      { providerReference: search.text },
+      ...(search.email ? [{ email: search.email }] : []),
+      ...(search.phone ? [{ phoneNumber: search.phone }] : []),
+    ];
+  }
+  return where;
+}
+
+/** Newest first; id breaks ties between rows created in the same millisecond. */
+export const newestFirst: Prisma.TransactionOrderByWithRelationInput[] = [{ createdAt: "desc" }, { id: "desc" }];
+
+/** Initialize's row, with the payer's customer details for the same statement. */
+export interface CheckoutRow {
+  reference: string;
+  accessCode: string;
+  amount: bigint;
+  currency: string;
+  description: string | null;
+  email: string;
+  phone: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  channelId: number;
+  callbackUrl: string | null;
+  clientReference: string | null;
+  metadata: Record<string, unknown> | null;
+}
+
+/** Where a collection's receipt came from: a provider's own unique id for one payment, per channel. */
+export interface ProviderReceipt {
+  channelId: number;
+  providerReference: string;
+}
+
+/** What claimCharge answers: whether this attempt holds the charge, and the row's status either way. */
+export interface ChargeClaim {
+  claimed: boolean;
+  status: Transaction["status"];
+}
+
+/** The single-row reads on plain SQL, each one fixed text (prepared once per connection, src/db/sql.ts). */
+const selectWhere = (condition: string) => `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${condition}`;
+const BY_ID = selectWhere("id = $1");
+const BY_REFERENCE_IN_SCOPE = selectWhere(`reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`);
+const BY_REFERENCE = selectWhere("reference = $1");
+const BY_COLLECTION_REQUEST = selectWhere("channel_id = $1 AND checkout_request_id = $2");
+
+/**
+ * Initialize's insert, with the payer's customer in the same statement: the existing one by e-mail, else
+ * a new one (ON CONFLICT covers a concurrent first payment by the same e-mail). A returning payer's
+ * customer row is left as it is, as findOrCreateCustomer does.
+ */
+const INSERT_CHECKOUT = `WITH existing AS (
+     SELECT id FROM customers WHERE merchant_id = $1 AND mode = $2::"Mode" AND email = $3
+   ), created AS (
+     INSERT INTO customers (merchant_id, mode, email, first_name, last_name, phone)
+     SELECT $1, $2::"Mode", $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM existing)
+     ON CONFLICT (merchant_id, mode, email) DO UPDATE SET email = EXCLUDED.email
+     RETURNING id
+   )
+   INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email,
+     phone_number, channel_id, customer_id, callback_url, client_reference, metadata, updated_at)
+   VALUES ($1, $2::"Mode", $7, $8, $9::bigint, $10, 'pending', $11, $3, $6, $12,
+     COALESCE((SELECT id FROM existing), (SELECT id FROM created)), $13, $14, $15::jsonb, now())
+   RETURNING ${TRANSACTION_COLUMNS}`;
+
+/** The card charge's claim: the conditional UPDATE, and the row's status when it did not apply, in one round trip. */
+const CLAIM_CHARGE = `WITH claimed AS (
+     UPDATE transactions SET charge_started_at = $2, updated_at = $2
+     WHERE id = $1 AND status = 'pending' AND (charge_started_at IS NULL OR charge_started_at < $3)
+     RETURNING status
+   )
+   SELECT true AS claimed, status::text FROM claimed
+   UNION ALL SELECT false, status::text FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
+
+async function findOne(sql: Sql, text: string, params: readonly unknown[]): Promise<Transaction | null> {
+  const [row] = await sql.query<TransactionRow>(text, params);
+  return row ? transactionFromRow(row) : null;
+}
+
+/** The one transaction with this id, read with plain SQL (the status change's re-read), or null. */
+export function findById(sql: Sql, id: number): Promise<Transaction | null> {
+  return findOne(sql, BY_ID, [id]);
+}
+
+/**
+ * Inserts a pending transaction in the caller's database transaction (state-machine.ts's
+ * insertPendingTransaction, which adds its event, jobs and recovery point).
+ */
+export function createPending(tx: Prisma.TransactionClient, data: Prisma.TransactionUncheckedCreateInput): Promise<Transaction> {
+  return tx.transaction.create({ data: { ...data, status: "pending" } });
+}
+
+/** The payment a refund is reserved against, as its row lock found it. */
+export interface LockedPayment {
+  id: number;
+  merchantId: number;
+  mode: Transaction["mode"];
+  reference: string;
+  amount: bigint;
+  currency: string;
+  status: Transaction["status"];
+  channelId: number | null;
+}
+
+/**
+ * The transaction's row, locked (FOR UPDATE) in the caller's database transaction: refunds of one payment
+ * are decided one at a time, on any number of instances. Null when there is no such transaction.
+ */
+export async function lockForRefund(tx: Prisma.TransactionClient, id: number): Promise<LockedPayment | null> {
+  const [row] = await tx.$queryRaw<(Omit<LockedPayment, "amount"> & { amount: string })[]>`
+    SELECT id, merchant_id AS "merchantId", mode, reference, amount::text AS amount, currency, status, channel_id AS "channelId"
+    FROM transactions WHERE id = ${id} FOR UPDATE`;
+  return row ? { ...row, amount: BigInt(row.amount) } : null;
+}
+
+/**
+ * For the refunds' status change (events/status-machine.ts): a CTE over the completed refund's row `t` that
+ * adds its amount to its transaction's amount_refunded, in the same statement as the change.
+ */
+export const ADD_REFUNDED_AMOUNT_CTE =
+  "refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)";
+
+/** The statements on `transactions`, bound to the gateway's database. */
+export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
+  const { prisma, sql } = db;
+
+  /**
+   * The list's page and its total in one round trip: the count (an index-only scan) joined to the page
+   * (the index in order, stopping at the limit). A page past the end is the one row of the count with
+   * no transaction in it. A window count would read every matching row in full instead.
+   */
+  async function sqlPage(
+    where: ReturnType<typeof statusDateWhere>,
+    search: TransactionSearch | null,
+    paging: Paging,
+    summary: boolean,
+  ): Promise<[Transaction[], number]> {
+    const params: unknown[] = [where.merchantId, where.mode];
+    const conditions = [`merchant_id = $1 AND mode = $2::"Mode"`];
+    // Only placeholders are added to the text; every value travels as a parameter.
+    if (where.status) conditions.push(`status = $${params.push(where.status)}::"TransactionStatus"`);
+    const created = where.createdAt as { gte?: Date; lt?: Date } | undefined;
+    if (created?.gte) conditions.push(`created_at >= $${params.push(created.gte)}`);
+    if (created?.lt) conditions.push(`created_at < $${params.push(created.lt)}`);
+    if (search) {
+      const text = params.push(search.text);
+      const branches = [`reference = $${text}`, `client_reference = $${text}`, `provider_reference = $${text}`];
+      if (search.email) branches.push(`email = $${params.push(search.email)}`);
+      if (search.phone) branches.push(`phone_number = $${params.push(search.phone)}`);
+      conditions.push(`(${branches.join(" OR ")})`);
+    }
+    const filter = conditions.join(" AND ");
+    // The offset as exact text: (page - 1) * limit can pass 2^53 for an absurd page, and PostgreSQL takes a bigint.
+    const offset = String((BigInt(paging.page) - 1n) * BigInt(paging.limit));
+    const limit = params.push(paging.limit);
+    const skip = params.push(offset);
+    const rows = await sql.query<{ total: number } & ({ id: null } | TransactionRow)>(
+      `SELECT counted.total, page.* FROM (SELECT count(*)::int AS total FROM transactions WHERE ${filter}) counted
+       LEFT JOIN LATERAL (
+         SELECT ${summary ? TRANSACTION_SUMMARY_COLUMNS : TRANSACTION_COLUMNS} FROM transactions WHERE ${filter}
+         ORDER BY created_at DESC, id DESC LIMIT $${limit} OFFSET $${skip}::bigint
+       ) page ON true
+       ORDER BY page."createdAt" DESC, page.id DESC`,
+      params,
+    );
+    const fromRow = summary ? transactionSummaryFromRow : transactionFromRow;
+    const items = rows.flatMap(({ total: _total, ...row }) => (row.id === null ? [] : [fromRow(row as TransactionRow)]));
+    return [items, rows[0]!.total];
+  }
+
+  return {
+    /** Initialize's one statement: the payer's customer (found or created) and the pending row (INSERT_CHECKOUT). */
+    async insertCheckout(principal: Principal, t: CheckoutRow): Promise<Transaction> {
+      const [row] = await sql.query<TransactionRow>(INSERT_CHECKOUT, [
+        principal.merchantId,
+        principal.mode,
+        t.email,
+        t.firstName,
+        t.lastName,
+        t.phone,
+        t.reference,
+        t.accessCode,
+        t.amount.toString(),
+        t.currency,
+        t.description,
+        t.channelId,
+        t.callbackUrl,
+        t.clientReference,
+        t.metadata === null ? null : JSON.stringify(t.metadata),
+      ]);
+      return transactionFromRow(row!);
+    },
+
+    findById: (id: number) => findById(sql, id),
+
+    /** The caller's transaction with this id (an Idempotency-Key retry's recovered one), or null. */
+    findInScope(principal: Principal, id: number): Promise<Transaction | null> {
+      return prisma.transaction.findFirst({ where: { id, merchantId: principal.merchantId, mode: principal.mode } });
+    },
+
+    /**
+     * The caller's transaction by reference, within its merchant and mode (verify: one plain-SQL statement);
+     * with Prisma when `query` asks for relations, so one read serves the GraphQL selection.
+     */
+    async findByReference(principal: Principal, reference: string, query: TransactionQuery = {}): Promise<Transaction | null> {
+      if (selectsColumnsOnly(query)) return findOne(sql, BY_REFERENCE_IN_SCOPE, [reference, principal.merchantId, principal.mode]);
+      return (await prisma.transaction.findFirst({ ...query, where: { reference, merchantId: principal.merchantId, mode: principal.mode } })) as Transaction | null;
+    },
+
+    /** The payer's checkout: the reference alone names the transaction (it is unguessable), whoever's it is. */
+    findForPayer(reference: string): Promise<Transaction | null> {
+      return findOne(sql, BY_REFERENCE, [reference]);
+    },
+
+    /** With its channel, by reference; within one channel when a provider's notice names it. */
+    findWithChannelByReference(reference: string, channelId?: number) {
+      return channelId === undefined
+        ? prisma.transaction.findUnique({ where: { reference }, include: { channel: true } })
+        : prisma.transaction.findFirst({ where: { reference, channelId }, include: { channel: true } });
+    },
+
+    /** The caller's transaction by id or reference, within its merchant and mode, with its channel (a refund's payment). */
+    findWithChannelInScope(principal: Principal, key: { id: number } | { reference: string }) {
+      return prisma.transaction.findFirst({ where: { ...key, merchantId: principal.merchantId, mode: principal.mode }, include: { channel: true } });
+    },
+
+    /** With its channel, by id (the reconcile job). */
+    findWithChannelById(id: number) {
+      return prisma.transaction.findUnique({ where: { id }, include: { channel: true } });
+    },
+
+    /** The collection a provider's callback answers: its channel and the request id the provider gave the push. */
+    findByCollectionRequest(channelId: number, providerRequestId: string): Promise<Transaction | null> {
+      return findOne(sql, BY_COLLECTION_REQUEST, [channelId, providerRequestId]);
+    },
+
+    /** The payment recorded for a provider's receipt on a channel (unique), or null. */
+    findByProviderReceipt(receipt: ProviderReceipt): Promise<Transaction | null> {
+      return prisma.transaction.findFirst({ where: { channelId: receipt.channelId, providerReference: receipt.providerReference } });
+    },
+
+    /** The newest C2B payment on a channel for a bill reference and amount since a moment (a simulated C2B's outcome). */
+    findLatestC2b(channelId: number, match: { clientReference: string; amount: bigint; since: Date }): Promise<Transaction | null> {
+      return prisma.transaction.findFirst({
+        where: { channelId, paymentMethod: "momo_c2b", clientReference: match.clientReference, amount: match.amount, createdAt: { gte: match.since } },
+        orderBy: { id: "desc" },
+      });
+    },
+
+    /** Records the provider's id for an accepted STK push, which its callback will name. */
+    setCollectionRequest(id: number, checkoutRequestId: string): Promise<Transaction> {
+      return prisma.transaction.update({ where: { id }, data: { checkoutRequestId } });
+    },
+
+    /** Records where a hosted-checkout provider's page for this payment is. */
+    setHostedPage(id: number, page: { accessCode: string; checkoutUrl: string }): Promise<Transaction> {
+      return prisma.transaction.update({ where: { id }, data: { providerAccessCode: page.accessCode, providerCheckoutUrl: page.checkoutUrl } });
+    },
+
+    /**
+     * Claims a pending transaction for one card charge: sets charge_started_at to `claimedAt` unless another
+     * claim newer than `lapsedBefore` holds it. Answers the row's status either way (CLAIM_CHARGE); null when
+     * there is no such transaction.
+     */
+    async claimCharge(id: number, claimedAt: Date, lapsedBefore: Date): Promise<ChargeClaim | null> {
+      const [claim] = await sql.query<ChargeClaim>(CLAIM_CHARGE, [id, claimedAt, lapsedBefore]);
+      return claim ?? null;
+    },
+
+    /** Releases the claim `claimedAt` wrote (and only that one: a later claim that took over stays). */
+    async releaseCharge(id: number, claimedAt: Date): Promise<void> {
+      await prisma.transaction.updateMany({ where: { id, chargeStartedAt: claimedAt }, data: { chargeStartedAt: null } });
+    },
+
+    /**
+     * One page of the caller's transactions, newest first, with the total. Plain SQL, one statement, when the
+     * selection reads columns only (with `summary`, only the summary columns, rows.ts); otherwise Prisma with
+     * the relations `query` carries (no N+1). Filters are checked before paging, as the list always has.
+     */
+    async listPage(
+      principal: Principal,
+      input: TransactionFilters & { page?: number | null; limit?: number | null },
+      query: TransactionQuery = {},
+      summary = false,
+    ): Promise<Page<Transaction>> {
+      if (selectsColumnsOnly(query)) {
+        const where = statusDateWhere(principal, input);
+        const search = parseTransactionSearch(input.search);
+        const paging = resolvePaging(input);
+        const [items, total] = await sqlPage(where, search, paging, summary);
+        return toPage(items, total, paging);
+      }
+      const where = transactionWhere(principal, input);
+      const paging = resolvePaging(input);
+      const [items, total] = await Promise.all([
+        prisma.transaction.findMany({ ...query, where, orderBy: newestFirst, ...pageWindow(paging) }),
+        prisma.transaction.count({ where }),
+      ]);
+      return toPage(items as Transaction[], total, paging);
+    },
+
+    /** The Relay connection's rows: Pothos's `query` carries the cursor, the window and the relations. */
+    listConnection(principal: Principal, filters: TransactionFilters, query: object) {
+      return prisma.transaction.findMany({ ...query, where: transactionWhere(principal, filters), orderBy: { id: "desc" } });
+    },
+
+    /** How many of the caller's transactions match the filters (the connection's totalCount). */
+    count(principal: Principal, filters: TransactionFilters): Promise<number> {
+      return prisma.transaction.count({ where: transactionWhere(principal, filters) });
+    },
+
+    /** What the payer's checkout page shows, with the merchant's name and the channel's provider; null when unknown. */
+    findCheckoutView(reference: string) {
+      return prisma.transaction.findUnique({
+        where: { reference },
+        select: {
+          reference: true, amount: true, currency: true, status: true, description: true, mode: true,
+          failureReason: true, callbackUrl: true,
+          merchant: { select: { name: true } }, channel: { select: { provider: true } },
+        },
+      });
+    },
+  };
+}
+
+export type TransactionStore = ReturnType<typeof createTransactionStore>;
