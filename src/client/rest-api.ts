@@ -758,6 +758,10 @@ export interface operations {
                             failure_code: string | null;
                             /** @description The provider's words, when failed */
                             failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
                             /** @description The JSON object sent with initialize; null when none was */
                             metadata: Record<string, never> | null;
                         };
@@ -903,6 +907,10 @@ export interface operations {
                             failure_code: string | null;
                             /** @description The provider's words, when failed */
                             failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
                         }[];
                         /** @description Matching rows in all */
                         total: number;
@@ -1178,6 +1186,10 @@ export interface operations {
                             failure_code: string | null;
                             /** @description The provider's words, when failed */
                             failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
                         };
                     };
                 };

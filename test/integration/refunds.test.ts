@@ -84,6 +84,12 @@ describe("POST /v1/refunds and GET /v1/refunds/:id", () => {
     expect(new Webhook(webhookSecret).verify(delivery!.body, delivery!.headers)).toMatchObject({ type: "refund.completed", data: done.body.data });
     expect(delivery!.headers["webhook-id"]).toBe(events[0]!.id.toString());
 
+    // The payment stays completed; verify and the list say what went back.
+    const verify = await api.get(`/api/transactions/verify/${reference}`);
+    expect(verify.body.transaction).toMatchObject({ status: "completed", amount_refunded: 10_000, refunded: true });
+    const listed = await api.get(`/api/transactions/list?search=${reference}`);
+    expect(listed.body.data).toEqual([expect.objectContaining({ reference, status: "completed", amount_refunded: 10_000, refunded: true })]);
+
     // Nothing is left to refund.
     const more = await refund({ transaction: reference, amount: 1 });
     expect(more.status).toBe(409);
@@ -96,6 +102,9 @@ describe("POST /v1/refunds and GET /v1/refunds/:id", () => {
     const { id: transactionId } = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference } });
     const first = await refund({ transaction: reference, amount: 3_000 });
     expect(first.status, first.text).toBe(201);
+    await settled(first.body.data.id);
+    // Part refunded: counted, not yet "refunded".
+    expect((await api.get(`/api/transactions/verify/${reference}`)).body.transaction).toMatchObject({ amount_refunded: 3_000, refunded: false });
     const over = await refund({ transaction: transactionId, amount: 7_001 });
     expect(over.status).toBe(409);
     expect(over.body).toMatchObject({ code: "amount_exceeds_refundable", message: expect.stringContaining("at most 7000") });
@@ -108,6 +117,8 @@ describe("POST /v1/refunds and GET /v1/refunds/:id", () => {
     expect(list.body).toMatchObject({ status: "success", total: 2, page: 1, pages: 1 });
     expect(list.body.data.map((r: { id: number }) => r.id)).toEqual([rest.body.data.id, first.body.data.id]);
     expect(list.body.data.every((r: { status: string }) => r.status === "completed")).toBe(true);
+    const verify = await api.get(`/api/transactions/verify/${reference}`);
+    expect(verify.body.transaction).toMatchObject({ status: "completed", amount_refunded: 10_000, refunded: true });
   });
 
   it("a refund of the refund-failing test card fails with refund_failed, and its amount is refundable again", async () => {
@@ -116,6 +127,8 @@ describe("POST /v1/refunds and GET /v1/refunds/:id", () => {
     expect(res.status, res.text).toBe(201);
     const done = await settled(res.body.data.id);
     expect(done.body.data).toMatchObject({ status: "failed", failure_code: "refund_failed", completed_at: null });
+    // A failed refund gives nothing back.
+    expect((await api.get(`/api/transactions/verify/${reference}`)).body.transaction).toMatchObject({ amount_refunded: 0, refunded: false });
     const [delivery] = await until(async () => receiver.received.filter((d) => d.json?.data?.reference === res.body.data.reference), (d) => d.length === 1);
     expect(delivery!.json).toMatchObject({ type: "refund.failed", data: { failure_code: "refund_failed" } });
     const again = await refund({ transaction: reference });
@@ -218,6 +231,8 @@ describe("GraphQL", () => {
     await settled(databaseId);
     const one = await gql(`query($r: String) { refund(reference: $r) { ... on Refund { databaseId status transactionReference } } }`, { r: refundReference });
     expect(one.body.data.refund).toEqual({ databaseId, status: "completed", transactionReference: reference });
+    const tx = await gql(`query($r: String!) { transaction(reference: $r) { ... on Transaction { amount amountRefunded refunded refunds { databaseId status } } } }`, { r: reference });
+    expect(tx.body.data.transaction).toEqual({ amount: 6000, amountRefunded: 2500, refunded: false, refunds: [{ databaseId, status: "completed" }] });
     const page = await gql(`query($t: String) { refundsPage(transaction: $t) { ... on RefundPage { total items { databaseId } } } }`, { t: reference });
     expect(page.body.data.refundsPage).toEqual({ total: 1, items: [{ databaseId }] });
     const tooMuch = await gql(

@@ -27,6 +27,8 @@ const TransactionByReference = graphql(`
         providerReference
         failureCode
         failureReason
+        amountRefunded
+        refunded
         metadata
         channel {
           databaseId
@@ -69,6 +71,8 @@ const TransactionsPage = graphql(`
           providerReference
           failureCode
           failureReason
+          amountRefunded
+          refunded
         }
       }
     }
@@ -256,6 +260,8 @@ describe("transactions", () => {
         provider_reference: null,
         failure_code: null,
         failure_reason: null,
+        amount_refunded: 0,
+        refunded: false,
         metadata: null,
       };
       expect(pending.text).toBe(`{"status":"success","transaction":${JSON.stringify(expectedTransaction)},"status":"pending"}`);
@@ -388,6 +394,7 @@ describe("transactions", () => {
       expect(Object.keys(res.body.data[0])).toEqual([
         "id", "reference", "amount", "status", "created_at",
         "payment_method", "currency", "client_reference", "provider_reference", "failure_code", "failure_reason",
+        "amount_refunded", "refunded",
       ]);
     });
 
@@ -460,6 +467,8 @@ describe("transactions", () => {
           provider_reference: t.providerReference,
           failure_code: t.failureCode,
           failure_reason: t.failureReason,
+          amount_refunded: t.amountRefunded,
+          refunded: t.refunded,
         })),
       ).toEqual(rest.body.data);
     });
@@ -481,6 +490,8 @@ describe("transactions", () => {
         provider_reference: t.providerReference,
         failure_code: t.failureCode,
         failure_reason: t.failureReason,
+        amount_refunded: t.amountRefunded,
+        refunded: t.refunded,
         metadata: t.metadata ?? null,
       }).toEqual(rest.body.transaction);
       expect(rest.body.transaction.provider_reference).toMatch(/^sbx_/);
