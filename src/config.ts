@@ -72,6 +72,7 @@ const envSchema = z.object({
   /** Overrides the Daraja base URL of every mpesa channel (a proxy, or a loopback fake in tests). */
   MPESA_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   SANDBOX_STK_DELAY_MS: positiveInt(2000),
+  SANDBOX_REFUND_DELAY_MS: positiveInt(1000),
   /** A certificate or public key PEM used instead of Safaricom's to encrypt B2C initiator passwords (tests). */
   MPESA_CERT_PATH: optionalString,
   PAYOUT_RESULT_OVERDUE_MS: positiveInt(60_000),
@@ -196,6 +197,10 @@ export interface Config {
   };
   momo: MomoConfig;
   paystack: PaystackConfig;
+  refunds: {
+    /** How long after it was made a sandbox refund settles. */
+    sandboxDelayMs: number;
+  };
   jobs: {
     /** False for API-only instances: another instance works the queue. */
     enabled: boolean;
@@ -344,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       abandonAfterMs: e.PAYSTACK_ABANDON_AFTER_MS,
       timeoutMs: e.PAYSTACK_TIMEOUT_MS,
     },
+    refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS },
     jobs: {
       enabled: e.JOBS_ENABLED ?? true,
       pollIntervalMs: e.JOB_POLL_INTERVAL_MS,

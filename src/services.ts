@@ -12,6 +12,7 @@ import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
+import { createRefundService } from "./modules/refunds/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
 import { setPasswordHashCost } from "./modules/users/passwords.ts";
@@ -29,7 +30,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -50,6 +51,7 @@ export function createServices(deps: ServiceDeps) {
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
     mpesaCertPath: config.momo.mpesaCertPath,
     sandboxStkDelayMs: config.momo.sandboxStkDelayMs,
+    sandboxRefundDelayMs: config.refunds.sandboxDelayMs,
     paystackBaseUrl: config.paystack.baseUrl,
     paystackTimeoutMs: config.paystack.timeoutMs,
     redis: deps.redis,
@@ -94,6 +96,7 @@ export function createServices(deps: ServiceDeps) {
       return { result: urls.payoutResult ?? "", timeout: urls.payoutTimeout ?? "", statusResult: (reference) => urls.payoutStatusResult?.(reference) ?? "" };
     },
   });
+  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);
@@ -120,6 +123,7 @@ export function createServices(deps: ServiceDeps) {
     customers,
     transactions,
     payouts,
+    refunds,
     momo,
     callbackUrls,
     callbacks: createCallbackService({ channels, connectors, transactions, payouts, momo, logger }),

@@ -301,6 +301,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merchant's refunds, newest first, by page */
+        get: operations["listRefunds"];
+        put?: never;
+        /** Refund a completed transaction, in full or in part; never more than was paid */
+        post: operations["createRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One refund, by its id or reference */
+        get: operations["getRefund"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/login": {
         parameters: {
             query?: never;
@@ -372,7 +407,7 @@ export interface components {
              * @description Machine-readable: see the error-code table
              * @enum {string}
              */
-            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "payment_declined" | "unsupported_currency" | "rate_limited" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
+            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "partial_refund_unsupported" | "payment_declined" | "unsupported_currency" | "rate_limited" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
         };
         SuccessEnvelope: {
             /** @constant */
@@ -723,6 +758,10 @@ export interface operations {
                             failure_code: string | null;
                             /** @description The provider's words, when failed */
                             failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
                             /** @description The JSON object sent with initialize; null when none was */
                             metadata: Record<string, never> | null;
                         };
@@ -868,6 +907,10 @@ export interface operations {
                             failure_code: string | null;
                             /** @description The provider's words, when failed */
                             failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
                         }[];
                         /** @description Matching rows in all */
                         total: number;
@@ -1143,6 +1186,10 @@ export interface operations {
                             failure_code: string | null;
                             /** @description The provider's words, when failed */
                             failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
                         };
                     };
                 };
@@ -2853,6 +2900,440 @@ export interface operations {
                             /** @enum {string} */
                             status: "pending" | "completed" | "failed";
                             payment_channel_id: number;
+                            provider_reference: string | null;
+                            failure_code: string | null;
+                            failure_reason: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (414): see the error-code table */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRefunds: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description pending, completed or failed */
+                status?: "pending" | "completed" | "failed";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+                /** @description The refunded transaction's reference or id */
+                transaction?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            reference: string;
+                            transaction_reference: string;
+                            /** @description Integer in the currency's minor unit (KES 15.00 is 1500) */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @description sandbox, paystack_refund, mpesa_reversal or mpesa_b2c */
+                            method: string;
+                            reason: string | null;
+                            merchant_note: string | null;
+                            customer_note: string | null;
+                            provider_reference: string | null;
+                            failure_code: string | null;
+                            failure_reason: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The transaction's reference, or its numeric id */
+                    transaction: string | number;
+                    /** @description Minor units; default: all that is still refundable */
+                    amount?: number;
+                    /** @enum {string} */
+                    reason?: "requested_by_customer" | "duplicate" | "fraudulent" | "other";
+                    /** @description At most 255 characters */
+                    merchant_note?: string;
+                    /** @description At most 255 characters */
+                    customer_note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            reference: string;
+                            transaction_reference: string;
+                            /** @description Integer in the currency's minor unit (KES 15.00 is 1500) */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @description sandbox, paystack_refund, mpesa_reversal or mpesa_b2c */
+                            method: string;
+                            reason: string | null;
+                            merchant_note: string | null;
+                            customer_note: string | null;
+                            provider_reference: string | null;
+                            failure_code: string | null;
+                            failure_reason: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (422): see the error-code table */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (502): see the error-code table */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            reference: string;
+                            transaction_reference: string;
+                            /** @description Integer in the currency's minor unit (KES 15.00 is 1500) */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @description sandbox, paystack_refund, mpesa_reversal or mpesa_b2c */
+                            method: string;
+                            reason: string | null;
+                            merchant_note: string | null;
+                            customer_note: string | null;
                             provider_reference: string | null;
                             failure_code: string | null;
                             failure_reason: string | null;

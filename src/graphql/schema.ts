@@ -10,6 +10,7 @@ import "../modules/momo/schema.ts";
 import "../modules/events/schema.ts";
 import "../modules/webhooks/schema.ts";
 import "../modules/payouts/schema.ts";
+import "../modules/refunds/schema.ts";
 import "../modules/users/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());

@@ -17,7 +17,7 @@ export interface IdempotencyScope {
   recoveryPoint: string | null;
 }
 
-export type RecoverableKind = "transaction" | "payout";
+export type RecoverableKind = "transaction" | "payout" | "refund";
 
 const storage = new AsyncLocalStorage<IdempotencyScope>();
 

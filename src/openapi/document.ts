@@ -108,6 +108,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       { name: "Payment channels", description: "Where payments go (sandbox, mpesa, paystack)" },
       { name: "Customers", description: "The merchant's payers" },
       { name: "Payouts", description: "Money out to phones (M-Pesa B2C), never sent twice" },
+      { name: "Refunds", description: "Money back to payers, in full or in part, never more than was paid" },
       { name: "Webhooks", description: "Signed event deliveries to the merchant's server" },
       { name: "Account", description: "Who the credential belongs to" },
       { name: "Auth", description: "Users signing in for short-lived bearer tokens" },

@@ -57,6 +57,12 @@ export const pageQuery = {
   date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
 };
 
+/** What has gone back to the payer of a transaction (its status stays completed). */
+export const refundedFields = {
+  amount_refunded: int("The sum of its completed refunds, minor units"),
+  refunded: bool("True when all of it has been refunded"),
+};
+
 export const schemas = {
   amount,
   transactionStatus,
@@ -75,6 +81,7 @@ export const schemas = {
     provider_reference: nullable(str("The provider's receipt once paid (M-Pesa receipt or TransID, Paystack's id)")),
     failure_code: nullable(str("The provider's code, when failed")),
     failure_reason: nullable(str("The provider's words, when failed")),
+    ...refundedFields,
   }),
   metadata: { type: ["object", "null"], description: "The JSON object sent with initialize; null when none was" },
   page: { total: int("Matching rows in all"), page: int(), limit: int(), pages: int() },
@@ -101,6 +108,24 @@ export const schemas = {
     phone_number: str(),
     status: transactionStatus,
     payment_channel_id: int(),
+    provider_reference: nullable(str()),
+    failure_code: nullable(str()),
+    failure_reason: nullable(str()),
+    created_at: dateTime(),
+    updated_at: dateTime(),
+    completed_at: nullable(dateTime()),
+  }),
+  refund: obj({
+    id: int(),
+    reference: str(),
+    transaction_reference: str(),
+    amount,
+    currency: str(),
+    status: transactionStatus,
+    method: str("sandbox, paystack_refund, mpesa_reversal or mpesa_b2c"),
+    reason: nullable(str()),
+    merchant_note: nullable(str()),
+    customer_note: nullable(str()),
     provider_reference: nullable(str()),
     failure_code: nullable(str()),
     failure_reason: nullable(str()),

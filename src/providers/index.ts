@@ -19,6 +19,8 @@ export interface ConnectorOptions {
   /** Overrides the Daraja base URL of every mpesa channel. */
   mpesaBaseUrl?: string | undefined;
   sandboxStkDelayMs?: number;
+  /** How long after it was made a sandbox refund settles (SANDBOX_REFUND_DELAY_MS). */
+  sandboxRefundDelayMs?: number;
   /** Safaricom certificate override for B2C SecurityCredential encryption (MPESA_CERT_PATH). */
   mpesaCertPath?: string | undefined;
   /** Overrides https://api.paystack.co for every paystack channel (PAYSTACK_BASE_URL). */
@@ -32,7 +34,7 @@ export interface ConnectorOptions {
 export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
   const byName: Record<ProviderName, Connector> = {
-    sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs }),
+    sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs, refundDelayMs: options.sandboxRefundDelayMs }),
     mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath }),
     paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs }),
   };

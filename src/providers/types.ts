@@ -29,6 +29,7 @@ export interface Connector {
   hosted?: HostedCheckoutConnector;
   momo?: MomoConnector;
   payouts?: PayoutConnector;
+  refunds?: RefundConnector;
   /** What the provider posts back to the gateway (its callbacks), and where. */
   inbound?: InboundConnector;
 }
@@ -219,6 +220,53 @@ export interface PayoutConnector {
   /** The answer to queryStatus; null when it does not settle the payout (the query failed, or it is still in flight). */
   parseStatusResult(body: unknown): PayoutResult | null;
   close?(): void;
+}
+
+/* ---- Refunds: money back to the payer of a completed payment, on the rail it came by. ---- */
+
+/** The payment being refunded, as the gateway recorded it. */
+export interface RefundedPayment {
+  reference: string;
+  amount: bigint;
+  currency: string;
+  paymentMethod: string | null;
+  /** The provider's id of the payment (card charge, Paystack transaction, M-Pesa receipt). */
+  providerReference: string | null;
+  /** E.164, for mobile-money payments. */
+  phoneNumber: string | null;
+}
+
+export interface RefundRequest {
+  config: unknown;
+  /** Ours (re_...), and our id for the provider request, both fixed before the call. */
+  reference: string;
+  providerRequestId: string;
+  amount: bigint;
+  currency: string;
+  payment: RefundedPayment;
+  merchantNote: string | null;
+  customerNote: string | null;
+  /** When the refund was created: a simulated provider answers by elapsed time. */
+  createdAt: Date;
+  /** The provider's id of the refund once it gave one. */
+  providerReference: string | null;
+}
+
+/** What a refund came to, or that it is still on its way. */
+export type RefundOutcome =
+  | { state: "pending"; providerReference?: string | null; note?: string | null }
+  | { state: "completed"; providerReference: string | null }
+  | { state: "failed"; code: string; message: string };
+
+export interface RefundConnector {
+  /** The rail for refunding `amount` of this payment (`sandbox`, `paystack_refund`, ...), or why it cannot be. */
+  method(payment: RefundedPayment, amount: bigint, config: unknown): { method: string } | { refused: string };
+  /** Asks the provider to refund. A refusal is a GatewayError other than provider_unavailable; anything else is unknown. */
+  send(request: RefundRequest): Promise<RefundOutcome>;
+  /** What became of a refund: the reconciler asks, and a refund whose sending was interrupted is asked about, never resent. */
+  queryStatus(request: RefundRequest): Promise<RefundOutcome>;
+  /** How long after sending to ask first (then with doubling waits). */
+  readonly checkAfterMs: number;
 }
 
 /* ---- Inbound: what a provider posts back to the gateway, at /callbacks/<provider>/<channel token>/<path>. ---- */

@@ -102,7 +102,7 @@ describe("the hot paths' plain SQL", () => {
 
   it("a summary page equals Prisma's page selecting the same fields", async () => {
     const select = {
-      id: true, reference: true, amount: true, currency: true, status: true, paymentMethod: true, email: true,
+      id: true, reference: true, amount: true, amountRefunded: true, currency: true, status: true, paymentMethod: true, email: true,
       clientReference: true, providerReference: true, failureCode: true, failureReason: true, createdAt: true,
     } as const;
     for (const input of [{ page: 1, limit: 5 }, { page: 1, limit: 100, status: "completed" as const }]) {

@@ -27,6 +27,8 @@ const TransactionByReference = graphql(`
         providerReference
         failureCode
         failureReason
+        amountRefunded
+        refunded
         metadata
         channel {
           databaseId
@@ -69,6 +71,8 @@ const TransactionsPage = graphql(`
           providerReference
           failureCode
           failureReason
+          amountRefunded
+          refunded
         }
       }
     }
@@ -118,7 +122,9 @@ const InitializeTransaction = graphql(`
   }
 `);
 
-type ReadFields = "databaseId" | "reference" | "amount" | "status" | "createdAt" | "paymentMethod" | "currency" | "clientReference" | "providerReference" | "failureCode" | "failureReason";
+type ReadFields =
+  | "databaseId" | "reference" | "amount" | "status" | "createdAt" | "paymentMethod" | "currency" | "clientReference" | "providerReference"
+  | "failureCode" | "failureReason" | "amountRefunded" | "refunded";
 
 /** A transaction read over GraphQL, under the legacy REST list's field names (for the parity tests). */
 function asLegacyListItem(t: Record<ReadFields, unknown>) {
@@ -134,6 +140,8 @@ function asLegacyListItem(t: Record<ReadFields, unknown>) {
     provider_reference: t.providerReference,
     failure_code: t.failureCode,
     failure_reason: t.failureReason,
+    amount_refunded: t.amountRefunded,
+    refunded: t.refunded,
   };
 }
 
@@ -275,6 +283,8 @@ describe("transactions", () => {
         provider_reference: null,
         failure_code: null,
         failure_reason: null,
+        amount_refunded: 0,
+        refunded: false,
         metadata: null,
       };
       expect(pending.text).toBe(`{"status":"success","transaction":${JSON.stringify(expectedTransaction)},"status":"pending"}`);
@@ -407,6 +417,7 @@ describe("transactions", () => {
       expect(Object.keys(res.body.data[0])).toEqual([
         "id", "reference", "amount", "status", "created_at",
         "payment_method", "currency", "client_reference", "provider_reference", "failure_code", "failure_reason",
+        "amount_refunded", "refunded",
       ]);
     });
 

@@ -8,6 +8,7 @@ export interface NewEvent {
   type: string;
   transactionId?: number | null;
   payoutId?: number | null;
+  refundId?: number | null;
   payload: Prisma.InputJsonObject;
 }
 
@@ -23,6 +24,7 @@ export async function recordEvent(tx: Prisma.TransactionClient, event: NewEvent)
       type: event.type,
       transactionId: event.transactionId ?? null,
       payoutId: event.payoutId ?? null,
+      refundId: event.refundId ?? null,
       payload: event.payload,
     },
   });

@@ -11,6 +11,8 @@ export interface PublishedEvent {
   mode: Mode;
   transactionId: number | null;
   payoutId: number | null;
+  /** Set on refund events. */
+  refundId?: number | null;
   /** ISO 8601 UTC. */
   createdAt: string;
   payload: unknown;

@@ -19,7 +19,7 @@ import { guardStatus, type TerminalStatus } from "./status-rules.ts";
  */
 export type { TerminalStatus };
 
-export type MoneySubject = "transaction" | "payout";
+export type MoneySubject = "transaction" | "payout" | "refund";
 
 /** Counts status changes (src/metrics): `pending` when a row is created, then its terminal status. */
 export interface StatusCounter {
@@ -49,7 +49,7 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
   subject: MoneySubject;
   table: string;
   /** The events column that links an event to its object. */
-  eventColumn: "transaction_id" | "payout_id";
+  eventColumn: "transaction_id" | "payout_id" | "refund_id";
   /** The columns a change may write with the status, by model field. */
   changeColumns: Record<Change, string>;
   /** The SELECT list of a whole row, model field names as aliases, over bare column names. */
@@ -57,6 +57,11 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
   fromRow(row: Record<string, unknown>): Row;
   findById(sql: Sql, id: number): Promise<Row | null>;
   snapshot: Snapshot<Row, Out>;
+  /**
+   * What else the change writes in its statement, as data-modifying CTEs over the changed row `t` (e.g. a
+   * completed refund adds its amount to the transaction's amount_refunded): atomic with the status change.
+   */
+  alsoWrites?(to: TerminalStatus): string | null;
 }
 
 export interface StatusChange<Change extends string> {
@@ -83,6 +88,7 @@ export function toPublishedEvent(event: Event): PublishedEvent {
     mode: event.mode,
     transactionId: event.transactionId,
     payoutId: event.payoutId,
+    ...(event.refundId !== null ? { refundId: event.refundId } : {}),
     createdAt: event.createdAt.toISOString(),
     payload: event.payload,
   };
@@ -116,7 +122,7 @@ function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStat
     INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
     SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t")}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}${
+  ), ${WEBHOOK_FAN_OUT_CTES}${table.alsoWrites?.(to) ? `, ${table.alsoWrites(to)}` : ""}${
     // Queued once per row of ev: only when the change applied.
     withJobs ? `, ${enqueueFromParameterCte("follow_up", jobsParam, "ev")}` : ""
   }
@@ -157,6 +163,7 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
     type: `${table.subject}.${request.to}`,
     transactionId: table.eventColumn === "transaction_id" ? row.id : null,
     payoutId: table.eventColumn === "payout_id" ? row.id : null,
+    refundId: table.eventColumn === "refund_id" ? row.id : null,
     createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
     payload: eventPayload,
   };

@@ -2,7 +2,7 @@ import { intField, required, stringField } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 import { NotFoundError } from "../../errors.ts";
 import { outcomeOf, type OutcomeFields } from "../transactions/routes.ts";
-import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, refundedFields, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
@@ -58,7 +58,7 @@ const stkStatusOperation = (name: string) => `query ${name}($reference: String!)
   stkStatus(reference: $reference) {
     __typename
     ... on Error { code message }
-    ... on Transaction { ${transactionFields} providerReference failureCode failureReason completedAt }
+    ... on Transaction { ${transactionFields} providerReference failureCode failureReason amountRefunded completedAt }
   }
 }`;
 
@@ -68,6 +68,7 @@ const outcomeSchema = {
   provider_reference: nullable(str("The M-Pesa receipt (MpesaReceiptNumber) once paid")),
   failure_code: nullable(str("The provider's code, when failed (M-Pesa ResultCode, e.g. 1032)")),
   failure_reason: nullable(str("The provider's words, when failed")),
+  ...refundedFields,
 };
 
 

@@ -14,6 +14,14 @@ export function createReads(ctx: FlowContext) {
   const { connectors } = deps;
 
   return {
+    /** The caller's transaction by id (digits) or reference, with its channel; a 404 when it has none such. */
+    async getWithChannel(principal: Principal, idOrReference: string) {
+      const key = idOrReference.trim();
+      const transaction = await store.findWithChannelInScope(principal, /^\d{1,9}$/.test(key) ? { id: Number(key) } : { reference: key });
+      if (!transaction) throw new NotFoundError("Transaction");
+      return transaction;
+    },
+
     /** `query` carries the relations a GraphQL selection needs, so one read serves it. */
     async getByReference(principal: Principal, reference: string, query: TransactionQuery = {}): Promise<Transaction> {
       const transaction = await store.findByReference(principal, reference, query);

@@ -21,6 +21,8 @@ const summary = (t: TransactionFields) => ({
 
 /** What the gateway learnt of a payment beyond the published fields: currency, references, the provider's verdict. */
 export interface OutcomeFields {
+  amount: number;
+  amountRefunded: number;
   currency: string;
   clientReference: string | null;
   providerReference: string | null;
@@ -28,7 +30,7 @@ export interface OutcomeFields {
   failureReason: string | null;
 }
 
-export const outcomeFieldsSelection = "currency clientReference providerReference failureCode failureReason";
+export const outcomeFieldsSelection = "currency clientReference providerReference failureCode failureReason amountRefunded";
 
 /** Added after the published fields (legacy clients ignore extra keys): always present, null when unknown. */
 export const outcomeOf = (t: OutcomeFields) => ({
@@ -37,6 +39,9 @@ export const outcomeOf = (t: OutcomeFields) => ({
   provider_reference: t.providerReference,
   failure_code: t.failureCode,
   failure_reason: t.failureReason,
+  // Refunds never change a completed payment's status (legacy clients keep working): these say how much went back.
+  amount_refunded: t.amountRefunded,
+  refunded: t.amountRefunded > 0 && t.amountRefunded >= t.amount,
 });
 
 type ListedTransaction = TransactionFields & OutcomeFields & { paymentMethod: string | null };

@@ -8,7 +8,7 @@ import type { Transaction } from "../../db/generated/prisma/client.ts";
 /**
  * Every column of `transactions` by Prisma model field, as the SQL that selects it under the field's
  * name. `satisfies` holds it to the model: a field added to schema.prisma and not here fails typecheck.
- * amount travels as text (int8 parses differently per driver) and becomes the model's BigInt.
+ * amounts travel as text (int8 parses differently per driver) and become the model's BigInt.
  */
 const TRANSACTION_FIELDS = {
   id: "id",
@@ -17,6 +17,7 @@ const TRANSACTION_FIELDS = {
   reference: "reference",
   accessCode: "access_code",
   amount: "amount::text",
+  amountRefunded: "amount_refunded::text",
   currency: "currency",
   status: "status",
   paymentMethod: "payment_method",
@@ -56,8 +57,9 @@ const ALL_FIELDS = Object.keys(TRANSACTION_FIELDS) as TransactionField[];
 export const TRANSACTION_COLUMNS = selectList(ALL_FIELDS);
 
 /** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
-export type TransactionRow = Omit<Transaction, "amount" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
+export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
   amount: string;
+  amountRefunded: string;
   createdAt: Date | string;
   updatedAt: Date | string;
   completedAt: Date | string | null;
@@ -71,6 +73,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
   return {
     ...row,
     amount: BigInt(row.amount),
+    amountRefunded: BigInt(row.amountRefunded),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     completedAt: optionalDate(row.completedAt),
@@ -84,7 +87,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
  * One fixed set rather than one per GraphQL selection, so the statements prepared per connection stay few.
  */
 export const TRANSACTION_SUMMARY_FIELDS = [
-  "id", "reference", "amount", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference",
+  "id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference",
   "failureCode", "failureReason", "createdAt",
 ] as const satisfies readonly TransactionField[];
 
@@ -97,7 +100,7 @@ export type TransactionSummaryRow = Pick<TransactionRow, (typeof TRANSACTION_SUM
  * others (the Transaction fields SUMMARY_FIELDS in schema.ts names), as Prisma's own `select` would return.
  */
 export function transactionSummaryFromRow(row: TransactionSummaryRow): Transaction {
-  return { ...row, amount: BigInt(row.amount), createdAt: date(row.createdAt) } as Transaction;
+  return { ...row, amount: BigInt(row.amount), amountRefunded: BigInt(row.amountRefunded), createdAt: date(row.createdAt) } as Transaction;
 }
 
 /** Prisma model fields of Transaction that are columns (not relations): a selection of only these needs no join. */

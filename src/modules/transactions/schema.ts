@@ -19,6 +19,13 @@ export const Transaction = builder.prismaNode("Transaction", {
     databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
     reference: t.exposeString("reference", { description: "Assigned by the gateway; the key for verify and status lookups." }),
     amount: t.expose("amount", { type: "BigInt", description: "In the currency's minor unit." }),
+    amountRefunded: t.expose("amountRefunded", { type: "BigInt", description: "The sum of its completed refunds, in minor units." }),
+    refunded: t.boolean({
+      description: "True when all of it has been refunded (its status stays completed).",
+      select: { amount: true, amountRefunded: true },
+      resolve: (transaction) => transaction.amountRefunded > 0n && transaction.amountRefunded >= transaction.amount,
+    }),
+    refunds: t.relation("refunds", { description: "Its refunds, newest first.", query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] } }),
     currency: t.exposeString("currency"),
     status: t.expose("status", { type: TransactionStatusEnum }),
     paymentMethod: t.exposeString("paymentMethod", { nullable: true, description: "card, momo_stk or momo_c2b; null until a payment is attempted." }),
@@ -56,7 +63,7 @@ const TransactionPage = offsetPageType("TransactionPage", Transaction);
  * Transaction fields that read only the summary columns (rows.ts): those exposed under the model field's own
  * name, plus databaseId (the id) and authorizationUrl (the reference).
  */
-const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl"]);
+const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded"]);
 
 /** Whether the page's items select summary fields only, so the page can read only those columns. */
 function selectsSummaryOnly(info: GraphQLResolveInfo): boolean {

@@ -38,6 +38,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     recordProviderPayment: collections.recordProviderPayment,
     findSimulatedC2b: collections.findSimulatedC2b,
     getByReference: reads.getByReference,
+    getWithChannel: reads.getWithChannel,
     listPage: reads.listPage,
     listConnection: reads.listConnection,
     count: reads.count,

@@ -157,6 +157,36 @@ export function createPending(tx: Prisma.TransactionClient, data: Prisma.Transac
   return tx.transaction.create({ data: { ...data, status: "pending" } });
 }
 
+/** The payment a refund is reserved against, as its row lock found it. */
+export interface LockedPayment {
+  id: number;
+  merchantId: number;
+  mode: Transaction["mode"];
+  reference: string;
+  amount: bigint;
+  currency: string;
+  status: Transaction["status"];
+  channelId: number | null;
+}
+
+/**
+ * The transaction's row, locked (FOR UPDATE) in the caller's database transaction: refunds of one payment
+ * are decided one at a time, on any number of instances. Null when there is no such transaction.
+ */
+export async function lockForRefund(tx: Prisma.TransactionClient, id: number): Promise<LockedPayment | null> {
+  const [row] = await tx.$queryRaw<(Omit<LockedPayment, "amount"> & { amount: string })[]>`
+    SELECT id, merchant_id AS "merchantId", mode, reference, amount::text AS amount, currency, status, channel_id AS "channelId"
+    FROM transactions WHERE id = ${id} FOR UPDATE`;
+  return row ? { ...row, amount: BigInt(row.amount) } : null;
+}
+
+/**
+ * For the refunds' status change (events/status-machine.ts): a CTE over the completed refund's row `t` that
+ * adds its amount to its transaction's amount_refunded, in the same statement as the change.
+ */
+export const ADD_REFUNDED_AMOUNT_CTE =
+  "refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)";
+
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;
@@ -254,6 +284,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
       return channelId === undefined
         ? prisma.transaction.findUnique({ where: { reference }, include: { channel: true } })
         : prisma.transaction.findFirst({ where: { reference, channelId }, include: { channel: true } });
+    },
+
+    /** The caller's transaction by id or reference, within its merchant and mode, with its channel (a refund's payment). */
+    findWithChannelInScope(principal: Principal, key: { id: number } | { reference: string }) {
+      return prisma.transaction.findFirst({ where: { ...key, merchantId: principal.merchantId, mode: principal.mode }, include: { channel: true } });
     },
 
     /** With its channel, by id (the reconcile job). */

@@ -2,7 +2,7 @@ import { toMsisdn } from "../../phone.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
 
 /** Every event type an endpoint can subscribe to. */
-export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed"] as const;
+export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed"] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
 /** The transaction as the REST API shows it, plus what a receiver needs to reconcile it. */
@@ -32,8 +32,8 @@ export function transactionWebhookData(t: TransactionSnapshot) {
  * event alone), so a signature and a receiver's dedupe on webhook-id both hold across retries.
  */
 export function webhookBody(event: { type: string; createdAt: Date | string; payload: unknown }): string {
-  // Payouts are stored as /v1/payouts shows them already.
-  const payload = event.payload as { transaction?: TransactionSnapshot; payout?: unknown };
-  const data = payload.transaction ? transactionWebhookData(payload.transaction) : (payload.payout ?? payload);
+  // Payouts and refunds are stored as /v1/payouts and /v1/refunds show them already.
+  const payload = event.payload as { transaction?: TransactionSnapshot; payout?: unknown; refund?: unknown };
+  const data = payload.transaction ? transactionWebhookData(payload.transaction) : (payload.payout ?? payload.refund ?? payload);
   return JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data });
 }

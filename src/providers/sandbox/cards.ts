@@ -4,6 +4,7 @@
  */
 import { GatewayError } from "../../errors.ts";
 import type { CardOutcome } from "../types.ts";
+import { REFUND_FAILS_MARK, SANDBOX_REFUND_FAILS_CARD } from "./refunds.ts";
 
 export const sandboxTestCards: Record<
   string,
@@ -12,6 +13,8 @@ export const sandboxTestCards: Record<
   "4084084084084081": { outcome: "succeeded" },
   "4242424242424242": { outcome: "succeeded" },
   "5555555555554444": { outcome: "succeeded" },
+  // Pays, but every refund of the payment fails (refunds.ts).
+  [SANDBOX_REFUND_FAILS_CARD]: { outcome: "succeeded" },
   "4000000000000002": { outcome: "declined", code: "card_declined", reason: "Card declined by the issuer" },
   "4000000000009995": { outcome: "declined", code: "insufficient_funds", reason: "Insufficient funds" },
   "4000000000000069": { outcome: "declined", code: "expired_card", reason: "Card expired" },
@@ -35,5 +38,7 @@ export function simulateCardCharge(number: string, providerReference: string): C
     return { outcome: "declined", code: "test_card_unknown", reason: "The sandbox accepts only the documented test cards", last4, brand };
   }
   if (known.outcome === "unavailable") throw new GatewayError("provider_unavailable", "The sandbox card processor is unavailable (test card)");
-  return known.outcome === "succeeded" ? { outcome: "succeeded", providerReference, last4, brand } : { ...known, last4, brand };
+  if (known.outcome !== "succeeded") return { ...known, last4, brand };
+  const reference = number === SANDBOX_REFUND_FAILS_CARD ? providerReference.replace(/^sbx_/, REFUND_FAILS_MARK) : providerReference;
+  return { outcome: "succeeded", providerReference: reference, last4, brand };
 }

@@ -5,9 +5,10 @@ import { createDarajaInbound } from "../mpesa/inbound.ts";
 import { simulateCardCharge } from "./cards.ts";
 import { createSandboxMomo } from "./momo.ts";
 import { createSandboxPayouts } from "./payouts.ts";
+import { createSandboxRefunds } from "./refunds.ts";
 
 /** The built-in simulator: everything a real provider does, with no network. */
-export function createSandboxConnector(options: { stkDelayMs?: number; payoutDelayMs?: number } = {}): Connector {
+export function createSandboxConnector(options: { stkDelayMs?: number; payoutDelayMs?: number; refundDelayMs?: number } = {}): Connector {
   const momo = createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000 });
   const payouts = createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 });
   return {
@@ -15,6 +16,7 @@ export function createSandboxConnector(options: { stkDelayMs?: number; payoutDel
     currencies: connectorCurrencies.sandbox,
     momo,
     payouts,
+    refunds: createSandboxRefunds({ delayMs: options.refundDelayMs ?? 1000 }),
     // The simulator speaks Daraja's callback format; its own results are delivered in process, but a
     // callback posted over HTTP (at /callbacks/sandbox/..., or /callbacks/daraja/... as before) is read the same way.
     inbound: createDarajaInbound({ segment: "sandbox", aliases: ["daraja"], forbiddenUrlWords: [], momo, payouts }),

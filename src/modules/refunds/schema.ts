@@ -1,0 +1,135 @@
+import { queryFromInfo } from "@pothos/plugin-prisma";
+import type { Principal } from "../../auth.ts";
+import { ValidationError } from "../../errors.ts";
+import { builder } from "../../graphql/builder.ts";
+import { businessErrors } from "../../graphql/errors.ts";
+import { sharedExecution } from "../../graphql/fanout.ts";
+import { offsetPageType } from "../../graphql/offset-page.ts";
+import { readySignal } from "../../graphql/ready.ts";
+import type { PublishedEvent } from "../events/publisher.ts";
+import { merchantEvents, readyArgument } from "../events/schema.ts";
+import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts";
+import { webhookBody } from "../webhooks/payload.ts";
+import { refundReasons } from "./service.ts";
+import type { RefundSnapshot } from "./store.ts";
+
+/** Refunds: thin resolvers over services.refunds (REST /v1/refunds runs these too). */
+const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
+
+const RefundReasonEnum = builder.enumType("RefundReason", { values: refundReasons });
+
+export const Refund = builder.prismaNode("Refund", {
+  id: { field: "id" },
+  description: "Money sent back to the payer of a completed transaction, in full or in part. Never more than was paid.",
+  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  fields: (t) => ({
+    databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
+    reference: t.exposeString("reference", { description: "Assigned by the gateway (re_...)." }),
+    transactionReference: t.exposeString("transactionReference", { description: "The refunded transaction's reference." }),
+    amount: t.expose("amount", { type: "BigInt", description: "In the currency's minor unit." }),
+    currency: t.exposeString("currency"),
+    status: t.expose("status", { type: TransactionStatusEnum }),
+    method: t.exposeString("method", { description: "The rail: sandbox, paystack_refund, mpesa_reversal or mpesa_b2c." }),
+    reason: t.exposeString("reason", { nullable: true }),
+    merchantNote: t.exposeString("merchantNote", { nullable: true }),
+    customerNote: t.exposeString("customerNote", { nullable: true }),
+    providerReference: t.exposeString("providerReference", { nullable: true, description: "The provider's id of the refund." }),
+    failureCode: t.exposeString("failureCode", { nullable: true }),
+    failureReason: t.exposeString("failureReason", { nullable: true }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    updatedAt: t.expose("updatedAt", { type: "DateTime" }),
+    completedAt: t.expose("completedAt", { type: "DateTime", nullable: true }),
+  }),
+});
+
+const RefundPage = offsetPageType("RefundPage", Refund);
+
+const RefundSnapshotType = builder.objectRef<RefundSnapshot>("RefundSnapshot").implement({
+  description: "A refund as it was when the event happened (the /v1/refunds shape).",
+  fields: (t) => ({
+    databaseId: t.exposeInt("id"),
+    reference: t.exposeString("reference"),
+    transactionReference: t.exposeString("transaction_reference"),
+    amount: t.exposeInt("amount"),
+    currency: t.exposeString("currency"),
+    status: t.field({ type: TransactionStatusEnum, resolve: (r) => r.status }),
+    method: t.exposeString("method"),
+    providerReference: t.exposeString("provider_reference", { nullable: true }),
+    failureCode: t.exposeString("failure_code", { nullable: true }),
+    failureReason: t.exposeString("failure_reason", { nullable: true }),
+    createdAt: t.exposeString("created_at"),
+    completedAt: t.exposeString("completed_at", { nullable: true }),
+  }),
+});
+
+const RefundEvent = builder.objectRef<PublishedEvent>("RefundEvent").implement({
+  description: "A refund's status change: refund.completed or refund.failed.",
+  fields: (t) => ({
+    id: t.exposeID("id", { description: "Unique per event (the webhook-id of its deliveries)." }),
+    type: t.exposeString("type"),
+    occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
+    refund: t.field({ type: RefundSnapshotType, resolve: (e) => (e.payload as { refund: RefundSnapshot }).refund }),
+    webhookBody: t.field({ type: "JSON", resolve: (e) => JSON.parse(webhookBody(e)) as unknown }),
+  }),
+});
+
+const CreateRefundInput = builder.inputType("CreateRefundInput", {
+  fields: (t) => ({
+    transaction: t.string({ required: true, description: "The transaction's reference, or its numeric id." }),
+    amount: t.field({ type: "BigInt", required: false, description: "Minor units; default: all that is still refundable." }),
+    reason: t.field({ type: RefundReasonEnum, required: false }),
+    merchantNote: t.string({ required: false, description: "At most 255 characters." }),
+    customerNote: t.string({ required: false, description: "At most 255 characters; shown to the payer where the rail allows." }),
+  }),
+});
+
+const refundFilterArgs = (t: Parameters<Parameters<typeof builder.queryFields>[0]>[0]) => ({
+  ...statusDateArgs(t),
+  transaction: t.arg.string({ required: false, description: "The refunded transaction's reference or id." }),
+});
+
+builder.queryFields((t) => ({
+  refund: t.field({
+    type: Refund,
+    description: "One of the merchant's refunds, by databaseId or reference.",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: false }), reference: t.arg.string({ required: false }) },
+    resolve: (_root, { id, reference }, ctx, info) => {
+      const key = id != null ? String(id) : reference;
+      if (!key) throw new ValidationError("id", "give id or reference");
+      return ctx.services.refunds.getRefund(ctx.principal!, key, queryFromInfo({ context: ctx, info, typeName: "Refund" }) as object) as never;
+    },
+  }),
+  refundsPage: t.field({
+    type: RefundPage,
+    description: "Newest first, by page number, with totals (the shape of GET /v1/refunds).",
+    errors: { types: businessErrors },
+    args: {
+      ...refundFilterArgs(t),
+      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
+      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
+    },
+    resolve: (_root, args, ctx, info) => ctx.services.refunds.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
+  }),
+}));
+
+builder.mutationField("createRefund", (t) =>
+  t.field({
+    type: Refund,
+    description: "Refunds a completed transaction, in full or in part. Answers pending; refund.completed or refund.failed follows. Owners, and developers in test mode.",
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: CreateRefundInput, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.services.refunds.createRefund(ctx.principal!, input) as never,
+  }),
+);
+
+builder.subscriptionFields((t) => ({
+  refundEvents: t.field({
+    type: RefundEvent,
+    description: "Every status change of the merchant's refunds in the key's mode.",
+    args: { ready: t.arg(readyArgument) },
+    subscribe: (_root, args, ctx) => merchantEvents(ctx, (event) => event.refundId != null, args.ready ? readySignal(ctx) : undefined),
+    resolve: (event) => event,
+    extensions: sharedExecution,
+  }),
+}));

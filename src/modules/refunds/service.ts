@@ -1,0 +1,215 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Principal } from "../../auth.ts";
+import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
+import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
+import { enqueue } from "../../jobs/store.ts";
+import type { Logger } from "../../logger.ts";
+import { parseAmount } from "../../money.ts";
+import { resolvePaging, toPage, type Page } from "../../paging.ts";
+import type { Connectors } from "../../providers/index.ts";
+import type { RefundConnector, RefundOutcome, RefundRequest } from "../../providers/types.ts";
+import { optionalText } from "../../validation.ts";
+import type { ChannelService } from "../channels/service.ts";
+import type { TransactionService } from "../transactions/service.ts";
+import { applyTransition, type StatusMachineDeps } from "../events/status-machine.ts";
+import * as store from "./store.ts";
+import { REFUND_STATUS, type RefundFilters } from "./store.ts";
+
+export const REFUND_CHECK_JOB = "refund.check";
+export const refundReasons = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
+const MAX_CHECK_BACKOFF_MS = 60 * 60_000;
+
+export interface RefundInput {
+  /** The transaction's reference, or its numeric id. */
+  transaction: unknown;
+  amount?: unknown;
+  reason?: string | null;
+  merchantNote?: string | null;
+  customerNote?: string | null;
+}
+
+export interface RefundServiceDeps extends StatusMachineDeps {
+  channels: ChannelService;
+  transactions: Pick<TransactionService, "getWithChannel">;
+  connectors: Connectors;
+  logger: Logger;
+}
+
+const BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz";
+/** URL-safe and unguessable (~103 bits), lowercase like payouts' (some providers key refunds by it). */
+function newRefundReference(): string {
+  let out = "re_";
+  while (out.length < 23) for (const byte of randomBytes(40)) if (byte < 252 && out.length < 23) out += BASE36[byte % 36];
+  return out;
+}
+
+/** `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. */
+function parseRefundAmount(value: unknown): bigint | null {
+  if (value === undefined || value === null) return null;
+  return parseAmount(value);
+}
+
+/**
+ * Refunds over their own table, in the payments core's shape: validate -> the payment and its rail ->
+ * reserve (never more than was paid, decided in the database) -> provider -> the one status machine.
+ * The row is committed before the provider hears of it, with the job that will ask what became of it:
+ * a refund whose outcome is unknown is asked about, never sent again.
+ */
+export function createRefundService(deps: RefundServiceDeps) {
+  const { prisma, channels, connectors, transactions, logger } = deps;
+
+  const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
+
+  function settle(refund: Refund, outcome: RefundOutcome) {
+    if (outcome.state === "completed") return applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "completed", changes: { providerReference: outcome.providerReference ?? refund.providerReference } });
+    if (outcome.state === "failed") return applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "failed", changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null } });
+    return null;
+  }
+
+  function requestOf(refund: Refund, transaction: Transaction, channel: PaymentChannel): RefundRequest {
+    return {
+      config: channels.readChannelConfig(channel),
+      reference: refund.reference,
+      providerRequestId: refund.providerRequestId,
+      amount: refund.amount,
+      currency: refund.currency,
+      payment: {
+        reference: transaction.reference,
+        amount: transaction.amount,
+        currency: transaction.currency,
+        paymentMethod: transaction.paymentMethod,
+        providerReference: transaction.providerReference,
+        phoneNumber: transaction.phoneNumber,
+      },
+      merchantNote: refund.merchantNote,
+      customerNote: refund.customerNote,
+      createdAt: refund.createdAt,
+      providerReference: refund.providerReference,
+    };
+  }
+
+  /** Asks the rail what became of a pending refund, until it says. */
+  deps.jobs.register<{ refundId: number }>({
+    kind: REFUND_CHECK_JOB,
+    concurrency: 5,
+    async run({ refundId }, job) {
+      const refund = await store.findWithPayment(prisma, refundId);
+      if (!refund || refund.status !== "pending") return;
+      const rail = railOf(refund.channel);
+      if (!rail) return;
+      try {
+        const outcome = await rail.queryStatus(requestOf(refund, refund.transaction, refund.channel));
+        if (outcome.state !== "pending") return void (await settle(refund, outcome));
+      } catch (error) {
+        logger.warn({ reference: refund.reference, err: (error as Error).message }, "refund status query failed; will ask again");
+      }
+      return { retryInMs: Math.min(rail.checkAfterMs * 2 ** (job.attempt + 1), MAX_CHECK_BACKOFF_MS) };
+    },
+  });
+
+  /** The caller's transaction named by `transaction` (its reference, or its numeric id). */
+  function paymentOf(principal: Principal, key: unknown) {
+    if (typeof key === "number" ? !Number.isSafeInteger(key) || key < 1 : typeof key !== "string" || key.trim() === "") {
+      throw new ValidationError("transaction", "is required: the transaction's reference or id");
+    }
+    return transactions.getWithChannel(principal, String(key));
+  }
+
+  return {
+    async createRefund(principal: Principal, input: RefundInput): Promise<Refund> {
+      const recoveredId = recoveredObjectId("refund");
+      if (recoveredId !== null) {
+        const recovered = await store.findScoped(prisma, principal, { id: recoveredId });
+        if (recovered) return recovered;
+      }
+      const amount = parseRefundAmount(input.amount);
+      const reason = input.reason ?? null;
+      if (reason !== null && !(refundReasons as readonly string[]).includes(reason)) throw new ValidationError("reason", `must be one of ${refundReasons.join(", ")}`);
+      const merchantNote = optionalText(input.merchantNote, "merchant_note", 255);
+      const customerNote = optionalText(input.customerNote, "customer_note", 255);
+      const transaction = await paymentOf(principal, input.transaction);
+      if (transaction.status !== "completed" || !transaction.channel) {
+        throw new GatewayError("transaction_not_refundable", `Transaction ${transaction.reference} is ${transaction.status}: only a completed payment can be refunded`);
+      }
+      const channel = transaction.channel;
+      const rail = railOf(channel);
+      if (!rail) throw new GatewayError("transaction_not_refundable", `Payments through ${channel.provider} channels cannot be refunded by the gateway`);
+      const payment = { reference: transaction.reference, amount: transaction.amount, currency: transaction.currency, paymentMethod: transaction.paymentMethod, providerReference: transaction.providerReference, phoneNumber: transaction.phoneNumber };
+      const choice = rail.method(payment, amount ?? transaction.amount, channels.readChannelConfig(channel));
+      if ("refused" in choice) throw new GatewayError("partial_refund_unsupported", choice.refused);
+
+      // Committed before the provider hears of it: the row (within what remains refundable) and the job that will ask about it.
+      const reservation = await prisma.$transaction(async (tx) => {
+        const reserved = await store.reserveRefund(tx, transaction, amount, {
+          reference: newRefundReference(),
+          providerRequestId: randomUUID(),
+          method: choice.method,
+          reason,
+          merchantNote,
+          customerNote,
+        });
+        if ("refund" in reserved) {
+          await recordRecoveryPoint(tx, "refund", reserved.refund.id);
+          await enqueue(tx, REFUND_CHECK_JOB, { refundId: reserved.refund.id }, { runAt: new Date(Date.now() + rail.checkAfterMs) });
+        }
+        return reserved;
+      });
+      if ("refused" in reservation) {
+        if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
+        throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
+      }
+      const refund = reservation.refund;
+      deps.metrics?.statusChanged("refund", "pending", refund.channelId);
+
+      try {
+        const outcome = await rail.send(requestOf(refund, transaction, channel));
+        if (outcome.state === "pending") {
+          if (outcome.providerReference) await store.recordProviderReference(prisma, refund.id, outcome.providerReference);
+        } else {
+          await settle(refund, outcome);
+        }
+      } catch (error) {
+        // A refusal is final: nothing was sent. Anything else is unknown: stay pending, ask the provider later.
+        if (error instanceof GatewayError && error.code !== "provider_unavailable") {
+          await settle(refund, { state: "failed", code: error.code, message: error.message });
+        } else {
+          logger.warn({ reference: refund.reference, err: (error as Error).message }, "refund outcome unknown; it stays pending until the provider is asked");
+        }
+      }
+      return store.findById(prisma, refund.id);
+    },
+
+    /** By id (digits) or reference, scoped to the caller's merchant and mode. */
+    async getRefund(principal: Principal, idOrReference: string, query: { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect } = {}): Promise<Refund> {
+      const key = idOrReference.trim();
+      const refund = await store.findScoped(prisma, principal, /^\d{1,9}$/.test(key) ? { id: Number(key) } : { reference: key }, query);
+      if (!refund) throw new NotFoundError("Refund");
+      return refund;
+    },
+
+    /** One page, newest first, with totals (GET /v1/refunds); `transaction` filters by the refunded transaction. */
+    async listPage(
+      principal: Principal,
+      input: Omit<RefundFilters, "transactionId"> & { transaction?: string | null; page?: number | null; limit?: number | null },
+      query: { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect } = {},
+    ): Promise<Page<Refund>> {
+      const paging = resolvePaging(input);
+      let transactionId: number | null = null;
+      if (input.transaction) {
+        const transaction = await paymentOf(principal, input.transaction).catch((error) => {
+          if (error instanceof NotFoundError) return null;
+          throw error;
+        });
+        if (!transaction) return toPage([], 0, paging);
+        transactionId = transaction.id;
+      }
+      const { items, total } = await store.listPage(prisma, principal, { ...input, transactionId }, paging, query);
+      return toPage(items, total, paging);
+    },
+
+    refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),
+  };
+}
+
+export type RefundService = ReturnType<typeof createRefundService>;

@@ -1,0 +1,158 @@
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import type { Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
+import type { Sql } from "../../db/sql.ts";
+import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
+import { pageWindow, type Paging } from "../../paging.ts";
+import { defineSnapshot } from "../events/snapshot.ts";
+import type { StatusTable } from "../events/status-machine.ts";
+import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts";
+
+/**
+ * Every statement on the refunds table. Prisma for all but the status change, which the status machine
+ * (events/status-machine.ts) writes in one SQL statement from REFUND_STATUS below.
+ */
+
+type Db = PrismaClient | Prisma.TransactionClient;
+type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
+const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+
+/** The refund as of an event, and as /v1/refunds shows it. */
+const REFUND_SNAPSHOT = defineSnapshot<Refund>()({
+  id: "id",
+  reference: "reference",
+  transaction_reference: "transactionReference",
+  amount: ["amount", "amount"],
+  currency: "currency",
+  status: "status",
+  method: "method",
+  reason: "reason",
+  merchant_note: "merchantNote",
+  customer_note: "customerNote",
+  provider_reference: "providerReference",
+  failure_code: "failureCode",
+  failure_reason: "failureReason",
+  created_at: ["createdAt", "time"],
+  updated_at: ["updatedAt", "time"],
+  completed_at: ["completedAt", "time"],
+});
+
+export const refundSnapshot = (r: Refund) => REFUND_SNAPSHOT.of(r);
+export type RefundSnapshot = ReturnType<typeof refundSnapshot>;
+
+const REFUND_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, transaction_id AS "transactionId",
+  transaction_reference AS "transactionReference", channel_id AS "channelId", amount::text AS amount, currency, status, method,
+  reason, merchant_note AS "merchantNote", customer_note AS "customerNote", provider_request_id AS "providerRequestId",
+  provider_reference AS "providerReference", failure_code AS "failureCode", failure_reason AS "failureReason",
+  created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt"`;
+
+const date = (value: unknown) => (value instanceof Date ? value : new Date(value as string));
+
+function refundFromRow(row: Record<string, unknown>): Refund {
+  return {
+    ...(row as unknown as Refund),
+    amount: BigInt(row.amount as string),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
+    completedAt: row.completedAt == null ? null : date(row.completedAt),
+  };
+}
+
+/** The refunds table's part in the status machine. */
+export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCode" | "failureReason", RefundSnapshot> = {
+  subject: "refund",
+  table: "refunds",
+  eventColumn: "refund_id",
+  changeColumns: { providerReference: "provider_reference", failureCode: "failure_code", failureReason: "failure_reason" },
+  columns: REFUND_COLUMNS,
+  fromRow: refundFromRow,
+  async findById(sql: Sql, id: number) {
+    const [row] = await sql.query<Record<string, unknown>>(`SELECT ${REFUND_COLUMNS} FROM refunds WHERE id = $1`, [id]);
+    return row ? refundFromRow(row) : null;
+  },
+  snapshot: REFUND_SNAPSHOT,
+  // A completed refund counts in its transaction's amount_refunded, in the same statement.
+  alsoWrites: (to) => (to === "completed" ? ADD_REFUNDED_AMOUNT_CTE : null),
+};
+
+export type NewRefund = Omit<Prisma.RefundUncheckedCreateInput, "transactionId" | "transactionReference" | "channelId" | "currency" | "merchantId" | "mode" | "amount">;
+
+/** What a reservation came to: the refund, or why it could not be made. */
+export type Reservation =
+  | { refund: Refund }
+  | { refused: "transaction_not_refundable" }
+  | { refused: "amount_exceeds_refundable"; refundable: bigint };
+
+/**
+ * Reserves a refund of a transaction in the caller's database transaction: the transaction's row is
+ * locked first (FOR UPDATE), so refunds of one transaction are decided one at a time across instances,
+ * and the refunds that have not failed are summed by the next statement, whose snapshot is taken after
+ * the lock is granted (READ COMMITTED): a refund committed meanwhile is counted. `amount` null means all
+ * that remains.
+ */
+export async function reserveRefund(tx: Prisma.TransactionClient, transaction: Pick<Transaction, "id">, amount: bigint | null, data: NewRefund): Promise<Reservation> {
+  const locked = await lockForRefund(tx, transaction.id);
+  if (!locked || locked.status !== "completed" || locked.channelId === null) return { refused: "transaction_not_refundable" };
+  const [used] = await tx.$queryRaw<{ sum: string }[]>`
+    SELECT coalesce(sum(amount), 0)::text AS sum FROM refunds WHERE transaction_id = ${transaction.id} AND status <> 'failed'`;
+  const refundable = locked.amount - BigInt(used!.sum);
+  const wanted = amount ?? refundable;
+  if (wanted <= 0n || wanted > refundable) return { refused: "amount_exceeds_refundable", refundable };
+  const refund = await tx.refund.create({
+    data: {
+      ...data,
+      merchantId: locked.merchantId,
+      mode: locked.mode,
+      transactionId: locked.id,
+      transactionReference: locked.reference,
+      channelId: locked.channelId,
+      amount: wanted,
+      currency: locked.currency,
+    },
+  });
+  return { refund };
+}
+
+export function findById(db: Db, id: number): Promise<Refund> {
+  return db.refund.findUniqueOrThrow({ where: { id } });
+}
+
+export function findWithPayment(db: Db, id: number) {
+  return db.refund.findUnique({ where: { id }, include: { transaction: true, channel: true } });
+}
+
+/** By id or reference, in the caller's merchant and mode only. */
+export async function findScoped(db: Db, principal: Principal, key: { id: number } | { reference: string }, query: RefundQuery = {}): Promise<Refund | null> {
+  return (await db.refund.findFirst({ ...query, where: { ...scope(principal), ...key } })) as Refund | null;
+}
+
+export interface RefundFilters extends StatusDateFilters {
+  /** The refunded transaction's id. */
+  transactionId?: number | null;
+}
+
+const filtered = (principal: Principal, filters: RefundFilters): Prisma.RefundWhereInput => ({
+  ...statusDateWhere(principal, filters),
+  ...(filters.transactionId != null ? { transactionId: filters.transactionId } : {}),
+});
+
+/** One page, newest first, with the total; the (merchant, mode, created_at) indexes serve it. */
+export async function listPage(db: Db, principal: Principal, filters: RefundFilters, paging: Paging, query: RefundQuery = {}): Promise<{ items: Refund[]; total: number }> {
+  const where = filtered(principal, filters);
+  const [items, total] = await Promise.all([
+    db.refund.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
+    db.refund.count({ where }),
+  ]);
+  return { items: items as Refund[], total };
+}
+
+/** The sum of a transaction's completed refunds, recomputed (transactions.amount_refunded keeps it as they complete). */
+export async function refundedAmount(db: Db, transactionId: number): Promise<bigint> {
+  const result = await db.refund.aggregate({ where: { transactionId, status: "completed" }, _sum: { amount: true } });
+  return result._sum.amount ?? 0n;
+}
+
+/** The provider accepted the request: its id for the refund. */
+export async function recordProviderReference(db: Db, id: number, providerReference: string): Promise<void> {
+  await db.refund.updateMany({ where: { id, status: "pending" }, data: { providerReference } });
+}
