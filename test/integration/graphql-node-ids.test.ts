@@ -88,9 +88,11 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     own.Customer = await createCustomer(a.testKey, "relay-a@example.com");
     bCustomerId = await createCustomer(b.testKey, "relay-b@example.com");
     aLiveCustomerId = await createCustomer(a.liveKey, "relay-a-live@example.com");
+    let firstReference = "";
     for (let i = 0; i < 3; i++) {
       const init = await apiClient(gw.url, a.testKey).post("/api/transactions/initialize", { amount: 1000 + i, email: "relay@example.com" });
       expect(init.status, init.text).toBe(200);
+      firstReference ||= init.body.reference;
       const payout = await gql(a.testKey, `mutation { createPayout(input: { amount: ${1000 + i * 100}, phoneNumber: "254708374149" }) { __typename ... on Payout { id } } }`);
       expect(payout.body.data?.createPayout?.__typename, payout.text).toBe("Payout");
     }
@@ -102,6 +104,13 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     expect(endpoint.status, endpoint.text).toBe(201);
     const endpoints = await gql(a.testKey, `{ webhookEndpoints { id } }`);
     own.WebhookEndpoint = endpoints.body.data.webhookEndpoints[0].id;
+    // A refund: one of the three transactions paid, then partly refunded.
+    const paid = { body: { reference: firstReference } };
+    const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
+    expect((await apiClient(gw.url).post(`/payment/checkout/${paid.body.reference}/pay`, card)).status).toBe(200);
+    const refund = await gql(a.testKey, `mutation($t: String!) { createRefund(input: { transaction: $t, amount: 500 }) { __typename ... on Refund { id } } }`, { t: paid.body.reference });
+    expect(refund.body.data?.createRefund?.__typename, refund.text).toBe("Refund");
+    own.Refund = refund.body.data.createRefund.id;
     await gw.createUser(a.id, "viewer");
     own.User = (await gql(a.testKey, `{ users { id } }`)).body.data.users[0].id;
   });

@@ -85,7 +85,8 @@ describe("three gateways behind HAProxy", () => {
       createTestDatabase(),
       startRedis(),
       // A merchant endpoint that takes a moment, so deliveries are in flight at any time under load.
-      startWebhookReceiver({ respond: () => new Promise((resolve) => setTimeout(() => resolve(200), 150)) }),
+      // Slow enough that deliveries hold running jobs long past the moment the victim is chosen, even on a busy machine.
+      startWebhookReceiver({ respond: () => new Promise((resolve) => setTimeout(() => resolve(200), 600)) }),
     ]);
     db = new pg.Pool({ connectionString: database.databaseUrl, max: 2 });
     db.on("error", () => {});

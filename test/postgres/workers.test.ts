@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -84,9 +85,17 @@ describe("WORKERS", () => {
       await database?.drop();
     });
 
+    /** The primary's worker processes: its children but tsx's esbuild service, which the primary may also run. */
     function childPids(pid: number): number[] {
       try {
-        return execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+        const children = execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+        return children.filter((child) => {
+          try {
+            return !readFileSync(`/proc/${child}/cmdline`, "utf8").includes("esbuild");
+          } catch {
+            return false; // gone meanwhile
+          }
+        });
       } catch {
         return [];
       }
