@@ -1,8 +1,9 @@
 import { ValidationError } from "../../errors.ts";
-import { intField, pageVariables, required, stringField } from "../../rest/params.ts";
+import { intField, required, stringField } from "../../rest/params.ts";
 import { payoutCommands } from "./service.ts";
 import { defineRoute } from "../../rest/route-table.ts";
-import { body, envelope, int, list, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
+import { v1GetRoute, v1ListRoute } from "../../rest/v1-reads.ts";
+import { body, envelope, int, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
@@ -52,6 +53,8 @@ function commandField(body: Record<string, unknown>): string | undefined {
   return value;
 }
 
+const payoutObject = { path: "/v1/payouts", tag: "Payouts", one: "Payout", many: "Payouts", type: "Payout", fields: payoutFields, schema: schemas.payout, toV1: toV1Payout };
+
 export const payoutRoutes = [
   defineRoute<{ createPayout: PayoutData }>({
     method: "POST",
@@ -96,49 +99,6 @@ export const payoutRoutes = [
     }),
     respond: ({ createPayout }) => ({ statusCode: 201, body: { status: "success", data: toV1Payout(createPayout) } }),
   }),
-  /** The paged list in the same envelope as /api/transactions/list: data, total, page, limit, pages. */
-  defineRoute<{ payoutsPage: { items: PayoutData[]; total: number; page: number; limit: number; pages: number } }>({
-    method: "GET",
-    path: "/v1/payouts",
-    doc: {
-      operationId: "listPayouts",
-      summary: "The merchant's payouts, newest first, by page",
-      tag: "Payouts",
-      query: {
-        ...pageQuery,
-      },
-      response: envelope({ data: list(schemas.payout), ...schemas.page }),
-    },
-    operation: `query V1ListPayouts($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
-      payoutsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
-        __typename
-        ... on Error { code message }
-        ... on PayoutPage { total page limit pages items { ${payoutFields} } }
-      }
-    }`,
-    variables: ({ query }) => pageVariables(query),
-    respond: ({ payoutsPage: p }) => ({
-      body: { status: "success", data: p.items.map(toV1Payout), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
-    }),
-  }),
-  defineRoute<{ payout: PayoutData }>({
-    method: "GET",
-    path: "/v1/payouts/:id",
-    doc: {
-      operationId: "getPayout",
-      summary: "One payout, by its reference",
-      tag: "Payouts",
-      response: envelope({ data: schemas.payout }),
-      errors: [404, 414],
-    },
-    operation: `query V1Payout($reference: String!) {
-      payout(reference: $reference) {
-        __typename
-        ... on Error { code message }
-        ... on Payout { ${payoutFields} }
-      }
-    }`,
-    variables: ({ params }) => ({ reference: params.id }),
-    respond: ({ payout }) => ({ body: { status: "success", data: toV1Payout(payout) } }),
-  }),
+  v1ListRoute({ ...payoutObject, summary: "The merchant's payouts, newest first, by page" }),
+  v1GetRoute({ ...payoutObject, summary: "One payout, by its reference" }),
 ];

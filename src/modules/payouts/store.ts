@@ -1,7 +1,7 @@
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Payout, Prisma } from "../../db/generated/prisma/client.ts";
-import type { Sql } from "../../db/sql.ts";
+import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
 import { defineSnapshot } from "../events/snapshot.ts";
@@ -37,25 +37,13 @@ const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({
 export const payoutSnapshot = (p: Payout) => PAYOUT_SNAPSHOT.of(p);
 export type PayoutSnapshot = ReturnType<typeof payoutSnapshot>;
 
-/** A whole payouts row as the model has it, for the status change's RETURNING. */
-const PAYOUT_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, client_reference AS "clientReference", amount::text AS amount,
-  currency, phone_number AS "phoneNumber", status, command_id AS "commandId", description, channel_id AS "channelId",
-  provider_request_id AS "providerRequestId", provider_conversation_id AS "providerConversationId",
-  provider_reference AS "providerReference", failure_code AS "failureCode", failure_reason AS "failureReason",
-  created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt"`;
-
-const date = (value: unknown) => (value instanceof Date ? value : new Date(value as string));
-
-/** amount travels as text (int8 parses differently per driver) and becomes the model's BigInt. */
-function payoutFromRow(row: Record<string, unknown>): Payout {
-  return {
-    ...(row as unknown as Payout),
-    amount: BigInt(row.amount as string),
-    createdAt: date(row.createdAt),
-    updatedAt: date(row.updatedAt),
-    completedAt: row.completedAt == null ? null : date(row.completedAt),
-  };
-}
+/** A whole payouts row as the model has it, for the status change's RETURNING and reads by id. */
+const PAYOUT_ROWS = tableRows<Payout>("payouts", {
+  id: "value", merchantId: "value", mode: "value", reference: "value", clientReference: "value", amount: "bigint",
+  currency: "value", phoneNumber: "value", status: "value", commandId: "value", description: "value", channelId: "value",
+  providerRequestId: "value", providerConversationId: "value", providerReference: "value", failureCode: "value",
+  failureReason: "value", createdAt: "time", updatedAt: "time", completedAt: "time",
+});
 
 /** The payouts table's part in the status machine. */
 export const PAYOUT_STATUS: StatusTable<Payout, "providerReference" | "failureCode" | "failureReason", PayoutSnapshot> = {
@@ -63,12 +51,7 @@ export const PAYOUT_STATUS: StatusTable<Payout, "providerReference" | "failureCo
   table: "payouts",
   eventColumn: "payout_id",
   changeColumns: { providerReference: "provider_reference", failureCode: "failure_code", failureReason: "failure_reason" },
-  columns: PAYOUT_COLUMNS,
-  fromRow: payoutFromRow,
-  async findById(sql: Sql, id: number) {
-    const [row] = await sql.query<Record<string, unknown>>(`SELECT ${PAYOUT_COLUMNS} FROM payouts WHERE id = $1`, [id]);
-    return row ? payoutFromRow(row) : null;
-  },
+  ...PAYOUT_ROWS,
   snapshot: PAYOUT_SNAPSHOT,
 };
 

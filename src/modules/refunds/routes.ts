@@ -1,7 +1,8 @@
 import { ValidationError } from "../../errors.ts";
-import { body, envelope, list, oneOfStrings, pageQuery, schemas, str, int } from "../../openapi/schemas.ts";
-import { intField, pageVariables, required, stringField } from "../../rest/params.ts";
+import { body, envelope, oneOfStrings, schemas, str, int } from "../../openapi/schemas.ts";
+import { intField, required, stringField } from "../../rest/params.ts";
 import { defineRoute } from "../../rest/route-table.ts";
+import { v1GetRoute, v1ListRoute } from "../../rest/v1-reads.ts";
 import { refundReasons } from "./service.ts";
 
 /** /v1/refunds over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
@@ -72,6 +73,8 @@ function amountField(body: Record<string, unknown>): number | undefined {
   return amount;
 }
 
+const refundObject = { path: "/v1/refunds", tag: "Refunds", one: "Refund", many: "Refunds", type: "Refund", fields: refundFields, schema: schemas.refund, toV1: toV1Refund };
+
 export const refundRoutes = [
   defineRoute<{ createRefund: RefundData }>({
     method: "POST",
@@ -112,47 +115,10 @@ export const refundRoutes = [
     }),
     respond: ({ createRefund }) => ({ statusCode: 201, body: { status: "success", data: toV1Refund(createRefund) } }),
   }),
-  /** The paged list in the same envelope as /api/transactions/list: data, total, page, limit, pages. */
-  defineRoute<{ refundsPage: { items: RefundData[]; total: number; page: number; limit: number; pages: number } }>({
-    method: "GET",
-    path: "/v1/refunds",
-    doc: {
-      operationId: "listRefunds",
-      summary: "The merchant's refunds, newest first, by page",
-      tag: "Refunds",
-      query: { ...pageQuery, transaction: { description: "The refunded transaction's reference or id", schema: str() } },
-      response: envelope({ data: list(schemas.refund), ...schemas.page }),
-    },
-    operation: `query V1ListRefunds($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $transaction: String) {
-      refundsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, transaction: $transaction) {
-        __typename
-        ... on Error { code message }
-        ... on RefundPage { total page limit pages items { ${refundFields} } }
-      }
-    }`,
-    variables: ({ query }) => ({ ...pageVariables(query), transaction: typeof query.transaction === "string" ? query.transaction : undefined }),
-    respond: ({ refundsPage: p }) => ({
-      body: { status: "success", data: p.items.map(toV1Refund), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
-    }),
+  v1ListRoute({
+    ...refundObject,
+    summary: "The merchant's refunds, newest first, by page",
+    filters: { transaction: "The refunded transaction's reference or id" },
   }),
-  defineRoute<{ refund: RefundData }>({
-    method: "GET",
-    path: "/v1/refunds/:id",
-    doc: {
-      operationId: "getRefund",
-      summary: "One refund, by its id or reference",
-      tag: "Refunds",
-      response: envelope({ data: schemas.refund }),
-      errors: [404, 414],
-    },
-    operation: `query V1Refund($reference: String!) {
-      refund(reference: $reference) {
-        __typename
-        ... on Error { code message }
-        ... on Refund { ${refundFields} }
-      }
-    }`,
-    variables: ({ params }) => ({ reference: params.id }),
-    respond: ({ refund }) => ({ body: { status: "success", data: toV1Refund(refund) } }),
-  }),
+  v1GetRoute({ ...refundObject, summary: "One refund, by its id or reference" }),
 ];

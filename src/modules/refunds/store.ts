@@ -1,7 +1,7 @@
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
-import type { Sql } from "../../db/sql.ts";
+import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
 import { defineSnapshot } from "../events/snapshot.ts";
@@ -40,23 +40,13 @@ const REFUND_SNAPSHOT = defineSnapshot<Refund>()({
 export const refundSnapshot = (r: Refund) => REFUND_SNAPSHOT.of(r);
 export type RefundSnapshot = ReturnType<typeof refundSnapshot>;
 
-const REFUND_COLUMNS = `id, merchant_id AS "merchantId", mode, reference, transaction_id AS "transactionId",
-  transaction_reference AS "transactionReference", channel_id AS "channelId", amount::text AS amount, currency, status, method,
-  reason, merchant_note AS "merchantNote", customer_note AS "customerNote", provider_request_id AS "providerRequestId",
-  provider_reference AS "providerReference", failure_code AS "failureCode", failure_reason AS "failureReason",
-  created_at AS "createdAt", updated_at AS "updatedAt", completed_at AS "completedAt"`;
-
-const date = (value: unknown) => (value instanceof Date ? value : new Date(value as string));
-
-function refundFromRow(row: Record<string, unknown>): Refund {
-  return {
-    ...(row as unknown as Refund),
-    amount: BigInt(row.amount as string),
-    createdAt: date(row.createdAt),
-    updatedAt: date(row.updatedAt),
-    completedAt: row.completedAt == null ? null : date(row.completedAt),
-  };
-}
+/** A whole refunds row as the model has it, for the status change's RETURNING and reads by id. */
+const REFUND_ROWS = tableRows<Refund>("refunds", {
+  id: "value", merchantId: "value", mode: "value", reference: "value", transactionId: "value", transactionReference: "value",
+  channelId: "value", amount: "bigint", currency: "value", status: "value", method: "value", reason: "value", merchantNote: "value",
+  customerNote: "value", providerRequestId: "value", providerReference: "value", failureCode: "value", failureReason: "value",
+  createdAt: "time", updatedAt: "time", completedAt: "time",
+});
 
 /** The refunds table's part in the status machine. */
 export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCode" | "failureReason", RefundSnapshot> = {
@@ -64,12 +54,7 @@ export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCo
   table: "refunds",
   eventColumn: "refund_id",
   changeColumns: { providerReference: "provider_reference", failureCode: "failure_code", failureReason: "failure_reason" },
-  columns: REFUND_COLUMNS,
-  fromRow: refundFromRow,
-  async findById(sql: Sql, id: number) {
-    const [row] = await sql.query<Record<string, unknown>>(`SELECT ${REFUND_COLUMNS} FROM refunds WHERE id = $1`, [id]);
-    return row ? refundFromRow(row) : null;
-  },
+  ...REFUND_ROWS,
   snapshot: REFUND_SNAPSHOT,
   // A completed refund counts in its transaction's amount_refunded, in the same statement.
   alsoWrites: (to) => (to === "completed" ? ADD_REFUNDED_AMOUNT_CTE : null),

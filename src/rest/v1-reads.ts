@@ -1,0 +1,76 @@
+import { envelope, list, pageQuery, schemas } from "../openapi/schemas.ts";
+import { pageVariables } from "./params.ts";
+import { defineRoute, type RestRoute } from "./route-table.ts";
+
+/**
+ * The two reads every /v1 money object has, over its GraphQL fields: one by id or reference, and the paged
+ * list in the envelope of /api/transactions/list (data, total, page, limit, pages), newest first, with the
+ * status and date filters (plus any of the object's own).
+ */
+interface V1Object<Data> {
+  /** e.g. "/v1/payouts" */
+  path: string;
+  tag: string;
+  /** Singular and plural names as the operations say them: "Payout", "Payouts". */
+  one: string;
+  many: string;
+  /** The GraphQL type and its fields selected for the REST shape. */
+  type: string;
+  fields: string;
+  /** The documented item schema and the mapping to it. */
+  schema: Record<string, unknown>;
+  toV1: (item: Data) => Record<string, unknown>;
+}
+
+const lower = (name: string) => name[0]!.toLowerCase() + name.slice(1);
+
+/** GET {path}/:id — the object by id or reference; another merchant's, or the other mode's, is the 404 envelope. */
+export function v1GetRoute<Data>(o: V1Object<Data> & { summary: string }): RestRoute {
+  const field = lower(o.one);
+  return defineRoute<Record<string, Data>>({
+    method: "GET",
+    path: `${o.path}/:id`,
+    doc: { operationId: `get${o.one}`, summary: o.summary, tag: o.tag, response: envelope({ data: o.schema }), errors: [404, 414] },
+    operation: `query V1${o.one}($reference: String!) {
+      ${field}(reference: $reference) {
+        __typename
+        ... on Error { code message }
+        ... on ${o.type} { ${o.fields} }
+      }
+    }`,
+    variables: ({ params }) => ({ reference: params.id }),
+    respond: (data) => ({ body: { status: "success", data: o.toV1(data[field]!) } }),
+  });
+}
+
+/** GET {path} — one page, newest first; `filters` adds the object's own query parameters (all strings). */
+export function v1ListRoute<Data>(o: V1Object<Data> & { summary: string; filters?: Record<string, string> }): RestRoute {
+  const field = `${lower(o.many)}Page`;
+  const filters = Object.entries(o.filters ?? {});
+  return defineRoute<Record<string, { items: Data[]; total: number; page: number; limit: number; pages: number }>>({
+    method: "GET",
+    path: o.path,
+    doc: {
+      operationId: `list${o.many}`,
+      summary: o.summary,
+      tag: o.tag,
+      query: { ...pageQuery, ...Object.fromEntries(filters.map(([name, description]) => [name, { description, schema: { type: "string" } }])) },
+      response: envelope({ data: list(o.schema), ...schemas.page }),
+    },
+    operation: `query V1List${o.many}($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String${filters.map(([name]) => `, $${name}: String`).join("")}) {
+      ${field}(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo${filters.map(([name]) => `, ${name}: $${name}`).join("")}) {
+        __typename
+        ... on Error { code message }
+        ... on ${o.type}Page { total page limit pages items { ${o.fields} } }
+      }
+    }`,
+    variables: ({ query }) => ({
+      ...pageVariables(query),
+      ...Object.fromEntries(filters.map(([name]) => [name, typeof query[name] === "string" ? query[name] : undefined])),
+    }),
+    respond: (data) => {
+      const p = data[field]!;
+      return { body: { status: "success", data: p.items.map(o.toV1), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
+    },
+  });
+}
