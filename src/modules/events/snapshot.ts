@@ -84,3 +84,13 @@ export function defineSnapshot<Row>() {
     };
   };
 }
+
+/** How every money object's snapshot ends: the provider's reference, the failure, the times. */
+export const OUTCOME_AND_TIMES = {
+  provider_reference: "providerReference",
+  failure_code: "failureCode",
+  failure_reason: "failureReason",
+  created_at: ["createdAt", "time"],
+  updated_at: ["updatedAt", "time"],
+  completed_at: ["completedAt", "time"],
+} as const;

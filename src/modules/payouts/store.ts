@@ -4,7 +4,7 @@ import type { Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
-import { defineSnapshot } from "../events/snapshot.ts";
+import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
 
 /**
@@ -26,12 +26,7 @@ const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({
   phone_number: ["phoneNumber", "msisdn"],
   status: "status",
   payment_channel_id: "channelId",
-  provider_reference: "providerReference",
-  failure_code: "failureCode",
-  failure_reason: "failureReason",
-  created_at: ["createdAt", "time"],
-  updated_at: ["updatedAt", "time"],
-  completed_at: ["completedAt", "time"],
+  ...OUTCOME_AND_TIMES,
 });
 
 export const payoutSnapshot = (p: Payout) => PAYOUT_SNAPSHOT.of(p);

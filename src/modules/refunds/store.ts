@@ -4,7 +4,7 @@ import type { Prisma, Refund, Transaction } from "../../db/generated/prisma/clie
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
-import { defineSnapshot } from "../events/snapshot.ts";
+import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
 import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts";
 
@@ -29,12 +29,7 @@ const REFUND_SNAPSHOT = defineSnapshot<Refund>()({
   reason: "reason",
   merchant_note: "merchantNote",
   customer_note: "customerNote",
-  provider_reference: "providerReference",
-  failure_code: "failureCode",
-  failure_reason: "failureReason",
-  created_at: ["createdAt", "time"],
-  updated_at: ["updatedAt", "time"],
-  completed_at: ["completedAt", "time"],
+  ...OUTCOME_AND_TIMES,
 });
 
 export const refundSnapshot = (r: Refund) => REFUND_SNAPSHOT.of(r);
