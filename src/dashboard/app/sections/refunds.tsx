@@ -95,7 +95,7 @@ export function RefundForm({
   return (
     <CardForm title="Refund this payment" titleId="refund-title" id="refund-form" submit="Refund" onSubmit={submit} onCancel={onCancel}>
       <p class="muted hint">
-        {formatMoney(payment.remaining, payment.currency)} can be refunded. The payer gets the money back on the rail they paid by.
+        {formatMoney(payment.remaining, payment.currency)} can be refunded. The payer gets it back the way they paid.
       </p>
       <div class="grid">
         <div class="field">
@@ -114,11 +114,11 @@ export function RefundForm({
           </select>
         </div>
         <div class="field">
-          <label for="refund-merchant-note">Note for your records (optional)</label>
+          <label for="refund-merchant-note">Internal note (optional)</label>
           <input id="refund-merchant-note" type="text" maxLength={255} value={merchantNote} onInput={(e) => setMerchantNote(e.currentTarget.value)} />
         </div>
         <div class="field">
-          <label for="refund-customer-note">Note to the customer (optional)</label>
+          <label for="refund-customer-note">Note to customer (optional)</label>
           <input id="refund-customer-note" type="text" maxLength={255} value={customerNote} onInput={(e) => setCustomerNote(e.currentTarget.value)} />
         </div>
       </div>
