@@ -67,7 +67,7 @@ export const commands: Record<string, CommandHelp> = {
   },
   "webhooks trigger": {
     usage: `webhooks trigger <${triggerableEvents.join("|")}> --key <sk_test_...> [--url <gateway url>]`,
-    help: "Makes a running gateway produce that event in test mode, through the merchant's sandbox channel. `trigger` is the same command.",
+    help: "Makes a running gateway produce that event in test mode, through the merchant's sandbox channel (a refund event: a card payment, then its refund in full). `trigger` is the same command.",
     flags: [["<event>", `one of ${triggerableEvents.join(", ")} (required)`], keyFlag, urlFlag],
   },
 };

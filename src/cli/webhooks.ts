@@ -20,6 +20,8 @@ export function defaultGatewayUrl(env: NodeJS.ProcessEnv = process.env): string 
 const FORWARD_TIMEOUT_MS = 10_000;
 const SUCCESS_CARD = "4242424242424242";
 const DECLINED_CARD = "4000000000000002";
+/** Pays normally, but the sandbox fails every refund of it (refund_failed): providers/sandbox/refunds.ts. */
+const REFUND_FAILS_CARD = "4000000000005126";
 /** Safaricom's sandbox test number; the sandbox connector completes its push after SANDBOX_STK_DELAY_MS. */
 const SANDBOX_PHONE = "254708374149";
 const TRIGGER_AMOUNT = 10_000; // KES 100.00 in minor units: whole shillings, so an STK push accepts it too
@@ -61,10 +63,11 @@ interface GatewayEvent {
   webhookBody: unknown;
 }
 
-/** Every event a webhook endpoint can receive: the transactions' and the payouts'. */
+/** Every event a webhook endpoint can receive: the transactions', the payouts' and the refunds'. */
 const EVENT_SUBSCRIPTIONS = [
   "subscription CliWebhooksListen { transactionEvents { id type occurredAt webhookBody } }",
   "subscription CliWebhooksListenPayouts { payoutEvents { id type occurredAt webhookBody } }",
+  "subscription CliWebhooksListenRefunds { refundEvents { id type occurredAt webhookBody } }",
 ];
 
 export interface ListenOptions {
@@ -184,7 +187,7 @@ function untilStopSignal(): Promise<void> & { cancel(): void } {
 
 type GatewayCall = (method: "GET" | "POST", path: string, body?: unknown, expectStatus?: number) => Promise<any>;
 
-/** How to make a sandbox payment emit each event; resolves with the transaction's reference. */
+/** How to make a sandbox payment emit each event; resolves with the reference of what it made (transaction, payout or refund). */
 const triggers: Record<string, (call: GatewayCall, channelId: number) => Promise<string>> = {
   "transaction.completed": (call, channelId) => payByCard(call, channelId, SUCCESS_CARD, 200),
   "transaction.failed": (call, channelId) => payByCard(call, channelId, DECLINED_CARD, 402),
@@ -195,6 +198,9 @@ const triggers: Record<string, (call: GatewayCall, channelId: number) => Promise
   // The sandbox answers a payout after SANDBOX_STK_DELAY_MS, so the event follows a moment after this returns.
   "payout.completed": (call, channelId) => payOut(call, channelId, PAYOUT_PAID_PHONE),
   "payout.failed": (call, channelId) => payOut(call, channelId, PAYOUT_FAILED_PHONE),
+  // A card payment refunded in full; the sandbox settles the refund SANDBOX_REFUND_DELAY_MS later (transaction.completed comes first).
+  "refund.completed": async (call, channelId) => refund(call, await payByCard(call, channelId, SUCCESS_CARD, 200)),
+  "refund.failed": async (call, channelId) => refund(call, await payByCard(call, channelId, REFUND_FAILS_CARD, 200)),
 };
 
 export const triggerableEvents = Object.keys(triggers);
@@ -218,6 +224,11 @@ async function payByCard(call: GatewayCall, channelId: number, cardNumber: strin
 async function payOut(call: GatewayCall, channelId: number, phone: string): Promise<string> {
   const body = { amount: TRIGGER_AMOUNT, phone_number: phone, payment_channel_id: channelId, description: "cli trigger" };
   return (await call("POST", "/v1/payouts", body, 201)).data.reference as string;
+}
+
+/** Refunds all of a payment; resolves with the refund's reference (re_...). */
+async function refund(call: GatewayCall, transaction: string): Promise<string> {
+  return (await call("POST", "/v1/refunds", { transaction, reason: "requested_by_customer", merchant_note: "cli trigger" }, 201)).data.reference as string;
 }
 
 /**

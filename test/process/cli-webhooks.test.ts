@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli, runEntry, type RunningProcess } from "../support/process.ts";
+import { until } from "../support/wait.ts";
 
 /**
  * `cli webhooks listen` and `cli trigger` as processes against a running gateway, as a developer runs them:
@@ -20,7 +21,8 @@ describe("cli webhooks listen and trigger", () => {
   const children: RunningProcess[] = [];
 
   beforeAll(async () => {
-    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" } });
+    // Sandbox refunds settle 300 ms after they are made, found by a job runner polling every 100 ms.
+    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_REFUND_DELAY_MS: "300", JOB_POLL_INTERVAL_MS: "100" } });
     merchant = await gw.createMerchant("CLI");
     const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     expect(channel.status, channel.text).toBe(201);
@@ -65,6 +67,28 @@ describe("cli webhooks listen and trigger", () => {
       expect(new Webhook(secret!).verify(payoutDelivery.body, payoutDelivery.headers)).toEqual(payoutDelivery.json);
     }
 
+    // Refund events: a card payment refunded in full (its transaction.completed is forwarded too); the refund of
+    // the refund-failing test card fails.
+    for (const type of ["refund.completed", "refund.failed"]) {
+      const refund = await runCli(["webhooks", "trigger", type, "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+      expect(refund.code, refund.output).toBe(0);
+      const printed = JSON.parse(refund.output.trim());
+      expect(printed).toEqual({ event: type, reference: expect.stringMatching(/^re_/) });
+      const refundDelivery = await until(
+        () => receiver.received.find((d) => d.json?.data?.reference === printed.reference),
+        (found) => found !== undefined,
+        15_000,
+      );
+      expect(refundDelivery!.json).toMatchObject({ type, data: { reference: printed.reference, status: type.split(".")[1], amount: 10_000, method: "sandbox" } });
+      expect(new Webhook(secret!).verify(refundDelivery!.body, refundDelivery!.headers)).toEqual(refundDelivery!.json);
+      // The refunded payment's transaction.completed was forwarded too.
+      await until(
+        () => receiver.received.some((d) => d.json?.type === "transaction.completed" && d.json.data.reference === refundDelivery!.json.data.transaction_reference),
+        (found) => found,
+      );
+      await listener.waitFor(new RegExp(`^\\S+Z ${type.replace(".", "\\.")} ${refundDelivery!.headers["webhook-id"]} -> 200$`, "m"));
+    }
+
     listener.child.kill("SIGTERM");
     expect(await listener.exited).toBe(0);
   });
@@ -72,7 +96,7 @@ describe("cli webhooks listen and trigger", () => {
   it("trigger refuses an unknown event type with exit 2, naming the supported ones", async () => {
     const { code, output } = await runCli(["trigger", "charge.succeeded", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
     expect(code).toBe(2);
-    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending, payout.completed, payout.failed/);
+    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending, payout.completed, payout.failed, refund.completed, refund.failed/);
   });
 
   it("trigger's default URL follows PORT: a gateway that is not there is named in the error", async () => {

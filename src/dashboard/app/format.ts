@@ -8,6 +8,23 @@ export function formatMoney(minor: number, currency: string): string {
   return `${currency} ${major.toLocaleString("en-US", { minimumFractionDigits: exponent, maximumFractionDigits: exponent })}`;
 }
 
+/** An amount as a form field shows it: major units, no currency or separators ("25.00"). */
+export function majorUnits(minor: number, currency: string): string {
+  const exponent = EXPONENTS[currency] ?? 2;
+  return (minor / 10 ** exponent).toFixed(exponent);
+}
+
+/**
+ * What a person typed as an amount in major units ("25", "25.5", "1,250.00"), in minor units; null when it is
+ * not a plain amount or has more decimals than the currency. Parsed as text, so no float rounding.
+ */
+export function parseMajorUnits(text: string, currency: string): number | null {
+  const exponent = EXPONENTS[currency] ?? 2;
+  const match = /^(\d{1,13})(?:\.(\d*))?$/.exec(text.trim().replace(/,/g, ""));
+  if (!match || (match[2] ?? "").length > exponent) return null;
+  return Number(match[1]) * 10 ** exponent + Number((match[2] ?? "").padEnd(exponent, "0") || "0");
+}
+
 export function formatDate(iso: string | null | undefined): string {
   if (!iso) return "—";
   const date = new Date(iso);

@@ -1,10 +1,11 @@
 import { createClient, type Client } from "graphql-ws/client";
 import { freshAccessToken, getAccessToken } from "./session.ts";
-import { TRANSACTION_FIELDS, type Transaction } from "./sections/transaction-fields.ts";
+import { TRANSACTION_FIELDS, type Status, type Transaction } from "./sections/transaction-fields.ts";
 
 /**
  * One graphql-ws connection per signed-in mode, carrying the transactionEvents subscription that the
- * header (announcements) and the transactions table (rows) both listen to. connectionParams is a
+ * header (announcements) and the transactions table (rows) both listen to, and refundEvents, which a
+ * transaction's page (its refunds) and the table (its refund badges) follow. connectionParams is a
  * function, so a reconnect presents the current access token.
  */
 export interface TransactionEvent {
@@ -13,16 +14,28 @@ export interface TransactionEvent {
   occurredAt: string;
   transaction: Transaction;
 }
+/** A refund's settling change (refund.completed or refund.failed), with the refund as of that change. */
+export interface RefundEvent {
+  id: string;
+  type: string;
+  occurredAt: string;
+  refund: { reference: string; transactionReference: string; amount: number; currency: string; status: Status; failureReason: string | null };
+}
 export type LiveStatus = "connecting" | "live" | "offline";
 
 // ready: true: the server says when it listens (a first message with extensions.ready); only then is the page
 // "live", since graphql-ws's connection_ack comes before the server's subscription is confirmed.
-const SUBSCRIPTION = `subscription DashboardTransactionEvents { transactionEvents(ready: true) { id type occurredAt transaction { ${TRANSACTION_FIELDS} } } }`;
+const SUBSCRIPTIONS = {
+  transactionEvents: `subscription DashboardTransactionEvents { transactionEvents(ready: true) { id type occurredAt transaction { ${TRANSACTION_FIELDS} } } }`,
+  refundEvents: "subscription DashboardRefundEvents { refundEvents(ready: true) { id type occurredAt refund { reference transactionReference amount currency status failureReason } } }",
+};
+type Field = keyof typeof SUBSCRIPTIONS;
+const FIELDS = Object.keys(SUBSCRIPTIONS) as Field[];
 
-const eventListeners = new Set<(event: TransactionEvent) => void>();
+const eventListeners = { transactionEvents: new Set<(event: TransactionEvent) => void>(), refundEvents: new Set<(event: RefundEvent) => void>() };
 const statusListeners = new Set<(status: LiveStatus, reconnected: boolean) => void>();
 let client: Client | null = null;
-let stop: (() => void) | null = null;
+let stops: (() => void)[] = [];
 let status: LiveStatus = "offline";
 let connections = 0;
 
@@ -31,9 +44,10 @@ function setStatus(next: LiveStatus, reconnected = false) {
   statusListeners.forEach((listener) => listener(next, reconnected));
 }
 
-/** Opens the connection and the subscription (the app shell calls it once signed in, per mode). */
 export function startLive(): () => void {
   connections = 0;
+  // "live" once every subscription of this connection listens (a reconnect subscribes them all again).
+  const ready = new Set<Field>();
   client = createClient({
     url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/graphql`,
     connectionParams: async () => {
@@ -44,40 +58,53 @@ export function startLive(): () => void {
     shouldRetry: () => getAccessToken() !== null,
     on: {
       connecting: () => setStatus("connecting"),
-      connected: () => void ++connections,
+      connected: () => {
+        connections++;
+        ready.clear();
+      },
       closed: () => setStatus("offline"),
     },
   });
   const seen = new Set<string>();
-  stop = client.subscribe<{ transactionEvents: TransactionEvent }>(
-    { query: SUBSCRIPTION },
-    {
-      next: (result) => {
-        if ((result.extensions as { ready?: unknown } | undefined)?.ready === true && !result.data) return setStatus("live", connections > 1);
-        const event = result.data?.transactionEvents;
-        if (!event || seen.has(event.id)) return;
-        seen.add(event.id);
-        eventListeners.forEach((listener) => listener(event));
+  stops = FIELDS.map((field) =>
+    client!.subscribe<Record<Field, TransactionEvent & RefundEvent>>(
+      { query: SUBSCRIPTIONS[field] },
+      {
+        next: (result) => {
+          if ((result.extensions as { ready?: unknown } | undefined)?.ready === true && !result.data) {
+            ready.add(field);
+            return ready.size === FIELDS.length ? setStatus("live", connections > 1) : undefined;
+          }
+          const event = result.data?.[field];
+          if (!event || seen.has(event.id)) return;
+          seen.add(event.id);
+          (eventListeners[field] as Set<(event: TransactionEvent & RefundEvent) => void>).forEach((listener) => listener(event));
+        },
+        error: () => setStatus("offline"),
+        complete: () => setStatus("offline"),
       },
-      error: () => setStatus("offline"),
-      complete: () => setStatus("offline"),
-    },
+    ),
   );
   const own = client;
   return () => {
-    stop?.();
+    stops.forEach((stop) => stop());
     void own.dispose();
     if (client === own) {
       client = null;
-      stop = null;
+      stops = [];
       setStatus("offline");
     }
   };
 }
 
 export function onTransactionEvent(listener: (event: TransactionEvent) => void): () => void {
-  eventListeners.add(listener);
-  return () => void eventListeners.delete(listener);
+  eventListeners.transactionEvents.add(listener);
+  return () => void eventListeners.transactionEvents.delete(listener);
+}
+
+export function onRefundEvent(listener: (event: RefundEvent) => void): () => void {
+  eventListeners.refundEvents.add(listener);
+  return () => void eventListeners.refundEvents.delete(listener);
 }
 
 /** `reconnected` is true when the connection came back after a drop (events may have been missed). */

@@ -1,7 +1,7 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { errorMessage } from "./api.ts";
-import { onLiveStatus, onTransactionEvent, startLive, type LiveStatus } from "./live.ts";
+import { onLiveStatus, onRefundEvent, onTransactionEvent, startLive, type LiveStatus } from "./live.ts";
 import { formatMoney } from "./format.ts";
 import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
 import { ApiKeys } from "./sections/api-keys.tsx";
@@ -60,6 +60,13 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
         const words = EVENT_WORDS[type];
         announce(words ? `Payment ${transaction.reference} of ${amount} ${words}` : `New payment: ${amount} from ${transaction.email ?? "a customer"}`);
       }),
+    [],
+  );
+  useEffect(
+    () =>
+      onRefundEvent(({ type, refund }) =>
+        announce(`Refund ${refund.reference} of ${formatMoney(refund.amount, refund.currency)} on payment ${refund.transactionReference} ${type === "refund.completed" ? "completed" : "failed"}`),
+      ),
     [],
   );
   useEffect(() => {

@@ -1,9 +1,7 @@
 import { toMsisdn } from "../../phone.ts";
 import type { TransactionSnapshot } from "../transactions/state-machine.ts";
 
-/** Every event type an endpoint can subscribe to. */
-export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed"] as const;
-export type WebhookEventType = (typeof webhookEventTypes)[number];
+export { webhookEventTypes, type WebhookEventType } from "./event-types.ts";
 
 /** The transaction as the REST API shows it, plus what a receiver needs to reconcile it. */
 export function transactionWebhookData(t: TransactionSnapshot) {

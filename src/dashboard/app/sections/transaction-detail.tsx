@@ -2,10 +2,11 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { gql } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
-import { onTransactionEvent } from "../live.ts";
+import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Badge, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
+import { REFUND_FIELDS, RefundForm, RefundedBadge, RefundsTable, refundable, type Refund } from "./refunds.tsx";
 import { TRANSACTION_FIELDS, type Transaction } from "./transaction-fields.ts";
 import { methodLabel } from "./transactions.tsx";
 import { DELIVERIES, DeliveriesTable, type Delivery } from "./webhooks.tsx";
@@ -16,6 +17,7 @@ const QUERY = `query DashboardTransaction($reference: String!) {
     ... on Error { code message }
     ... on Transaction {
       ${TRANSACTION_FIELDS} databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
+      amountRefunded refunded refunds { ${REFUND_FIELDS} }
       events { id type occurredAt }
     }
   }
@@ -32,12 +34,16 @@ interface Detail extends Transaction {
   failureReason: string | null;
   completedAt: string | null;
   updatedAt: string;
+  amountRefunded: number;
+  refunded: boolean;
+  refunds: Refund[];
   events: { id: string; type: string; occurredAt: string }[];
 }
 type Answer = { transaction: Detail | { __typename: string; code: string; message: string } };
 
 export function TransactionDetail({ reference, session }: { reference: string; session: Session }) {
-  const { data, error, loading, reload } = useQuery<Answer>(QUERY, { reference });
+  const { data, error, loading, reload, setData } = useQuery<Answer>(QUERY, { reference });
+  const [refunding, setRefunding] = useState(false);
   const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
   const [deliveriesError, setDeliveriesError] = useState<string | null>(null);
   const transaction = data?.transaction.__typename === "Transaction" ? (data.transaction as Detail) : null;
@@ -56,6 +62,10 @@ export function TransactionDetail({ reference, session }: { reference: string; s
   };
   useEffect(() => void loadDeliveries(), [eventIds]);
   useEffect(() => onTransactionEvent((event) => event.transaction.reference === reference && void reload()), [reference, reload]);
+  // Its refunds settle later (refund.completed or refund.failed): load it again, amounts refunded included.
+  useEffect(() => onRefundEvent((event) => event.refund.transactionReference === reference && void reload()), [reference, reload]);
+  // After a dropped connection, events may have been missed.
+  useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
   const back = (
     <a href={`${BASE}/transactions`} onClick={(e) => onLinkClick(e, "/transactions")} class="back">
@@ -73,6 +83,9 @@ export function TransactionDetail({ reference, session }: { reference: string; s
       </section>
     );
   }
+  // Owners, and developers in test mode, as the API decides (viewers never); a completed payment with something left.
+  const remaining = refundable(transaction);
+  const canRefund = canWrite(session) && transaction.status === "completed" && remaining > 0;
   const fields: [string, ComponentChildren][] = [
     ["Amount", formatMoney(transaction.amount, transaction.currency)],
     ["Status", <Badge value={transaction.status} />],
@@ -87,13 +100,45 @@ export function TransactionDetail({ reference, session }: { reference: string; s
     ["Created", formatDate(transaction.createdAt)],
     ["Completed", formatDate(transaction.completedAt)],
   ];
+  if (transaction.amountRefunded > 0) {
+    fields.splice(1, 0, [
+      "Refunded",
+      <>
+        {formatMoney(transaction.amountRefunded, transaction.currency)} <RefundedBadge payment={transaction} />
+      </>,
+    ]);
+  }
   if (transaction.failureReason || transaction.failureCode) fields.push(["Failure", `${transaction.failureReason ?? ""} ${transaction.failureCode ? `(${transaction.failureCode})` : ""}`]);
 
   return (
     <section>
       {back}
-      <PageHeader title={`Transaction ${transaction.reference}`} />
+      <PageHeader title={`Transaction ${transaction.reference}`}>
+        {canRefund && !refunding && (
+          <button type="button" onClick={() => setRefunding(true)}>
+            Refund
+          </button>
+        )}
+      </PageHeader>
       <ErrorNote message={error} />
+      {/* Kept open while refunding, even once nothing remains, so a refusal stays in view. */}
+      {canWrite(session) && refunding && (
+        <RefundForm
+          payment={{ reference: transaction.reference, currency: transaction.currency, remaining }}
+          onCancel={() => setRefunding(false)}
+          onCreated={(refund) => {
+            setRefunding(false);
+            // Shown pending at once; its settling event (or the reload) brings the outcome.
+            setData((current) => ({ transaction: { ...(current.transaction as Detail), refunds: [refund, ...(current.transaction as Detail).refunds] } }));
+            void reload();
+          }}
+          remainingNow={async () => {
+            const fresh = await gql<Answer>(QUERY, { reference });
+            setData(() => fresh);
+            return fresh.transaction.__typename === "Transaction" ? refundable(fresh.transaction as Detail) : null;
+          }}
+        />
+      )}
       <dl class="card fields" id="transaction-fields">
         {fields.map(([name, value]) => (
           <div key={name}>
@@ -102,6 +147,12 @@ export function TransactionDetail({ reference, session }: { reference: string; s
           </div>
         ))}
       </dl>
+      {transaction.refunds.length > 0 && (
+        <>
+          <h2>Refunds</h2>
+          <RefundsTable refunds={transaction.refunds} />
+        </>
+      )}
       <h2>Events</h2>
       {transaction.events.length === 0 ? (
         <p class="muted">No events yet: the payer has not finished paying.</p>

@@ -1,21 +1,24 @@
 import { useEffect, useState } from "preact/hooks";
 import { formatDate, formatMoney } from "../format.ts";
-import { onLiveStatus, onTransactionEvent } from "../live.ts";
+import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import type { Mode } from "../session.ts";
 import { CursorPager, useCursors, type Connection } from "../paging.tsx";
 import { Table } from "../tables.tsx";
 import { Badge, EmptyState, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
+import { RefundedBadge } from "./refunds.tsx";
 import { TRANSACTION_FIELDS, type Status, type Transaction } from "./transaction-fields.ts";
 
 const PAGE_SIZE = 20;
 const QUERY = `query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
   transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
-    totalCount pageInfo { hasNextPage endCursor } edges { node { ${TRANSACTION_FIELDS} } }
+    totalCount pageInfo { hasNextPage endCursor } edges { node { ${TRANSACTION_FIELDS} amountRefunded refunded } }
   }
 }`;
 
-type Answer = { transactions: Connection<Transaction> };
+/** A row: live events carry the transaction as of the event, without what was refunded since (kept from the load). */
+type Row = Transaction & { amountRefunded?: number; refunded?: boolean };
+type Answer = { transactions: Connection<Row> };
 interface Filters {
   status: Status | "";
   dateFrom: string;
@@ -61,6 +64,9 @@ export function Transactions({ mode }: { mode: Mode }) {
       }),
     [setData, firstPage, filters],
   );
+  // A refund of a row settled: load the page again, for its badge.
+  const shown = data?.transactions.edges.map((edge) => edge.node.reference).join(",") ?? "";
+  useEffect(() => onRefundEvent(({ refund }) => shown.split(",").includes(refund.transactionReference) && void reload()), [shown, reload]);
   // After a dropped connection, events may have been missed: load the page again.
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
@@ -137,7 +143,14 @@ export function Transactions({ mode }: { mode: Mode }) {
                   </a>
                 ),
               },
-              { label: "Status", cell: (t) => <Badge value={t.status} /> },
+              {
+                label: "Status",
+                cell: (t) => (
+                  <>
+                    <Badge value={t.status} /> <RefundedBadge payment={t} />
+                  </>
+                ),
+              },
               { label: "Amount", num: true, cell: (t) => formatMoney(t.amount, t.currency) },
               { label: "Method", cell: (t) => methodLabel(t.paymentMethod), note: (t) => t.channel?.name },
               { label: "Customer", cell: (t) => t.customer?.email ?? t.email ?? "—" },

@@ -2,11 +2,11 @@ import { useState } from "preact/hooks";
 import { ERROR_FIELDS, mutate } from "../api.ts";
 import { formatDate } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
+import { webhookEventTypes } from "../../../modules/webhooks/event-types.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, ErrorNote, PageHeader, SecretOnce, announce, useAction, useQuery } from "../ui.tsx";
 
-const EVENT_TYPES = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed"];
 const ENDPOINT_FIELDS = "databaseId url description events enabled disabledReason createdAt";
 const DELIVERY_FIELDS = "id eventId eventType status attempts lastStatusCode lastError createdAt deliveredAt endpoint { databaseId url }";
 
@@ -151,7 +151,7 @@ function NewEndpoint({ onCreated, onCancel }: { onCreated: (secret: string) => v
         <legend>Event types</legend>
         <p class="muted hint">None selected: every type.</p>
         <div class="checks">
-          {EVENT_TYPES.map((type) => (
+          {webhookEventTypes.map((type) => (
             <label class="inline" key={type}>
               <input type="checkbox" name="events" value={type} checked={events.includes(type)} onChange={(e) => toggle(type, e.currentTarget.checked)} /> {type}
             </label>
