@@ -72,3 +72,12 @@ export function createAuthenticator(deps: {
     },
   };
 }
+
+/** The rows a principal may see: its merchant's, in its mode (every query on merchant data is scoped by this). */
+export const scopeOf = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+
+/** scopeOf for a GraphQL Node lookup, where no principal matches no row. */
+export const nodeScopeOf = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? ("test" as const) });
+
+/** A Node's row by its id, in the caller's merchant and mode; an id that is not a safe integer finds nothing. */
+export const ownedNode = (id: string, principal: Principal | null) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...nodeScopeOf(principal) });

@@ -1,14 +1,11 @@
-import type { Principal } from "../../auth.ts";
+import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-
-/** Channels are scoped by merchant and mode everywhere, including node(id). */
-const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
 
 export const PaymentChannel = builder.prismaNode("PaymentChannel", {
   id: { field: "id" },
   description: "A connection to an upstream payment provider. Its credentials are write-only.",
-  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  findUnique: (id, ctx) => ownedNode(id, ctx.principal),
   // configEncrypted and callbackToken are deliberately not exposed.
   fields: (t) => ({
     databaseId: t.exposeInt("id", { description: "The integer id used by the REST API and in mutation inputs." }),

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
@@ -129,7 +129,7 @@ WHERE m.id = $1`;
  * whose URLs the gateway hands out itself); the channel's connector lays it out (modules/callbacks/urls.ts).
  */
 export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, webhookUrl: (channel: Pick<PaymentChannel, "provider" | "callbackToken">) => string | null = () => null) {
-  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+  const scope = scopeOf;
 
   /**
    * Serializes default-flag changes per merchant: without the row lock two concurrent transactions

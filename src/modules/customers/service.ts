@@ -1,6 +1,6 @@
 import { normalizePhone } from "../../phone.ts";
 import { z } from "zod";
-import type { Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import { Prisma, type Customer } from "../../db/generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError, isUniqueViolation } from "../../errors.ts";
@@ -40,7 +40,7 @@ function validateCustomer(principal: Principal, input: CustomerInput) {
 }
 
 export function createCustomerService(prisma: PrismaClient) {
-  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+  const scope = scopeOf;
 
   return {
     async createCustomer(principal: Principal, input: CustomerInput): Promise<Customer> {

@@ -1,5 +1,5 @@
 import { queryFromInfo } from "@pothos/plugin-prisma";
-import type { Principal } from "../../auth.ts";
+import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
@@ -14,7 +14,6 @@ import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts
 import { payoutCommands, type PayoutSnapshot } from "./service.ts";
 
 /** Payouts: thin resolvers over services.payouts (REST /v1/payouts runs these too). */
-const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
 
 const PayoutCommandEnum = builder.enumType("PayoutCommand", {
   description: "M-Pesa's B2C CommandID.",
@@ -24,7 +23,7 @@ const PayoutCommandEnum = builder.enumType("PayoutCommand", {
 export const Payout = builder.prismaNode("Payout", {
   id: { field: "id" },
   description: "Money sent to a phone. Never sent twice: an unknown outcome is settled by asking the provider.",
-  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  findUnique: (id, ctx) => ownedNode(id, ctx.principal),
   fields: (t) => ({
     databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
     reference: t.exposeString("reference", { description: "Assigned by the gateway (po_...)." }),

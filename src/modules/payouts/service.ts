@@ -1,5 +1,6 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import type { Principal } from "../../auth.ts";
+import { randomUUID } from "node:crypto";
+import { scopeOf, type Principal } from "../../auth.ts";
+import { randomReference } from "../../references.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
@@ -57,17 +58,6 @@ export const PAYOUT_QUERY_JOB = "payout.query";
 export const payoutCommands = ["BusinessPayment", "SalaryPayment", "PromotionPayment"] as const;
 const MAX_QUERY_BACKOFF_MS = 60 * 60_000;
 
-/**
- * URL-safe and unguessable (~103 bits). Lowercase, because it is also the transfer reference sent to
- * providers that key transfers by the caller's reference (Paystack: lowercase, digits, `-`, `_`).
- */
-const BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz";
-function newPayoutReference(): string {
-  let out = "po_";
-  while (out.length < 23) for (const byte of randomBytes(40)) if (byte < 252 && out.length < 23) out += BASE36[byte % 36];
-  return out;
-}
-
 export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
 
 /**
@@ -78,7 +68,7 @@ export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
  */
 export function createPayoutService(deps: PayoutServiceDeps) {
   const { prisma, channels, connectors, logger } = deps;
-  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+  const scope = scopeOf;
 
   const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
 
@@ -228,7 +218,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       const payout = await prisma.$transaction(async (tx) => {
         const row = await store.insertPayout(tx, {
             ...scope(principal),
-            reference: newPayoutReference(),
+            reference: randomReference("po_"),
             clientReference,
             amount,
             currency,

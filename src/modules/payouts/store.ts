@@ -1,4 +1,4 @@
-import type { Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
@@ -14,7 +14,7 @@ import type { StatusTable } from "../events/status-machine.ts";
 
 type Db = PrismaClient | Prisma.TransactionClient;
 type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
-const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+const scope = scopeOf;
 
 /** The payout as of an event, and as /v1/payouts shows it. */
 const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({

@@ -1,5 +1,5 @@
 import { queryFromInfo } from "@pothos/plugin-prisma";
-import type { Principal } from "../../auth.ts";
+import { ownedNode } from "../../auth.ts";
 import { ValidationError } from "../../errors.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
@@ -14,14 +14,13 @@ import { refundReasons } from "./service.ts";
 import type { RefundSnapshot } from "./store.ts";
 
 /** Refunds: thin resolvers over services.refunds (REST /v1/refunds runs these too). */
-const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
 
 const RefundReasonEnum = builder.enumType("RefundReason", { values: refundReasons });
 
 export const Refund = builder.prismaNode("Refund", {
   id: { field: "id" },
   description: "Money sent back to the payer of a completed transaction, in full or in part. Never more than was paid.",
-  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  findUnique: (id, ctx) => ownedNode(id, ctx.principal),
   fields: (t) => ({
     databaseId: t.exposeInt("id", { description: "The integer id used by the REST API." }),
     reference: t.exposeString("reference", { description: "Assigned by the gateway (re_...)." }),

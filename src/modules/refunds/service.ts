@@ -1,5 +1,6 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { Principal } from "../../auth.ts";
+import { randomReference } from "../../references.ts";
 import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
@@ -34,14 +35,6 @@ export interface RefundServiceDeps extends StatusMachineDeps {
   transactions: Pick<TransactionService, "getWithChannel">;
   connectors: Connectors;
   logger: Logger;
-}
-
-const BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz";
-/** URL-safe and unguessable (~103 bits), lowercase like payouts' (some providers key refunds by it). */
-function newRefundReference(): string {
-  let out = "re_";
-  while (out.length < 23) for (const byte of randomBytes(40)) if (byte < 252 && out.length < 23) out += BASE36[byte % 36];
-  return out;
 }
 
 /** `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. */
@@ -142,7 +135,7 @@ export function createRefundService(deps: RefundServiceDeps) {
       // Committed before the provider hears of it: the row (within what remains refundable) and the job that will ask about it.
       const reservation = await prisma.$transaction(async (tx) => {
         const reserved = await store.reserveRefund(tx, transaction, amount, {
-          reference: newRefundReference(),
+          reference: randomReference("re_"),
           providerRequestId: randomUUID(),
           method: choice.method,
           reason,

@@ -1,4 +1,4 @@
-import type { Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
@@ -15,7 +15,7 @@ import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts
 
 type Db = PrismaClient | Prisma.TransactionClient;
 type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
-const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+const scope = scopeOf;
 
 /** The refund as of an event, and as /v1/refunds shows it. */
 const REFUND_SNAPSHOT = defineSnapshot<Refund>()({

@@ -3,7 +3,7 @@ import { recordRecoveryPoint } from "../../idempotency/scope.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { defineSnapshot } from "../events/snapshot.ts";
+import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
 import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
@@ -50,15 +50,10 @@ const TRANSACTION_SNAPSHOT = defineSnapshot<Transaction>()({
   phone_number: "phoneNumber",
   client_reference: "clientReference",
   checkout_request_id: "checkoutRequestId",
-  provider_reference: "providerReference",
-  failure_code: "failureCode",
-  failure_reason: "failureReason",
   channel_id: "channelId",
   customer_id: "customerId",
   metadata: "metadata",
-  created_at: ["createdAt", "time"],
-  updated_at: ["updatedAt", "time"],
-  completed_at: ["completedAt", "time"],
+  ...OUTCOME_AND_TIMES,
 });
 
 export const transactionSnapshot = (t: Transaction) => TRANSACTION_SNAPSHOT.of(t);

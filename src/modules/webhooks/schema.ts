@@ -1,15 +1,14 @@
-import type { Principal } from "../../auth.ts";
+import { nodeScopeOf, ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import type { WebhookEndpoint as EndpointRow } from "../../db/generated/prisma/client.ts";
 
 /** Webhook endpoints and deliveries: thin resolvers over services.webhooks (REST /v1/webhooks runs these too). */
-const ownedBy = (principal: Principal | null) => ({ merchantId: principal?.merchantId ?? -1, mode: principal?.mode ?? "test" });
 
 export const WebhookEndpoint = builder.prismaNode("WebhookEndpoint", {
   id: { field: "id" },
   description: "A URL that receives signed events. Its signing secret is shown only on creation and rotation.",
-  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, ...ownedBy(ctx.principal) }),
+  findUnique: (id, ctx) => ownedNode(id, ctx.principal),
   fields: (t) => ({
     databaseId: t.exposeInt("id", { description: "The integer id used by the REST API and in mutation inputs." }),
     url: t.exposeString("url"),
@@ -79,7 +78,7 @@ builder.queryFields((t) => ({
   webhookEndpoints: t.prismaField({
     type: ["WebhookEndpoint"],
     description: "The merchant's endpoints in the key's mode.",
-    resolve: (query, _root, _args, ctx) => ctx.prisma.webhookEndpoint.findMany({ ...query, where: ownedBy(ctx.principal), orderBy: { id: "asc" } }),
+    resolve: (query, _root, _args, ctx) => ctx.prisma.webhookEndpoint.findMany({ ...query, where: nodeScopeOf(ctx.principal), orderBy: { id: "asc" } }),
   }),
   webhookDeliveries: t.prismaField({
     type: ["WebhookDelivery"],

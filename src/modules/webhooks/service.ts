@@ -1,4 +1,4 @@
-import type { Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
 import type { WebhookConfig } from "../../config.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Mode, Prisma, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
@@ -64,7 +64,7 @@ export function createWebhookService(deps: {
   onAttempt?: (outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) => void;
 }) {
   const { prisma, secrets, config, logger } = deps;
-  const scope = (principal: Principal) => ({ merchantId: principal.merchantId, mode: principal.mode });
+  const scope = scopeOf;
   const { merchantUrls } = deps;
   const slots = new Map<number, { inFlight: number; waiting: (() => void)[] }>();
 
