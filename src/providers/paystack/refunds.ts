@@ -131,7 +131,9 @@ export function createPaystackRefunds(deps: PaystackRefundDeps): RefundConnector
       const providerReference = idOf(data.id);
       // Queued but its id unreadable: unknown, so the job finds it by our reference instead.
       if (!providerReference) throw new GatewayError("provider_unavailable", "Paystack's answer to the refund named no refund id");
-      return readRefundStatus(data);
+      const outcome = readRefundStatus(data);
+      // Just queued: an answer this early says nothing about a note a later answer may have recorded.
+      return outcome.state === "pending" && outcome.note === null ? { state: "pending", providerReference } : outcome;
     },
 
     async queryStatus(request) {
