@@ -152,7 +152,6 @@ export async function refundedAmount(db: Db, transactionId: number): Promise<big
   return result._sum.amount ?? 0n;
 }
 
-
 /** A pending refund's provider id and note as the provider last reported them (Paystack's needs-attention is kept as failure_reason). */
 export async function recordPending(db: Db, id: number, data: { providerReference: string | null; failureReason: string | null }): Promise<void> {
   await db.refund.updateMany({ where: { id, status: "pending" }, data });
