@@ -88,6 +88,8 @@ const envSchema = z.object({
   PAYSTACK_ABANDON_AFTER_MS: positiveInt(24 * 3_600_000),
   /** How long one call to Paystack may take before it counts as unanswered. */
   PAYSTACK_TIMEOUT_MS: positiveInt(15_000),
+  /** A Paystack refund is first asked about this long after it was sent (webhooks usually settle it sooner), then with doubling waits. */
+  PAYSTACK_REFUND_CHECK_AFTER_MS: positiveInt(60_000),
   JOBS_ENABLED: booleanFlag,
   JOB_POLL_INTERVAL_MS: positiveInt(2000),
   JOB_LEASE_MS: positiveInt(60_000),
@@ -200,6 +202,8 @@ export interface Config {
   refunds: {
     /** How long after it was made a sandbox refund settles. */
     sandboxDelayMs: number;
+    /** How long after a Paystack refund is sent the reconciler first asks about it. */
+    paystackCheckAfterMs: number;
   };
   jobs: {
     /** False for API-only instances: another instance works the queue. */
@@ -349,7 +353,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       abandonAfterMs: e.PAYSTACK_ABANDON_AFTER_MS,
       timeoutMs: e.PAYSTACK_TIMEOUT_MS,
     },
-    refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS },
+    refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS, paystackCheckAfterMs: e.PAYSTACK_REFUND_CHECK_AFTER_MS },
     jobs: {
       enabled: e.JOBS_ENABLED ?? true,
       pollIntervalMs: e.JOB_POLL_INTERVAL_MS,

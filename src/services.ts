@@ -54,6 +54,7 @@ export function createServices(deps: ServiceDeps) {
     sandboxRefundDelayMs: config.refunds.sandboxDelayMs,
     paystackBaseUrl: config.paystack.baseUrl,
     paystackTimeoutMs: config.paystack.timeoutMs,
+    paystackRefundCheckAfterMs: config.refunds.paystackCheckAfterMs,
     redis: deps.redis,
   });
   const callbackUrls = createCallbackUrls(connectors, config.publicBaseUrl);
@@ -126,7 +127,7 @@ export function createServices(deps: ServiceDeps) {
     refunds,
     momo,
     callbackUrls,
-    callbacks: createCallbackService({ channels, connectors, transactions, payouts, momo, logger }),
+    callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, logger }),
     webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }

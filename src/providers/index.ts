@@ -26,6 +26,8 @@ export interface ConnectorOptions {
   /** Overrides https://api.paystack.co for every paystack channel (PAYSTACK_BASE_URL). */
   paystackBaseUrl?: string | undefined;
   paystackTimeoutMs?: number | undefined;
+  /** How long after a Paystack refund is sent it is first asked about (PAYSTACK_REFUND_CHECK_AFTER_MS). */
+  paystackRefundCheckAfterMs?: number | undefined;
   /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
   redis?: RedisConnections | undefined;
 }
@@ -36,7 +38,7 @@ export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const byName: Record<ProviderName, Connector> = {
     sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs, refundDelayMs: options.sandboxRefundDelayMs }),
     mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath }),
-    paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs }),
+    paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs, refundCheckAfterMs: options.paystackRefundCheckAfterMs }),
   };
   // Not enumerable: iterating or logging the connectors still shows only connectors.
   return Object.defineProperty(byName, "for", { value: (channel: { provider: string }) => providerEntry(byName, channel.provider) }) as Connectors;

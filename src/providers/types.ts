@@ -159,6 +159,12 @@ export interface HostedPaymentStatus {
 export type ProviderNotification =
   | { kind: "collection"; reference: string; event: string }
   | { kind: "payout"; reference: string; event: string }
+  /**
+   * A refund changed at the provider. Paystack's refund.* webhooks name the refunded payment's reference
+   * (`transaction_reference`), and only some name the refund's own id: the gateway asks about the pending
+   * refunds the notice can mean.
+   */
+  | { kind: "refund"; event: string; paymentReference: string | null; providerReference: string | null }
   | { kind: "other"; event: string };
 
 export interface HostedCheckoutConnector {

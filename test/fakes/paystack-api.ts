@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from "node:net";
 
 /**
  * A loopback Paystack: transaction initialize and verify, its hosted payment page, transfer recipients,
- * transfers and transfer verify, speaking the documented envelope ({status, message, data}) and checking
+ * transfers and transfer verify, refunds (create, fetch, list by transaction), speaking the documented envelope ({status, message, data}) and checking
  * what Paystack checks (the secret key, reference characters, duplicate references, currencies, the
  * transfer source). Webhooks are posted with a real `x-paystack-signature`: hex HMAC-SHA512 of the raw
  * body keyed with the secret key. Switches reproduce Paystack's failures.
@@ -53,6 +53,20 @@ export interface FakeTransfer {
   updatedAt: string;
 }
 
+export type FakeRefundStatus = "pending" | "processing" | "processed" | "failed" | "needs-attention";
+
+export interface FakeRefund {
+  id: number;
+  transaction: FakeTransaction;
+  amount: number;
+  currency: string;
+  status: FakeRefundStatus;
+  merchant_note: string;
+  customer_note: string;
+  createdAt: string;
+  refunded_at: string | null;
+}
+
 export interface FakePaystackSwitches {
   /** The next matching call(s) answer this without doing anything. */
   failNext: { path: string; status: number; body: unknown; count?: number } | null;
@@ -67,6 +81,16 @@ export interface FakePaystackSwitches {
   insufficientBalance: boolean;
   /** Fields merged into verify's data for a reference (a mismatched amount or currency). */
   verifyOverride: Record<string, Record<string, unknown>>;
+  /** Where a refund ends, refundSettleDelayMs after it was queued (pending -> processing -> this). */
+  refundOutcome: "processed" | "failed" | "needs-attention";
+  refundSettleDelayMs: number;
+  /** Post refund.* webhooks (refund.pending when queued, then the outcome's). */
+  refundWebhooks: boolean;
+  /**
+   * How POST /refund answers once the refund is queued: normally; a 502 (the answer lost on the way back);
+   * or never (the caller times out). Either way the refund exists and settles.
+   */
+  refundReply: "normal" | "error_after_create" | "hang_after_create";
 }
 
 const CURRENCIES = ["NGN", "GHS", "ZAR", "KES", "USD"];
@@ -84,6 +108,7 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
   const transactions = new Map<string, FakeTransaction>();
   const recipients = new Map<string, FakeRecipient>();
   const transfers = new Map<string, FakeTransfer>();
+  const refunds = new Map<number, FakeRefund>();
   const webhooksSent: { url: string; body: unknown; status: number | null; error?: string }[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const sockets = new Set<Socket>();
@@ -96,6 +121,10 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     transferNoWebhook: false,
     insufficientBalance: false,
     verifyOverride: {},
+    refundOutcome: "processed",
+    refundSettleDelayMs: 20,
+    refundWebhooks: true,
+    refundReply: "normal",
   };
   let nextId = 4_000_000 + randomInt(1000);
   let url = "";
@@ -108,6 +137,7 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     transactions,
     recipients,
     transfers,
+    refunds,
     switches,
     webhooksSent,
     webhookUrl: undefined as string | undefined,
@@ -165,6 +195,38 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       return { event, data: fake.transferData(reference) };
     },
 
+    /** A refund as GET /refund/:id and GET /refund list it (PaystackOSS/openapi RefundFetchResponse). */
+    refundData(r: FakeRefund) {
+      return {
+        integration: 100032, transaction: r.transaction.id, dispute: null, settlement: null, id: r.id, domain: "test", currency: r.currency, amount: r.amount,
+        status: r.status, refunded_at: r.refunded_at, refunded_by: "owner@example.com", customer_note: r.customer_note, merchant_note: r.merchant_note,
+        deducted_amount: r.amount, fully_deducted: 1, createdAt: r.createdAt, bank_reference: null, transaction_reference: r.transaction.reference,
+        reason: r.status === "failed" ? "Card issuer declined the refund" : "", customer: { id: 181873746, first_name: "", last_name: "", email: r.transaction.email, customer_code: "CUS_fake", phone: "", metadata: "", risk_action: "default", international_format_phone: "" },
+        refund_type: r.amount === r.transaction.amount ? "full" : "partial", transaction_amount: r.transaction.amount, initiated_by: "api", refund_channel: "card", session_id: null, collect_account_number: false,
+      };
+    },
+
+    /** A refund.* webhook as Paystack's documented samples have it: no refund id except on needs-attention. */
+    refundEvent(r: FakeRefund, event = `refund.${r.status}`) {
+      return {
+        event,
+        data: {
+          status: r.status, transaction_reference: r.transaction.reference, refund_reference: r.status === "processed" ? String(132013318360 + r.id) : null,
+          amount: String(r.amount), currency: r.currency, processor: "mpgs_zen", customer: { first_name: "", last_name: "", email: r.transaction.email },
+          integration: 100032, domain: "test",
+          ...(r.status === "needs-attention" ? { id: String(r.id), customer_note: r.customer_note, merchant_note: r.merchant_note } : {}),
+        },
+      };
+    },
+
+    /** A refund made outside the gateway (Paystack's dashboard): it uses up what Paystack will still refund. */
+    refundOutside(reference: string, amount: number) {
+      const t = transactions.get(reference)!;
+      const r: FakeRefund = { id: nextId++, transaction: t, amount, currency: t.currency, status: "processed", merchant_note: "Refunded from the dashboard", customer_note: "", createdAt: new Date().toISOString(), refunded_at: new Date().toISOString() };
+      refunds.set(r.id, r);
+      return r;
+    },
+
     /** POSTs a webhook as Paystack does; rawBody/signedBody reproduce a tampered body, signature a forged header. */
     async sendWebhook(target: string, body: unknown, opts: { signWith?: string; rawBody?: string; signedBody?: string; signature?: string } = {}) {
       const raw = opts.rawBody ?? JSON.stringify(body);
@@ -209,6 +271,19 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       transfer.updatedAt = new Date().toISOString();
       if (!switches.transferNoWebhook && fake.webhookUrl) void fake.sendWebhook(fake.webhookUrl, fake.transferEvent(transfer.reference, `transfer.${transfer.status}` as "transfer.success"));
     }, switches.transferSettleDelayMs);
+    timers.add(timer);
+  }
+
+  /** Settles as the switches were when the refund was queued (a test may put them back meanwhile). */
+  function settleRefundLater(refund: FakeRefund) {
+    const { refundOutcome, refundWebhooks } = switches;
+    if (refundWebhooks && fake.webhookUrl) void fake.sendWebhook(fake.webhookUrl, fake.refundEvent(refund));
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      refund.status = refundOutcome;
+      if (refund.status === "processed") refund.refunded_at = new Date().toISOString();
+      if (refundWebhooks && fake.webhookUrl) void fake.sendWebhook(fake.webhookUrl, fake.refundEvent(refund));
+    }, switches.refundSettleDelayMs);
     timers.add(timer);
   }
 
@@ -311,6 +386,53 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       const reference = decodeURIComponent(transferVerify[1]!);
       if (!transfers.has(reference)) return refuse(res, 400, "Transfer not found", { type: "validation_error", code: "transfer_not_found" });
       return send(res, 200, { status: true, message: "Transfer retrieved", data: fake.transferData(reference) });
+    }
+
+    if (req.method === "POST" && path === "/refund") {
+      const key = typeof body?.transaction === "string" || typeof body?.transaction === "number" ? String(body.transaction) : "";
+      const t = transactions.get(key) ?? [...transactions.values()].find((x) => String(x.id) === key);
+      if (!t) return refuse(res, 400, "Transaction not found", { type: "validation_error", code: "transaction_not_found" });
+      if (t.status !== "success") return refuse(res, 400, "Cannot refund a transaction that was not successful", { type: "validation_error" });
+      const refunded = [...refunds.values()].filter((r) => r.transaction === t && r.status !== "failed").reduce((sum, r) => sum + r.amount, 0);
+      const amount = body.amount === undefined ? t.amount - refunded : body.amount;
+      if (!Number.isSafeInteger(amount) || amount <= 0) return refuse(res, 400, "Invalid amount", { type: "validation_error" });
+      if (amount > t.amount - refunded) return refuse(res, 400, "Refund amount cannot be more than the transaction amount left to refund", { type: "validation_error", code: "invalid_amount" });
+      if (body.currency !== undefined && body.currency !== t.currency) return refuse(res, 400, "Currency does not match the transaction's", { type: "validation_error" });
+      const now = new Date().toISOString();
+      const refund: FakeRefund = { id: nextId++, transaction: t, amount, currency: t.currency, status: "pending", merchant_note: body.merchant_note ?? `Refund for transaction ${t.reference} by owner@example.com`, customer_note: body.customer_note ?? `Refund for transaction ${t.reference}`, createdAt: now, refunded_at: null };
+      refunds.set(refund.id, refund);
+      settleRefundLater(refund);
+      if (switches.refundReply === "hang_after_create") return; // never answered: the socket closes with the fake
+      if (switches.refundReply === "error_after_create") return send(res, 502, { status: false, message: "Bad gateway" });
+      const { transaction: _id, ...rest } = fake.refundData(refund);
+      return send(res, 200, {
+        status: true,
+        message: "Refund has been queued for processing",
+        data: { ...rest, transaction: fake.verifyData(t.reference), expected_at: new Date(Date.now() + 10 * 86_400_000).toISOString(), fully_deducted: true, channel: null, updatedAt: now },
+      });
+    }
+
+    const refundFetch = /^\/refund\/(\d+)$/.exec(path);
+    if (req.method === "GET" && refundFetch) {
+      const refund = refunds.get(Number(refundFetch[1]));
+      if (!refund) return refuse(res, 404, "Refund not found", { type: "validation_error", code: "not_found" });
+      return send(res, 200, { status: true, message: "Refund retrieved", data: fake.refundData(refund) });
+    }
+
+    const refundList = /^\/refund(?:\?(.*))?$/.exec(path);
+    if (req.method === "GET" && refundList) {
+      const query = new URLSearchParams(refundList[1] ?? "");
+      const key = query.get("transaction");
+      const perPage = Number(query.get("perPage") ?? 50);
+      const page = Number(query.get("page") ?? 1);
+      const all = [...refunds.values()].filter((r) => key === null || String(r.transaction.id) === key || r.transaction.reference === key).reverse();
+      const items = all.slice((page - 1) * perPage, page * perPage).map((r) => fake.refundData(r));
+      return send(res, 200, {
+        status: true,
+        message: "Refunds retrieved",
+        data: items,
+        meta: { total: all.length, skipped: (page - 1) * perPage, perPage: String(perPage), page, pageCount: Math.max(1, Math.ceil(all.length / perPage)), failedRefundCount: all.filter((r) => r.status === "failed").length },
+      });
     }
 
     return refuse(res, 404, "Not found");

@@ -8,6 +8,7 @@ import {
   readVerifyResponse,
 } from "../../src/providers/paystack/connector.ts";
 import { paystackSignatureValid, readPaystackNotification } from "../../src/providers/paystack/inbound.ts";
+import { paystackMerchantNote, readRefundStatus } from "../../src/providers/paystack/refunds.ts";
 
 /**
  * Paystack's wire format: webhook signatures (hex HMAC-SHA512 of the raw body keyed with the secret key),
@@ -108,6 +109,22 @@ describe("webhook events", () => {
 
   it.each(["transfer.success", "transfer.failed", "transfer.reversed"])("%s names the payout by its reference", (event) => {
     expect(notification({ event, data: { reference: "po_0a1b2c", transfer_code: "TRF_x", status: "success" } })).toEqual({ kind: "payout", reference: "po_0a1b2c", event });
+  });
+
+  // Paystack's documented refund webhook samples: the payment's transaction_reference, the processor's refund_reference, amount as a string; `id` only on needs-attention.
+  it.each(["refund.pending", "refund.processing", "refund.processed", "refund.failed"])("%s names the refunded payment by transaction_reference", (event) => {
+    const data = { status: event.slice(7), transaction_reference: "txn-abc", refund_reference: "132013318360", amount: "5000", currency: "NGN", processor: "mpgs_zen", integration: 412829, domain: "live" };
+    expect(notification({ event, data })).toEqual({ kind: "refund", event, paymentReference: "txn-abc", providerReference: null });
+  });
+
+  it("refund.needs-attention also names the refund by its id", () => {
+    const data = { status: "needs-attention", transaction_reference: "txn-abc", refund_reference: "TRF_7jn", amount: 5306, currency: "NGN", id: "123456" };
+    expect(notification({ event: "refund.needs-attention", data })).toEqual({ kind: "refund", event: "refund.needs-attention", paymentReference: "txn-abc", providerReference: "123456" });
+    expect(notification({ event: "refund.processed", data: { id: 99 } })).toEqual({ kind: "refund", event: "refund.processed", paymentReference: null, providerReference: "99" });
+  });
+
+  it("a refund event naming neither the payment nor the refund is nothing to act on", () => {
+    expect(notification({ event: "refund.processed", data: { id: "12x", transaction_reference: 5 } })).toEqual({ kind: "other", event: "refund.processed" });
   });
 
   it("ignores keys it does not know", () => {
@@ -289,5 +306,34 @@ describe("transfer verify data -> payout result", () => {
     expect(payouts.parseStatusResult(TRANSFER)).toEqual(readTransferResult(TRANSFER));
     expect(payouts.parseStatusResult(null)).toBeNull();
     expect(refusal(() => payouts.parseResult(TRANSFER)).code).toBe("validation_failed");
+  });
+});
+
+describe("refund data -> refund outcome", () => {
+  const refund = (status: string, extra: Record<string, unknown> = {}) => ({ id: 15581137, transaction: 4_000_123, amount: 5000, currency: "NGN", status, merchant_note: "[re_x]", ...extra });
+
+  it.each(["pending", "processing", "reversal-queued"])("%s is pending, with Paystack's id", (status) => {
+    expect(readRefundStatus(refund(status))).toEqual({ state: "pending", providerReference: "15581137", note: null });
+  });
+
+  it("processed is completed, with Paystack's refund id as the provider reference", () => {
+    expect(readRefundStatus(refund("processed"))).toEqual({ state: "completed", providerReference: "15581137" });
+  });
+
+  it("failed is refund_failed, with Paystack's reason when it gives one", () => {
+    expect(readRefundStatus(refund("failed", { reason: "Card closed" }))).toEqual({ state: "failed", code: "refund_failed", message: "Paystack could not process the refund (Card closed)" });
+    expect(readRefundStatus(refund("failed"))).toMatchObject({ message: "Paystack could not process the refund" });
+  });
+
+  it("needs-attention stays pending, with a note saying what Paystack needs", () => {
+    expect(readRefundStatus(refund("needs-attention"))).toMatchObject({ state: "pending", providerReference: "15581137", note: expect.stringMatching(/^needs-attention: .*bank account details/) });
+  });
+
+  it("merchant_note carries our reference first, within 255 characters", () => {
+    expect(paystackMerchantNote("re_abc", null)).toBe("[re_abc]");
+    expect(paystackMerchantNote("re_abc", "order #7")).toBe("[re_abc] order #7");
+    const long = paystackMerchantNote("re_abc", "x".repeat(255));
+    expect(long).toHaveLength(255);
+    expect(long.startsWith("[re_abc] x")).toBe(true);
   });
 });

@@ -7,6 +7,7 @@ import type { Connector, InboundCallback, InboundConnector, InboundVerdict } fro
 import type { ChannelService } from "../channels/service.ts";
 import type { MomoService } from "../momo/service.ts";
 import type { PayoutService } from "../payouts/service.ts";
+import type { RefundService } from "../refunds/service.ts";
 import type { TransactionService } from "../transactions/service.ts";
 
 export interface CallbackServiceDeps {
@@ -14,6 +15,7 @@ export interface CallbackServiceDeps {
   connectors: Connectors;
   transactions: TransactionService;
   payouts: PayoutService;
+  refunds: Pick<RefundService, "verifyRefund">;
   momo: MomoService;
   logger: Logger;
 }
@@ -70,7 +72,7 @@ export function matchCallbackPath(paths: readonly string[], rawPath: string): { 
  * acknowledgement, or its refusal, in the provider's reply shape. Nothing here knows a wire format.
  */
 export function createCallbackService(deps: CallbackServiceDeps) {
-  const { channels, connectors, transactions, payouts, momo, logger } = deps;
+  const { channels, connectors, transactions, payouts, refunds, momo, logger } = deps;
   const all: Connector[] = providerNames.map((name) => connectors[name]);
 
   /** The connectors a path's provider segment names: its own, or those keeping it as an alias. */
@@ -105,6 +107,8 @@ export function createCallbackService(deps: CallbackServiceDeps) {
           await transactions.verifyHostedPaymentByReference(notification.reference, `webhook ${notification.event}`, channel.id);
         } else if (notification.kind === "payout") {
           await payouts.verifyPayout(channel, notification.reference);
+        } else if (notification.kind === "refund") {
+          await refunds.verifyRefund(channel, { paymentReference: notification.paymentReference, providerReference: notification.providerReference });
         }
         return undefined;
       }

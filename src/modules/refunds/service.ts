@@ -54,10 +54,28 @@ export function createRefundService(deps: RefundServiceDeps) {
 
   const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
 
-  function settle(refund: Refund, outcome: RefundOutcome) {
-    if (outcome.state === "completed") return applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "completed", changes: { providerReference: outcome.providerReference ?? refund.providerReference } });
-    if (outcome.state === "failed") return applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "failed", changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null } });
-    return null;
+  /** The one place a rail's answer lands: a settled outcome through the status machine; a pending one records the provider's id and note. */
+  async function settle(refund: Refund, outcome: RefundOutcome): Promise<void> {
+    if (outcome.state === "completed") {
+      // A note kept while pending (Paystack's needs-attention) no longer applies.
+      const cleared = refund.failureReason !== null ? { failureReason: null } : {};
+      await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "completed", changes: { providerReference: outcome.providerReference ?? refund.providerReference, ...cleared } });
+    } else if (outcome.state === "failed") {
+      await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "failed", changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null } });
+    } else {
+      const providerReference = outcome.providerReference ?? refund.providerReference;
+      const failureReason = outcome.note === undefined ? refund.failureReason : (outcome.note?.slice(0, 500) ?? null);
+      if (providerReference !== refund.providerReference || failureReason !== refund.failureReason) {
+        await store.recordPending(prisma, refund.id, { providerReference, failureReason });
+      }
+    }
+  }
+
+  /** Asks the rail what became of a pending refund and applies the answer: the job and providers' notices share it. */
+  async function askRail(refund: NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>>, rail: RefundConnector): Promise<RefundOutcome> {
+    const outcome = await rail.queryStatus(requestOf(refund, refund.transaction, refund.channel));
+    await settle(refund, outcome);
+    return outcome;
   }
 
   function requestOf(refund: Refund, transaction: Transaction, channel: PaymentChannel): RefundRequest {
@@ -92,8 +110,7 @@ export function createRefundService(deps: RefundServiceDeps) {
       const rail = railOf(refund.channel);
       if (!rail) return;
       try {
-        const outcome = await rail.queryStatus(requestOf(refund, refund.transaction, refund.channel));
-        if (outcome.state !== "pending") return void (await settle(refund, outcome));
+        if ((await askRail(refund, rail)).state !== "pending") return;
       } catch (error) {
         logger.warn({ reference: refund.reference, err: (error as Error).message }, "refund status query failed; will ask again");
       }
@@ -156,12 +173,7 @@ export function createRefundService(deps: RefundServiceDeps) {
       deps.metrics?.statusChanged("refund", "pending", refund.channelId);
 
       try {
-        const outcome = await rail.send(requestOf(refund, transaction, channel));
-        if (outcome.state === "pending") {
-          if (outcome.providerReference) await store.recordProviderReference(prisma, refund.id, outcome.providerReference);
-        } else {
-          await settle(refund, outcome);
-        }
+        await settle(refund, await rail.send(requestOf(refund, transaction, channel)));
       } catch (error) {
         // A refusal is final: nothing was sent. Anything else is unknown: stay pending, ask the provider later.
         if (error instanceof GatewayError && error.code !== "provider_unavailable") {
@@ -202,6 +214,21 @@ export function createRefundService(deps: RefundServiceDeps) {
     },
 
     refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),
+
+    /**
+     * A provider's signed notice that a refund changed (Paystack's refund.* webhooks): only a reason to ask.
+     * Each pending refund it can mean on this channel is asked about now and settled as the job would; a
+     * provider that cannot be asked throws (the webhook is then answered with an error, so it comes again).
+     */
+    async verifyRefund(channel: PaymentChannel, notice: store.RefundNotice): Promise<void> {
+      const rail = railOf(channel);
+      const pending = rail ? await store.findPendingForNotice(prisma, channel.id, notice) : [];
+      if (!rail || pending.length === 0) {
+        logger.info({ channelId: channel.id, ...notice }, "refund notification for no pending refund; nothing to ask");
+        return;
+      }
+      for (const refund of pending) await askRail(refund, rail);
+    },
   };
 }
 

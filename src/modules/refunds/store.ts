@@ -132,7 +132,28 @@ export async function refundedAmount(db: Db, transactionId: number): Promise<big
   return result._sum.amount ?? 0n;
 }
 
-/** The provider accepted the request: its id for the refund. */
-export async function recordProviderReference(db: Db, id: number, providerReference: string): Promise<void> {
-  await db.refund.updateMany({ where: { id, status: "pending" }, data: { providerReference } });
+/** A pending refund's provider id and note as the provider last reported them (Paystack's needs-attention is kept as failure_reason). */
+export async function recordPending(db: Db, id: number, data: { providerReference: string | null; failureReason: string | null }): Promise<void> {
+  await db.refund.updateMany({ where: { id, status: "pending" }, data });
+}
+
+/** What a provider's notice names, on one channel: the refunded payment's reference, the provider's refund id, or both. */
+export interface RefundNotice {
+  paymentReference: string | null;
+  providerReference: string | null;
+}
+
+/**
+ * The pending refunds a provider's notice can mean, with their payment and channel: those of the payment it
+ * names on this channel (narrowed to the one with its refund id when that is recorded), else the one with its id.
+ */
+export async function findPendingForNotice(db: Db, channelId: number, notice: RefundNotice) {
+  const include = { transaction: true, channel: true } as const;
+  if (notice.paymentReference) {
+    const rows = await db.refund.findMany({ where: { channelId, status: "pending", transaction: { reference: notice.paymentReference } }, include, orderBy: { id: "asc" } });
+    const named = notice.providerReference ? rows.filter((r) => r.providerReference === notice.providerReference) : [];
+    return named.length ? named : rows;
+  }
+  if (!notice.providerReference) return [];
+  return db.refund.findMany({ where: { channelId, status: "pending", providerReference: notice.providerReference }, include });
 }

@@ -9,6 +9,7 @@ import type {
   PayoutResult,
 } from "../types.ts";
 import { paystackInbound } from "./inbound.ts";
+import { createPaystackRefunds } from "./refunds.ts";
 
 /** The channel config the registry validated (see connectorConfigSchemas.paystack). */
 export interface PaystackConfig {
@@ -20,6 +21,8 @@ export interface PaystackConnectorOptions {
   /** Replaces https://api.paystack.co for every channel (a proxy, or a loopback fake in tests). */
   baseUrl?: string | undefined;
   timeoutMs?: number;
+  /** How long after a refund is sent the reconciler first asks about it (PAYSTACK_REFUND_CHECK_AFTER_MS). */
+  refundCheckAfterMs?: number;
 }
 
 const API_BASE = "https://api.paystack.co";
@@ -42,7 +45,7 @@ function scrub(message: unknown, secretKey: string): string {
  * A Paystack answer other than success as a gateway error: a refusal (bad key, duplicate reference,
  * currency not enabled) is a 502 saying what to fix; a 5xx or a rate limit is a 503 worth retrying.
  */
-function paystackFailure(operation: string, response: PaystackResponse, secretKey: string): GatewayError {
+export function paystackFailure(operation: string, response: PaystackResponse, secretKey: string): GatewayError {
   const message = scrub(response.body?.message, secretKey);
   const code = typeof response.body?.code === "string" ? response.body.code : undefined;
   if (response.status === 401) {
@@ -230,5 +233,7 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
     parseStatusResult: (body) => readTransferResult((body as Record<string, any>) ?? null),
   };
 
-  return { provider: "paystack", currencies: connectorCurrencies.paystack, hosted, payouts, inbound: paystackInbound };
+  const refunds = createPaystackRefunds({ call, failure: paystackFailure, checkAfterMs: options.refundCheckAfterMs ?? 60_000, timeoutMs });
+
+  return { provider: "paystack", currencies: connectorCurrencies.paystack, hosted, payouts, refunds, inbound: paystackInbound };
 }

@@ -27,6 +27,13 @@ export function readPaystackNotification(rawBody: Buffer, signature: unknown, se
   const reference = text(body?.data?.reference);
   if (reference && event.startsWith("charge.")) return { kind: "collection", reference, event };
   if (reference && event.startsWith("transfer.")) return { kind: "payout", reference, event };
+  if (event.startsWith("refund.")) {
+    // Paystack's samples: {status, transaction_reference, refund_reference (the processor's), amount, ...}; `id` only on some.
+    const paymentReference = text(body?.data?.transaction_reference);
+    const id = body?.data?.id;
+    const providerReference = typeof id === "number" && Number.isSafeInteger(id) ? String(id) : typeof id === "string" && /^\d{1,20}$/.test(id) ? id : null;
+    if (paymentReference || providerReference) return { kind: "refund", event, paymentReference, providerReference };
+  }
   return { kind: "other", event };
 }
 
