@@ -1,8 +1,7 @@
 import { ValidationError } from "../../errors.ts";
 import { intField, required, stringField } from "../../rest/params.ts";
 import { payoutCommands } from "./service.ts";
-import { defineRoute } from "../../rest/route-table.ts";
-import { v1GetRoute, v1ListRoute } from "../../rest/v1-reads.ts";
+import { v1CreateRoute, v1GetRoute, v1ListRoute } from "../../rest/v1-objects.ts";
 import { body, envelope, int, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
@@ -56,48 +55,30 @@ function commandField(body: Record<string, unknown>): string | undefined {
 const payoutObject = { path: "/v1/payouts", tag: "Payouts", one: "Payout", many: "Payouts", type: "Payout", fields: payoutFields, schema: schemas.payout, toV1: toV1Payout };
 
 export const payoutRoutes = [
-  defineRoute<{ createPayout: PayoutData }>({
-    method: "POST",
-    path: "/v1/payouts",
-    doc: {
-      operationId: "createPayout",
-      summary: "Pay out to a phone (M-Pesa B2C); never sent twice",
-      tag: "Payouts",
-      body: body(
-        {
-          amount: int(undefined, { minimum: 1 }),
-          phone_number: str(MSISDN_INPUT_DESCRIPTION),
-          currency: str(),
-          payment_channel_id: int(),
-          reference: str("Your own reference (unique per merchant and mode)"),
-          description: str(),
-          command_id: oneOfStrings(["BusinessPayment", "SalaryPayment", "PromotionPayment"]),
-        },
-        ["amount", "phone_number"],
-      ),
-      status: 201,
-      response: envelope({ data: schemas.payout }),
-      errors: [404, 409, 422, 502],
-    },
-    operation: `mutation V1CreatePayout($input: CreatePayoutInput!) {
-      createPayout(input: $input) {
-        __typename
-        ... on Error { code message }
-        ... on Payout { ${payoutFields} }
-      }
-    }`,
-    variables: ({ body }) => ({
-      input: {
-        amount: required(intField(body, "amount"), "amount"),
-        phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
-        currency: stringField(body, "currency"),
-        paymentChannelId: intField(body, "payment_channel_id"),
-        reference: stringField(body, "reference"),
-        description: stringField(body, "description"),
-        commandId: commandField(body),
+  v1CreateRoute({
+    ...payoutObject,
+    summary: "Pay out to a phone (M-Pesa B2C); never sent twice",
+    body: body(
+      {
+        amount: int(undefined, { minimum: 1 }),
+        phone_number: str(MSISDN_INPUT_DESCRIPTION),
+        currency: str(),
+        payment_channel_id: int(),
+        reference: str("Your own reference (unique per merchant and mode)"),
+        description: str(),
+        command_id: oneOfStrings(["BusinessPayment", "SalaryPayment", "PromotionPayment"]),
       },
+      ["amount", "phone_number"],
+    ),
+    input: (body) => ({
+      amount: required(intField(body, "amount"), "amount"),
+      phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
+      currency: stringField(body, "currency"),
+      paymentChannelId: intField(body, "payment_channel_id"),
+      reference: stringField(body, "reference"),
+      description: stringField(body, "description"),
+      commandId: commandField(body),
     }),
-    respond: ({ createPayout }) => ({ statusCode: 201, body: { status: "success", data: toV1Payout(createPayout) } }),
   }),
   v1ListRoute({ ...payoutObject, summary: "The merchant's payouts, newest first, by page" }),
   v1GetRoute({ ...payoutObject, summary: "One payout, by its reference" }),

@@ -1,8 +1,7 @@
 import { ValidationError } from "../../errors.ts";
 import { body, envelope, oneOfStrings, schemas, str, int } from "../../openapi/schemas.ts";
 import { intField, required, stringField } from "../../rest/params.ts";
-import { defineRoute } from "../../rest/route-table.ts";
-import { v1GetRoute, v1ListRoute } from "../../rest/v1-reads.ts";
+import { v1CreateRoute, v1GetRoute, v1ListRoute } from "../../rest/v1-objects.ts";
 import { refundReasons } from "./service.ts";
 
 /** /v1/refunds over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
@@ -76,44 +75,26 @@ function amountField(body: Record<string, unknown>): number | undefined {
 const refundObject = { path: "/v1/refunds", tag: "Refunds", one: "Refund", many: "Refunds", type: "Refund", fields: refundFields, schema: schemas.refund, toV1: toV1Refund };
 
 export const refundRoutes = [
-  defineRoute<{ createRefund: RefundData }>({
-    method: "POST",
-    path: "/v1/refunds",
-    doc: {
-      operationId: "createRefund",
-      summary: "Refund a completed transaction, in full or in part; never more than was paid",
-      tag: "Refunds",
-      body: body(
-        {
-          transaction: { description: "The transaction's reference, or its numeric id", oneOf: [{ type: "string" }, { type: "integer" }] },
-          amount: int("Minor units; default: all that is still refundable", { minimum: 1 }),
-          reason: oneOfStrings([...refundReasons]),
-          merchant_note: str("At most 255 characters"),
-          customer_note: str("At most 255 characters"),
-        },
-        ["transaction"],
-      ),
-      status: 201,
-      response: envelope({ data: schemas.refund }),
-      errors: [404, 409, 422, 502],
-    },
-    operation: `mutation V1CreateRefund($input: CreateRefundInput!) {
-      createRefund(input: $input) {
-        __typename
-        ... on Error { code message }
-        ... on Refund { ${refundFields} }
-      }
-    }`,
-    variables: ({ body }) => ({
-      input: {
-        transaction: required(transactionField(body), "transaction"),
-        amount: amountField(body),
-        reason: reasonField(body),
-        merchantNote: stringField(body, "merchant_note"),
-        customerNote: stringField(body, "customer_note"),
+  v1CreateRoute({
+    ...refundObject,
+    summary: "Refund a completed transaction, in full or in part; never more than was paid",
+    body: body(
+      {
+        transaction: { description: "The transaction's reference, or its numeric id", oneOf: [{ type: "string" }, { type: "integer" }] },
+        amount: int("Minor units; default: all that is still refundable", { minimum: 1 }),
+        reason: oneOfStrings([...refundReasons]),
+        merchant_note: str("At most 255 characters"),
+        customer_note: str("At most 255 characters"),
       },
+      ["transaction"],
+    ),
+    input: (body) => ({
+      transaction: required(transactionField(body), "transaction"),
+      amount: amountField(body),
+      reason: reasonField(body),
+      merchantNote: stringField(body, "merchant_note"),
+      customerNote: stringField(body, "customer_note"),
     }),
-    respond: ({ createRefund }) => ({ statusCode: 201, body: { status: "success", data: toV1Refund(createRefund) } }),
   }),
   v1ListRoute({
     ...refundObject,

@@ -1,11 +1,11 @@
 import { envelope, list, pageQuery, schemas } from "../openapi/schemas.ts";
 import { pageVariables } from "./params.ts";
-import { defineRoute, type RestRoute } from "./route-table.ts";
+import { defineRoute, type RestRequest, type RestRoute } from "./route-table.ts";
 
 /**
- * The two reads every /v1 money object has, over its GraphQL fields: one by id or reference, and the paged
- * list in the envelope of /api/transactions/list (data, total, page, limit, pages), newest first, with the
- * status and date filters (plus any of the object's own).
+ * The routes every /v1 money object has, over its GraphQL fields: its creation (201 in the v1 envelope), one
+ * by id or reference, and the paged list in the envelope of /api/transactions/list (data, total, page, limit,
+ * pages), newest first, with the status and date filters (plus any of the object's own).
  */
 interface V1Object<Data> {
   /** e.g. "/v1/payouts" */
@@ -23,6 +23,35 @@ interface V1Object<Data> {
 }
 
 const lower = (name: string) => name[0]!.toLowerCase() + name.slice(1);
+
+/** POST {path} — creates the object through GraphQL's create<One>(input); `input` maps the REST body to it. */
+export function v1CreateRoute<Data>(
+  o: V1Object<Data> & { summary: string; body: Record<string, unknown>; input: (body: RestRequest["body"]) => Record<string, unknown> },
+): RestRoute {
+  const field = `create${o.one}`;
+  return defineRoute<Record<string, Data>>({
+    method: "POST",
+    path: o.path,
+    doc: {
+      operationId: field,
+      summary: o.summary,
+      tag: o.tag,
+      body: o.body,
+      status: 201,
+      response: envelope({ data: o.schema }),
+      errors: [404, 409, 422, 502],
+    },
+    operation: `mutation V1Create${o.one}($input: Create${o.one}Input!) {
+      ${field}(input: $input) {
+        __typename
+        ... on Error { code message }
+        ... on ${o.type} { ${o.fields} }
+      }
+    }`,
+    variables: ({ body }) => ({ input: o.input(body) }),
+    respond: (data) => ({ statusCode: 201, body: { status: "success", data: o.toV1(data[field]!) } }),
+  });
+}
 
 /** GET {path}/:id — the object by id or reference; another merchant's, or the other mode's, is the 404 envelope. */
 export function v1GetRoute<Data>(o: V1Object<Data> & { summary: string }): RestRoute {
