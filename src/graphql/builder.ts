@@ -12,7 +12,7 @@ import type { GraphQLContext } from "./context.ts";
 import { logErrorResult } from "./logging.ts";
 import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toValidationError } from "./relay.ts";
 
-type GatewaySchemaTypes = {
+export type GatewaySchemaTypes = {
   Context: GraphQLContext;
   PrismaTypes: PrismaTypes;
   /** merchant: any caller; writer: may change data in its mode (see canWrite); owner: owners and API keys. */

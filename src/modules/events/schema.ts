@@ -1,4 +1,5 @@
-import { builder } from "../../graphql/builder.ts";
+import type { ObjectRef } from "@pothos/core";
+import { builder, type GatewaySchemaTypes } from "../../graphql/builder.ts";
 import type { GraphQLContext } from "../../graphql/context.ts";
 import { sharedExecution } from "../../graphql/fanout.ts";
 import { readySignal } from "../../graphql/ready.ts";
@@ -117,6 +118,37 @@ export async function* merchantEvents(ctx: GraphQLContext, keep: (event: Publish
 }
 
 /** The opt-in `ready` argument of the event subscriptions (see graphql/ready.ts). */
+/**
+ * A payout's or refund's status-change event: its id, type and time, the object as of the change (under
+ * `key` in the event's payload, already in its /v1 shape) and the body its webhooks carry.
+ */
+export function statusEventType<Snapshot extends object>(name: string, description: string, key: string, snapshot: ObjectRef<PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>, Snapshot>) {
+  return builder.objectRef<PublishedEvent>(name).implement({
+    description,
+    fields: (t) => ({
+      id: t.exposeID("id", { description: "Unique per event (the webhook-id of its deliveries)." }),
+      type: t.exposeString("type"),
+      occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
+      [key]: t.field({ type: snapshot, resolve: (e) => (e.payload as Record<string, Snapshot>)[key] as never }),
+      webhookBody: t.field({ type: "JSON", resolve: (e) => JSON.parse(webhookBody(e)) as unknown }),
+    }),
+  });
+}
+
+type SubscriptionFields = Parameters<Parameters<typeof builder.subscriptionFields>[0]>[0];
+
+/** Every event of one kind (`belongs`) of the caller's merchant in its mode, with the `ready` signal; shared execution across subscribers. */
+export function merchantEventsField(t: SubscriptionFields, type: ObjectRef<PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>, PublishedEvent>, description: string, belongs: (event: PublishedEvent) => boolean) {
+  return t.field({
+    type,
+    description,
+    args: { ready: t.arg(readyArgument) },
+    subscribe: (_root, args, ctx) => merchantEvents(ctx, belongs, args.ready ? readySignal(ctx) : undefined),
+    resolve: (event) => event,
+    extensions: sharedExecution,
+  });
+}
+
 export const readyArgument = {
   type: "Boolean",
   required: false,

@@ -3,13 +3,9 @@ import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
-import { sharedExecution } from "../../graphql/fanout.ts";
-import { readySignal } from "../../graphql/ready.ts";
 import { ValidationError } from "../../errors.ts";
 import { MSISDN_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
-import type { PublishedEvent } from "../events/publisher.ts";
-import { merchantEvents, readyArgument, settlingChange } from "../events/schema.ts";
-import { webhookBody } from "../webhooks/payload.ts";
+import { merchantEventsField, statusEventType, settlingChange } from "../events/schema.ts";
 import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts";
 import { payoutCommands, type PayoutSnapshot } from "./service.ts";
 
@@ -65,16 +61,7 @@ const PayoutSnapshotType = builder.objectRef<PayoutSnapshot>("PayoutSnapshot").i
   }),
 });
 
-const PayoutEvent = builder.objectRef<PublishedEvent>("PayoutEvent").implement({
-  description: "A payout's status change: payout.completed or payout.failed.",
-  fields: (t) => ({
-    id: t.exposeID("id", { description: "Unique per event (the webhook-id of its deliveries)." }),
-    type: t.exposeString("type"),
-    occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
-    payout: t.field({ type: PayoutSnapshotType, resolve: (e) => (e.payload as { payout: PayoutSnapshot }).payout }),
-    webhookBody: t.field({ type: "JSON", resolve: (e) => JSON.parse(webhookBody(e)) as unknown }),
-  }),
-});
+const PayoutEvent = statusEventType("PayoutEvent", "A payout's status change: payout.completed or payout.failed.", "payout", PayoutSnapshotType);
 
 const CreatePayoutInput = builder.inputType("CreatePayoutInput", {
   fields: (t) => ({
@@ -136,14 +123,7 @@ builder.mutationField("createPayout", (t) =>
 );
 
 builder.subscriptionFields((t) => ({
-  payoutEvents: t.field({
-    type: PayoutEvent,
-    description: "Every status change of the merchant's payouts in the key's mode.",
-    args: { ready: t.arg(readyArgument) },
-    subscribe: (_root, args, ctx) => merchantEvents(ctx, (event) => event.payoutId !== null, args.ready ? readySignal(ctx) : undefined),
-    resolve: (event) => event,
-    extensions: sharedExecution,
-  }),
+  payoutEvents: merchantEventsField(t, PayoutEvent, "Every status change of the merchant's payouts in the key's mode.", (event) => event.payoutId !== null),
   payoutStatusChanged: t.field({
     type: PayoutEvent,
     description: "One payout's settling change; a payout already settled delivers its last change at once.",

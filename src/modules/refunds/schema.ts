@@ -3,13 +3,9 @@ import { ownedNode } from "../../auth.ts";
 import { ValidationError } from "../../errors.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { sharedExecution } from "../../graphql/fanout.ts";
 import { offsetPageType } from "../../graphql/offset-page.ts";
-import { readySignal } from "../../graphql/ready.ts";
-import type { PublishedEvent } from "../events/publisher.ts";
-import { merchantEvents, readyArgument } from "../events/schema.ts";
+import { merchantEventsField, statusEventType } from "../events/schema.ts";
 import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts";
-import { webhookBody } from "../webhooks/payload.ts";
 import { refundReasons } from "./service.ts";
 import type { RefundSnapshot } from "./store.ts";
 
@@ -61,16 +57,7 @@ const RefundSnapshotType = builder.objectRef<RefundSnapshot>("RefundSnapshot").i
   }),
 });
 
-const RefundEvent = builder.objectRef<PublishedEvent>("RefundEvent").implement({
-  description: "A refund's status change: refund.completed or refund.failed.",
-  fields: (t) => ({
-    id: t.exposeID("id", { description: "Unique per event (the webhook-id of its deliveries)." }),
-    type: t.exposeString("type"),
-    occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
-    refund: t.field({ type: RefundSnapshotType, resolve: (e) => (e.payload as { refund: RefundSnapshot }).refund }),
-    webhookBody: t.field({ type: "JSON", resolve: (e) => JSON.parse(webhookBody(e)) as unknown }),
-  }),
-});
+const RefundEvent = statusEventType("RefundEvent", "A refund's status change: refund.completed or refund.failed.", "refund", RefundSnapshotType);
 
 const CreateRefundInput = builder.inputType("CreateRefundInput", {
   fields: (t) => ({
@@ -123,12 +110,5 @@ builder.mutationField("createRefund", (t) =>
 );
 
 builder.subscriptionFields((t) => ({
-  refundEvents: t.field({
-    type: RefundEvent,
-    description: "Every status change of the merchant's refunds in the key's mode.",
-    args: { ready: t.arg(readyArgument) },
-    subscribe: (_root, args, ctx) => merchantEvents(ctx, (event) => event.refundId != null, args.ready ? readySignal(ctx) : undefined),
-    resolve: (event) => event,
-    extensions: sharedExecution,
-  }),
+  refundEvents: merchantEventsField(t, RefundEvent, "Every status change of the merchant's refunds in the key's mode.", (event) => event.refundId != null),
 }));
