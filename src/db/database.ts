@@ -7,11 +7,14 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
-import { PrismaClient } from "./generated/prisma/client.ts";
+import { PrismaClient, type Prisma } from "./generated/prisma/client.ts";
 import { applyMigrations, type SqlConnection } from "./migrate.ts";
 import { pgliteSql, poolSql, type Sql } from "./sql.ts";
 
 export type { PrismaClient, Sql };
+
+/** Where a store's statement runs: the gateway's client, or the caller's interactive transaction. */
+export type Db = PrismaClient | Prisma.TransactionClient;
 export type Backend = "pglite" | "postgres";
 
 export interface Database {

@@ -63,6 +63,16 @@ export const refundedFields = {
   refunded: bool("True when all of it has been refunded"),
 };
 
+/** How a payout's and a refund's answers end: the provider's reference, the failure, the times. */
+const outcomeAndTimes = {
+  provider_reference: nullable(str()),
+  failure_code: nullable(str()),
+  failure_reason: nullable(str()),
+  created_at: dateTime(),
+  updated_at: dateTime(),
+  completed_at: nullable(dateTime()),
+};
+
 export const schemas = {
   amount,
   transactionStatus,
@@ -108,12 +118,7 @@ export const schemas = {
     phone_number: str(),
     status: transactionStatus,
     payment_channel_id: int(),
-    provider_reference: nullable(str()),
-    failure_code: nullable(str()),
-    failure_reason: nullable(str()),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-    completed_at: nullable(dateTime()),
+    ...outcomeAndTimes,
   }),
   refund: obj({
     id: int(),
@@ -126,12 +131,7 @@ export const schemas = {
     reason: nullable(str()),
     merchant_note: nullable(str()),
     customer_note: nullable(str()),
-    provider_reference: nullable(str()),
-    failure_code: nullable(str()),
-    failure_reason: nullable(str()),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-    completed_at: nullable(dateTime()),
+    ...outcomeAndTimes,
   }),
   webhookEndpoint: obj({ id: int(), url: str(), events: list(str()), description: nullable(str()), enabled: bool(), created_at: dateTime() }),
   session: obj({

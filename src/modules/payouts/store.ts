@@ -1,5 +1,5 @@
 import { scopeOf, type Principal } from "../../auth.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { Db } from "../../db/database.ts";
 import type { Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
@@ -12,9 +12,7 @@ import type { StatusTable } from "../events/status-machine.ts";
  * (events/status-machine.ts) writes in one SQL statement from PAYOUT_STATUS below.
  */
 
-type Db = PrismaClient | Prisma.TransactionClient;
 type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
-const scope = scopeOf;
 
 /** The payout as of an event, and as /v1/payouts shows it. */
 const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({
@@ -83,7 +81,7 @@ export function findByProviderRequestId(db: Db, channelId: number, providerReque
 
 /** By id or reference, in the caller's merchant and mode only. */
 export async function findScoped(db: Db, principal: Principal, key: { id: number } | { reference: string }, query: PayoutQuery = {}): Promise<Payout | null> {
-  return (await db.payout.findFirst({ ...query, where: { ...scope(principal), ...key } })) as Payout | null;
+  return (await db.payout.findFirst({ ...query, where: { ...scopeOf(principal), ...key } })) as Payout | null;
 }
 
 /** One page, newest first, with the total; the (merchant, mode, created_at) indexes serve it. */

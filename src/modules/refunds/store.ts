@@ -1,5 +1,5 @@
 import { scopeOf, type Principal } from "../../auth.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { Db } from "../../db/database.ts";
 import type { Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
@@ -13,9 +13,7 @@ import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts
  * (events/status-machine.ts) writes in one SQL statement from REFUND_STATUS below.
  */
 
-type Db = PrismaClient | Prisma.TransactionClient;
 type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
-const scope = scopeOf;
 
 /** The refund as of an event, and as /v1/refunds shows it. */
 const REFUND_SNAPSHOT = defineSnapshot<Refund>()({
@@ -103,7 +101,7 @@ export function findWithPayment(db: Db, id: number) {
 
 /** By id or reference, in the caller's merchant and mode only. */
 export async function findScoped(db: Db, principal: Principal, key: { id: number } | { reference: string }, query: RefundQuery = {}): Promise<Refund | null> {
-  return (await db.refund.findFirst({ ...query, where: { ...scope(principal), ...key } })) as Refund | null;
+  return (await db.refund.findFirst({ ...query, where: { ...scopeOf(principal), ...key } })) as Refund | null;
 }
 
 export interface RefundFilters extends StatusDateFilters {
