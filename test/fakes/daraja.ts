@@ -20,6 +20,14 @@ export const SANDBOX_PASSKEY = "bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78
 export const SANDBOX_B2C_SHORTCODE = "600980";
 export const SANDBOX_INITIATOR_NAME = "testapi";
 
+/**
+ * What points a gateway at the fake: MPESA_BASE_URL, and the public address the gateway gives Daraja for its
+ * callbacks (PUBLIC_BASE_URL). Set `switches.callbackOrigin` to where the gateway listens and the fake posts them there.
+ */
+export function darajaGatewayEnv(fake: { url: string }): Record<string, string> {
+  return { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test" };
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;

@@ -1,63 +1,42 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { DeactivateChannel, SetDefaultChannel } from "../support/documents.ts";
+import { DeactivateChannel, SetDefaultChannel, validationError } from "../support/documents.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+
+/** A channel as the list and createPaymentChannel answer it. */
+graphql(`
+  fragment ChannelFields on PaymentChannel {
+    id
+    databaseId
+    name
+    provider
+    isActive
+    isDefault
+  }
+`);
 
 const ChannelsList = graphql(`
   query ChannelsList($activeOnly: Boolean) {
-    paymentChannels(activeOnly: $activeOnly) {
-      id
-      databaseId
-      name
-      provider
-      isActive
-      isDefault
-      createdAt
-    }
+    paymentChannels(activeOnly: $activeOnly) { ...ChannelFields createdAt }
   }
 `);
 
 const ChannelsCreate = graphql(`
   mutation ChannelsCreate($input: CreatePaymentChannelInput!) {
-    createPaymentChannel(input: $input) {
-      __typename
-      ... on PaymentChannel {
-        id
-        databaseId
-        name
-        provider
-        isActive
-        isDefault
-      }
-      ...FieldFailure
-    }
+    createPaymentChannel(input: $input) { __typename ...ChannelFields ...FieldFailure }
   }
 `);
 
 const ChannelsUpdate = graphql(`
   mutation ChannelsUpdate($input: UpdatePaymentChannelInput!) {
-    updatePaymentChannel(input: $input) {
-      __typename
-      ... on PaymentChannel {
-        databaseId
-        name
-        provider
-      }
-      ...FieldFailure
-    }
+    updatePaymentChannel(input: $input) { __typename ... on PaymentChannel { databaseId name provider } ...FieldFailure }
   }
 `);
 
 const ChannelsNode = graphql(`
   query ChannelsNode($id: ID!) {
-    node(id: $id) {
-      id
-      ... on PaymentChannel {
-        databaseId
-        name
-      }
-    }
+    node(id: $id) { id ... on PaymentChannel { databaseId name } }
   }
 `);
 
@@ -326,12 +305,7 @@ describe("payment channels", () => {
 
       const invalid = await client.graphql(ChannelsCreate, { input: { name: "GQL", provider: "paypal" } });
       expect(invalid.body.errors).toBeUndefined();
-      expect(invalid.body.data?.createPaymentChannel).toEqual({
-        __typename: "ValidationError",
-        code: "validation_failed",
-        message: "provider: must be one of sandbox, mpesa, paystack",
-        field: "provider",
-      });
+      expect(invalid.body.data?.createPaymentChannel).toEqual(validationError("provider", "must be one of sandbox, mpesa, paystack"));
     });
 
     it("updatePaymentChannel renames and re-validates and re-encrypts the config", async () => {

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { normalizeEmail } from "../../src/modules/customers/service.ts";
 import { normalizePhone } from "../../src/phone.ts";
 import { graphql } from "../gql/index.ts";
+import { validationError } from "../support/documents.ts";
 import { apiClient, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { useTestGateway } from "../support/fixture.ts";
 
@@ -10,19 +11,8 @@ const CustomersList = graphql(`
     customers(search: $search, page: $page, limit: $limit) {
       __typename
       ... on CustomerPage {
-        items {
-          id
-          databaseId
-          email
-          firstName
-          lastName
-          phone
-          createdAt
-        }
-        total
-        page
-        limit
-        pages
+        items { id ...CustomerContact createdAt }
+        total page limit pages
       }
       ...FieldFailure
     }
@@ -33,17 +23,9 @@ const CustomersCreate = graphql(`
   mutation CustomersCreate($input: CreateCustomerInput!) {
     createCustomer(input: $input) {
       __typename
-      ... on Customer {
-        databaseId
-        email
-        firstName
-        lastName
-        phone
-      }
+      ...CustomerContact
       ...Failure
-      ... on ConflictError {
-        field
-      }
+      ... on ConflictError { field }
     }
   }
 `);
@@ -272,12 +254,7 @@ describe("customers", () => {
     it("GraphQL customers reports bad paging as a typed ValidationError", async () => {
       const res = await rest(shop.testKey).graphql(CustomersList, { limit: 500 });
       expect(res.body.errors).toBeUndefined();
-      expect(res.body.data?.customers).toEqual({
-        __typename: "ValidationError",
-        code: "validation_failed",
-        message: "limit: must be at most 100",
-        field: "limit",
-      });
+      expect(res.body.data?.customers).toEqual(validationError("limit", "must be at most 100"));
     });
 
     it("is scoped to the merchant and the key's mode", async () => {

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/browser.ts";
-import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -13,7 +13,6 @@ import { until } from "../support/wait.ts";
  * blocked and recorded.
  */
 const SHOTS = "/tmp/dashboard-shots";
-const NEXT_YEAR = new Date().getUTCFullYear() + 1;
 const PAYS = "4084084084084081";
 const REFUNDS_FAIL = "4000000000005126";
 
@@ -47,17 +46,8 @@ describe("dashboard refunds", () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(8000);
     const page = await context.newPage();
-    const gatewayHost = new URL(gw.url).host;
-    await page.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.host === gatewayHost) return route.continue();
-      offHost.push(url.href);
-      return route.abort();
-    });
-    page.on("pageerror", (error) => browserErrors.push(error.message));
-    page.on("console", (message) => {
-      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) browserErrors.push(message.text());
-    });
+    await confineToGateway(page, gw.url, offHost);
+    recordPageErrors(page, browserErrors);
     await page.goto(`${gw.url}/dashboard`);
     await page.getByLabel("E-mail").fill(user.email);
     await page.getByLabel("Password").fill(user.password);
@@ -67,13 +57,8 @@ describe("dashboard refunds", () => {
     return page;
   }
 
-  async function paid(amount: number, card = PAYS): Promise<string> {
-    const init = await api.post("/api/transactions/initialize", { email: "payer@example.com", amount, description: "Kikapu" });
-    expect(init.status, init.text).toBe(200);
-    const pay = await api.post(`/payment/checkout/${init.body.reference}/pay`, { card_number: card, expiry_month: 12, expiry_year: NEXT_YEAR, cvc: "123" });
-    expect(pay.status, pay.text).toBe(200);
-    return init.body.reference as string;
-  }
+  const paid = (amount: number, card = PAYS) =>
+    paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount, description: "Kikapu" }, { ...SANDBOX_CARD, card_number: card });
 
   const refundRows = (page: Page) => page.locator("#transaction-refunds tr");
   const refund = (page: Page, status: string) => page.locator(`#transaction-refunds tr[data-status="${status}"]`);

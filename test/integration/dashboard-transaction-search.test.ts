@@ -1,7 +1,7 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/browser.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { confineToGateway, launchChromium } from "../support/browser.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
  * The dashboard's transactions view in Chromium: the search box finds a payment by the provider's
@@ -21,9 +21,8 @@ describe("dashboard: transaction search and provider reference", () => {
   });
 
   it("finds a payment by its receipt and shows the receipt in its detail", async () => {
-    const merchant = await gw.createMerchant("Search Shop");
+    const merchant = await createSandboxMerchant(gw, "Search Shop");
     const api = apiClient(gw.url, merchant.testKey);
-    expect((await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
     const references: string[] = [];
     for (const email of ["first@example.com", "second@example.com"]) {
       const init = await api.post("/api/transactions/initialize", { amount: 2500, email });
@@ -41,13 +40,7 @@ describe("dashboard: transaction search and provider reference", () => {
     context.setDefaultTimeout(8000);
     const page = await context.newPage();
     const offHost: string[] = [];
-    const gatewayHost = new URL(gw.url).host;
-    await page.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.host === gatewayHost) return route.continue();
-      offHost.push(url.href);
-      return route.abort();
-    });
+    await confineToGateway(page, gw.url, offHost);
     await page.goto(`${gw.url}/dashboard`);
     await page.getByLabel("E-mail").fill(owner.email);
     await page.getByLabel("Password").fill(owner.password);

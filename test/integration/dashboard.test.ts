@@ -4,8 +4,8 @@ import { randomBytes } from "node:crypto";
 import { decodeJwt } from "jose";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/browser.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { waitUntil } from "../support/wait.ts";
 
 /**
@@ -40,10 +40,8 @@ describe("merchant dashboard", () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
-    merchant = await gw.createMerchant("Mama Mboga Ltd");
+    merchant = await createSandboxMerchant(gw, "Mama Mboga Ltd");
     api = apiClient(gw.url, merchant.testKey);
-    const channel = await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    expect(channel.status, channel.text).toBe(201);
     owner = await gw.createUser(merchant.id, "owner");
   });
 
@@ -63,20 +61,11 @@ describe("merchant dashboard", () => {
     context.setDefaultTimeout(8000);
     const page = await context.newPage();
     const gatewayHost = new URL((options.gateway ?? gw).url).host;
-    await page.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.host === gatewayHost) return route.continue();
-      offHost.push(url.href);
-      return route.abort();
-    });
+    await confineToGateway(page, (options.gateway ?? gw).url, offHost);
     page.on("websocket", (socket) => {
       if (new URL(socket.url()).host !== gatewayHost) offHost.push(socket.url());
     });
-    page.on("pageerror", (error) => browserErrors.push(error.message));
-    page.on("console", (message) => {
-      // A refused request (e.g. a wrong password's 401) is logged by Chromium itself; that is expected.
-      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) browserErrors.push(message.text());
-    });
+    recordPageErrors(page, browserErrors);
     return { page, context };
   }
 

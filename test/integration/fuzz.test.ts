@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorCatalogue } from "../../src/errors.ts";
 import { schema } from "../../src/graphql/schema.ts";
 import { restRoutes } from "../../src/rest/routes.ts";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { parseJsonOrUndefined } from "../support/json.ts";
 
@@ -140,7 +140,7 @@ describe("fuzzing every route", () => {
   beforeAll(async () => {
     fake = await startFakeDaraja();
     gw = await startTestGateway({
-      env: { RATE_LIMIT_ENABLED: "false", MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", SANDBOX_STK_DELAY_MS: "50", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+      env: { RATE_LIMIT_ENABLED: "false", ...darajaGatewayEnv(fake), SANDBOX_STK_DELAY_MS: "50", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
     });
     fake.switches.callbackOrigin = gw.url;
     const merchant = await gw.createMerchant();

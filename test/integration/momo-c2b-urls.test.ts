@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 
@@ -70,7 +70,7 @@ let site: Awaited<ReturnType<typeof startCountingServer>>;
 
 /** A gateway (`env` on top of the fake Daraja's) with a merchant's sandbox channel in test mode and M-Pesa channel in live mode. */
 async function startWithChannels(env: Record<string, string>) {
-  const gw = await startTestGateway({ env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", RATE_LIMIT_ENABLED: "false", ...env } });
+  const gw = await startTestGateway({ env: { ...darajaGatewayEnv(fake), RATE_LIMIT_ENABLED: "false", ...env } });
   const merchant = await gw.createMerchant();
   const test = apiClient(gw.url, merchant.testKey);
   const live = apiClient(gw.url, merchant.liveKey);

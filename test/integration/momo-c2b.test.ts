@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { setTimeout as delay } from "node:timers/promises";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
@@ -57,8 +57,7 @@ beforeAll(async () => {
   merchantSite = await startMerchantSite();
   gw = await startTestGateway({
     env: {
-      MPESA_BASE_URL: fake.url,
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
+      ...darajaGatewayEnv(fake),
       SANDBOX_STK_DELAY_MS: "50",
       // The runner works (C2B forwards are jobs); STK reconciliation runs only when a test makes it due.
       JOB_POLL_INTERVAL_MS: "3600000",

@@ -2,7 +2,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { jobsFallDue } from "../support/wait.ts";
 
@@ -43,8 +43,7 @@ beforeAll(async () => {
   fake = await startFakeDaraja();
   gw = await startTestGateway({
     env: {
-      MPESA_BASE_URL: fake.url,
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
+      ...darajaGatewayEnv(fake),
       JOBS_ENABLED: "false",
       STK_CALLBACK_OVERDUE_MS: "1",
       STK_QUERY_BACKOFF_MS: "1",

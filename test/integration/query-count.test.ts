@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 const PageWithRelations = graphql(`
@@ -123,7 +123,7 @@ describe("SQL statements per settling payment", () => {
   beforeAll(async () => {
     fake = await startFakeDaraja();
     gw = await startTestGateway({
-      env: { MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test", JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+      env: { ...darajaGatewayEnv(fake), JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
       onQuery: (sql) => statements.push(sql),
     });
     fake.switches.callbackOrigin = gw.url;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoMerchantIfEmpty } from "../../src/demo.ts";
+import { validationError } from "../support/documents.ts";
 import { apiClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /** The sandbox provider simulates payments in test mode only: no live sandbox channel, and none used. */
@@ -36,12 +37,7 @@ describe("sandbox channels are test-mode only", () => {
     const gql = await apiClient(gw.url, m.liveKey).post("/graphql", {
       query: `mutation { createPaymentChannel(input: { name: "Sandbox", provider: "sandbox" }) { __typename ... on ValidationError { field code message } } }`,
     });
-    expect(gql.body.data.createPaymentChannel).toEqual({
-      __typename: "ValidationError",
-      field: "provider",
-      code: "validation_failed",
-      message: "provider: sandbox is for test mode only; with a live key use one of mpesa, paystack",
-    });
+    expect(gql.body.data.createPaymentChannel).toEqual(validationError("provider", "sandbox is for test mode only; with a live key use one of mpesa, paystack"));
     expect(await liveSandboxRows()).toBe(0);
   });
 

@@ -1,7 +1,7 @@
 import { parse } from "graphql";
 import type { Client } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, paidTransaction, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { sseSubscribe, wsClient } from "../support/subscriptions.ts";
 
@@ -13,7 +13,6 @@ import { sseSubscribe, wsClient } from "../support/subscriptions.ts";
  */
 /** The settling change of one payment (a checkout also announces transaction.created first). */
 const completed = (reference: string) => (r: Result) => r.data?.transactionEvents?.type === "transaction.completed" && r.data.transactionEvents.transaction?.reference === reference;
-const CARD = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
 
 type Result = { data?: any; extensions?: Record<string, unknown>; errors?: unknown };
 
@@ -62,13 +61,7 @@ describe("the ready signal of event subscriptions", () => {
   let merchant: TestMerchant;
   const clients: Client[] = [];
 
-  const pay = async () => {
-    const initialized = await apiClient(gw.url, merchant.testKey).post("/api/transactions/initialize", { amount: 1500, email: "ready@example.com" });
-    expect(initialized.status, initialized.text).toBe(200);
-    const paid = await apiClient(gw.url).post(`/payment/checkout/${initialized.body.reference}/pay`, CARD);
-    expect(paid.status, paid.text).toBe(200);
-    return initialized.body.reference as string;
-  };
+  const pay = () => paidTransaction(gw.url, merchant.testKey, { amount: 1500, email: "ready@example.com" });
   const client = () => {
     const c = wsClient(gw.url, merchant.testKey);
     clients.push(c);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -16,7 +16,7 @@ describe("text validation", () => {
 
   beforeAll(async () => {
     fake = await startFakeDaraja();
-    gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", MPESA_BASE_URL: fake.url, PUBLIC_BASE_URL: "https://pay.gateway.test" } });
+    gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", ...darajaGatewayEnv(fake) } });
     fake.switches.callbackOrigin = gw.url;
     const merchant = await gw.createMerchant();
     merchantId = merchant.id;

@@ -18,19 +18,12 @@ const Search = graphql(`
       __typename
       ... on TransactionPage {
         total
-        items {
-          reference
-          providerReference
-        }
+        items { reference providerReference }
       }
     }
     transactions(first: 50, search: $search, status: $status) {
       totalCount
-      edges {
-        node {
-          reference
-        }
-      }
+      edges { node { reference } }
     }
   }
 `);
@@ -39,12 +32,7 @@ const Detail = graphql(`
   query TransactionDetail($reference: String!) {
     transaction(reference: $reference) {
       __typename
-      ... on Transaction {
-        clientReference
-        providerReference
-        failureCode
-        metadata
-      }
+      ... on Transaction { clientReference providerReference failureCode metadata }
     }
   }
 `);
@@ -53,16 +41,10 @@ const Initialize = graphql(`
   mutation InitializeWithMetadata($input: InitializeTransactionInput!) {
     initializeTransaction(input: $input) {
       __typename
-      ... on ValidationError {
-        field
-        message
-      }
+      ... on ValidationError { field message }
       ... on InitializeTransactionPayload {
         reference
-        transaction {
-          clientReference
-          metadata
-        }
+        transaction { clientReference metadata }
       }
     }
   }

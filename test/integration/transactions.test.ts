@@ -5,42 +5,26 @@ import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SUCCESS_CARD = { card_number: "4084084084084081", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "408" };
 
+/** The fields of a transaction that the legacy REST list has too (ReadFields below). */
+graphql(`
+  fragment TransactionListFields on Transaction {
+    databaseId reference amount status createdAt paymentMethod currency
+    clientReference providerReference failureCode failureReason amountRefunded refunded
+  }
+`);
+
 const TransactionByReference = graphql(`
   query TransactionByReference($reference: String!) {
     transaction(reference: $reference) {
       __typename
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
       ... on Transaction {
-        databaseId
-        reference
-        amount
-        currency
-        status
-        paymentMethod
-        createdAt
+        ...TransactionListFields
         email
         phoneNumber
-        clientReference
-        providerReference
-        failureCode
-        failureReason
-        amountRefunded
-        refunded
         metadata
-        channel {
-          databaseId
-          provider
-        }
-        customer {
-          databaseId
-          email
-          firstName
-          lastName
-          phone
-        }
+        channel { databaseId provider }
+        customer { ...CustomerContact }
       }
     }
   }
@@ -50,30 +34,10 @@ const TransactionsPage = graphql(`
   query TransactionsPage($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String) {
     transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo) {
       __typename
-      ... on Error {
-        code
-        message
-      }
+      ...Failure
       ... on TransactionPage {
-        total
-        page
-        limit
-        pages
-        items {
-          databaseId
-          reference
-          amount
-          status
-          createdAt
-          paymentMethod
-          currency
-          clientReference
-          providerReference
-          failureCode
-          failureReason
-          amountRefunded
-          refunded
-        }
+        total page limit pages
+        items { ...TransactionListFields }
       }
     }
   }
@@ -83,16 +47,8 @@ const TransactionsConnection = graphql(`
   query TransactionsConnection($first: Int, $after: String, $status: TransactionStatus) {
     transactions(first: $first, after: $after, status: $status) {
       totalCount
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
-      edges {
-        cursor
-        node {
-          reference
-        }
-      }
+      pageInfo { hasNextPage endCursor }
+      edges { cursor node { reference } }
     }
   }
 `);
@@ -101,22 +57,12 @@ const InitializeTransaction = graphql(`
   mutation InitializeTransaction($input: InitializeTransactionInput!) {
     initializeTransaction(input: $input) {
       __typename
-      ... on Error {
-        code
-        message
-      }
-      ... on ValidationError {
-        field
-      }
+      ...FieldFailure
       ... on InitializeTransactionPayload {
         reference
         accessCode
         authorizationUrl
-        transaction {
-          amount
-          status
-          currency
-        }
+        transaction { amount status currency }
       }
     }
   }

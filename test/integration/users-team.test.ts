@@ -8,66 +8,39 @@ import { apiClient, bearerClient, startTestGateway, type TestGateway, type TestM
  */
 const Users = graphql(`
   query TeamUsers {
-    users {
-      databaseId
-      email
-      role
-      disabledAt
-    }
+    users { databaseId email role disabledAt }
+  }
+`);
+
+/** What creating a user and changing a role answer: the user's id and role. */
+graphql(`
+  fragment MemberRole on User {
+    databaseId
+    role
   }
 `);
 
 const CreateUser = graphql(`
   mutation TeamCreateUser($input: CreateUserInput!) {
-    createUser(input: $input) {
-      __typename
-      ... on User {
-        databaseId
-        role
-      }
-      ...Failure
-    }
+    createUser(input: $input) { __typename ...MemberRole ...Failure }
   }
 `);
 
 const ChangeRole = graphql(`
   mutation TeamChangeRole($input: ChangeUserRoleInput!) {
-    changeUserRole(input: $input) {
-      __typename
-      ... on User {
-        databaseId
-        role
-      }
-      ...Failure
-    }
+    changeUserRole(input: $input) { __typename ...MemberRole ...Failure }
   }
 `);
 
 const Disable = graphql(`
   mutation TeamDisable($id: Int!) {
-    disableUser(id: $id) {
-      __typename
-      ... on User {
-        databaseId
-        disabledAt
-      }
-      ...Failure
-    }
+    disableUser(id: $id) { __typename ... on User { databaseId disabledAt } ...Failure }
   }
 `);
 
 const ChangePassword = graphql(`
   mutation TeamChangePassword($input: ChangePasswordInput!) {
-    changePassword(input: $input) {
-      __typename
-      ... on User {
-        email
-      }
-      ... on ValidationError {
-        field
-      }
-      ...Failure
-    }
+    changePassword(input: $input) { __typename ... on User { email } ...FieldFailure }
   }
 `);
 

@@ -1,22 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, paidTransaction, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /** Endpoint health: disabled after 5 days of failures, re-enabled by the merchant; the delivery-time address guard. */
 let gw: TestGateway;
 let receiver: WebhookReceiver;
 let api: ReturnType<typeof apiClient>;
+let testKey: string;
 const prisma = () => gw.gateway.db.prisma;
 
 
 /** A completed sandbox card payment; returns its reference. */
-async function pay(): Promise<string> {
-  const init = await api.post("/api/transactions/initialize", { amount: 1000, email: "payer@example.test" });
-  expect(init.status, init.text).toBe(200);
-  const paid = await api.post(`/payment/checkout/${init.body.reference}/pay`, { card_number: "4242424242424242", expiry_month: 12, expiry_year: 2040, cvc: "123" });
-  expect(paid.status, paid.text).toBe(200);
-  return init.body.reference;
+function pay(): Promise<string> {
+  return paidTransaction(gw.url, testKey, { amount: 1000, email: "payer@example.test" });
 }
 
 async function createEndpoint(url: string): Promise<number> {
@@ -35,9 +32,8 @@ beforeAll(async () => {
   gw = await startTestGateway({
     env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "0,50ms,50ms", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_ENABLED: "false" },
   });
-  const merchant = await gw.createMerchant();
-  api = apiClient(gw.url, merchant.testKey);
-  expect((await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
+  ({ testKey } = await createSandboxMerchant(gw));
+  api = apiClient(gw.url, testKey);
 });
 
 afterAll(async () => {

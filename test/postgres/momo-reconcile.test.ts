@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { jobsFallDue } from "../support/wait.ts";
@@ -18,8 +18,7 @@ describe("M-Pesa across two instances", () => {
     fake = await startFakeDaraja();
     redis = await startRedis();
     const env = {
-      MPESA_BASE_URL: fake.url,
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
+      ...darajaGatewayEnv(fake),
       REDIS_URL: redis.url,
       JOBS_ENABLED: "false",
       STK_CALLBACK_OVERDUE_MS: "1",

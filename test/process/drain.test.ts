@@ -2,8 +2,8 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
-import { apiClient } from "../support/gateway.ts";
-import { startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { apiClient, paidTransaction } from "../support/gateway.ts";
+import { printedTestKey, processEnv, startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
 import { wsClient, type ClosedSocket } from "../support/subscriptions.ts";
 import { until } from "../support/wait.ts";
 
@@ -75,15 +75,11 @@ describe("SIGTERM drains the gateway", () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     receiver = await startWebhookReceiver();
-    env = {
-      ...database.env,
-      ENCRYPTION_KEY: database.encryptionKeyHex,
-      RATE_LIMIT_ENABLED: "false",
+    env = processEnv(database, {
       ALLOW_PRIVATE_URLS: "true",
       SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS),
       SHUTDOWN_TIMEOUT_MS: String(TIMEOUT_MS),
-      JOB_POLL_INTERVAL_MS: "200",
-    };
+    });
   });
 
   afterEach(async () => {
@@ -100,7 +96,7 @@ describe("SIGTERM drains the gateway", () => {
 
   it("/ready 503 at once, requests still served meanwhile, WebSockets closed with 1001, the in-flight request answered, exit 0", { timeout: 90_000 }, async () => {
     const gateway = await start();
-    [, apiKey] = (await gateway.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/)) as unknown as [string, string];
+    apiKey = await printedTestKey(gateway);
     expect((await get(`${gateway.url}/ready`)).status).toBe(200);
 
     // A live subscriber, listening (its first message says so).
@@ -177,11 +173,7 @@ describe("SIGTERM drains the gateway", () => {
     expect(hook.status, hook.text).toBe(201);
     const channel = await api.post("/api/payment-channels/create", { name: "Cards", provider: "sandbox" });
     expect(channel.status, channel.text).toBe(201);
-    const init = await api.post("/api/transactions/initialize", { amount: 900, email: "job@drain.test", payment_channel_id: channel.body.channel.id });
-    expect(init.status, init.text).toBe(200);
-    const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
-    const paid = await apiClient(gateway.url).post(`/payment/checkout/${init.body.reference}/pay`, card);
-    expect(paid.status, paid.text).toBe(200);
+    await paidTransaction(gateway.url, apiKey, { amount: 900, email: "job@drain.test", payment_channel_id: channel.body.channel.id });
     const first = await until(() => receiver.received.filter((r) => r.path === "/drain"), (r) => r.length === 1, 20_000);
 
     const sigtermAt = Date.now();

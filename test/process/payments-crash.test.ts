@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, type HttpResult } from "../support/gateway.ts";
-import { gatewayProcesses, type StartedGatewayProcess } from "../support/process.ts";
+import { gatewayProcesses, printedTestKey, processEnv, type StartedGatewayProcess } from "../support/process.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -36,21 +36,17 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     receiver = await startWebhookReceiver();
-    env = {
-      ...database.env,
-      ENCRYPTION_KEY: database.encryptionKeyHex,
+    env = processEnv(database, {
       IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
       CHECKOUT_CHARGE_LEASE_MS: String(LEASE_MS),
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      JOB_POLL_INTERVAL_MS: "200",
       // Deliveries the dead instance had claimed are taken over after the job lease (here 2 s + 5 s).
       JOB_LEASE_MS: "1000",
       WEBHOOK_TIMEOUT_MS: "2000",
-      RATE_LIMIT_ENABLED: "false",
       SANDBOX_STK_DELAY_MS: "600000",
-    };
+    });
     gateway = await start();
-    [, apiKey] = (await gateway.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/)) as unknown as [string, string];
+    apiKey = await printedTestKey(gateway);
   });
 
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
-import { gatewayProcesses, type StartedGatewayProcess } from "../support/process.ts";
+import { gatewayProcesses, printedTestKey, processEnv, type StartedGatewayProcess } from "../support/process.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -38,17 +38,13 @@ describe("an M-Pesa payout across a gateway crash", () => {
     fake = await startFakeDaraja();
     receiver = await startWebhookReceiver();
     certDir = mkdtempSync(join(tmpdir(), "payouts-crash-"));
-    env = {
-      ...database.env,
-      ENCRYPTION_KEY: database.encryptionKeyHex,
+    env = processEnv(database, {
       MPESA_BASE_URL: fake.url,
       MPESA_CERT_PATH: fake.writePublicKey(certDir),
       PUBLIC_BASE_URL: "https://pay.gateway.test",
       PAYOUT_RESULT_OVERDUE_MS: "500",
-      JOB_POLL_INTERVAL_MS: "200",
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      RATE_LIMIT_ENABLED: "false",
-    };
+    });
   });
 
   afterAll(async () => {
@@ -61,7 +57,7 @@ describe("an M-Pesa payout across a gateway crash", () => {
 
   it("kill -9 while the B2C call is in flight: pending after restart, settled by the status query, sent exactly once", { timeout: 60_000 }, async () => {
     const first = await start();
-    const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
+    const key = await printedTestKey(first);
     const api = apiClient(first.url, key);
     const channel = await api.post("/api/payment-channels/create", { name: "M-Pesa B2C", provider: "mpesa", config: fake.b2cChannelConfig() });
     expect(channel.status, channel.text).toBe(201);

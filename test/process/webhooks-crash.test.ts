@@ -2,8 +2,8 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
-import { apiClient } from "../support/gateway.ts";
-import { gatewayProcesses } from "../support/process.ts";
+import { apiClient, paidTransaction } from "../support/gateway.ts";
+import { gatewayProcesses, printedTestKey, processEnv } from "../support/process.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -24,15 +24,11 @@ describe("webhook delivery across a gateway crash", () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     receiver = await startWebhookReceiver({ respond: () => "hang" });
-    env = {
-      ...database.env,
-      ENCRYPTION_KEY: database.encryptionKeyHex,
+    env = processEnv(database, {
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
       WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
       JOB_LEASE_MS: "1000",
-      JOB_POLL_INTERVAL_MS: "200",
-      RATE_LIMIT_ENABLED: "false",
-    };
+    });
   });
 
   afterAll(async () => {
@@ -43,23 +39,20 @@ describe("webhook delivery across a gateway crash", () => {
 
   it("a delivery cut off by kill -9 is sent again after restart with the same webhook-id, and only once acknowledged", { timeout: 60_000 }, async () => {
     const first = await start();
-    const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
+    const key = await printedTestKey(first);
     const api = apiClient(first.url, key);
     const endpoint = await api.post("/v1/webhooks", { url: `${receiver.url}/crash`, events: ["transaction.completed"] });
     expect(endpoint.status, endpoint.text).toBe(201);
     const secret: string = endpoint.body.data.secret;
 
     // The demo merchant's default channel is a sandbox one.
-    const init = await api.post("/api/transactions/initialize", { amount: 1000, email: "a@b.test" });
-    expect(init.status, init.text).toBe(200);
-    const paid = await apiClient(first.url).post(`/payment/checkout/${init.body.reference}/pay`, { card_number: "4242424242424242", expiry_month: 12, expiry_year: 2040, cvc: "123" });
-    expect(paid.status, paid.text).toBe(200);
+    const reference = await paidTransaction(first.url, key, { amount: 1000, email: "a@b.test" });
 
     // The receiver holds the request open; the gateway dies before its WEBHOOK_TIMEOUT_MS could record anything.
     const [hung] = await receiver.waitFor(1, 10_000);
     first.child.kill("SIGKILL");
     expect(await first.exited).toBe("SIGKILL");
-    expect(hung!.json).toMatchObject({ type: "transaction.completed", data: { reference: init.body.reference } });
+    expect(hung!.json).toMatchObject({ type: "transaction.completed", data: { reference } });
     receiver.setResponder(() => 200);
 
     const second = await start();

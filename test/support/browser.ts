@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 
 /** Debian's Chromium, headless, with the flags that keep it off the (closed) network. */
 export async function launchChromium(): Promise<Browser> {
@@ -20,5 +20,27 @@ export async function launchChromium(): Promise<Browser> {
       "--disable-sync",
       "--disable-dev-shm-usage",
     ],
+  });
+}
+
+/** Keeps a page on the gateway: a request to any other host is aborted, and its URL pushed to `offHost`. */
+export async function confineToGateway(page: Page, gatewayUrl: string, offHost: string[]): Promise<void> {
+  const gatewayHost = new URL(gatewayUrl).host;
+  await page.route("**/*", (route) => {
+    const url = new URL(route.request().url());
+    if (url.host === gatewayHost) return route.continue();
+    offHost.push(url.href);
+    return route.abort();
+  });
+}
+
+/**
+ * Pushes to `errors` what the page throws and logs as a console error, but for the "Failed to load resource" line
+ * Chromium itself logs for a refused request (e.g. a wrong password's 401), which is expected.
+ */
+export function recordPageErrors(page: Page, errors: string[]): void {
+  page.on("pageerror", (error) => errors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) errors.push(message.text());
   });
 }

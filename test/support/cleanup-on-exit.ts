@@ -7,6 +7,7 @@ import { isMainThread } from "node:worker_threads";
 type CleanupRegistry = { cleanups: Set<() => void> };
 const REGISTRY_KEY = Symbol.for("payment-gateway.test-support.cleanup-on-exit");
 
+/** Runs `cleanup` at exit (or on SIGINT/SIGTERM/SIGHUP); registering the same function again is a no-op. */
 export function onProcessExit(cleanup: () => void): void {
   const global = globalThis as { [REGISTRY_KEY]?: CleanupRegistry };
   let registry = global[REGISTRY_KEY];

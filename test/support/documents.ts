@@ -34,6 +34,17 @@ graphql(`
   }
 `);
 
+/** A customer's own fields: in the customers' list, createCustomer's answer, a transaction's customer. */
+graphql(`
+  fragment CustomerContact on Customer {
+    databaseId
+    email
+    firstName
+    lastName
+    phone
+  }
+`);
+
 export const SetDefaultChannel = graphql(`
   mutation SetDefaultChannel($id: Int!) {
     setDefaultPaymentChannel(id: $id) { __typename ...ChannelStanding ...Failure }
@@ -45,3 +56,8 @@ export const DeactivateChannel = graphql(`
     deactivatePaymentChannel(id: $id) { __typename ...ChannelStanding ...Failure }
   }
 `);
+
+/** The typed ValidationError a mutation or query answers when it refuses input `field`: "field: problem". */
+export function validationError(field: string, problem: string) {
+  return { __typename: "ValidationError", code: "validation_failed", message: `${field}: ${problem}`, field };
+}

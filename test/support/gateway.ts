@@ -172,3 +172,18 @@ export async function createSandboxMerchant(gw: TestGateway, name?: string): Pro
   if (channel.status !== 201) throw new Error(`creating a sandbox channel answered ${channel.status}: ${channel.text}`);
   return { ...merchant, channelId: channel.body.channel.id as number };
 }
+
+/** A card the sandbox approves. */
+export const SANDBOX_CARD = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
+
+/**
+ * A transaction the merchant initializes with its key (`body`: amount, email, ...) and the payer pays by card on its
+ * hosted checkout (keyless, as a browser posts it); answers its reference. Fails unless both answer 200.
+ */
+export async function paidTransaction(url: string, apiKey: string, body: Record<string, unknown>, card: Record<string, unknown> = SANDBOX_CARD): Promise<string> {
+  const init = await apiClient(url, apiKey).post("/api/transactions/initialize", body);
+  if (init.status !== 200) throw new Error(`initializing a transaction answered ${init.status}: ${init.text}`);
+  const paid = await apiClient(url).post(`/payment/checkout/${init.body.reference}/pay`, card);
+  if (paid.status !== 200) throw new Error(`paying ${init.body.reference} by card answered ${paid.status}: ${paid.text}`);
+  return init.body.reference as string;
+}

@@ -1,4 +1,4 @@
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { delimiter, join } from "node:path";
 
@@ -44,4 +44,52 @@ export function freePort(): Promise<number> {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The file in a test server's temp folder that names the process owning it. */
+const OWNER_FILE = "owner.pid";
+
+/** A new temp folder `<base>/<prefix>XXXXXX` for a test server, marked as this process's (see abandonedFolders). */
+export function ownedTempFolder(base: string, prefix: string): string {
+  const dir = mkdtempSync(join(base, prefix));
+  writeFileSync(join(dir, OWNER_FILE), `${process.pid}\n`);
+  return dir;
+}
+
+/**
+ * The `<base>/<prefix>*` folders whose owning test process died without cleaning up (e.g. killed with SIGKILL);
+ * a folder with no readable owner (not ours, or still being set up) is passed over, as is an unreadable base.
+ */
+export function abandonedFolders(base: string, prefix: string): string[] {
+  let entries: string[];
+  try {
+    entries = readdirSync(base).filter((e) => e.startsWith(prefix));
+  } catch {
+    return [];
+  }
+  return entries
+    .map((entry) => join(base, entry))
+    .filter((dir) => {
+      let owner: number;
+      try {
+        owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), "utf8"), 10);
+      } catch {
+        return false;
+      }
+      return Number.isInteger(owner) && owner > 0 && !isAlive(owner);
+    });
+}
+
+/** A cleanup step at exit that may fail (a process already gone, a folder already removed) without stopping the next. */
+export function bestEffort(step: () => void): void {
+  try {
+    step();
+  } catch {
+    // best effort
+  }
+}
+
+/** Removes a test server's temp folder and everything in it, best effort. */
+export function removeFolderSync(dir: string): void {
+  bestEffort(() => rmSync(dir, { recursive: true, force: true }));
 }

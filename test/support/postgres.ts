@@ -15,12 +15,12 @@
  */
 import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, chownSync, appendFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, chownSync, appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
 import { onProcessExit } from "./cleanup-on-exit.ts";
-import { freePort, isAlive, isExecutable, onPath, sleep } from "./local-server.ts";
+import { abandonedFolders, bestEffort, freePort, isExecutable, onPath, ownedTempFolder, removeFolderSync, sleep } from "./local-server.ts";
 
 export type PostgresServer = {
   /** Superuser connection URL to the server's `postgres` database (or TEST_DATABASE_URL as given). */
@@ -34,7 +34,6 @@ export type PostgresServer = {
 const NOT_FOUND =
   'PostgreSQL server binaries not found: install them with "apt-get install -y postgresql" or set TEST_DATABASE_URL';
 const DIR_PREFIX = "pg-test-";
-const OWNER_FILE = "owner.pid";
 
 type Binaries = { initdb: string; pgCtl: string };
 /** How to run server binaries: directly, or through `runuser` when we are root. */
@@ -82,13 +81,12 @@ async function startLocalServer(): Promise<PostgresServer> {
   sweepAbandonedClusters(bins, runAs);
 
   const base = tempBase(runAs);
-  const dir = mkdtempSync(join(base, DIR_PREFIX));
-  writeFileSync(join(dir, OWNER_FILE), `${process.pid}\n`);
+  const dir = ownedTempFolder(base, DIR_PREFIX);
   const dataDir = join(dir, "data");
   const logFile = join(dir, "server.log");
   const cluster: Cluster = { dir, dataDir, bins, runAs, running: false };
   liveClusters.add(cluster);
-  installExitHandlers();
+  onProcessExit(destroyAllClustersSync);
 
   try {
     if (runAs.uid !== undefined) chownSync(dir, runAs.uid, runAs.gid!);
@@ -185,50 +183,24 @@ async function destroyCluster(cluster: Cluster): Promise<void> {
 /** Synchronous variant for process exit. */
 function destroyClusterSync(cluster: Cluster): void {
   liveClusters.delete(cluster);
-  try {
+  bestEffort(() => {
     if (existsSync(join(cluster.dataDir, "postmaster.pid"))) {
       const [cmd, args] = cluster.runAs.wrap(cluster.bins.pgCtl, ["-D", cluster.dataDir, "-m", "immediate", "-w", "-t", "10", "stop"]);
       spawnSync(cmd, args, { cwd: cluster.dir, env: childEnv(), stdio: "ignore", timeout: 15_000 });
     }
-  } catch {
-    // best effort
-  }
-  try {
-    rmSync(cluster.dir, { recursive: true, force: true });
-  } catch {
-    // best effort
-  }
+  });
+  removeFolderSync(cluster.dir);
 }
 
-let exitHandlersInstalled = false;
-function installExitHandlers(): void {
-  if (exitHandlersInstalled) return;
-  exitHandlersInstalled = true;
-  onProcessExit(() => {
-    for (const cluster of [...liveClusters]) destroyClusterSync(cluster);
-  });
+/** At exit (once per process: onProcessExit keeps one of each function). */
+function destroyAllClustersSync(): void {
+  for (const cluster of [...liveClusters]) destroyClusterSync(cluster);
 }
 
 /** Removes clusters whose owning test process died without cleaning up (e.g. killed with SIGKILL). */
 function sweepAbandonedClusters(bins: Binaries, runAs: RunAs): void {
   for (const base of new Set([tmpdir(), "/tmp"])) {
-    let entries: string[];
-    try {
-      entries = readdirSync(base).filter((e) => e.startsWith(DIR_PREFIX));
-    } catch {
-      continue;
-    }
-    for (const entry of entries) {
-      const dir = join(base, entry);
-      let owner: number;
-      try {
-        owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), "utf8"), 10);
-      } catch {
-        continue; // not ours, or still being set up
-      }
-      if (!Number.isInteger(owner) || owner <= 0 || isAlive(owner)) continue;
-      destroyClusterSync({ dir, dataDir: join(dir, "data"), bins, runAs, running: true });
-    }
+    for (const dir of abandonedFolders(base, DIR_PREFIX)) destroyClusterSync({ dir, dataDir: join(dir, "data"), bins, runAs, running: true });
   }
 }
 

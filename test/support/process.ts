@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { TestDatabase } from "./backend.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -112,4 +113,18 @@ export function gatewayProcesses() {
       }
     },
   };
+}
+
+/** The demo merchant's test key, which a gateway started on an empty database prints once. */
+export async function printedTestKey(gateway: RunningProcess): Promise<string> {
+  const [, key] = await gateway.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
+  return key!;
+}
+
+/**
+ * The environment of a test's gateway processes on its database: the database and its encryption key, no rate
+ * limit, the job runner polling every 200 ms; then the test's own settings (which may override any of these).
+ */
+export function processEnv(database: TestDatabase, env: Record<string, string>): Record<string, string> {
+  return { ...database.env, ENCRYPTION_KEY: database.encryptionKeyHex, RATE_LIMIT_ENABLED: "false", JOB_POLL_INTERVAL_MS: "200", ...env };
 }

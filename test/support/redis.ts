@@ -14,12 +14,11 @@
  * SIGKILL.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { onProcessExit } from "./cleanup-on-exit.ts";
-import { freePort, isAlive, isExecutable, onPath, sleep } from "./local-server.ts";
+import { abandonedFolders, bestEffort, freePort, isExecutable, onPath, ownedTempFolder, removeFolderSync, sleep } from "./local-server.ts";
 
 export type RedisServer = {
   /** `redis://127.0.0.1:<port>` (or TEST_REDIS_URL as given). */
@@ -35,7 +34,6 @@ export type RedisServer = {
 
 const NOT_FOUND = 'redis-server not found: install it with "apt-get install -y redis-server" or set TEST_REDIS_URL';
 const DIR_PREFIX = "redis-test-";
-const OWNER_FILE = "owner.pid";
 const START_TIMEOUT_MS = 15_000;
 
 export async function startRedis(): Promise<RedisServer> {
@@ -67,11 +65,10 @@ const liveServers = new Set<Server>();
 async function startLocalServer(): Promise<RedisServer> {
   const bin = findRedisServer();
   sweepAbandonedFolders();
-  const dir = mkdtempSync(join(tmpdir(), DIR_PREFIX));
-  writeFileSync(join(dir, OWNER_FILE), `${process.pid}\n`);
+  const dir = ownedTempFolder(tmpdir(), DIR_PREFIX);
   const server: Server = { dir, instance: undefined };
   liveServers.add(server);
-  installExitHandlers();
+  onProcessExit(killAllSync);
 
   let port = 0;
   try {
@@ -233,44 +230,14 @@ function serverPid(port: number): Promise<number> {
 function killAllSync(): void {
   for (const server of [...liveServers]) {
     liveServers.delete(server);
-    try {
-      server.instance?.child.kill("SIGKILL");
-    } catch {
-      // best effort
-    }
-    try {
-      rmSync(server.dir, { recursive: true, force: true });
-    } catch {
-      // best effort
-    }
+    bestEffort(() => server.instance?.child.kill("SIGKILL"));
+    removeFolderSync(server.dir);
   }
-}
-
-let exitHandlersInstalled = false;
-function installExitHandlers(): void {
-  if (exitHandlersInstalled) return;
-  exitHandlersInstalled = true;
-  onProcessExit(killAllSync);
 }
 
 /** Removes temp folders left by test processes that died without cleaning up (their servers died with them). */
 function sweepAbandonedFolders(): void {
-  const base = tmpdir();
-  let entries: string[];
-  try {
-    entries = readdirSync(base).filter((e) => e.startsWith(DIR_PREFIX));
-  } catch {
-    return;
-  }
-  for (const entry of entries) {
-    const dir = join(base, entry);
-    try {
-      const owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), "utf8"), 10);
-      if (Number.isInteger(owner) && owner > 0 && !isAlive(owner)) rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // not ours, or still being set up
-    }
-  }
+  for (const dir of abandonedFolders(tmpdir(), DIR_PREFIX)) removeFolderSync(dir);
 }
 
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError, ValidationError } from "../../src/errors.ts";
+import { ValidationError } from "../../src/errors.ts";
 import {
   b2cResultAck,
   buildB2cResultBody,
@@ -17,22 +17,15 @@ import {
   stkCallbackAck,
   stkPassword,
 } from "../../src/providers/mpesa/wire.ts";
+import { refusal as anyRefusal } from "../support/refusal.ts";
 
 /**
  * Daraja's wire format as it arrives: the payloads below are the documented ones (notes/providers.md) in
  * the shapes test/fakes/daraja.ts posts. Refusals are ValidationErrors naming the missing field.
  */
 
-/** The error `fn` throws (failing the test when it throws none). */
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as GatewayError;
-  }
-  throw new Error("expected a refusal, got none");
-}
+/** The error `fn` throws: a ValidationError naming the missing field (failing the test when it throws none). */
+const refusal = (fn: () => unknown) => anyRefusal(fn, ValidationError);
 
 const clone = <T>(value: T): T => structuredClone(value);
 

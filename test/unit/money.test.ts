@@ -1,23 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { formatAmount } from "../../src/checkout/page.ts";
-import { GatewayError, ValidationError } from "../../src/errors.ts";
+import { ValidationError } from "../../src/errors.ts";
 import { currencies, isKnownCurrency, MAX_AMOUNT, parseAmount, parseCurrency } from "../../src/money.ts";
 import { MAX_B2C_SHILLINGS, MAX_STK_SHILLINGS, MIN_B2C_SHILLINGS, shillingsToMinor, toB2cShillings, toWholeShillings } from "../../src/providers/mpesa/wire.ts";
 import { createPaystackConnector } from "../../src/providers/paystack/connector.ts";
 import { connectorCurrencies } from "../../src/providers/registry.ts";
+import { refusal } from "../support/refusal.ts";
 
 /** Amounts are integers in the currency's minor unit; each connector converts and refuses what it cannot send. */
 
-/** The error `fn` throws (failing the test when it throws none). */
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  throw new Error("expected a refusal, got none");
-}
 
 describe("currencies", () => {
   it("carry their ISO 4217 exponent: shillings, naira, cedis, rand, dollars have cents; the Uganda shilling has none", () => {
