@@ -12,6 +12,10 @@ const PATHS = {
   b2cResult: "/b2c/result",
   b2cTimeout: "/b2c/timeout",
   b2cStatus: "/b2c/status/:reference",
+  /** A refund's Result (its Reversal or its B2C payment), queue timeout, and status answers. */
+  refundResult: "/refund/result",
+  refundTimeout: "/refund/timeout",
+  refundStatus: "/refund/status/:reference",
 } as const;
 
 /** What every JSON request to the gateway may carry (the server's body limit): Daraja's callbacks are far smaller. */
@@ -51,6 +55,12 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
         return { kind: "payout_timeout", providerRequestId: wire.parseB2cTimeoutBody(body) };
       case PATHS.b2cStatus:
         return { kind: "payout_status_result", reference: params.reference ?? "", result: payouts.parseStatusResult(body) };
+      case PATHS.refundResult:
+        return { kind: "refund_result", result: wire.parseRefundResultBody(body) };
+      case PATHS.refundTimeout:
+        return { kind: "refund_timeout", providerRequestId: wire.parseB2cTimeoutBody(body) };
+      case PATHS.refundStatus:
+        return { kind: "refund_status_result", reference: params.reference ?? "", result: wire.parseRefundStatusBody(body) };
       default:
         throw new GatewayError("route_not_found");
     }
@@ -96,6 +106,9 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
         payoutResult: url(PATHS.b2cResult),
         payoutTimeout: url(PATHS.b2cTimeout),
         payoutStatusResult: (reference: string) => url(PATHS.b2cStatus.replace(":reference", reference)),
+        refundResult: url(PATHS.refundResult),
+        refundTimeout: url(PATHS.refundTimeout),
+        refundStatusResult: (reference: string) => url(PATHS.refundStatus.replace(":reference", reference)),
       };
       const bad = options.forbiddenUrlWords.find((word) => urls.collection.toLowerCase().includes(word));
       if (bad) {
