@@ -98,10 +98,7 @@ export function createServices(deps: ServiceDeps) {
       return { result: urls.payoutResult ?? "", timeout: urls.payoutTimeout ?? "", statusResult: (reference) => urls.payoutStatusResult?.(reference) ?? "" };
     },
   });
-  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: (channel, reference) => {
-    const urls = callbackUrls.of(channel);
-    return urls.refundResult && urls.refundTimeout && urls.refundStatusResult ? { result: urls.refundResult, timeout: urls.refundTimeout, statusResult: urls.refundStatusResult(reference) } : undefined;
-  } });
+  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);

@@ -350,10 +350,6 @@ export interface ChannelCallbackUrls {
   payoutTimeout?: string;
   /** ResultURL of a status query about one payout (its answer names the query, not the payout). */
   payoutStatusResult?(reference: string): string;
-  /** Refund results, queue timeouts and status answers (Daraja's Reversal and refund B2C requests). */
-  refundResult?: string;
-  refundTimeout?: string;
-  refundStatusResult?(reference: string): string;
 }
 
 /** Builds the URL of one callback: `${PUBLIC_BASE_URL}/callbacks/${segment}/${channel token}${path}`. */
@@ -388,4 +384,9 @@ export interface InboundConnector {
   callbackUrls(at: CallbackUrlBuilder): ChannelCallbackUrls;
   /** The one URL a merchant pastes into the provider's dashboard (Paystack's webhook URL); absent when the gateway hands out its URLs itself. */
   webhookUrl?(at: CallbackUrlBuilder): string;
+  /**
+   * Where the provider posts one refund's result, queue timeout and status answer (Daraja's Reversal and
+   * refund B2C requests); absent when its refunds are settled otherwise (webhooks, asking).
+   */
+  refundCallbackUrls?(at: CallbackUrlBuilder, reference: string): RefundCallbackUrls;
 }

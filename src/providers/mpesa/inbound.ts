@@ -41,6 +41,14 @@ export interface DarajaInboundOptions {
 export function createDarajaInbound(options: DarajaInboundOptions): InboundConnector {
   const { momo, payouts } = options;
 
+  /** Daraja refuses these words anywhere in a callback URL: refused here, before Daraja would. */
+  function refuseForbiddenWords(url: string): void {
+    const bad = options.forbiddenUrlWords.find((word) => url.toLowerCase().includes(word));
+    if (bad) {
+      throw new GatewayError("validation_failed", `PUBLIC_BASE_URL contains "${bad}", which M-Pesa refuses in callback URLs; serve the gateway from another host name`);
+    }
+  }
+
   function parse(path: string, params: Record<string, string>, body: unknown): InboundCallback {
     switch (path) {
       case PATHS.stk:
@@ -106,14 +114,15 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
         payoutResult: url(PATHS.b2cResult),
         payoutTimeout: url(PATHS.b2cTimeout),
         payoutStatusResult: (reference: string) => url(PATHS.b2cStatus.replace(":reference", reference)),
-        refundResult: url(PATHS.refundResult),
-        refundTimeout: url(PATHS.refundTimeout),
-        refundStatusResult: (reference: string) => url(PATHS.refundStatus.replace(":reference", reference)),
       };
-      const bad = options.forbiddenUrlWords.find((word) => urls.collection.toLowerCase().includes(word));
-      if (bad) {
-        throw new GatewayError("validation_failed", `PUBLIC_BASE_URL contains "${bad}", which M-Pesa refuses in callback URLs; serve the gateway from another host name`);
-      }
+      refuseForbiddenWords(urls.collection);
+      return urls;
+    },
+
+    refundCallbackUrls(at, reference) {
+      const url = (path: string) => at(options.segment, path);
+      const urls = { result: url(PATHS.refundResult), timeout: url(PATHS.refundTimeout), statusResult: url(PATHS.refundStatus.replace(":reference", reference)) };
+      refuseForbiddenWords(urls.result);
       return urls;
     },
   };
