@@ -285,6 +285,11 @@ describe("mpesa_b2c (part of a payment)", () => {
     expect(res.status, res.text).toBe(400);
     expect(res.body).toMatchObject({ status: "error", code: "partial_refund_unsupported" });
     expect(res.body.message).toMatch(/reverses only a whole payment.*B2C.*initiator_name/);
+    // Nor can it reverse the whole: 409 saying why.
+    const full = await refund({ transaction: payment.reference });
+    expect(full.status, full.text).toBe(409);
+    expect(full.body).toMatchObject({ status: "error", code: "transaction_not_refundable" });
+    expect(full.body.message).toMatch(/reversal.*initiator_name/);
     expect(await prisma().refund.count({ where: { transactionId: payment.id } })).toBe(0);
     expect(fake.requests.length).toBe(before);
   });

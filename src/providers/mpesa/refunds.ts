@@ -59,7 +59,7 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
             `Transaction ${payment.reference} has no M-Pesa receipt number recorded, so it cannot be reversed; reverse it in the M-Pesa org portal`,
           );
         }
-        if (!canInitiate(config)) return { refused: `An M-Pesa payment is refunded by a reversal, which this channel cannot make: ${initiator}` };
+        if (!canInitiate(config)) throw new GatewayError("transaction_not_refundable", `An M-Pesa payment is refunded by a reversal, which this channel cannot make: ${initiator}`);
         return { method: MPESA_REVERSAL_METHOD };
       }
       if (!canInitiate(config)) {
