@@ -189,6 +189,21 @@ describe("mpesa_reversal (a whole payment)", () => {
     expect((await prisma().transaction.findUniqueOrThrow({ where: { id: payment.id } })).amountRefunded).toBe(40_000n);
   });
 
+  it("a Result naming Daraja's own OriginatorConversationID is matched by its ConversationID; one for another amount is not applied", async () => {
+    const payment = await paidPayment(70_000);
+    const created = await withSwitches({ reversalNoResult: true }, async () => (await refund({ transaction: payment.reference })).body.data);
+    const row = await refundRow(created.id);
+    const body = fake.reversalResultBody(row.providerRequestId);
+    const url = fake.reversals.get(row.providerRequestId)!.body.ResultURL as string;
+    const otherAmount = structuredClone(body);
+    otherAmount.Result.ResultParameters = { ResultParameter: [{ Key: "Amount", Value: 1 }] };
+    expect((await fake.postJson(url, otherAmount)).status).toBe(200);
+    expect((await refundRow(created.id)).status).toBe("pending");
+    const theirs = { Result: { ...body.Result, OriginatorConversationID: "29112-34801843-1" } };
+    expect((await fake.postJson(url, theirs)).status).toBe(200);
+    expect(await refundRow(created.id)).toMatchObject({ status: "completed", providerReference: body.Result.TransactionID });
+  });
+
   it("a Result that never comes: the refund.check job asks Transaction Status, whose answer settles it; one Reversal request ever", async () => {
     const payment = await paidPayment(50_000);
     const created = await withSwitches({ reversalNoResult: true }, async () => (await refund({ transaction: payment.reference })).body.data);

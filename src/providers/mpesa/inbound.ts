@@ -34,7 +34,7 @@ export interface DarajaInboundOptions {
 
 /**
  * Daraja's callbacks (STK results, C2B validation and confirmation, B2C results, queue timeouts and
- * Transaction Status answers). They are not signed: the unguessable channel token in the path is the
+ * Transaction Status answers, and the same three for refunds: Reversal or refund B2C Results on /refund/*). They are not signed: the unguessable channel token in the path is the
  * authentication, checked by the core before anything here runs. Daraja reads only {ResultCode,
  * ResultDesc}, so a refusal is answered in that shape too, never in the REST envelope.
  */
