@@ -90,6 +90,8 @@ const envSchema = z.object({
   PAYSTACK_TIMEOUT_MS: positiveInt(15_000),
   /** A Paystack refund is first asked about this long after it was sent (webhooks usually settle it sooner), then with doubling waits. */
   PAYSTACK_REFUND_CHECK_AFTER_MS: positiveInt(60_000),
+  /** An M-Pesa reversal (or refund B2C payment) with no result this long after it was sent is asked about (Transaction Status), then with doubling waits. */
+  REVERSAL_RESULT_OVERDUE_MS: positiveInt(60_000),
   JOBS_ENABLED: booleanFlag,
   JOB_POLL_INTERVAL_MS: positiveInt(2000),
   JOB_LEASE_MS: positiveInt(60_000),
@@ -204,6 +206,8 @@ export interface Config {
     sandboxDelayMs: number;
     /** How long after a Paystack refund is sent the reconciler first asks about it. */
     paystackCheckAfterMs: number;
+    /** How long after an M-Pesa reversal or refund B2C request Transaction Status is first asked about it. */
+    reversalResultOverdueMs: number;
   };
   jobs: {
     /** False for API-only instances: another instance works the queue. */
@@ -353,7 +357,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       abandonAfterMs: e.PAYSTACK_ABANDON_AFTER_MS,
       timeoutMs: e.PAYSTACK_TIMEOUT_MS,
     },
-    refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS, paystackCheckAfterMs: e.PAYSTACK_REFUND_CHECK_AFTER_MS },
+    refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS, paystackCheckAfterMs: e.PAYSTACK_REFUND_CHECK_AFTER_MS, reversalResultOverdueMs: e.REVERSAL_RESULT_OVERDUE_MS },
     jobs: {
       enabled: e.JOBS_ENABLED ?? true,
       pollIntervalMs: e.JOB_POLL_INTERVAL_MS,

@@ -55,6 +55,7 @@ export function createServices(deps: ServiceDeps) {
     paystackBaseUrl: config.paystack.baseUrl,
     paystackTimeoutMs: config.paystack.timeoutMs,
     paystackRefundCheckAfterMs: config.refunds.paystackCheckAfterMs,
+    reversalResultOverdueMs: config.refunds.reversalResultOverdueMs,
     redis: deps.redis,
   });
   const callbackUrls = createCallbackUrls(connectors, config.publicBaseUrl);
@@ -97,7 +98,7 @@ export function createServices(deps: ServiceDeps) {
       return { result: urls.payoutResult ?? "", timeout: urls.payoutTimeout ?? "", statusResult: (reference) => urls.payoutStatusResult?.(reference) ?? "" };
     },
   });
-  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger });
+  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);

@@ -28,6 +28,8 @@ export interface ConnectorOptions {
   paystackTimeoutMs?: number | undefined;
   /** How long after a Paystack refund is sent it is first asked about (PAYSTACK_REFUND_CHECK_AFTER_MS). */
   paystackRefundCheckAfterMs?: number | undefined;
+  /** How long after an M-Pesa reversal or refund B2C request its result is overdue (REVERSAL_RESULT_OVERDUE_MS). */
+  reversalResultOverdueMs?: number | undefined;
   /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
   redis?: RedisConnections | undefined;
 }
@@ -37,7 +39,7 @@ export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
   const byName: Record<ProviderName, Connector> = {
     sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs, refundDelayMs: options.sandboxRefundDelayMs }),
-    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath }),
+    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath, reversalResultOverdueMs: options.reversalResultOverdueMs }),
     paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs, refundCheckAfterMs: options.paystackRefundCheckAfterMs }),
   };
   // Not enumerable: iterating or logging the connectors still shows only connectors.

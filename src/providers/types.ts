@@ -256,6 +256,21 @@ export interface RefundRequest {
   createdAt: Date;
   /** The provider's id of the refund once it gave one. */
   providerReference: string | null;
+  /** Where a provider that answers later (Daraja) posts the refund's result, its queue timeout and a status query's answer. */
+  callbacks?: RefundCallbackUrls;
+}
+
+export interface RefundCallbackUrls {
+  result: string;
+  timeout: string;
+  /** The ResultURL of a status query about this refund (its answer names the query, not the refund). */
+  statusResult: string;
+}
+
+/** A provider's result for one refund (Daraja's Reversal or B2C Result), parsed by its connector; amount in minor units. */
+export interface RefundResult extends PayoutResult {
+  /** The provider's own id of the request (Daraja's ConversationID), matched when our request id is not echoed. */
+  conversationId: string | null;
 }
 
 /** What a refund came to, or that it is still on its way. */
@@ -265,7 +280,11 @@ export type RefundOutcome =
   | { state: "failed"; code: string; message: string };
 
 export interface RefundConnector {
-  /** The rail for refunding `amount` of this payment (`sandbox`, `paystack_refund`, ...), or why it cannot be. */
+  /**
+   * The rail for refunding `amount` of this payment (`sandbox`, `paystack_refund`, ...), or why it cannot be.
+   * Throws a ValidationError naming `amount` when the rail cannot move that amount (units, bounds), and a
+   * GatewayError when the payment cannot be refunded by the gateway at all (no M-Pesa receipt to reverse).
+   */
   method(payment: RefundedPayment, amount: bigint, config: unknown): { method: string } | { refused: string };
   /** Asks the provider to refund. A refusal is a GatewayError other than provider_unavailable; anything else is unknown. */
   send(request: RefundRequest): Promise<RefundOutcome>;
@@ -308,6 +327,12 @@ export type InboundCallback =
   | { kind: "payout_timeout"; providerRequestId: string | null }
   /** The answer to a status query about the payout `reference` (its ids are the query's); null settles nothing. */
   | { kind: "payout_status_result"; reference: string; result: PayoutResult | null }
+  /** A refund's result (Daraja's Reversal or B2C Result on the refund's ResultURL). */
+  | { kind: "refund_result"; result: RefundResult }
+  /** The provider's queue gave up on a refund request: its fate is unknown, so it is asked about now. */
+  | { kind: "refund_timeout"; providerRequestId: string | null }
+  /** The answer to a status query about the refund `reference`; null settles nothing. */
+  | { kind: "refund_status_result"; reference: string; result: RefundResult | null }
   /** A signed notification that only names what to look at (Paystack): the gateway asks the provider before changing anything. */
   | { kind: "notification"; notification: ProviderNotification };
 
@@ -359,4 +384,9 @@ export interface InboundConnector {
   callbackUrls(at: CallbackUrlBuilder): ChannelCallbackUrls;
   /** The one URL a merchant pastes into the provider's dashboard (Paystack's webhook URL); absent when the gateway hands out its URLs itself. */
   webhookUrl?(at: CallbackUrlBuilder): string;
+  /**
+   * Where the provider posts one refund's result, queue timeout and status answer (Daraja's Reversal and
+   * refund B2C requests); absent when its refunds are settled otherwise (webhooks, asking).
+   */
+  refundCallbackUrls?(at: CallbackUrlBuilder, reference: string): RefundCallbackUrls;
 }

@@ -9,8 +9,10 @@ import { parseJsonOrUndefined } from "../support/json.ts";
  * A loopback Daraja: OAuth, STK push and query, C2B register and simulate, B2C payouts and
  * Transaction Status, speaking the documented wire formats (see /work/shared/notes/providers.md) and
  * checking what a real Daraja checks (token, Password, Nairobi Timestamp, SecurityCredential, field
- * limits, forbidden callback-URL words, OriginatorConversationID reuse). Switches reproduce its
- * failures; sendStkCallback / sendB2cResult post callbacks the way Daraja does.
+ * limits, forbidden callback-URL words, OriginatorConversationID reuse), and the Reversal API with its
+ * Result (ResultCode switchable per reversed receipt: 0, R000001 already reversed, 2001, R000002, ...).
+ * Switches reproduce its failures; sendStkCallback / sendB2cResult / sendReversalResult post callbacks the
+ * way Daraja does.
  *
  * The fake holds its own RSA key pair in place of Safaricom's certificate: point the gateway at
  * writePublicKey(dir) (MPESA_CERT_PATH) so the credentials it encrypts decrypt here.
@@ -62,6 +64,21 @@ export interface B2cPayoutRecord {
   utilityFundsAfter: number;
 }
 
+/** How M-Pesa settles a reversal: ResultCode 0 reversed, R000001 already reversed, anything else failed. */
+export interface ReversalOutcome {
+  ResultCode: number | string;
+  ResultDesc: string;
+}
+
+export interface ReversalRecord {
+  body: Record<string, any>;
+  originatorConversationId: string;
+  conversationId: string;
+  /** The reversal's own M-Pesa transaction id. */
+  transactionId: string;
+  outcome: ReversalOutcome;
+}
+
 export interface StatusQueryRecord {
   body: Record<string, any>;
   /** The query's own ids (Daraja's reply and the top of its Result), not the payout's. */
@@ -69,10 +86,12 @@ export interface StatusQueryRecord {
   conversationId: string;
   /** The OriginatorConversationID of the payout the query named, or null when it named none the fake knows. */
   payout: string | null;
+  /** The OriginatorConversationID of the reversal the query named, or null. */
+  reversal?: string | null;
 }
 
 export interface PostedResult {
-  kind: "b2c_result" | "b2c_timeout" | "status_result";
+  kind: "b2c_result" | "b2c_timeout" | "status_result" | "reversal_result" | "reversal_timeout";
   url: string;
   body: unknown;
   /** The receiver's answer; null when the POST failed (error says why). */
@@ -91,6 +110,7 @@ const MSISDN = /^2547\d{8}$|^2541\d{8}$/;
 /** Where Daraja's own queue lives: real results name it in ReferenceData, not the caller's URL. */
 const INTERNAL_TIMEOUT_URL = "https://internalsandbox.safaricom.co.ke/mpesa/b2cresults/v1/submit";
 const PAID: B2cOutcome = { ResultCode: 0, ResultDesc: "The service request is processed successfully." };
+const REVERSED: ReversalOutcome = { ResultCode: 0, ResultDesc: "The service request is processed successfully." };
 
 function nairobiNow(): Date {
   return new Date(Date.now() + 3 * 3600_000);
@@ -194,6 +214,12 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     statusNoResult: false,
     /** Record (and schedule the Result of) each accepted B2C request, but hang its reply until releaseB2cReplies(). */
     b2cHoldReply: false,
+    /** Delay before an accepted Reversal request's Result is posted to its ResultURL. */
+    reversalResultDelayMs: 20,
+    /** Accept Reversal requests but never post their Result (the gateway must ask Transaction Status). */
+    reversalNoResult: false,
+    /** Post the queue-timeout notice to QueueTimeOutURL instead of a Result. */
+    reversalQueueTimeout: false,
   };
   /** Replies held by b2cHoldReply, released in order. */
   const heldB2cReplies: (() => void)[] = [];
@@ -202,6 +228,10 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
   /** Settlement per PartyB (2547...); absent means paid. */
   const b2cOutcomes = new Map<string, B2cOutcome>();
   const statusQueries: StatusQueryRecord[] = [];
+  /** Accepted Reversal requests by OriginatorConversationID. */
+  const reversals = new Map<string, ReversalRecord>();
+  /** Settlement per reversed receipt (TransactionID); absent means reversed (ResultCode 0). */
+  const reversalOutcomes = new Map<string, ReversalOutcome>();
   /** Every Result / timeout the fake posted, with the receiver's answer. */
   const postedResults: PostedResult[] = [];
   const timers = new Set<NodeJS.Timeout>();
@@ -370,6 +400,37 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
           body: { ConversationID: record.conversationId, OriginatorConversationID: ocid, ResponseCode: "0", ResponseDescription: "Accept the service request successfully." },
         };
       }
+      case "/mpesa/reversal/v1/request": {
+        if (body?.CommandID !== "TransactionReversal") return error(400, "400.002.02", "Bad Request - Invalid CommandID");
+        if (!isText(body.TransactionID, 1, 100)) return error(400, "400.002.02", "Bad Request - Invalid TransactionID");
+        if (!Number.isInteger(body.Amount) || body.Amount < 1) return error(400, "400.002.02", "Bad Request - Invalid Amount");
+        // Safaricom's spelling; the correctly spelt key is not read.
+        if (!["11", "4"].includes(String(body.RecieverIdentifierType))) return error(400, "400.002.02", "Bad Request - Invalid RecieverIdentifierType");
+        if (!isText(body.Remarks, 2, 100)) return error(400, "400.002.02", "Bad Request - Invalid Remarks");
+        if (body.Occasion !== undefined && !isText(body.Occasion, 0, 100)) return error(400, "400.002.02", "Bad Request - Invalid Occasion");
+        if (!isHttpsCallbackUrl(body.QueueTimeOutURL)) return error(400, "400.002.02", "Bad Request - Invalid QueueTimeOutURL");
+        if (!isHttpsCallbackUrl(body.ResultURL)) return error(400, "400.002.02", "Bad Request - Invalid ResultURL");
+        const bad = checkInitiator(body.Initiator, body.SecurityCredential);
+        if (bad) return bad;
+        if (String(body.ReceiverParty) !== shortcode) return error(500, "500.001.1001", "Merchant does not exist");
+        // The caller's OriginatorConversationID is echoed when given (a reuse refused), else Daraja makes one.
+        const ocid = isText(body.OriginatorConversationID, 1, 100) ? body.OriginatorConversationID : `${randomInt(10_000, 99_999)}-${randomInt(1_000_000, 99_999_999)}-1`;
+        if (reversals.has(ocid)) return error(400, "400.002.02", "Bad Request - Duplicate OriginatorConversationID");
+        const record: ReversalRecord = {
+          body,
+          originatorConversationId: ocid,
+          conversationId: conversationIdNow(),
+          transactionId: mpesaTransactionId(),
+          outcome: { ...(reversalOutcomes.get(body.TransactionID) ?? REVERSED) },
+        };
+        reversals.set(ocid, record);
+        if (switches.reversalQueueTimeout) later(switches.reversalResultDelayMs, () => sendReversalTimeout(ocid));
+        else if (!switches.reversalNoResult) later(switches.reversalResultDelayMs, () => sendReversalResult(ocid));
+        return {
+          status: 200,
+          body: { OriginatorConversationID: ocid, ConversationID: record.conversationId, ResponseCode: "0", ResponseDescription: "Accept the service request successfully." },
+        };
+      }
       case "/mpesa/transactionstatus/v1/query": {
         if (body?.CommandID !== "TransactionStatusQuery") return error(400, "400.002.02", "Bad Request - Invalid CommandID");
         const transactionId = isText(body.TransactionID, 1, 100) ? body.TransactionID : null;
@@ -381,7 +442,6 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
         if (!isHttpsCallbackUrl(body.ResultURL)) return error(400, "400.002.02", "Bad Request - Invalid ResultURL");
         const bad = checkInitiator(body.Initiator, body.SecurityCredential);
         if (bad) return bad;
-        if (String(body.PartyA) !== b2cShortcode) return error(500, "500.001.1001", "Merchant does not exist");
         let payout: string | null = null;
         for (const [ocid, record] of payouts) {
           if ((transactionId && record.transactionId === transactionId) || (originalId && (ocid === originalId || record.conversationId === originalId))) {
@@ -389,11 +449,21 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
             break;
           }
         }
+        let reversal: string | null = null;
+        for (const [ocid, record] of reversals) {
+          if ((transactionId && record.transactionId === transactionId) || (originalId && (ocid === originalId || record.conversationId === originalId))) {
+            reversal = ocid;
+            break;
+          }
+        }
+        // A reversal happened on the collection shortcode, a payout on the B2C one.
+        if (String(body.PartyA) !== (reversal && !payout ? shortcode : b2cShortcode)) return error(500, "500.001.1001", "Merchant does not exist");
         const query: StatusQueryRecord = {
           body,
           originatorConversationId: isText(body.OriginatorConversationID, 1, 100) ? body.OriginatorConversationID : `${randomInt(10_000, 99_999)}-${randomInt(1_000_000, 99_999_999)}-1`,
           conversationId: conversationIdNow(),
           payout,
+          reversal,
         };
         statusQueries.push(query);
         if (!switches.statusNoResult) later(switches.statusResultDelayMs, () => sendStatusResult(query.originatorConversationId));
@@ -533,6 +603,33 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     if (!query) throw new Error(`no status query ${queryOriginatorConversationId}`);
     const ids = { OriginatorConversationID: query.originatorConversationId, ConversationID: query.conversationId };
     const referenceData = { ReferenceItem: { Key: "Occasion", Value: typeof query.body.Occasion === "string" ? query.body.Occasion : "" } };
+    if (query.payout === null && query.reversal) {
+      const reversal = reversals.get(query.reversal)!;
+      const code = String(reversal.outcome.ResultCode);
+      const reversed = code === "0" || code === "R000001";
+      return {
+        Result: {
+          ResultType: 0,
+          ResultCode: 0,
+          ResultDesc: "The service request is processed successfully.",
+          ...ids,
+          TransactionID: `${reversal.transactionId.slice(0, 3)}0000000`,
+          ResultParameters: {
+            ResultParameter: [
+              { Key: "DebitPartyName", Value: `${shortcode} - Fake Paybill` },
+              { Key: "OriginatorConversationID", Value: query.reversal },
+              { Key: "ReasonType", Value: "Reversal" },
+              reversed ? { Key: "TransactionReason" } : { Key: "TransactionReason", Value: reversal.outcome.ResultDesc },
+              { Key: "TransactionStatus", Value: reversed ? "Completed" : "Failed" },
+              { Key: "Amount", Value: reversal.body.Amount },
+              { Key: "ConversationID", Value: reversal.conversationId },
+              { Key: "ReceiptNo", Value: reversal.transactionId },
+            ],
+          },
+          ReferenceData: referenceData,
+        },
+      };
+    }
     if (query.payout === null) {
       return {
         Result: {
@@ -585,6 +682,59 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
       posted.error = err instanceof Error ? err.message : String(err);
     }
     return posted.reply;
+  }
+
+  function reversalOf(originatorConversationId: string): ReversalRecord {
+    const reversal = reversals.get(originatorConversationId);
+    if (!reversal) throw new Error(`no reversal ${originatorConversationId}`);
+    return reversal;
+  }
+
+  /**
+   * Daraja's Reversal Result for a recorded reversal: its recorded outcome unless overridden. ResultCode is a
+   * string for R-codes and a number for 0 (both occur); failures carry no ResultParameters.
+   */
+  function reversalResultBody(originatorConversationId: string, overrides: Partial<ReversalOutcome> = {}) {
+    const reversal = reversalOf(originatorConversationId);
+    const resultCode = overrides.ResultCode ?? reversal.outcome.ResultCode;
+    const result: Record<string, unknown> = {
+      ResultType: 0,
+      ResultCode: resultCode,
+      ResultDesc: overrides.ResultDesc ?? (overrides.ResultCode === undefined ? reversal.outcome.ResultDesc : `Failed with ${resultCode}`),
+      OriginatorConversationID: originatorConversationId,
+      ConversationID: reversal.conversationId,
+      TransactionID: reversal.transactionId,
+    };
+    if (String(resultCode) === "0") {
+      result.ResultParameters = {
+        ResultParameter: [
+          { Key: "DebitAccountBalance", Value: "Utility Account|KES|51661.00|51661.00|0.00|0.00" },
+          { Key: "Amount", Value: reversal.body.Amount },
+          { Key: "TransCompletedTime", Value: Number(compactNairobi()) },
+          { Key: "OriginalTransactionID", Value: reversal.body.TransactionID },
+          { Key: "Charge", Value: 0 },
+          { Key: "CreditPartyPublicName", Value: "254708374149 - John Doe" },
+          { Key: "DebitPartyPublicName", Value: `${shortcode} - Fake Paybill` },
+        ],
+      };
+    }
+    result.ReferenceData = { ReferenceItem: { Key: "QueueTimeoutURL", Value: INTERNAL_TIMEOUT_URL } };
+    return { Result: result };
+  }
+
+  /** POSTs a reversal's Result to its ResultURL (or url); safe to call many times, concurrently. */
+  async function sendReversalResult(originatorConversationId: string, overrides: Partial<ReversalOutcome> & { url?: string } = {}) {
+    const { url: target, ...rest } = overrides;
+    return postResult("reversal_result", target ?? reversalOf(originatorConversationId).body.ResultURL, reversalResultBody(originatorConversationId, rest));
+  }
+
+  /** POSTs the queue-timeout notice for a reversal to its QueueTimeOutURL. */
+  async function sendReversalTimeout(originatorConversationId: string) {
+    const reversal = reversalOf(originatorConversationId);
+    const body = {
+      Result: { ResultType: 0, ResultCode: "SFC_IC0003", ResultDesc: "The service request timed out.", OriginatorConversationID: originatorConversationId, ConversationID: reversal.conversationId, TransactionID: "" },
+    };
+    return postResult("reversal_timeout", reversal.body.QueueTimeOutURL, body);
   }
 
   /** POSTs a payout's Result to its ResultURL (or url); safe to call many times, concurrently. Null when the POST failed. */
@@ -650,6 +800,11 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     b2cOutcomes,
     statusQueries,
     postedResults,
+    reversals,
+    reversalOutcomes,
+    reversalResultBody,
+    sendReversalResult,
+    sendReversalTimeout,
     get tokensIssued() {
       return tokensIssued;
     },

@@ -15,7 +15,7 @@ export interface CallbackServiceDeps {
   connectors: Connectors;
   transactions: TransactionService;
   payouts: PayoutService;
-  refunds: Pick<RefundService, "verifyRefund">;
+  refunds: Pick<RefundService, "verifyRefund" | "applyResult" | "resultTimedOut">;
   momo: MomoService;
   logger: Logger;
 }
@@ -100,6 +100,16 @@ export function createCallbackService(deps: CallbackServiceDeps) {
       case "payout_status_result":
         if (callback.result) await payouts.applyResult(channel, callback.result, callback.reference);
         else logger.info({ reference: callback.reference }, "payout status query did not settle the payout; asking again later");
+        return undefined;
+      case "refund_result":
+        await refunds.applyResult(channel, callback.result);
+        return undefined;
+      case "refund_timeout":
+        await refunds.resultTimedOut(channel, callback.providerRequestId);
+        return undefined;
+      case "refund_status_result":
+        if (callback.result) await refunds.applyResult(channel, callback.result, callback.reference);
+        else logger.info({ reference: callback.reference }, "refund status query did not settle the refund; asking again later");
         return undefined;
       case "notification": {
         const { notification } = callback;

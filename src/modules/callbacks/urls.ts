@@ -1,6 +1,6 @@
 import type { PaymentChannel } from "../../db/generated/prisma/client.ts";
 import type { Connectors } from "../../providers/index.ts";
-import type { CallbackUrlBuilder, ChannelCallbackUrls } from "../../providers/types.ts";
+import type { CallbackUrlBuilder, ChannelCallbackUrls, RefundCallbackUrls } from "../../providers/types.ts";
 import { encodeCallbackToken } from "../channels/service.ts";
 
 type ChannelKey = Pick<PaymentChannel, "provider" | "callbackToken">;
@@ -19,6 +19,11 @@ export function createCallbackUrls(connectors: Connectors, publicBaseUrl: string
     /** Handed to the provider with each request; throws a ValidationError when the provider would refuse them. */
     of(channel: ChannelKey): ChannelCallbackUrls {
       return connectors.for(channel)?.inbound?.callbackUrls(builder(channel)) ?? {};
+    },
+
+    /** Where the provider posts one refund's result, timeout and status answer; undefined when it posts none. */
+    refundsOf(channel: ChannelKey, reference: string): RefundCallbackUrls | undefined {
+      return connectors.for(channel)?.inbound?.refundCallbackUrls?.(builder(channel), reference);
     },
 
     /** The URL a merchant pastes into the provider's dashboard; null when the gateway hands out its URLs itself. */

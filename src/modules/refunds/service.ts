@@ -4,12 +4,12 @@ import { randomReference } from "../../references.ts";
 import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
-import { enqueue } from "../../jobs/store.ts";
+import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
-import type { RefundConnector, RefundOutcome, RefundRequest } from "../../providers/types.ts";
+import type { RefundCallbackUrls, RefundConnector, RefundOutcome, RefundRequest, RefundResult } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { TransactionService } from "../transactions/service.ts";
@@ -35,6 +35,8 @@ export interface RefundServiceDeps extends StatusMachineDeps {
   transactions: Pick<TransactionService, "getWithChannel">;
   connectors: Connectors;
   logger: Logger;
+  /** Where a provider that answers later (Daraja) posts one refund's result; undefined for providers that post none. */
+  refundCallbackUrls?(channel: PaymentChannel, reference: string): RefundCallbackUrls | undefined;
 }
 
 /** `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. */
@@ -97,7 +99,36 @@ export function createRefundService(deps: RefundServiceDeps) {
       customerNote: refund.customerNote,
       createdAt: refund.createdAt,
       providerReference: refund.providerReference,
+      callbacks: deps.refundCallbackUrls?.(channel, refund.reference),
     };
+  }
+
+  /**
+   * A provider's result for a refund (Daraja's Reversal or B2C Result, or a status query's answer on the
+   * refund's own path), settled through `settle` like every other answer: the status machine's guard makes
+   * a duplicate, however many arrive at once, change nothing. Applied only when it is the refund's: the
+   * same request (our id, or the provider's conversation id it answered with) and amount.
+   */
+  async function applyResult(channel: PaymentChannel, result: RefundResult, reference?: string): Promise<boolean> {
+    const refund = reference
+      ? await store.findByChannelReference(prisma, channel.id, reference)
+      : await store.findForResult(prisma, channel.id, { providerRequestId: result.providerRequestId, conversationId: result.conversationId });
+    const sameRequest = (r: Refund) =>
+      (result.providerRequestId === null && result.conversationId === null) ||
+      result.providerRequestId === r.providerRequestId ||
+      (result.conversationId !== null && result.conversationId === r.providerReference);
+    if (!refund || !sameRequest(refund)) {
+      logger.warn({ channelId: channel.id, providerRequestId: result.providerRequestId }, "refund result for an unknown refund; not applied");
+      return false;
+    }
+    if (result.amount !== null && result.amount !== refund.amount) {
+      logger.warn({ reference: refund.reference, amount: String(result.amount) }, "refund result amount differs from the refund; not applied");
+      return false;
+    }
+    if (refund.status !== "pending") return true;
+    const { outcome } = result;
+    await settle(refund, outcome.state === "completed" ? { state: "completed", providerReference: outcome.providerReference } : outcome);
+    return true;
   }
 
   /** Asks the rail what became of a pending refund, until it says. */
@@ -146,12 +177,16 @@ export function createRefundService(deps: RefundServiceDeps) {
       const rail = railOf(channel);
       if (!rail) throw new GatewayError("transaction_not_refundable", `Payments through ${channel.provider} channels cannot be refunded by the gateway`);
       const payment = { reference: transaction.reference, amount: transaction.amount, currency: transaction.currency, paymentMethod: transaction.paymentMethod, providerReference: transaction.providerReference, phoneNumber: transaction.phoneNumber };
-      const choice = rail.method(payment, amount ?? transaction.amount, channels.readChannelConfig(channel));
+      // "All that remains" is what the rail is chosen for: after a partial refund, the rest of an M-Pesa payment is no reversal.
+      const wanted = amount ?? transaction.amount - (await store.unfailedAmount(prisma, transaction.id));
+      if (wanted <= 0n) throw new GatewayError("amount_exceeds_refundable", `amount: at most 0 can still be refunded on transaction ${transaction.reference}`);
+      const choice = rail.method(payment, wanted, channels.readChannelConfig(channel));
       if ("refused" in choice) throw new GatewayError("partial_refund_unsupported", choice.refused);
 
       // Committed before the provider hears of it: the row (within what remains refundable) and the job that will ask about it.
       const reservation = await prisma.$transaction(async (tx) => {
-        const reserved = await store.reserveRefund(tx, transaction, amount, {
+        // The amount the rail was chosen for: a refund committed meanwhile makes it exceed what remains (refused), never changes it.
+        const reserved = await store.reserveRefund(tx, transaction, wanted, {
           reference: randomReference("re_"),
           providerRequestId: randomUUID(),
           method: choice.method,
@@ -214,6 +249,16 @@ export function createRefundService(deps: RefundServiceDeps) {
     },
 
     refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),
+
+    applyResult,
+
+    /** The provider's queue gave up on a refund request (Daraja's QueueTimeOutURL): its fate is unknown, so ask now rather than wait. */
+    async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null): Promise<void> {
+      const refund = providerRequestId ? await store.findForResult(prisma, channel.id, { providerRequestId, conversationId: null }) : null;
+      if (!refund || refund.status !== "pending") return;
+      await reschedule(prisma, REFUND_CHECK_JOB, { refundId: refund.id }, new Date());
+      deps.jobs.nudge();
+    },
 
     /**
      * A provider's signed notice that a refund changed (Paystack's refund.* webhooks): only a reason to ask.

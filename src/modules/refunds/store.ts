@@ -135,6 +135,26 @@ export async function recordPending(db: Db, id: number, data: { providerReferenc
   await db.refund.updateMany({ where: { id, status: "pending" }, data });
 }
 
+/** A refund of one channel by our request id (Daraja's OriginatorConversationID), else by the provider's conversation id kept while pending. */
+export async function findForResult(db: Db, channelId: number, ids: { providerRequestId: string | null; conversationId: string | null }): Promise<Refund | null> {
+  if (ids.providerRequestId) {
+    const mine = await db.refund.findFirst({ where: { channelId, providerRequestId: ids.providerRequestId } });
+    if (mine) return mine;
+  }
+  if (!ids.conversationId) return null;
+  return db.refund.findFirst({ where: { channelId, status: "pending", providerReference: ids.conversationId } });
+}
+
+export function findByChannelReference(db: Db, channelId: number, reference: string): Promise<Refund | null> {
+  return db.refund.findFirst({ where: { channelId, reference } });
+}
+
+/** What the refunds of a transaction that have not failed add up to (what a refund of "all that remains" would leave out). */
+export async function unfailedAmount(db: Db, transactionId: number): Promise<bigint> {
+  const result = await db.refund.aggregate({ where: { transactionId, status: { not: "failed" } }, _sum: { amount: true } });
+  return result._sum.amount ?? 0n;
+}
+
 /** What a provider's notice names, on one channel: the refunded payment's reference, the provider's refund id, or both. */
 export interface RefundNotice {
   paymentReference: string | null;

@@ -4,6 +4,7 @@ import { GatewayError } from "../../errors.ts";
 import { connectorCurrencies } from "../registry.ts";
 import type { CollectionOutcome, Connector, MomoConnector, PayoutConnector } from "../types.ts";
 import { createDarajaInbound } from "./inbound.ts";
+import { createMpesaRefunds } from "./refunds.ts";
 import type { TokenStore } from "./token-store.ts";
 import * as wire from "./wire.ts";
 
@@ -31,6 +32,8 @@ export interface MpesaConnectorOptions {
   requestTimeoutMs?: number;
   /** A certificate (or public key) PEM replacing Safaricom's for SecurityCredential encryption (tests). */
   certPath?: string | undefined;
+  /** How long after a reversal or refund B2C request its result is overdue and Transaction Status is asked (REVERSAL_RESULT_OVERDUE_MS). */
+  reversalResultOverdueMs?: number | undefined;
 }
 
 const BASES = { sandbox: "https://sandbox.safaricom.co.ke", production: "https://api.safaricom.co.ke" } as const;
@@ -71,7 +74,7 @@ function darajaFailure(operation: string, response: DarajaResponse, secrets: str
       return new GatewayError(
         "provider_error",
         `M-Pesa refused the ${operation} (500.001.1001: ${message}); ${
-          operation.startsWith("payout") ? "check the channel's initiator_name, its initiator_password or security_credential, and b2c_shortcode" : "check the channel's shortcode, passkey and transaction type"
+          /^(payout|reversal|refund)/.test(operation) ? "check the channel's initiator_name, its initiator_password or security_credential, and b2c_shortcode" : "check the channel's shortcode, passkey and transaction type"
         }`,
       );
     case undefined:
@@ -270,6 +273,29 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     return publicEncrypt({ key: publicKeyFor(config), padding: constants.RSA_PKCS1_PADDING }, password).toString("base64");
   }
 
+  /**
+   * Daraja's Transaction Status query about one request of ours (a payout, a reversal, a refund's B2C
+   * payment), named by its conversation id; the answer is posted later to resultUrl.
+   */
+  async function transactionStatus(
+    config: MpesaConfig,
+    query: { originalConversationId: string; partyA: string; resultUrl: string; timeoutUrl: string; remarks: string; operation: string },
+  ): Promise<void> {
+    const body = {
+      Initiator: config.initiator_name,
+      SecurityCredential: securityCredential(config),
+      CommandID: "TransactionStatusQuery",
+      OriginalConversationID: query.originalConversationId,
+      PartyA: query.partyA,
+      IdentifierType: "4",
+      ResultURL: query.resultUrl,
+      QueueTimeOutURL: query.timeoutUrl,
+      Remarks: query.remarks,
+      Occasion: "",
+    };
+    accepted(query.operation, config, await call(config, "/mpesa/transactionstatus/v1/query", body, query.operation));
+  }
+
   const payouts: PayoutConnector = {
     canPayOut: (raw) => {
       const config = raw as MpesaConfig;
@@ -300,19 +326,14 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
 
     async queryStatus(request) {
       const config = request.config as MpesaConfig;
-      const body = {
-        Initiator: config.initiator_name,
-        SecurityCredential: securityCredential(config),
-        CommandID: "TransactionStatusQuery",
-        OriginalConversationID: request.providerRequestId,
-        PartyA: config.b2c_shortcode ?? config.shortcode,
-        IdentifierType: "4",
-        ResultURL: request.resultUrl,
-        QueueTimeOutURL: request.timeoutUrl,
-        Remarks: "Payout status",
-        Occasion: "",
-      };
-      accepted("payout status query", config, await call(config, "/mpesa/transactionstatus/v1/query", body, "payout status query"));
+      await transactionStatus(config, {
+        originalConversationId: request.providerRequestId,
+        partyA: config.b2c_shortcode ?? config.shortcode,
+        resultUrl: request.resultUrl,
+        timeoutUrl: request.timeoutUrl,
+        remarks: "Payout status",
+        operation: "payout status query",
+      });
     },
 
     parseResult: wire.parseB2cResultBody,
@@ -323,7 +344,17 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
   // name is accepted in paths but never given to Safaricom.
   const inbound = createDarajaInbound({ segment: "daraja", aliases: ["daraja"], forbiddenUrlWords: wire.darajaForbiddenUrlWords, momo, payouts });
 
-  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts, inbound };
+  const refunds = createMpesaRefunds({
+    checkAfterMs: options.reversalResultOverdueMs ?? 60_000,
+    payouts,
+    async reverse(config, body) {
+      const reply = accepted("reversal", config, await call(config, "/mpesa/reversal/v1/request", { ...body, SecurityCredential: securityCredential(config) }, "reversal"));
+      return { conversationId: typeof reply.ConversationID === "string" && reply.ConversationID ? reply.ConversationID : null };
+    },
+    transactionStatus,
+  });
+
+  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts, refunds, inbound };
 }
 
 /** For tests and diagnostics: a Daraja-looking id. */

@@ -12,6 +12,10 @@ const PATHS = {
   b2cResult: "/b2c/result",
   b2cTimeout: "/b2c/timeout",
   b2cStatus: "/b2c/status/:reference",
+  /** A refund's Result (its Reversal or its B2C payment), queue timeout, and status answers. */
+  refundResult: "/refund/result",
+  refundTimeout: "/refund/timeout",
+  refundStatus: "/refund/status/:reference",
 } as const;
 
 /** What every JSON request to the gateway may carry (the server's body limit): Daraja's callbacks are far smaller. */
@@ -30,12 +34,20 @@ export interface DarajaInboundOptions {
 
 /**
  * Daraja's callbacks (STK results, C2B validation and confirmation, B2C results, queue timeouts and
- * Transaction Status answers). They are not signed: the unguessable channel token in the path is the
+ * Transaction Status answers, and the same three for refunds: Reversal or refund B2C Results on /refund/*). They are not signed: the unguessable channel token in the path is the
  * authentication, checked by the core before anything here runs. Daraja reads only {ResultCode,
  * ResultDesc}, so a refusal is answered in that shape too, never in the REST envelope.
  */
 export function createDarajaInbound(options: DarajaInboundOptions): InboundConnector {
   const { momo, payouts } = options;
+
+  /** Daraja refuses these words anywhere in a callback URL: refused here, before Daraja would. */
+  function refuseForbiddenWords(url: string): void {
+    const bad = options.forbiddenUrlWords.find((word) => url.toLowerCase().includes(word));
+    if (bad) {
+      throw new GatewayError("validation_failed", `PUBLIC_BASE_URL contains "${bad}", which M-Pesa refuses in callback URLs; serve the gateway from another host name`);
+    }
+  }
 
   function parse(path: string, params: Record<string, string>, body: unknown): InboundCallback {
     switch (path) {
@@ -51,6 +63,12 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
         return { kind: "payout_timeout", providerRequestId: wire.parseB2cTimeoutBody(body) };
       case PATHS.b2cStatus:
         return { kind: "payout_status_result", reference: params.reference ?? "", result: payouts.parseStatusResult(body) };
+      case PATHS.refundResult:
+        return { kind: "refund_result", result: wire.parseRefundResultBody(body) };
+      case PATHS.refundTimeout:
+        return { kind: "refund_timeout", providerRequestId: wire.parseB2cTimeoutBody(body) };
+      case PATHS.refundStatus:
+        return { kind: "refund_status_result", reference: params.reference ?? "", result: wire.parseRefundStatusBody(body) };
       default:
         throw new GatewayError("route_not_found");
     }
@@ -97,10 +115,14 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
         payoutTimeout: url(PATHS.b2cTimeout),
         payoutStatusResult: (reference: string) => url(PATHS.b2cStatus.replace(":reference", reference)),
       };
-      const bad = options.forbiddenUrlWords.find((word) => urls.collection.toLowerCase().includes(word));
-      if (bad) {
-        throw new GatewayError("validation_failed", `PUBLIC_BASE_URL contains "${bad}", which M-Pesa refuses in callback URLs; serve the gateway from another host name`);
-      }
+      refuseForbiddenWords(urls.collection);
+      return urls;
+    },
+
+    refundCallbackUrls(at, reference) {
+      const url = (path: string) => at(options.segment, path);
+      const urls = { result: url(PATHS.refundResult), timeout: url(PATHS.refundTimeout), statusResult: url(PATHS.refundStatus.replace(":reference", reference)) };
+      refuseForbiddenWords(urls.result);
       return urls;
     },
   };

@@ -1,7 +1,7 @@
 import { ValidationError } from "../../errors.ts";
 import { currencies, isKnownCurrency } from "../../money.ts";
 import { kenyanMobileOrNull, toMsisdn } from "../../phone.ts";
-import type { C2bPayment, CollectionCallback, PayoutResult } from "../types.ts";
+import type { C2bPayment, CollectionCallback, PayoutResult, RefundResult } from "../types.ts";
 
 /**
  * Daraja's wire format: field names, units and timestamps. Shared by the mpesa connector and the
@@ -158,6 +158,31 @@ export function parseTransactionStatusBody(body: unknown): PayoutResult | null {
 export function parseB2cTimeoutBody(body: unknown): string | null {
   const requestId = isObject(body) && isObject(body.Result) ? body.Result.OriginatorConversationID : undefined;
   return typeof requestId === "string" ? requestId : null;
+}
+
+/**
+ * A refund's Result: a Reversal Result (`TransactionID` is the reversal's) or a refund's B2C Result, in the
+ * B2C Result's shape. ResultCode 0 completes it, and so does `R000001` ("already reversed": the money went
+ * back already); anything else fails it with that code and ResultDesc.
+ */
+export function parseRefundResultBody(body: unknown): RefundResult {
+  const parsed = parseB2cResultBody(body);
+  const result = (body as { Result: Record<string, unknown> }).Result;
+  const conversationId = text(result.ConversationID);
+  if (parsed.outcome.state === "failed" && parsed.outcome.code === "R000001") {
+    return { ...parsed, conversationId, outcome: { state: "completed", providerReference: text(result.TransactionID), message: parsed.outcome.message } };
+  }
+  return { ...parsed, conversationId };
+}
+
+/** A Transaction Status answer about a refund (see parseTransactionStatusBody), with the request's ConversationID from its parameters. */
+export function parseRefundStatusBody(body: unknown): RefundResult | null {
+  const parsed = parseTransactionStatusBody(body);
+  if (!parsed) return null;
+  const parameters = (body as { Result: { ResultParameters?: { ResultParameter?: unknown } } }).Result.ResultParameters?.ResultParameter;
+  const list = Array.isArray(parameters) ? parameters : isObject(parameters) ? [parameters] : [];
+  const conversationId = text(list.find((p): p is Record<string, unknown> => isObject(p) && p.Key === "ConversationID")?.Value);
+  return { ...parsed, conversationId };
 }
 
 export function buildB2cResultBody(input: { originatorConversationId: string; conversationId: string; transactionId: string; resultCode: number; resultDesc: string; shillings: number }) {
