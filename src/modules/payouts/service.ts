@@ -7,6 +7,7 @@ import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
+import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
 import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
@@ -56,7 +57,6 @@ export interface PayoutServiceDeps {
 
 export const PAYOUT_QUERY_JOB = "payout.query";
 export const payoutCommands = ["BusinessPayment", "SalaryPayment", "PromotionPayment"] as const;
-const MAX_QUERY_BACKOFF_MS = 60 * 60_000;
 
 export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
 
@@ -149,24 +149,24 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   }
 
   /** Asks the provider what became of a payout with no result. */
-  deps.jobs.register<{ payoutId: number }>({
-    kind: PAYOUT_QUERY_JOB,
-    concurrency: 5,
-    async run({ payoutId }, job) {
-      const payout = await store.findWithChannel(prisma, payoutId);
-      if (!payout || payout.status !== "pending") return;
-      const payouts = payoutsOf(payout.channel);
-      if (!payouts) return;
-      try {
-        await askProvider(payout, payouts);
-        if ((await store.statusOf(prisma, payoutId)) !== "pending") return;
-      } catch (error) {
-        logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout status query failed; will ask again");
-      }
-      // Ask again until a result settles it; only an answer from the provider ever does.
-      return { retryInMs: Math.min(deps.resultOverdueMs * 2 ** job.attempt, MAX_QUERY_BACKOFF_MS) };
-    },
-  });
+  deps.jobs.register(
+    askUntilSettled<{ payoutId: number }, Payout & { channel: PaymentChannel; payouts: PayoutConnector }>({
+      kind: PAYOUT_QUERY_JOB,
+      what: "payout",
+      logger,
+      async load({ payoutId }) {
+        const payout = await store.findWithChannel(prisma, payoutId);
+        const payouts = payout?.status === "pending" ? payoutsOf(payout.channel) : undefined;
+        return payout && payouts ? { ...payout, payouts } : null;
+      },
+      async ask(payout) {
+        await askProvider(payout, payout.payouts);
+        return (await store.statusOf(prisma, payout.id)) !== "pending";
+      },
+      firstWaitMs: () => deps.resultOverdueMs,
+    }),
+  );
+
 
   return {
     applyResult,

@@ -4,6 +4,7 @@ import { randomReference } from "../../references.ts";
 import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
+import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
 import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
@@ -19,7 +20,6 @@ import { REFUND_STATUS, type RefundFilters } from "./store.ts";
 
 export const REFUND_CHECK_JOB = "refund.check";
 export const refundReasons = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
-const MAX_CHECK_BACKOFF_MS = 60 * 60_000;
 
 export interface RefundInput {
   /** The transaction's reference, or its numeric id. */
@@ -132,22 +132,23 @@ export function createRefundService(deps: RefundServiceDeps) {
   }
 
   /** Asks the rail what became of a pending refund, until it says. */
-  deps.jobs.register<{ refundId: number }>({
-    kind: REFUND_CHECK_JOB,
-    concurrency: 5,
-    async run({ refundId }, job) {
-      const refund = await store.findWithPayment(prisma, refundId);
-      if (!refund || refund.status !== "pending") return;
-      const rail = railOf(refund.channel);
-      if (!rail) return;
-      try {
-        if ((await askRail(refund, rail)).state !== "pending") return;
-      } catch (error) {
-        logger.warn({ reference: refund.reference, err: (error as Error).message }, "refund status query failed; will ask again");
-      }
-      return { retryInMs: Math.min(rail.checkAfterMs * 2 ** (job.attempt + 1), MAX_CHECK_BACKOFF_MS) };
-    },
-  });
+  type PendingRefund = NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>> & { rail: RefundConnector };
+  deps.jobs.register(
+    askUntilSettled<{ refundId: number }, PendingRefund>({
+      kind: REFUND_CHECK_JOB,
+      what: "refund",
+      logger,
+      async load({ refundId }) {
+        const refund = await store.findWithPayment(prisma, refundId);
+        const rail = refund?.status === "pending" ? railOf(refund.channel) : undefined;
+        return refund && rail ? { ...refund, rail } : null;
+      },
+      ask: async (refund) => (await askRail(refund, refund.rail)).state !== "pending",
+      // The first question was at checkAfterMs: the next ones wait twice as long, then twice again.
+      firstWaitMs: (refund) => refund.rail.checkAfterMs * 2,
+    }),
+  );
+
 
   /** The caller's transaction named by `transaction` (its reference, or its numeric id). */
   function paymentOf(principal: Principal, key: unknown) {
