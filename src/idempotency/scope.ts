@@ -38,6 +38,15 @@ export function recoveredObjectId(kind: RecoverableKind): number | null {
   return Number.isSafeInteger(id) ? id : null;
 }
 
+/**
+ * The object an interrupted earlier attempt of this keyed request committed (looked up with `find`, which
+ * scopes it to the caller), or null: the request then creates it. What keeps a retry from sending twice.
+ */
+export async function recoveredObject<T>(kind: RecoverableKind, find: (id: number) => Promise<T | null>): Promise<T | null> {
+  const id = recoveredObjectId(kind);
+  return id === null ? null : find(id);
+}
+
 /** Writes the recovery point in the caller's database transaction; a no-op outside a keyed request. */
 export async function recordRecoveryPoint(tx: Prisma.TransactionClient, kind: RecoverableKind, id: number): Promise<void> {
   const scope = storage.getStore();

@@ -5,7 +5,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
-import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
+import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
 import { enqueue, reschedule } from "../../jobs/store.ts";
@@ -196,11 +196,8 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
     async createPayout(principal: Principal, input: PayoutInput): Promise<Payout> {
       // An interrupted earlier attempt of this Idempotency-Keyed request committed it: never send it twice.
-      const recoveredId = recoveredObjectId("payout");
-      if (recoveredId !== null) {
-        const recovered = await store.findScoped(prisma, principal, { id: recoveredId });
-        if (recovered) return recovered;
-      }
+      const recovered = await recoveredObject("payout", (id) => store.findScoped(prisma, principal, { id }));
+      if (recovered) return recovered;
       const amount = parseAmount(input.amount);
       const phoneNumber = normalizeMsisdn(input.phoneNumber);
       const clientReference = optionalText(input.reference, "reference", 100);

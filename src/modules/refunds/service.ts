@@ -3,7 +3,7 @@ import type { Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
 import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
-import { recordRecoveryPoint, recoveredObjectId } from "../../idempotency/scope.ts";
+import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
 import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
 import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
@@ -160,11 +160,8 @@ export function createRefundService(deps: RefundServiceDeps) {
 
   return {
     async createRefund(principal: Principal, input: RefundInput): Promise<Refund> {
-      const recoveredId = recoveredObjectId("refund");
-      if (recoveredId !== null) {
-        const recovered = await store.findScoped(prisma, principal, { id: recoveredId });
-        if (recovered) return recovered;
-      }
+      const recovered = await recoveredObject("refund", (id) => store.findScoped(prisma, principal, { id }));
+      if (recovered) return recovered;
       const amount = parseRefundAmount(input.amount);
       const reason = input.reason ?? null;
       if (reason !== null && !(refundReasons as readonly string[]).includes(reason)) throw new ValidationError("reason", `must be one of ${refundReasons.join(", ")}`);

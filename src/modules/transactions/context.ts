@@ -3,7 +3,7 @@ import type { Principal } from "../../auth.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, ValidationError } from "../../errors.ts";
-import { recoveredObjectId } from "../../idempotency/scope.ts";
+import { recoveredObject } from "../../idempotency/scope.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import type { Connectors } from "../../providers/index.ts";
@@ -123,9 +123,6 @@ export function createFlowContext(deps: TransactionServiceDeps): FlowContext {
     transition: (request) => transitionTransaction(stateMachine, request),
     checkoutUrl,
     returnUrl: (reference) => `${checkoutUrl(reference)}/return`,
-    async recoveredTransaction(principal) {
-      const id = recoveredObjectId("transaction");
-      return id === null ? null : store.findInScope(principal, id);
-    },
+    recoveredTransaction: (principal) => recoveredObject("transaction", (id) => store.findInScope(principal, id)),
   };
 }
