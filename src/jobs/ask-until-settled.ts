@@ -1,36 +1,36 @@
 import type { Logger } from "../logger.ts";
 import type { JobDefinition } from "./runner.ts";
 
+const MAX_WAIT_MS = 60 * 60_000;
+
 /**
  * A job that asks a provider what became of a pending money object (a payout, a refund) until an answer
  * settles it, with doubling waits capped at an hour. Only the provider's answer ever settles it: the job
- * never sends anything again. `load` finds the object and what to ask with (null: nothing left to ask);
- * `ask` asks and answers whether the object is settled now. A failed question is logged and asked again.
+ * never sends anything again. `find` loads the object; `via` gives what to ask with (none: nothing to
+ * ask); `ask` asks and answers whether the object is settled now. A failed question is logged and asked again.
  */
-export function askUntilSettled<P, Subject extends { reference: string }>(options: {
+export function askUntilSettled<P, Subject extends { reference: string; status: string }, Via>(options: {
   kind: string;
-  /** "payout", "refund": for the log line. */
-  what: string;
   logger: Logger;
-  load(payload: P): Promise<Subject | null>;
-  ask(subject: Subject): Promise<boolean>;
-  /** The wait before asking again after `attempt` questions (the runner's attempt count). */
-  firstWaitMs(subject: Subject): number;
+  find(payload: P): Promise<Subject | null>;
+  via(subject: Subject): Via | undefined;
+  ask(subject: Subject, via: Via): Promise<boolean>;
+  /** The wait before asking again the first time; it doubles with each question. */
+  firstWaitMs(via: Via): number;
 }): JobDefinition<P> {
   return {
     kind: options.kind,
     concurrency: 5,
     async run(payload, job) {
-      const subject = await options.load(payload);
-      if (!subject) return;
+      const subject = await options.find(payload);
+      const via = subject?.status === "pending" ? options.via(subject) : undefined;
+      if (!subject || via === undefined) return;
       try {
-        if (await options.ask(subject)) return;
+        if (await options.ask(subject, via)) return;
       } catch (error) {
-        options.logger.warn({ reference: subject.reference, err: (error as Error).message }, `${options.what} status query failed; will ask again`);
+        options.logger.warn({ kind: options.kind, reference: subject.reference, err: (error as Error).message }, "status query failed; will ask again");
       }
-      return { retryInMs: Math.min(options.firstWaitMs(subject) * 2 ** job.attempt, MAX_WAIT_MS) };
+      return { retryInMs: Math.min(options.firstWaitMs(via) * 2 ** job.attempt, MAX_WAIT_MS) };
     },
   };
 }
-
-const MAX_WAIT_MS = 60 * 60_000;

@@ -20,6 +20,15 @@ export interface CallbackServiceDeps {
   logger: Logger;
 }
 
+/** What owns a payout's or refund's outcome: applies its result (matched on the provider request id, or on our reference for a status answer), or asks at once after a queue timeout. */
+interface OutcomeOwner<Result> {
+  applyResult(channel: PaymentChannel, result: Result, reference?: string): Promise<unknown>;
+  resultTimedOut(channel: PaymentChannel, providerRequestId: string | null): Promise<void>;
+}
+
+/** A result, a queue timeout, or a status query's answer (null: it did not tell; the owner's job asks again later). */
+type OutcomeCallback<Result> = { result: Result } | { providerRequestId: string | null } | { reference: string; result: Result | null };
+
 /** One provider callback as it arrived at /callbacks/<provider>/<token><path>. */
 export interface ReceivedCallback {
   /** The path's provider segment: a provider's registry name, or an alias its connector keeps (URLs already registered). */
@@ -73,6 +82,15 @@ export function matchCallbackPath(paths: readonly string[], rawPath: string): { 
  */
 export function createCallbackService(deps: CallbackServiceDeps) {
   const { channels, connectors, transactions, payouts, refunds, momo, logger } = deps;
+
+  /** A payout's or refund's outcome callback, handed to the service that owns the object. */
+  async function settleBy<Result>(owner: OutcomeOwner<Result>, what: string, channel: PaymentChannel, callback: OutcomeCallback<Result>) {
+    if ("providerRequestId" in callback) return void (await owner.resultTimedOut(channel, callback.providerRequestId));
+    if (!("reference" in callback)) return void (await owner.applyResult(channel, callback.result));
+    if (callback.result) await owner.applyResult(channel, callback.result, callback.reference);
+    else logger.info({ reference: callback.reference }, `${what} status query did not settle the ${what}; asking again later`);
+  }
+
   const all: Connector[] = providerNames.map((name) => connectors[name]);
 
   /** The connectors a path's provider segment names: its own, or those keeping it as an alias. */
@@ -92,24 +110,14 @@ export function createCallbackService(deps: CallbackServiceDeps) {
         await momo.recordC2bConfirmation(channel, callback.payment, callback.body);
         return undefined;
       case "payout_result":
-        await payouts.applyResult(channel, callback.result);
-        return undefined;
       case "payout_timeout":
-        await payouts.resultTimedOut(channel, callback.providerRequestId);
-        return undefined;
       case "payout_status_result":
-        if (callback.result) await payouts.applyResult(channel, callback.result, callback.reference);
-        else logger.info({ reference: callback.reference }, "payout status query did not settle the payout; asking again later");
+        await settleBy(payouts, "payout", channel, callback);
         return undefined;
       case "refund_result":
-        await refunds.applyResult(channel, callback.result);
-        return undefined;
       case "refund_timeout":
-        await refunds.resultTimedOut(channel, callback.providerRequestId);
-        return undefined;
       case "refund_status_result":
-        if (callback.result) await refunds.applyResult(channel, callback.result, callback.reference);
-        else logger.info({ reference: callback.reference }, "refund status query did not settle the refund; asking again later");
+        await settleBy(refunds, "refund", channel, callback);
         return undefined;
       case "notification": {
         const { notification } = callback;

@@ -2,15 +2,8 @@ import { defineRoute } from "../../rest/route-table.ts";
 import { intParam, required, stringField, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
+import type { CustomerData } from "./types.ts";
 
-interface CustomerData {
-  databaseId: number;
-  email: string;
-  firstName: string | null;
-  lastName: string | null;
-  phone: string | null;
-  createdAt: string;
-}
 
 interface CustomerPageData {
   items: CustomerData[];

@@ -150,17 +150,13 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
   /** Asks the provider what became of a payout with no result. */
   deps.jobs.register(
-    askUntilSettled<{ payoutId: number }, Payout & { channel: PaymentChannel; payouts: PayoutConnector }>({
+    askUntilSettled({
       kind: PAYOUT_QUERY_JOB,
-      what: "payout",
       logger,
-      async load({ payoutId }) {
-        const payout = await store.findWithChannel(prisma, payoutId);
-        const payouts = payout?.status === "pending" ? payoutsOf(payout.channel) : undefined;
-        return payout && payouts ? { ...payout, payouts } : null;
-      },
-      async ask(payout) {
-        await askProvider(payout, payout.payouts);
+      find: ({ payoutId }: { payoutId: number }) => store.findWithChannel(prisma, payoutId),
+      via: (payout) => payoutsOf(payout.channel),
+      ask: async (payout, payouts) => {
+        await askProvider(payout, payouts);
         return (await store.statusOf(prisma, payout.id)) !== "pending";
       },
       firstWaitMs: () => deps.resultOverdueMs,

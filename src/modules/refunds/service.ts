@@ -132,20 +132,15 @@ export function createRefundService(deps: RefundServiceDeps) {
   }
 
   /** Asks the rail what became of a pending refund, until it says. */
-  type PendingRefund = NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>> & { rail: RefundConnector };
   deps.jobs.register(
-    askUntilSettled<{ refundId: number }, PendingRefund>({
+    askUntilSettled({
       kind: REFUND_CHECK_JOB,
-      what: "refund",
       logger,
-      async load({ refundId }) {
-        const refund = await store.findWithPayment(prisma, refundId);
-        const rail = refund?.status === "pending" ? railOf(refund.channel) : undefined;
-        return refund && rail ? { ...refund, rail } : null;
-      },
-      ask: async (refund) => (await askRail(refund, refund.rail)).state !== "pending",
-      // The first question was at checkAfterMs: the next ones wait twice as long, then twice again.
-      firstWaitMs: (refund) => refund.rail.checkAfterMs * 2,
+      find: ({ refundId }: { refundId: number }) => store.findWithPayment(prisma, refundId),
+      via: (refund) => railOf(refund.channel),
+      ask: async (refund, rail) => (await askRail(refund, rail)).state !== "pending",
+      // The first question was asked checkAfterMs after sending: the next ones wait twice as long, then twice again.
+      firstWaitMs: (rail) => rail.checkAfterMs * 2,
     }),
   );
 

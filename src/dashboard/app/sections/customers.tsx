@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import type { CustomerData } from "../../../modules/customers/types.ts";
 import { formatDate } from "../format.ts";
 import { Pager } from "../paging.tsx";
 import { Listing, Table } from "../tables.tsx";
@@ -12,14 +13,7 @@ const QUERY = `query DashboardCustomers($search: String, $page: Int, $limit: Int
   }
 }`;
 
-interface Customer {
-  databaseId: number;
-  email: string;
-  firstName: string | null;
-  lastName: string | null;
-  phone: string | null;
-  createdAt: string;
-}
+type Customer = CustomerData;
 type Answer = { customers: { __typename: "CustomerPage"; total: number; page: number; pages: number; items: Customer[] } | { __typename: string; message: string } };
 
 export function Customers() {
