@@ -28,7 +28,7 @@ let webhookSecret: string;
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
   gw = await startTestGateway({
-    env: { SANDBOX_REFUND_DELAY_MS: "300", JOB_POLL_INTERVAL_MS: "100", WEBHOOK_ALLOW_PRIVATE_URLS: "true", RATE_LIMIT_ENABLED: "false" },
+    env: { SANDBOX_REFUND_DELAY_MS: "300", SANDBOX_STK_DELAY_MS: "50", JOB_POLL_INTERVAL_MS: "100", WEBHOOK_ALLOW_PRIVATE_URLS: "true", RATE_LIMIT_ENABLED: "false" },
   });
   const merchant = await gw.createMerchant();
   merchantId = merchant.id;
@@ -136,6 +136,18 @@ describe("POST /v1/refunds and GET /v1/refunds/:id", () => {
     expect(again.body.data.amount).toBe(5_000);
   });
 
+  it("an STK payment from 254700005126 completes, but its refunds fail", async () => {
+    const push = await api.post("/api/momo/stk-push", { amount: 3_000, phone_number: "254700005126" });
+    expect(push.status, push.text).toBe(200);
+    const reference: string = push.body.transaction.reference;
+    await until(() => api.get(`/api/momo/stk-status/${reference}`), (r) => r.body?.transaction?.status === "completed");
+    const res = await refund({ transaction: reference, amount: 1_000 });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.method).toBe("sandbox");
+    const done = await settled(res.body.data.id);
+    expect(done.body.data).toMatchObject({ status: "failed", failure_code: "refund_failed" });
+  });
+
   it("50 concurrent refunds of a tenth each: exactly 10 accepted, never more than was paid", async () => {
     const reference = await paidTransaction(10_000);
     const answers = await Promise.all(Array.from({ length: 50 }, () => refund({ transaction: reference, amount: 1_000 })));
@@ -233,6 +245,10 @@ describe("GraphQL", () => {
     expect(one.body.data.refund).toEqual({ databaseId, status: "completed", transactionReference: reference });
     const tx = await gql(`query($r: String!) { transaction(reference: $r) { ... on Transaction { amount amountRefunded refunded refunds { databaseId status } } } }`, { r: reference });
     expect(tx.body.data.transaction).toEqual({ amount: 6000, amountRefunded: 2500, refunded: false, refunds: [{ databaseId, status: "completed" }] });
+    const connection = await gql(`query($t: String) { refunds(first: 1, transaction: $t) { totalCount edges { node { databaseId } } pageInfo { hasNextPage } } }`, { t: reference });
+    expect(connection.body.data.refunds).toEqual({ totalCount: 1, edges: [{ node: { databaseId } }], pageInfo: { hasNextPage: false } });
+    const none = await gql(`query { refunds(first: 5, transaction: "txn-nope") { totalCount edges { node { databaseId } } } }`, {});
+    expect(none.body.data.refunds).toEqual({ totalCount: 0, edges: [] });
     const page = await gql(`query($t: String) { refundsPage(transaction: $t) { ... on RefundPage { total items { databaseId } } } }`, { t: reference });
     expect(page.body.data.refundsPage).toEqual({ total: 1, items: [{ databaseId }] });
     const tooMuch = await gql(

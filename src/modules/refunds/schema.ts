@@ -97,6 +97,14 @@ builder.queryFields((t) => ({
     },
     resolve: (_root, args, ctx, info) => ctx.services.refunds.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
   }),
+  refunds: t.prismaConnection({
+    type: "Refund",
+    cursor: "id",
+    description: "Newest first, with Relay cursors and totalCount; the same filters as refundsPage.",
+    args: refundFilterArgs(t),
+    totalCount: (_root, args, ctx) => ctx.services.refunds.count(ctx.principal!, args),
+    resolve: (query, _root, args, ctx) => ctx.services.refunds.connectionSlice(ctx.principal!, args, query),
+  }),
 }));
 
 builder.mutationField("createRefund", (t) =>

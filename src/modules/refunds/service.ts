@@ -21,6 +21,9 @@ import { REFUND_STATUS, type RefundFilters } from "./store.ts";
 export const REFUND_CHECK_JOB = "refund.check";
 export const refundReasons = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
 
+/** The list filters as callers give them: status, dates, and the refunded transaction's reference or id. */
+export type RefundListFilters = Omit<RefundFilters, "transactionId"> & { transaction?: string | null };
+
 export interface RefundInput {
   /** The transaction's reference, or its numeric id. */
   transaction: unknown;
@@ -145,6 +148,16 @@ export function createRefundService(deps: RefundServiceDeps) {
   );
 
 
+  /** The filters with `transaction` (a reference or id) resolved to its id; null when it names none of the caller's. */
+  async function filtersOf(principal: Principal, input: RefundListFilters): Promise<RefundFilters | null> {
+    if (!input.transaction) return { ...input, transactionId: null };
+    const transaction = await paymentOf(principal, input.transaction).catch((error) => {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    });
+    return transaction ? { ...input, transactionId: transaction.id } : null;
+  }
+
   /** The caller's transaction named by `transaction` (its reference, or its numeric id). */
   function paymentOf(principal: Principal, key: unknown) {
     if (typeof key === "number" ? !Number.isSafeInteger(key) || key < 1 : typeof key !== "string" || key.trim() === "") {
@@ -224,21 +237,24 @@ export function createRefundService(deps: RefundServiceDeps) {
     /** One page, newest first, with totals (GET /v1/refunds); `transaction` filters by the refunded transaction. */
     async listPage(
       principal: Principal,
-      input: Omit<RefundFilters, "transactionId"> & { transaction?: string | null; page?: number | null; limit?: number | null },
+      input: RefundListFilters & { page?: number | null; limit?: number | null },
       query: { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect } = {},
     ): Promise<Page<Refund>> {
       const paging = resolvePaging(input);
-      let transactionId: number | null = null;
-      if (input.transaction) {
-        const transaction = await paymentOf(principal, input.transaction).catch((error) => {
-          if (error instanceof NotFoundError) return null;
-          throw error;
-        });
-        if (!transaction) return toPage([], 0, paging);
-        transactionId = transaction.id;
-      }
-      const { items, total } = await store.listPage(prisma, principal, { ...input, transactionId }, paging, query);
+      const filters = await filtersOf(principal, input);
+      if (!filters) return toPage([], 0, paging);
+      const { items, total } = await store.listPage(prisma, principal, filters, paging, query);
       return toPage(items, total, paging);
+    },
+
+    /** GraphQL's refunds connection: one slice for Pothos's cursor arguments, and the total. */
+    async connectionSlice(principal: Principal, input: RefundListFilters, query: object): Promise<Refund[]> {
+      const filters = await filtersOf(principal, input);
+      return filters ? store.connectionSlice(prisma, principal, filters, query) : [];
+    },
+    async count(principal: Principal, input: RefundListFilters): Promise<number> {
+      const filters = await filtersOf(principal, input);
+      return filters ? store.count(prisma, principal, filters) : 0;
     },
 
     refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),

@@ -124,6 +124,15 @@ export async function listPage(db: Db, principal: Principal, filters: RefundFilt
   return { items: items as Refund[], total };
 }
 
+/** GraphQL's refunds connection: Pothos's cursor arguments (`query`) over the caller's filtered refunds, newest id first. */
+export function connectionSlice(db: Db, principal: Principal, filters: RefundFilters, query: object): Promise<Refund[]> {
+  return db.refund.findMany({ ...query, where: filtered(principal, filters), orderBy: { id: "desc" } });
+}
+
+export function count(db: Db, principal: Principal, filters: RefundFilters): Promise<number> {
+  return db.refund.count({ where: filtered(principal, filters) });
+}
+
 /** The sum of a transaction's completed refunds, recomputed (transactions.amount_refunded keeps it as they complete). */
 export async function refundedAmount(db: Db, transactionId: number): Promise<bigint> {
   const result = await db.refund.aggregate({ where: { transactionId, status: "completed" }, _sum: { amount: true } });
