@@ -3,7 +3,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, type HttpResult } from "../support/gateway.ts";
 import { gatewayProcesses, printedTestKey, processEnv, type StartedGatewayProcess } from "../support/process.ts";
-import { until } from "../support/wait.ts";
+import { until, waitUntil } from "../support/wait.ts";
 
 /**
  * kill -9 of the gateway in the middle of a burst of Idempotency-Keyed payments, then a restart and a
@@ -14,6 +14,13 @@ import { until } from "../support/wait.ts";
  * and each transaction completes exactly once.
  */
 const LEASE_MS = 1000;
+
+/**
+ * Every lease the dead process held (idempotency keys in flight, card-charge claims) was taken before it died,
+ * so it has lapsed LEASE_MS after the death (plus a margin for clock granularity): the restarted gateway, whose
+ * database this test cannot read while the gateway holds it, then lets a retry through.
+ */
+const leasesLapsed = (diedAt: number) => waitUntil(() => Date.now() >= diedAt + LEASE_MS + 100, "the dead process's leases to lapse");
 const BURST = 40;
 
 interface Attempt {
@@ -75,8 +82,9 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
     await Promise.all(sends);
     if (!killed) gateway.child.kill("SIGKILL");
     expect(await gateway.exited).toBe("SIGKILL");
+    const diedAt = Date.now();
     gateway = await start();
-    await new Promise((r) => setTimeout(r, LEASE_MS + 300));
+    await leasesLapsed(diedAt);
   }
 
   /** Every transaction the merchant has, by client-visible field. */
@@ -180,8 +188,9 @@ describe("Idempotency-Keyed payments across a gateway crash", () => {
     if (!killed) gateway.child.kill("SIGKILL");
     expect(await gateway.exited).toBe("SIGKILL");
     expect(acknowledged.size).toBeGreaterThanOrEqual(1);
+    const diedAt = Date.now();
     gateway = await start();
-    await new Promise((r) => setTimeout(r, LEASE_MS + 300));
+    await leasesLapsed(diedAt);
 
     // The payer tries again: an acknowledged payment is already completed (409), any other one is charged now.
     const retries = await Promise.all(references.map((reference) => pay(reference)));
