@@ -205,6 +205,8 @@ export interface PayoutResult {
 export interface PayoutConnector {
   /** True when this channel's credentials allow payouts (e.g. an M-Pesa initiator is configured). */
   canPayOut(config: unknown): boolean;
+  /** What a channel's config needs before it can pay out, for the refusal's message (when canPayOut can say no). */
+  readonly payOutNeeds?: string;
   /** Throws a ValidationError naming `amount` when the provider cannot send it (units, bounds). */
   checkAmount(amount: bigint, currency: string): void;
   /** Sends the payout; resolves with the provider's conversation id once it accepted the request. */

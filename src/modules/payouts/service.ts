@@ -87,7 +87,10 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     if (channelId != null) {
       const channel = await channels.resolvePaymentChannel(principal, channelId);
       const found = capable(channel);
-      if (!found) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) cannot pay out${channel.provider === "mpesa" ? ": its config needs initiator_name and security_credential or initiator_password" : ""}`);
+      if (!found) {
+        const needs = connectors.for(channel)?.payouts?.payOutNeeds;
+        throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) cannot pay out${needs ? `: its config needs ${needs}` : ""}`);
+      }
       return found;
     }
     const active = await prisma.paymentChannel.findMany({ where: { ...scope(principal), isActive: true }, orderBy: [{ isDefault: "desc" }, { id: "desc" }] });

@@ -297,6 +297,7 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
   }
 
   const payouts: PayoutConnector = {
+    payOutNeeds: "initiator_name and security_credential or initiator_password",
     canPayOut: (raw) => {
       const config = raw as MpesaConfig;
       return Boolean(config.initiator_name && (config.security_credential || config.initiator_password));
