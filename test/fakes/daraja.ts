@@ -220,9 +220,13 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     reversalNoResult: false,
     /** Post the queue-timeout notice to QueueTimeOutURL instead of a Result. */
     reversalQueueTimeout: false,
+    /** Record (and schedule the Result of) each accepted Reversal request, but hang its reply until releaseReversalReplies(). */
+    reversalHoldReply: false,
   };
   /** Replies held by b2cHoldReply, released in order. */
   const heldB2cReplies: (() => void)[] = [];
+  /** Replies held by reversalHoldReply, released in order. */
+  const heldReversalReplies: (() => void)[] = [];
   /** Accepted B2C requests by OriginatorConversationID (a reuse is refused: Daraja's idempotency). */
   const payouts = new Map<string, B2cPayoutRecord>();
   /** Settlement per PartyB (2547...); absent means paid. */
@@ -426,6 +430,7 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
         reversals.set(ocid, record);
         if (switches.reversalQueueTimeout) later(switches.reversalResultDelayMs, () => sendReversalTimeout(ocid));
         else if (!switches.reversalNoResult) later(switches.reversalResultDelayMs, () => sendReversalResult(ocid));
+        if (switches.reversalHoldReply) await new Promise<void>((release) => heldReversalReplies.push(release));
         return {
           status: 200,
           body: { OriginatorConversationID: ocid, ConversationID: record.conversationId, ResponseCode: "0", ResponseDescription: "Accept the service request successfully." },
@@ -839,8 +844,15 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
       for (const release of held) release();
       return held.length;
     },
+    /** Answers every Reversal request held by switches.reversalHoldReply (to a caller that may be gone); returns how many. */
+    releaseReversalReplies(): number {
+      const held = heldReversalReplies.splice(0);
+      for (const release of held) release();
+      return held.length;
+    },
     close: () => {
       for (const release of heldB2cReplies.splice(0)) release();
+      for (const release of heldReversalReplies.splice(0)) release();
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       return new Promise<void>((resolve) => server.close(() => resolve()));
