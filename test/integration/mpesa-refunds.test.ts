@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { until } from "../support/wait.ts";
+import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
  * Refunds of M-Pesa payments against the loopback Daraja, over real HTTP: a whole payment by the Reversal
@@ -100,15 +100,7 @@ async function runRefundCheck(id: number) {
 }
 
 /** Runs with the fake's switches changed, then puts them back. */
-async function withSwitches<T>(changes: Partial<FakeDaraja["switches"]>, run: () => Promise<T>): Promise<T> {
-  const before = { ...fake.switches };
-  Object.assign(fake.switches, changes);
-  try {
-    return await run();
-  } finally {
-    Object.assign(fake.switches, before);
-  }
-}
+const withSwitches = <T>(changes: Partial<FakeDaraja["switches"]>, run: () => Promise<T>) => switched(fake.switches, changes, run);
 
 describe("mpesa_reversal (a whole payment)", () => {
   it("sends Daraja's documented Reversal body (RecieverIdentifierType, token URLs, our OriginatorConversationID); its Result completes the refund", async () => {

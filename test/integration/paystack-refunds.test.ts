@@ -3,7 +3,7 @@ import { startFakePaystack, type FakePaystack, type FakeRefund } from "../fakes/
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { freePort } from "../support/local-server.ts";
-import { until } from "../support/wait.ts";
+import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
  * Refunds on the Paystack rail against the loopback Paystack, over real HTTP: POST /refund in Paystack's
@@ -71,15 +71,7 @@ async function paidPayment(amount = 250_000): Promise<string> {
 }
 
 /** Runs with the fake's switches changed, then puts them back. */
-async function withSwitches<T>(changes: Partial<FakePaystack["switches"]>, run: () => Promise<T>): Promise<T> {
-  const before = { ...fake.switches };
-  Object.assign(fake.switches, changes);
-  try {
-    return await run();
-  } finally {
-    Object.assign(fake.switches, before);
-  }
-}
+const withSwitches = <T>(changes: Partial<FakePaystack["switches"]>, run: () => Promise<T>) => switched(fake.switches, changes, run);
 
 const refund = (body: Record<string, unknown>) => api.post("/v1/refunds", body);
 const refundRow = (id: number) => prisma().refund.findUniqueOrThrow({ where: { id } });

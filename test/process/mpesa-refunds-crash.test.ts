@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja, type ReversalOutcome } from "../fakes/daraja.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { type FakeDaraja, type ReversalOutcome } from "../fakes/daraja.ts";
+import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { startDarajaProcesses } from "../support/daraja-processes.ts";
 import { apiClient } from "../support/gateway.ts";
-import { gatewayProcesses, printedTestKey, processEnv, type StartedGatewayProcess } from "../support/process.ts";
+import { printedTestKey } from "../support/process.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -40,42 +37,18 @@ const cases: { name: string; outcome: ReversalOutcome | null; status: "completed
 ];
 
 describe.each(cases)("an M-Pesa reversal across a gateway crash ($status)", ({ name, outcome, status, event }) => {
-  let database: TestDatabase;
+  let daraja: Awaited<ReturnType<typeof startDarajaProcesses>>;
   let fake: FakeDaraja;
   let receiver: WebhookReceiver;
-  let certDir: string;
-  let env: Record<string, string>;
-  const processes = gatewayProcesses();
+  const start = () => daraja.start();
   const reversalRequests = () => fake.requests.filter((r) => r.path === REVERSAL_PATH);
 
-  async function start(): Promise<StartedGatewayProcess> {
-    const gateway = await processes.start(env);
-    // Daraja posts to PUBLIC_BASE_URL; the fake redirects its callbacks to wherever this process listens.
-    fake.switches.callbackOrigin = gateway.url;
-    return gateway;
-  }
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    fake = await startFakeDaraja();
-    receiver = await startWebhookReceiver();
-    certDir = mkdtempSync(join(tmpdir(), "mpesa-refunds-crash-"));
-    env = processEnv(database, {
-      MPESA_BASE_URL: fake.url,
-      MPESA_CERT_PATH: fake.writePublicKey(certDir),
-      PUBLIC_BASE_URL,
-      REVERSAL_RESULT_OVERDUE_MS: String(OVERDUE_MS),
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    });
+    daraja = await startDarajaProcesses("mpesa-refunds-crash", { REVERSAL_RESULT_OVERDUE_MS: String(OVERDUE_MS) });
+    ({ fake, receiver } = daraja);
   });
-
-  afterAll(async () => {
-    await processes.killAll();
-    await fake?.close();
-    await receiver?.close();
-    await database?.drop();
-    if (certDir) rmSync(certDir, { recursive: true, force: true });
-  });
+  afterAll(() => daraja?.close());
 
   it(`kill -9 while POST ${REVERSAL_PATH} is in flight: the restarted gateway asks Transaction Status, never reverses again; ${name}`, { timeout: 60_000 }, async () => {
     const first = await start();

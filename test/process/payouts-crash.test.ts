@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
+import { type FakeDaraja } from "../fakes/daraja.ts";
+import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { startDarajaProcesses } from "../support/daraja-processes.ts";
 import { apiClient } from "../support/gateway.ts";
-import { gatewayProcesses, printedTestKey, processEnv, type StartedGatewayProcess } from "../support/process.ts";
+import { printedTestKey } from "../support/process.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -17,43 +14,17 @@ import { expectNothingMoreWithin, until } from "../support/wait.ts";
 describe("an M-Pesa payout across a gateway crash", () => {
   const B2C_PATH = "/mpesa/b2c/v3/paymentrequest";
   const PHONE = "254708374149";
-  let database: TestDatabase;
+  let daraja: Awaited<ReturnType<typeof startDarajaProcesses>>;
   let fake: FakeDaraja;
   let receiver: WebhookReceiver;
-  let certDir: string;
-  let env: Record<string, string>;
-  const processes = gatewayProcesses();
-
-  async function start(): Promise<StartedGatewayProcess> {
-    const gateway = await processes.start(env);
-    // Daraja posts to PUBLIC_BASE_URL; the fake redirects its callbacks to wherever this process listens.
-    fake.switches.callbackOrigin = gateway.url;
-    return gateway;
-  }
-
+  const start = () => daraja.start();
   const b2cRequests = () => fake.requests.filter((r) => r.path === B2C_PATH);
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    fake = await startFakeDaraja();
-    receiver = await startWebhookReceiver();
-    certDir = mkdtempSync(join(tmpdir(), "payouts-crash-"));
-    env = processEnv(database, {
-      MPESA_BASE_URL: fake.url,
-      MPESA_CERT_PATH: fake.writePublicKey(certDir),
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
-      PAYOUT_RESULT_OVERDUE_MS: "500",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    });
+    daraja = await startDarajaProcesses("payouts-crash", { PAYOUT_RESULT_OVERDUE_MS: "500" });
+    ({ fake, receiver } = daraja);
   });
-
-  afterAll(async () => {
-    await processes.killAll();
-    await fake?.close();
-    await receiver?.close();
-    await database?.drop();
-    if (certDir) rmSync(certDir, { recursive: true, force: true });
-  });
+  afterAll(() => daraja?.close());
 
   it("kill -9 while the B2C call is in flight: pending after restart, settled by the status query, sent exactly once", { timeout: 60_000 }, async () => {
     const first = await start();

@@ -52,3 +52,14 @@ interface JobCounter {
 export function jobsFallDue(prisma: JobCounter, where: Record<string, unknown>): Promise<void> {
   return waitUntil(async () => (await prisma.job.count({ where: { ...where, runAt: { gt: new Date() } } })) === 0, () => `jobs ${JSON.stringify(where)} to fall due`);
 }
+
+/** Runs `run` with `switches` (a fake's knobs) changed, then puts them back as they were. */
+export async function withSwitches<S extends object, T>(switches: S, changes: Partial<S>, run: () => Promise<T>): Promise<T> {
+  const before = { ...switches };
+  Object.assign(switches, changes);
+  try {
+    return await run();
+  } finally {
+    Object.assign(switches, before);
+  }
+}
