@@ -108,8 +108,12 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     const paid = { body: { reference: firstReference } };
     const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
     expect((await apiClient(gw.url).post(`/payment/checkout/${paid.body.reference}/pay`, card)).status).toBe(200);
-    const refund = await gql(a.testKey, `mutation($t: String!) { createRefund(input: { transaction: $t, amount: 500 }) { __typename ... on Refund { id } } }`, { t: paid.body.reference });
-    expect(refund.body.data?.createRefund?.__typename, refund.text).toBe("Refund");
+    // Three partial refunds of it, for the refunds connection's paging.
+    let refund!: HttpResult;
+    for (let i = 0; i < 3; i++) {
+      refund = await gql(a.testKey, `mutation($t: String!) { createRefund(input: { transaction: $t, amount: 100 }) { __typename ... on Refund { id } } }`, { t: paid.body.reference });
+      expect(refund.body.data?.createRefund?.__typename, refund.text).toBe("Refund");
+    }
     own.Refund = refund.body.data.createRefund.id;
     await gw.createUser(a.id, "viewer");
     own.User = (await gql(a.testKey, `{ users { id } }`)).body.data.users[0].id;
@@ -167,7 +171,7 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       .map((field) => field.name);
 
   it("covers every Relay connection of the schema", () => {
-    expect(connections().sort()).toEqual(["payouts", "transactions"]);
+    expect(connections().sort()).toEqual(["payouts", "refunds", "transactions"]);
   });
 
   it("a malformed after/before cursor is a validation_failed naming the argument, on every connection", async () => {
