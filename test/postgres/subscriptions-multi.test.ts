@@ -93,8 +93,9 @@ describe("subscriptions across gateway instances", () => {
     const theirs = collect(bystander, Everything);
     await waitUntil(() => stats().subscribers === 6, "6 subscribers");
     expect(stats().groups).toBe(2);
-    const before = stats();
     await Promise.all([...subs, theirs].map((sub) => sub.ready())); // B's Redis SUBSCRIBE is asynchronous
+    // Counted from here: starting a subscription (its ready signal) is not an event's execution.
+    const before = stats();
     const reference = await initializeOnA(merchant);
     expect((await payOnA(reference)).status).toBe(200);
     for (const sub of subs) await sub.waitFor(2);
