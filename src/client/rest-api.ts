@@ -1879,6 +1879,10 @@ export interface operations {
                     provider: "sandbox" | "mpesa" | "paystack";
                     /** @description The provider's credentials; write-only */
                     config?: Record<string, never>;
+                    /** @description The provider's fee in basis points of each payment (150 = 1.5%); default 0 */
+                    fee_percent_bps?: number;
+                    /** @description The provider's fixed fee per payment, minor units; default 0 */
+                    fee_fixed?: number;
                 };
             };
         };
@@ -1906,6 +1910,10 @@ export interface operations {
                             is_default: boolean;
                             /** Format: date-time */
                             created_at: string;
+                            /** @description The provider's fee in basis points of each payment's amount */
+                            fee_percent_bps: number;
+                            /** @description The provider's fixed fee per payment, minor units */
+                            fee_fixed: number;
                             /** @description Where the provider sends its events (paystack channels only) */
                             webhook_url?: string;
                         };
@@ -2029,6 +2037,10 @@ export interface operations {
                             is_default: boolean;
                             /** Format: date-time */
                             created_at: string;
+                            /** @description The provider's fee in basis points of each payment's amount */
+                            fee_percent_bps: number;
+                            /** @description The provider's fixed fee per payment, minor units */
+                            fee_fixed: number;
                             /** @description Where the provider sends its events (paystack channels only) */
                             webhook_url?: string;
                         }[];

@@ -103,6 +103,8 @@ export const schemas = {
       is_active: bool(),
       is_default: bool(),
       created_at: dateTime(),
+      fee_percent_bps: int("The provider's fee in basis points of each payment's amount"),
+      fee_fixed: int("The provider's fixed fee per payment, minor units"),
       webhook_url: str("Where the provider sends its events (paystack channels only)"),
     },
     { optional: ["webhook_url"], description: "Credentials (config) are write-only and never returned" },

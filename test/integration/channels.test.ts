@@ -18,7 +18,7 @@ graphql(`
 
 const ChannelsList = graphql(`
   query ChannelsList($activeOnly: Boolean) {
-    paymentChannels(activeOnly: $activeOnly) { ...ChannelFields createdAt }
+    paymentChannels(activeOnly: $activeOnly) { ...ChannelFields createdAt feePercentBps feeFixed }
   }
 `);
 
@@ -31,6 +31,12 @@ const ChannelsCreate = graphql(`
 const ChannelsUpdate = graphql(`
   mutation ChannelsUpdate($input: UpdatePaymentChannelInput!) {
     updatePaymentChannel(input: $input) { __typename ... on PaymentChannel { databaseId name provider } ...FieldFailure }
+  }
+`);
+
+const ChannelsUpdateFees = graphql(`
+  mutation ChannelsUpdateFees($input: UpdatePaymentChannelInput!) {
+    updatePaymentChannel(input: $input) { ... on PaymentChannel { feePercentBps feeFixed } }
   }
 `);
 
@@ -90,8 +96,35 @@ describe("payment channels", () => {
           is_active: true,
           is_default: true,
           created_at: expect.stringMatching(isoMillis),
+          fee_percent_bps: 0,
+          fee_fixed: 0,
         },
       });
+    });
+
+    it("keeps a fee schedule: given on create, returned with the channel, changed through GraphQL", async () => {
+      const m = await gw.createMerchant();
+      const res = await createChannel(m.testKey, { name: "Cards", provider: "sandbox", fee_percent_bps: 290, fee_fixed: 1_000 });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.channel).toMatchObject({ fee_percent_bps: 290, fee_fixed: 1_000 });
+      const updated = await rest(m.testKey).graphql(ChannelsUpdateFees, { input: { id: res.body.channel.id, feePercentBps: 150 } });
+      expect(updated.body.data?.updatePaymentChannel).toEqual({ feePercentBps: 150, feeFixed: 1_000 });
+      const listed = (await rest(m.testKey).get("/api/payment-channels/list")).body.channels;
+      expect(listed).toEqual([expect.objectContaining({ id: res.body.channel.id, fee_percent_bps: 150, fee_fixed: 1_000 })]);
+    });
+
+    it.each([
+      [{ fee_percent_bps: 10_001 }, "fee_percent_bps: must be an integer from 0 to 10000 (basis points: 150 is 1.5%)"],
+      [{ fee_percent_bps: -1 }, "fee_percent_bps: must be an integer from 0 to 10000 (basis points: 150 is 1.5%)"],
+      [{ fee_percent_bps: 1.5 }, "fee_percent_bps: must be an integer"],
+      [{ fee_fixed: -5 }, "fee_fixed: must be an integer from 0 to 10^12 (minor units)"],
+      [{ fee_fixed: "100" }, "fee_fixed: must be an integer"],
+    ])("refuses the fee schedule %j with a 400 naming the field, and creates nothing", async (fees, message) => {
+      const m = await gw.createMerchant();
+      const res = await createChannel(m.testKey, { name: "Bad fees", provider: "sandbox", ...fees });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body).toEqual(validationEnvelope(message));
+      expect((await rest(m.testKey).get("/api/payment-channels/list")).body.channels).toEqual([]);
     });
 
     it("accepts a sandbox channel without config and ignores unknown fields", async () => {
@@ -197,8 +230,8 @@ describe("payment channels", () => {
       expect(res.body).toEqual({
         status: "success",
         channels: [
-          { id: first, name: "First", provider: "sandbox", is_active: false, is_default: false, created_at: expect.stringMatching(isoMillis) },
-          { id: second, name: "Second", provider: "sandbox", is_active: true, is_default: true, created_at: expect.stringMatching(isoMillis) },
+          { id: first, name: "First", provider: "sandbox", is_active: false, is_default: false, created_at: expect.stringMatching(isoMillis), fee_percent_bps: 0, fee_fixed: 0 },
+          { id: second, name: "Second", provider: "sandbox", is_active: true, is_default: true, created_at: expect.stringMatching(isoMillis), fee_percent_bps: 0, fee_fixed: 0 },
         ],
       });
       expect((await rest(merchant.testKey).get("/api/payment-channels/list?active_only=false")).body).toEqual(res.body);
@@ -221,7 +254,10 @@ describe("payment channels", () => {
         const viaRest = (await rest(merchant.testKey).get(`/api/payment-channels/list?active_only=${activeOnly}`)).body.channels;
         const viaGraphql = (await rest(merchant.testKey).graphql(ChannelsList, { activeOnly })).body.data!.paymentChannels;
         expect(
-          viaGraphql.map((c) => ({ id: c.databaseId, name: c.name, provider: c.provider, is_active: c.isActive, is_default: c.isDefault, created_at: c.createdAt })),
+          viaGraphql.map((c) => ({
+            id: c.databaseId, name: c.name, provider: c.provider, is_active: c.isActive, is_default: c.isDefault, created_at: c.createdAt,
+            fee_percent_bps: c.feePercentBps, fee_fixed: c.feeFixed,
+          })),
         ).toEqual(viaRest);
       }
     });

@@ -1,6 +1,6 @@
 import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
-import { boolParam, required, stringField } from "../../rest/params.ts";
-import { body, bool, envelope, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { boolParam, intField, required, stringField } from "../../rest/params.ts";
+import { body, bool, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { listedProviderNames } from "../../providers/registry.ts";
 
 interface ChannelData {
@@ -11,9 +11,11 @@ interface ChannelData {
   isDefault: boolean;
   createdAt: string;
   webhookUrl: string | null;
+  feePercentBps: number;
+  feeFixed: number;
 }
 
-const channelFields = "databaseId name provider isActive isDefault createdAt webhookUrl";
+const channelFields = "databaseId name provider isActive isDefault createdAt webhookUrl feePercentBps feeFixed";
 
 /** The documented channel object; config is write-only and never part of it. */
 const toLegacyChannel = (c: ChannelData) => ({
@@ -23,6 +25,8 @@ const toLegacyChannel = (c: ChannelData) => ({
   is_active: c.isActive,
   is_default: c.isDefault,
   created_at: c.createdAt,
+  fee_percent_bps: c.feePercentBps,
+  fee_fixed: c.feeFixed,
   // Only channels that need one (paystack) carry it; the documented shape of the others is unchanged.
   ...(c.webhookUrl ? { webhook_url: c.webhookUrl } : {}),
 });
@@ -33,6 +37,8 @@ function createVariables({ body }: RestRequest) {
       name: required(stringField(body, "name"), "name"),
       provider: required(stringField(body, "provider"), "provider"),
       config: body.config ?? null,
+      feePercentBps: intField(body, "fee_percent_bps") ?? null,
+      feeFixed: intField(body, "fee_fixed") ?? null,
     },
   };
 }
@@ -45,7 +51,16 @@ export const channelRoutes = [
       operationId: "createPaymentChannel",
       summary: "Create a payment channel (it becomes the default)",
       tag: "Payment channels",
-      body: body({ name: str(), provider: oneOfStrings(listedProviderNames), config: { type: "object", description: "The provider's credentials; write-only" } }, ["name", "provider"]),
+      body: body(
+        {
+          name: str(),
+          provider: oneOfStrings(listedProviderNames),
+          config: { type: "object", description: "The provider's credentials; write-only" },
+          fee_percent_bps: int("The provider's fee in basis points of each payment (150 = 1.5%); default 0", { minimum: 0, maximum: 10000 }),
+          fee_fixed: int("The provider's fixed fee per payment, minor units; default 0", { minimum: 0 }),
+        },
+        ["name", "provider"],
+      ),
       status: 201,
       response: envelope({ message: str(), channel: schemas.channel }),
       errors: [409, 422],

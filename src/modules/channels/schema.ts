@@ -13,6 +13,8 @@ export const PaymentChannel = builder.prismaNode("PaymentChannel", {
     provider: t.exposeString("provider", { description: "sandbox, mpesa or paystack." }),
     isActive: t.exposeBoolean("isActive"),
     isDefault: t.exposeBoolean("isDefault", { description: "Used by payments that name no channel. At most one per merchant and mode." }),
+    feePercentBps: t.exposeInt("feePercentBps", { description: "The provider's fee on each payment, in basis points of the amount (150 = 1.5%); the ledger books it." }),
+    feeFixed: t.expose("feeFixed", { type: "BigInt", description: "The provider's fixed fee on each payment, in minor units, added to the percentage." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     webhookUrl: t.string({
       nullable: true,
@@ -28,6 +30,8 @@ const CreatePaymentChannelInput = builder.inputType("CreatePaymentChannelInput",
     name: t.string({ required: true, description: "1 to 100 characters." }),
     provider: t.string({ required: true, description: "sandbox, mpesa or paystack." }),
     config: t.field({ type: "JSON", description: "The provider's credentials, e.g. public_key and secret_key for paystack." }),
+    feePercentBps: t.int({ description: "The provider's fee in basis points of each payment's amount, 0 to 10000 (default 0)." }),
+    feeFixed: t.field({ type: "BigInt", description: "The provider's fixed fee per payment in minor units, 0 to 10^12 (default 0)." }),
   }),
 });
 
@@ -36,6 +40,8 @@ const UpdatePaymentChannelInput = builder.inputType("UpdatePaymentChannelInput",
     id: t.int({ required: true, description: "The channel's databaseId." }),
     name: t.string(),
     config: t.field({ type: "JSON", description: "Replaces the whole config; validated against the channel's provider." }),
+    feePercentBps: t.int({ description: "The provider's fee in basis points of each payment's amount, 0 to 10000 (default 0)." }),
+    feeFixed: t.field({ type: "BigInt", description: "The provider's fixed fee per payment in minor units, 0 to 10^12 (default 0)." }),
   }),
 });
 

@@ -8,16 +8,43 @@ import type { SecretBox } from "../../security/encryption.ts";
 
 export type { PaymentChannel };
 
-export interface CreateChannelInput {
+/** The provider's fee on each payment, kept by the ledger: round(amount * feePercentBps / 10000) + feeFixed. */
+export interface FeeSchedule {
+  /** Basis points of the amount, 0 to 10000. */
+  feePercentBps?: number | null;
+  /** Minor units, 0 to 10^12. */
+  feeFixed?: bigint | number | null;
+}
+
+export interface CreateChannelInput extends FeeSchedule {
   name: string;
   provider: string;
   config?: unknown;
 }
 
-export interface UpdateChannelInput {
+export interface UpdateChannelInput extends FeeSchedule {
   name?: string | null;
   /** Replaces the whole config; validated against the channel's provider. */
   config?: unknown;
+}
+
+const MAX_FEE_FIXED = 10n ** 12n;
+
+/** The fee schedule's columns that the input sets (absent fields are left as they are, or 0 on create). */
+function validateFeeSchedule(input: FeeSchedule): { feePercentBps?: number; feeFixed?: bigint } {
+  const out: { feePercentBps?: number; feeFixed?: bigint } = {};
+  if (input.feePercentBps != null) {
+    if (!Number.isInteger(input.feePercentBps) || input.feePercentBps < 0 || input.feePercentBps > 10_000) {
+      throw new ValidationError("fee_percent_bps", "must be an integer from 0 to 10000 (basis points: 150 is 1.5%)");
+    }
+    out.feePercentBps = input.feePercentBps;
+  }
+  if (input.feeFixed != null) {
+    const fixed = typeof input.feeFixed === "bigint" ? input.feeFixed : Number.isSafeInteger(input.feeFixed) ? BigInt(input.feeFixed) : -1n;
+    if (fixed < 0n || fixed > MAX_FEE_FIXED) throw new ValidationError("fee_fixed", "must be an integer from 0 to 10^12 (minor units)");
+    out.feeFixed = fixed;
+  }
+  return out;
 }
 
 const MAX_NAME_LENGTH = 100;
@@ -102,14 +129,20 @@ export function decodeCallbackToken(segment: string): string | null {
   return /^[A-Za-z0-9_-]+$/.test(token) ? token : null;
 }
 
-type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt"> & { createdAt: Date | string; updatedAt: Date | string };
+type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt" | "feeFixed"> & { createdAt: Date | string; updatedAt: Date | string; feeFixed: string };
 
 /** Every column of payment_channels `c`, as Prisma's model has it. */
 const CHANNEL_COLUMNS = `c.id, c.merchant_id AS "merchantId", c.mode, c.name,
   c.provider, c.config_encrypted AS "configEncrypted", c.is_active AS "isActive", c.is_default AS "isDefault",
+  c.fee_percent_bps AS "feePercentBps", c.fee_fixed::text AS "feeFixed",
   c.callback_token AS "callbackToken", c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
 
-const channelFromRow = (row: ChannelRow): PaymentChannel => ({ ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) });
+const channelFromRow = (row: ChannelRow): PaymentChannel => ({
+  ...row,
+  feeFixed: BigInt(row.feeFixed),
+  createdAt: new Date(row.createdAt),
+  updatedAt: new Date(row.updatedAt),
+});
 
 /**
  * The channel a payment uses (the one asked for, or the merchant's active default) and the merchant's
@@ -158,6 +191,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
       const name = validateName(input.name);
       const provider = validateProviderForMode(principal, input.provider);
       const configEncrypted = secrets.encryptJson(validateConfig(provider, input.config));
+      const fees = validateFeeSchedule(input);
       return prisma.$transaction(async (tx) => {
         await lockMerchant(tx, principal.merchantId);
         await clearDefault(tx, principal);
@@ -167,6 +201,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
             name,
             provider,
             configEncrypted,
+            ...fees,
             isActive: true,
             isDefault: true,
             callbackToken: randomBytes(24).toString("base64url"),
@@ -210,7 +245,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
     /** Renames and/or replaces the credentials; the provider itself cannot change. */
     async updateChannel(principal: Principal, id: number, input: UpdateChannelInput): Promise<PaymentChannel> {
       const channel = await getChannel(principal, id);
-      const data: Prisma.PaymentChannelUpdateInput = {};
+      const data: Prisma.PaymentChannelUpdateInput = { ...validateFeeSchedule(input) };
       if (input.name != null) data.name = validateName(input.name);
       if (input.config != null) {
         data.configEncrypted = secrets.encryptJson(validateConfig(validateProvider(channel.provider), input.config));

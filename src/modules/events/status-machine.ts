@@ -3,6 +3,7 @@ import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
 import type { Sql } from "../../db/sql.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueueFromParameterCte, jobsParameter, type JobRequest } from "../../jobs/store.ts";
+import { postingsOnChange } from "../ledger/postings.ts";
 import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import type { Snapshot } from "./snapshot.ts";
@@ -12,7 +13,7 @@ import { guardStatus, type TerminalStatus } from "./status-rules.ts";
  * The one status machine of every money object (transactions, payouts, and what follows): pending ->
  * completed | failed, terminal states never change (the rules: status-rules.ts). One statement applies the
  * guarded UPDATE, inserts its event with the object's snapshot, queues the event's webhook deliveries and the
- * change's follow-up jobs, as data-modifying CTEs: atomic on its own, one round trip on every payment's path.
+ * change's follow-up jobs and the ledger's postings, as data-modifying CTEs: atomic on its own, one round trip on every payment's path.
  * The UPDATE is conditional on the row still being pending, so of any number of concurrent callers exactly one
  * applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock). Subscribers hear of it
  * only after commit.
@@ -116,13 +117,15 @@ function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStat
   const sets = [`status = '${to}'`, "updated_at = $2", ...(to === "completed" ? ["completed_at = $2"] : [])];
   changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = $${i + 3}`));
   const jobsParam = `$${changed.length + 3}`;
+  // Dependent writes and the ledger's postings (ledger/postings.ts), each only when the UPDATE applied.
+  const also = [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join("");
   text = `WITH t AS (
     UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status = '${guardStatus(to)}' RETURNING *
   ), ev AS (
     INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
     SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t")}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}${table.alsoWrites?.(to) ? `, ${table.alsoWrites(to)}` : ""}${
+  ), ${WEBHOOK_FAN_OUT_CTES}${also}${
     // Queued once per row of ev: only when the change applied.
     withJobs ? `, ${enqueueFromParameterCte("follow_up", jobsParam, "ev")}` : ""
   }

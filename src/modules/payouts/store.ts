@@ -6,6 +6,7 @@ import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
 import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
+import { postReservation } from "../ledger/postings.ts";
 
 /**
  * Every statement on the payouts table. Prisma for all but the status change, which the status machine
@@ -48,8 +49,11 @@ export const PAYOUT_STATUS: StatusTable<Payout, "providerReference" | "failureCo
   snapshot: PAYOUT_SNAPSHOT,
 };
 
-export function insertPayout(tx: Prisma.TransactionClient, data: Prisma.PayoutUncheckedCreateInput): Promise<Payout> {
-  return tx.payout.create({ data });
+/** A new payout, its amount reserved in the ledger (available -> pending_out) in the same transaction. */
+export async function insertPayout(tx: Prisma.TransactionClient, data: Prisma.PayoutUncheckedCreateInput): Promise<Payout> {
+  const payout = await tx.payout.create({ data });
+  await postReservation(tx, "payout", payout.id);
+  return payout;
 }
 
 /** The provider accepted the request: its own id for it (Daraja's ConversationID). */

@@ -6,6 +6,7 @@ import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
 import { pageWindow, type Paging } from "../../paging.ts";
 import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
+import { postReservation } from "../ledger/postings.ts";
 import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts";
 
 /**
@@ -88,6 +89,8 @@ export async function reserveRefund(tx: Prisma.TransactionClient, transaction: P
       currency: locked.currency,
     },
   });
+  // The amount is reserved in the ledger (available -> pending_out) with the refund, in this transaction.
+  await postReservation(tx, "refund", refund.id);
   return { refund };
 }
 

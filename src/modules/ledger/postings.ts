@@ -1,0 +1,122 @@
+import type { Prisma } from "../../db/generated/prisma/client.ts";
+import type { MoneySubject } from "../events/status-machine.ts";
+import type { TerminalStatus } from "../events/status-rules.ts";
+
+/**
+ * The posting rules of the double-entry ledger, as SQL the money statements embed: a journal entry and its
+ * postings are written by the same statement as the status change (or creation) that caused them, so a
+ * crash leaves both or neither. Each entry is unique on its source and step (ON CONFLICT DO NOTHING): a
+ * replay posts nothing twice. Every rule's legs sum to zero; the database refuses a statement whose
+ * postings do not (the ledger migration's trigger), and UPDATE or DELETE of any ledger row.
+ *
+ * Accounts, per merchant, mode, channel and currency: `available` (what the provider holds for the
+ * merchant), `pending_out` (reserved for refunds and payouts in flight), `fees` (what the provider kept),
+ * and the outside world split by who is on the other side: `payers`, `refunds`, `payees`, `adjustments`.
+ */
+export const ACCOUNT_KINDS = ["available", "pending_out", "fees", "payers", "refunds", "payees", "adjustments"] as const;
+export type AccountKind = (typeof ACCOUNT_KINDS)[number];
+
+/** Entry types. The reservations move money inside the merchant's holding and are not balance transactions. */
+export const BALANCE_TRANSACTION_TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "adjustment"] as const;
+export type BalanceTransactionType = (typeof BALANCE_TRANSACTION_TYPES)[number];
+export type EntryType = BalanceTransactionType | "refund_reservation" | "payout_reservation";
+export type EntrySource = "transaction" | "refund" | "payout" | "adjustment";
+
+/**
+ * One rule, over the source row `src` (its amount, merchant, mode, channel, currency) and the entry `e` being
+ * written: the entry's `amount` is the change in available + pending_out plus the fee (what the merchant's
+ * balance transactions show, money in positive), and the legs move `src.amount` between accounts.
+ */
+interface PostingRule {
+  type: EntryType;
+  amount: string;
+  fee: string;
+  legs: ReadonlyArray<readonly [AccountKind, string]>;
+}
+
+/** The channel's fee schedule on a payment: round(amount * bps / 10000) + fixed, half away from zero. */
+const PAYMENT_FEE = "(SELECT round(src.amount * c.fee_percent_bps / 10000.0)::bigint + c.fee_fixed FROM payment_channels c WHERE c.id = src.channel_id)";
+
+const reserve = (type: EntryType): PostingRule => ({ type, amount: "0", fee: "0", legs: [["available", "-src.amount"], ["pending_out", "src.amount"]] });
+const release = (type: EntryType): PostingRule => ({ type, amount: "0", fee: "0", legs: [["pending_out", "-src.amount"], ["available", "src.amount"]] });
+const send = (type: EntryType, to: AccountKind): PostingRule => ({ type, amount: "-src.amount", fee: "0", legs: [["pending_out", "-src.amount"], [to, "src.amount"]] });
+
+type Step = "created" | TerminalStatus;
+
+/** What each step of each money object posts. A failed payment moved no money and posts nothing. */
+const RULES: Record<MoneySubject, Partial<Record<Step, PostingRule>>> = {
+  transaction: {
+    completed: { type: "payment", amount: "src.amount", fee: PAYMENT_FEE, legs: [["payers", "-src.amount"], ["available", "src.amount - e.fee"], ["fees", "e.fee"]] },
+  },
+  refund: { created: reserve("refund_reservation"), completed: send("refund", "refunds"), failed: release("refund_failure") },
+  payout: { created: reserve("payout_reservation"), completed: send("payout", "payees"), failed: release("payout_failure") },
+};
+
+const ADJUSTMENT: PostingRule = { type: "adjustment", amount: "src.amount", fee: "0", legs: [["available", "src.amount"], ["adjustments", "-src.amount"]] };
+
+/** An adjustment's note and author; a status change has neither. */
+const NO_NOTE = { note: "NULL", createdBy: "NULL" };
+
+/**
+ * The entry and postings CTEs (`ledger_entry`, `ledger_legs`) for a rule over the one-row CTE `from`, whose
+ * row is read as `src` (id, merchant_id, mode, channel_id, currency, reference, amount).
+ */
+function postingCtes(source: EntrySource, rule: PostingRule, from: string, extra = NO_NOTE): string {
+  const legs = rule.legs.map(([kind, amount]) => `('${kind}', (${amount})::bigint)`).join(", ");
+  return `ledger_entry AS (
+    INSERT INTO ledger_entries (merchant_id, mode, channel_id, currency, type, source_type, source_id, source_reference, amount, fee, note, created_by)
+    SELECT src.merchant_id, src.mode, src.channel_id, src.currency, '${rule.type}', '${source}', src.id, src.reference, ${rule.amount}, ${rule.fee}, ${extra.note}, ${extra.createdBy}
+    FROM ${from} src WHERE src.channel_id IS NOT NULL
+    ON CONFLICT (source_type, source_id, type) DO NOTHING
+    RETURNING id, merchant_id, mode, channel_id, currency, fee
+  ), ledger_legs AS (
+    INSERT INTO ledger_postings (entry_id, account_id, amount)
+    SELECT e.id, ledger_account(e.merchant_id, e.mode, e.channel_id, e.currency, leg.kind), leg.amount
+    FROM ledger_entry e CROSS JOIN ${from} src CROSS JOIN LATERAL (VALUES ${legs}) AS leg(kind, amount)
+    WHERE leg.amount <> 0
+    RETURNING entry_id
+  )`;
+}
+
+/**
+ * The postings of a status change, for the status machine's statement (events/status-machine.ts), whose
+ * changed row is the CTE `t`: null when the step moves no money.
+ */
+export function postingsOnChange(subject: MoneySubject, to: TerminalStatus): string | null {
+  const rule = RULES[subject][to];
+  return rule ? postingCtes(subject, rule, "t") : null;
+}
+
+const TABLES: Record<"refund" | "payout", string> = { refund: "refunds", payout: "payouts" };
+
+/**
+ * Reserves a new refund's or payout's amount (available -> pending_out), in the caller's database transaction
+ * that created it: the reservation commits with the row or not at all.
+ */
+export async function postReservation(tx: Prisma.TransactionClient, subject: "refund" | "payout", id: number): Promise<void> {
+  const rule = RULES[subject].created!;
+  await tx.$executeRawUnsafe(`WITH created AS (SELECT * FROM ${TABLES[subject]} WHERE id = $1), ${postingCtes(subject, rule, "created")} SELECT count(*) FROM ledger_legs`, id);
+}
+
+export interface NewAdjustment {
+  merchantId: number;
+  mode: "test" | "live";
+  channelId: number;
+  currency: string;
+  reference: string;
+  /** Signed, minor units: positive adds to available. */
+  amount: bigint;
+  note: string;
+  createdBy: number | null;
+}
+
+/** A correction: a new entry (available <-> adjustments), never an edit. Answers the entry's id. */
+export async function postAdjustment(tx: Prisma.TransactionClient, a: NewAdjustment): Promise<bigint> {
+  const source = `adjustment AS (SELECT NULL::int AS id, $1::int AS merchant_id, $2::"Mode" AS mode, $3::int AS channel_id, $4::text AS currency,
+    $5::text AS reference, $6::bigint AS amount)`;
+  const [row] = await tx.$queryRawUnsafe<{ id: bigint }[]>(
+    `WITH ${source}, ${postingCtes("adjustment", ADJUSTMENT, "adjustment", { note: "$7::text", createdBy: "$8::int" })} SELECT id FROM ledger_entry`,
+    a.merchantId, a.mode, a.channelId, a.currency, a.reference, a.amount, a.note, a.createdBy,
+  );
+  return row!.id;
+}

@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
+
+const NEXT_YEAR = new Date().getUTCFullYear() + 1;
+const card = (number: string) => ({ card_number: number, expiry_month: 12, expiry_year: NEXT_YEAR, cvc: "123" });
+
+let gw: TestGateway;
+let api: ReturnType<typeof apiClient>;
+
+beforeAll(async () => {
+  gw = await startTestGateway({ env: { SANDBOX_REFUND_DELAY_MS: "100", JOB_POLL_INTERVAL_MS: "50", RATE_LIMIT_ENABLED: "false" } });
+  const merchant = await gw.createMerchant();
+  api = apiClient(gw.url, merchant.testKey);
+  await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+});
+afterAll(async () => { await gw?.close(); });
+
+async function paid(amount: number): Promise<string> {
+  const init = await api.post("/api/transactions/initialize", { amount, email: "payer@example.com", currency: "KES" });
+  const res = await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, card("4242424242424242"));
+  expect(res.status, res.text).toBe(200);
+  return init.body.reference;
+}
+
+/** Each entry of the merchant's ledger as type, amount, fee and its legs (account kind: signed amount). */
+async function journal() {
+  const entries = await gw.gateway.db.prisma.ledgerEntry.findMany({ orderBy: { id: "asc" }, include: { postings: { include: { account: true }, orderBy: { id: "asc" } } } });
+  return entries.map((e) => ({ type: e.type, amount: Number(e.amount), fee: Number(e.fee), legs: Object.fromEntries(e.postings.map((p) => [p.account.kind, Number(p.amount)])) }));
+}
+
+describe("the ledger's postings", () => {
+  it("posts a payment, a refund's reservation and its completion, each balanced; refuses edits and unbalanced postings", async () => {
+    const ref = await paid(10_000);
+    const r = await api.post("/v1/refunds", { transaction: ref, amount: 4000 });
+    expect(r.status, r.text).toBe(201);
+    await until(() => api.get(`/v1/refunds/${r.body.data.id}`), (x) => x.body.data.status !== "pending");
+    const p = gw.gateway.db.prisma;
+    expect(await journal()).toEqual([
+      { type: "payment", amount: 10_000, fee: 0, legs: { payers: -10_000, available: 10_000 } },
+      { type: "refund_reservation", amount: 0, fee: 0, legs: { available: -4000, pending_out: 4000 } },
+      { type: "refund", amount: -4000, fee: 0, legs: { pending_out: -4000, refunds: 4000 } },
+    ]);
+    await expect(p.$executeRawUnsafe("UPDATE ledger_entries SET amount = 1")).rejects.toThrow(/append-only/);
+    await expect(p.$executeRawUnsafe("INSERT INTO ledger_postings (entry_id, account_id, amount) VALUES (1, 1, 5)")).rejects.toThrow(/does not balance/);
+  });
+});
