@@ -45,3 +45,20 @@ describe("the ledger's postings", () => {
     await expect(p.$executeRawUnsafe("INSERT INTO ledger_postings (entry_id, account_id, amount) VALUES (1, 1, 5)")).rejects.toThrow(/does not balance/);
   });
 });
+
+describe("channel balances", () => {
+  it("are the accounts' sums, and available is what the other figures leave", async () => {
+    const { channelBalances } = await import("../../src/modules/ledger/store.ts");
+    const merchant = await gw.createMerchant();
+    const mine = apiClient(gw.url, merchant.testKey);
+    const channel = await mine.post("/api/payment-channels/create", { name: "Fees", provider: "sandbox", fee_percent_bps: 150, fee_fixed: 10 });
+    const init = await mine.post("/api/transactions/initialize", { amount: 20_001, email: "payer@example.com", currency: "KES" });
+    expect((await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, card("4242424242424242"))).status).toBe(200);
+    const [b] = await channelBalances(gw.gateway.db.prisma, { merchantId: merchant.id, mode: "test" });
+    // 1.5 % of 20,001 is 300.015: 300, plus 10 fixed.
+    expect(b).toEqual({
+      channelId: channel.body.channel.id, provider: "sandbox", currency: "KES",
+      collected: 20_001n, fees: 310n, refunded: 0n, paidOut: 0n, pendingOut: 0n, adjustments: 0n, available: 19_691n,
+    });
+  });
+});
