@@ -1,0 +1,238 @@
+import { mkdirSync } from "node:fs";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
+
+/**
+ * The Overview page in a real Chromium against the running gateway: the landing page after sign-in, its today /
+ * 7 / 30 days figures equal to what this test paid, failed and refunded (payments moved back in time by their
+ * created_at, the day they count on), the daily volume chart's bars, live figures when a payment settles, a phone's
+ * width; and the paymentStats query it reads, scoped to the merchant and mode and refusing a bad number of days.
+ */
+const SHOTS = "/tmp/dashboard-shots";
+const SCREENSHOT = new URL("../../src/dashboard/screenshot-overview.png", import.meta.url).pathname;
+const DECLINED = "4000000000000002";
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** What this test made, and when it counts (days before today, UTC). */
+interface Made {
+  reference: string;
+  amount: number;
+  status: "completed" | "failed";
+  createdAt: Date;
+}
+interface Refunded {
+  amount: number;
+  createdAt: Date;
+}
+
+const kes = (minor: number) => `KES ${(minor / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+const utcDay = (date: Date) => date.toISOString().slice(0, 10);
+
+describe("dashboard overview", () => {
+  let gw: TestGateway;
+  let browser: Browser;
+  let merchant: TestMerchant;
+  let api: ReturnType<typeof apiClient>;
+  let owner: { email: string; password: string };
+  const made: Made[] = [];
+  const refunded: Refunded[] = [];
+  const offHost: string[] = [];
+  const browserErrors: string[] = [];
+  const prisma = () => gw.gateway.db.prisma;
+
+  /** A card payment created `daysAgo` UTC days back (its created_at moved), completed or declined. */
+  async function pay(amount: number, daysAgo: number, status: "completed" | "failed" = "completed"): Promise<Made> {
+    let reference: string;
+    if (status === "completed") {
+      reference = await paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount });
+    } else {
+      const init = await api.post("/api/transactions/initialize", { email: "payer@example.com", amount });
+      reference = init.body.reference as string;
+      await apiClient(gw.url).post(`/payment/checkout/${reference}/pay`, { ...SANDBOX_CARD, card_number: DECLINED });
+    }
+    const verified = await api.get(`/api/transactions/verify/${reference}`);
+    expect(verified.body.transaction.status).toBe(status);
+    const createdAt = new Date(Date.now() - daysAgo * DAY_MS);
+    if (daysAgo > 0) await prisma().transaction.update({ where: { reference }, data: { createdAt } });
+    const payment = { reference, amount, status, createdAt };
+    made.push(payment);
+    return payment;
+  }
+
+  async function refund(payment: Made, amount: number) {
+    const created = await api.post("/v1/refunds", { transaction: payment.reference, amount });
+    expect(created.status, created.text).toBe(201);
+    await until(() => api.get(`/v1/refunds/${created.body.data.reference}`), (r) => r.body.data.status === "completed");
+    refunded.push({ amount, createdAt: new Date(created.body.data.created_at) });
+  }
+
+  /** The figures this test expects for the last `days` UTC days, today included, from what it made. */
+  function expected(days: number) {
+    const since = Date.parse(`${utcDay(new Date())}T00:00:00Z`) - (days - 1) * DAY_MS;
+    const inPeriod = made.filter((p) => p.createdAt.getTime() >= since);
+    const completed = inPeriod.filter((p) => p.status === "completed");
+    const failed = inPeriod.filter((p) => p.status === "failed");
+    const refunds = refunded.filter((r) => r.createdAt.getTime() >= since);
+    return {
+      volume: completed.reduce((sum, p) => sum + p.amount, 0),
+      count: completed.length,
+      failed: failed.length,
+      rate: completed.length / (completed.length + failed.length),
+      refunds: refunds.reduce((sum, r) => sum + r.amount, 0),
+      refundCount: refunds.length,
+    };
+  }
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    browser = await launchChromium();
+    gw = await startTestGateway({ env: { SANDBOX_REFUND_DELAY_MS: "50", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_PER_MINUTE: "2000" } });
+    merchant = await createSandboxMerchant(gw, "Duka la Overview");
+    api = apiClient(gw.url, merchant.testKey);
+    owner = await gw.createUser(merchant.id, "owner");
+
+    // Today: two paid (one partly refunded), one declined. Three and twelve days ago, and one long ago (outside).
+    const [first] = [await pay(10_000, 0), await pay(2_550, 0), await pay(1_500, 0, "failed")];
+    await refund(first!, 1_250);
+    await pay(7_000, 3);
+    await pay(900, 3, "failed");
+    await pay(4_000, 12);
+    await pay(99_900, 45);
+    // Another merchant's payment today, and a live-mode figure would be another mode: neither is counted.
+    const other = await createSandboxMerchant(gw, "Someone Else");
+    await paidTransaction(gw.url, other.testKey, { email: "payer@example.com", amount: 55_500 });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+    // Nothing but the gateway is asked for anything (the chart is drawn by the app), and the CSP is never hit.
+    expect(offHost).toEqual([]);
+    expect(browserErrors).toEqual([]);
+  });
+
+  async function signedIn(viewport = { width: 1280, height: 900 }): Promise<Page> {
+    const context = await browser.newContext({ viewport, acceptDownloads: true });
+    context.setDefaultTimeout(8000);
+    const page = await context.newPage();
+    await confineToGateway(page, gw.url, offHost);
+    recordPageErrors(page, browserErrors);
+    await page.goto(`${gw.url}/dashboard`);
+    await page.getByLabel("E-mail").fill(owner.email);
+    await page.getByLabel("Password").fill(owner.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.locator('#live-status[data-status="live"]').waitFor();
+    return page;
+  }
+
+  const card = (page: Page, days: number) => page.locator(`.stat-card[data-period="${days}"]`);
+
+  async function expectFigures(page: Page, days: number) {
+    const want = expected(days);
+    const figures = card(page, days);
+    const volume = figures.locator('.stat-volume .amount-line[data-currency="KES"]');
+    await expect.poll(() => volume.getAttribute("data-amount")).toBe(String(want.volume));
+    expect(await figures.locator(".stat-volume .amount-line").count()).toBe(1);
+    expect(await volume.textContent()).toBe(`${kes(want.volume)} ${want.count} payment${want.count === 1 ? "" : "s"}`);
+    const rate = figures.locator(".stat-rate");
+    expect(await rate.getAttribute("data-completed")).toBe(String(want.count));
+    expect(await rate.getAttribute("data-failed")).toBe(String(want.failed));
+    expect(await rate.locator("strong").textContent()).toBe(`${(want.rate * 100).toLocaleString("en-US", { maximumFractionDigits: 1 })}%`);
+    const refunds = figures.locator(".stat-refunds");
+    if (want.refundCount === 0) expect(await refunds.textContent()).toBe("None");
+    else expect(await refunds.locator('.amount-line[data-currency="KES"]').textContent()).toBe(`${kes(want.refunds)} ${want.refundCount} refund${want.refundCount === 1 ? "" : "s"}`);
+  }
+
+  it("lands on the Overview after sign-in, with today's, 7 and 30 days' figures equal to what was paid, failed and refunded", async () => {
+    const page = await signedIn();
+    await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/dashboard/overview");
+    const nav = page.getByRole("navigation", { name: "Sections" }).getByRole("link");
+    expect(await nav.first().textContent()).toBe("Overview");
+    expect(await nav.first().getAttribute("aria-current")).toBe("page");
+    expect(await page.title()).toMatch(/^Overview · /);
+
+    // Sanity of the fixture itself: the three periods differ, so a wrong window would show.
+    expect(new Set([1, 7, 30].map((days) => expected(days).volume)).size).toBe(3);
+    for (const days of [1, 7, 30]) await expectFigures(page, days);
+    expect(await card(page, 1).locator("h2").textContent()).toContain("Today");
+    expect(await card(page, 30).locator("h2").textContent()).toContain("Last 30 days");
+
+    // The chart: one bar per UTC day for 30 days, today last, each as tall as its day's completed volume.
+    const bars = page.locator("#volume-chart svg rect.bar");
+    expect(await bars.count()).toBe(30);
+    const dates = await bars.evaluateAll((rects) => rects.map((rect) => rect.getAttribute("data-date")));
+    expect(dates[29]).toBe(utcDay(new Date()));
+    expect(dates[0]).toBe(utcDay(new Date(Date.now() - 29 * DAY_MS)));
+    const values = await bars.evaluateAll((rects) => rects.map((rect) => Number(rect.getAttribute("data-value"))));
+    const perDay = new Map<string, number>();
+    for (const p of made) if (p.status === "completed") perDay.set(utcDay(p.createdAt), (perDay.get(utcDay(p.createdAt)) ?? 0) + p.amount);
+    expect(values).toEqual(dates.map((date) => perDay.get(date!) ?? 0));
+    // Taller bars for bigger days, and none drawn for an empty one.
+    const heights = await bars.evaluateAll((rects) => rects.map((rect) => Number(rect.getAttribute("height"))));
+    expect(heights[29]).toBeGreaterThan(heights[26]!);
+    expect(heights[26]).toBeGreaterThan(heights[17]!);
+    expect(heights[28]).toBe(0);
+    expect(await page.locator("#volume-chart svg").getAttribute("aria-label")).toContain(`${kes(expected(30).volume)} in all`);
+    await page.screenshot({ path: `${SHOTS}/40-overview.png`, fullPage: true });
+
+    // A payment that settles while the page is open: today's figures follow without a reload.
+    await pay(3_300, 0);
+    await expectFigures(page, 1);
+    await expectFigures(page, 30);
+    await expect.poll(() => bars.last().getAttribute("data-value")).toBe(String(perDay.get(utcDay(new Date()))! + 3_300));
+    await page.context().close();
+  });
+
+  it("fits a 360-px phone: cards stack, the chart is drawn at the screen's width, nothing scrolls sideways", async () => {
+    const page = await signedIn({ width: 360, height: 780 });
+    await card(page, 30).locator(".stat-volume .amount-line").waitFor();
+    await page.locator("#volume-chart svg rect.bar").first().waitFor({ state: "attached" });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    const svgWidth = Number(await page.locator("#volume-chart svg").getAttribute("width"));
+    expect(svgWidth).toBeLessThanOrEqual(360);
+    expect(svgWidth).toBeGreaterThan(240);
+    // One card per row.
+    const boxes = await page.locator(".stat-card").evaluateAll((cards) => cards.map((c) => c.getBoundingClientRect().left));
+    expect(new Set(boxes).size).toBe(1);
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    await page.context().close();
+  });
+
+  it("paymentStats answers the merchant's own figures per day and period, and refuses a bad number of days", async () => {
+    const query = `query($days: Int, $periods: [Int!]) { paymentStats(days: $days, periods: $periods) {
+      __typename ... on ValidationError { field message }
+      ... on PaymentStats { daily { date completedCount failedCount volume { currency amount count } refunds { currency amount count } }
+        periods { days since completedCount failedCount successRate volume { currency amount count } refunds { currency amount count } } } } }`;
+    const stats = await api.post("/graphql", { query, variables: { days: 7, periods: [1, 60] } });
+    expect(stats.status).toBe(200);
+    const answer = stats.body.data.paymentStats;
+    expect(answer.daily).toHaveLength(7);
+    expect(answer.daily[6].date).toBe(utcDay(new Date()));
+    const sixty = expected(60);
+    expect(answer.periods[1]).toMatchObject({
+      days: 60,
+      since: `${utcDay(new Date(Date.now() - 59 * DAY_MS))}T00:00:00.000Z`,
+      completedCount: sixty.count,
+      failedCount: sixty.failed,
+      volume: [{ currency: "KES", amount: sixty.volume, count: sixty.count }],
+      refunds: [{ currency: "KES", amount: sixty.refunds, count: sixty.refundCount }],
+    });
+    expect(answer.periods[1].successRate).toBeCloseTo(sixty.rate, 10);
+    // Three days ago, on its own day: 7,000 paid, one failed.
+    const threeDaysAgo = answer.daily.find((day: { date: string }) => day.date === utcDay(new Date(Date.now() - 3 * DAY_MS)));
+    expect(threeDaysAgo).toMatchObject({ completedCount: 1, failedCount: 1, volume: [{ currency: "KES", amount: 7_000, count: 1 }], refunds: [] });
+
+    // Live mode is another set of books: nothing there.
+    const live = await apiClient(gw.url, merchant.liveKey).post("/graphql", { query, variables: { periods: [30] } });
+    expect(live.body.data.paymentStats.periods[0]).toMatchObject({ completedCount: 0, failedCount: 0, successRate: null, volume: [], refunds: [] });
+
+    for (const variables of [{ days: 0 }, { days: 367 }, { periods: [7, -1] }]) {
+      const refused = await api.post("/graphql", { query, variables });
+      expect(refused.body.data.paymentStats.__typename).toBe("ValidationError");
+    }
+  });
+});
