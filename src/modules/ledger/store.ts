@@ -163,9 +163,9 @@ export async function* balanceTransactionBatches(db: Db, scope: LedgerScope, fil
   const next = `${select} WHERE ${where.join(" AND ")} AND (created_at, id) < ($${params.length + 1}::timestamptz, $${params.length + 2}::bigint) ${order}`;
   let after: [string, string] | null = null;
   for (;;) {
-    const rows = after ? await db.$queryRawUnsafe<KeyedRow[]>(next, ...params, ...after) : await db.$queryRawUnsafe<KeyedRow[]>(first, ...params);
+    const rows: KeyedRow[] = after ? await db.$queryRawUnsafe<KeyedRow[]>(next, ...params, ...after) : await db.$queryRawUnsafe<KeyedRow[]>(first, ...params);
     if (rows.length === 0) return;
-    const last = rows[rows.length - 1]!;
+    const last: KeyedRow = rows[rows.length - 1]!;
     yield rows.map(({ createdAtKey: _key, ...row }) => row);
     if (rows.length < batchSize) return;
     after = [last.createdAtKey, last.id];
