@@ -12,6 +12,7 @@ import "../modules/webhooks/schema.ts";
 import "../modules/payouts/schema.ts";
 import "../modules/refunds/schema.ts";
 import "../modules/users/schema.ts";
+import "../modules/ledger/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 
