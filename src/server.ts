@@ -10,6 +10,7 @@ import { registerDashboardRoutes } from "./dashboard/routes.ts";
 import type { Config } from "./config.ts";
 import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
 import { registerAuthRoutes } from "./modules/users/routes.ts";
+import { registerLedgerReportRoutes } from "./modules/ledger/routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
@@ -359,6 +360,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerCheckoutRoutes(app, services);
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
+  registerLedgerReportRoutes(app, services);
   registerOpenApiRoutes(app);
   metrics.attach({ fanout: () => subscriptions.stats() });
   const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);

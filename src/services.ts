@@ -13,6 +13,7 @@ import { createMerchantService } from "./modules/merchants/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
+import { createLedgerService } from "./modules/ledger/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
 import { setPasswordHashCost } from "./modules/users/passwords.ts";
@@ -126,6 +127,7 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
+    ledger: createLedgerService({ prisma }),
     momo,
     callbackUrls,
     callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, logger }),

@@ -1,4 +1,4 @@
-import { decodeBase64, type SchemaTypes } from "@pothos/core";
+import { decodeBase64, encodeBase64, type SchemaTypes } from "@pothos/core";
 import { decodeGlobalID, resolveNodes } from "@pothos/plugin-relay";
 import type { StandardSchemaV1 } from "@pothos/plugin-validation";
 import { isObjectType, type GraphQLResolveInfo } from "graphql";
@@ -55,14 +55,18 @@ export function loadNodeOrNull<Types extends SchemaTypes>(
   );
 }
 
-/** Whether a cursor is one this gateway issued: base64 of Pothos's "GPC:N:<id>". */
-function isIdCursor(cursor: string): boolean {
-  if (cursor.length > 64) return false;
+/**
+ * A cursor this gateway issued, base64 of Pothos's "GPC:N:<id>" (an Int id) or "GPC:I:<id>" (a BigInt id, the
+ * ledger's balance transactions), as the canonical "GPC:N:<id>" every connection reads (Prisma takes a number
+ * for a BigInt id too); null when it is not one. Ids stay within a PostgreSQL integer either way.
+ */
+function idCursor(cursor: string): string | null {
+  if (cursor.length > 64) return null;
   try {
-    const match = /^GPC:N:(\d+)$/.exec(decodeBase64(cursor));
-    return match !== null && isDatabaseId(match[1]!);
+    const match = /^GPC:[NI]:(\d+)$/.exec(decodeBase64(cursor));
+    return match !== null && isDatabaseId(match[1]!) ? encodeBase64(`GPC:N:${match[1]}`) : null;
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -72,10 +76,11 @@ export function cursorArg(): StandardSchemaV1<string | null | undefined> {
     "~standard": {
       version: 1,
       vendor: "gateway",
-      validate: (value) =>
-        value == null || (typeof value === "string" && isIdCursor(value))
-          ? { value: value as string | null | undefined }
-          : { issues: [{ message: "is not a valid cursor; pass a cursor from pageInfo or an edge" }] },
+      validate: (value) => {
+        if (value == null) return { value: value as null | undefined };
+        const canonical = typeof value === "string" ? idCursor(value) : null;
+        return canonical !== null ? { value: canonical } : { issues: [{ message: "is not a valid cursor; pass a cursor from pageInfo or an edge" }] };
+      },
     },
   };
 }

@@ -13,6 +13,7 @@ import "../modules/payouts/schema.ts";
 import "../modules/refunds/schema.ts";
 import "../modules/transactions/stats-schema.ts";
 import "../modules/users/schema.ts";
+import "../modules/ledger/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

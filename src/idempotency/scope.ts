@@ -17,7 +17,7 @@ export interface IdempotencyScope {
   recoveryPoint: string | null;
 }
 
-export type RecoverableKind = "transaction" | "payout" | "refund";
+export type RecoverableKind = "transaction" | "payout" | "refund" | "adjustment";
 
 const storage = new AsyncLocalStorage<IdempotencyScope>();
 

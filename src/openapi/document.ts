@@ -1,4 +1,5 @@
 import { errorCatalogue } from "../errors.ts";
+import { ledgerReportDocs } from "../modules/ledger/routes.ts";
 import { authRouteDocs } from "../modules/users/routes.ts";
 import type { RestRoute } from "../rest/route-table.ts";
 import { restRoutes } from "../rest/routes.ts";
@@ -33,7 +34,7 @@ function operation(route: DocumentedRoute) {
     [String(doc.status ?? 200)]: {
       description: doc.responseDescription ?? "Success",
       headers: isAuth ? {} : { "X-RateLimit-Limit": { $ref: "#/components/headers/RateLimitLimit" }, "X-RateLimit-Remaining": { $ref: "#/components/headers/RateLimitRemaining" }, "X-RateLimit-Reset": { $ref: "#/components/headers/RateLimitReset" } },
-      content: { "application/json": { schema: doc.response } },
+      content: { [doc.contentType ?? "application/json"]: { schema: doc.response } },
     },
   };
   for (const status of [...COMMON_ERRORS, ...(doc.errors ?? [])].sort()) {
@@ -62,7 +63,7 @@ export function documentedRoutes(routes: RestRoute[] = restRoutes): DocumentedRo
     if (!route.doc) throw new Error(`REST route ${route.method} ${route.path} has no doc: the OpenAPI document would miss it`);
     documented.push({ method: route.method, path: route.path, doc: route.doc });
   }
-  return [...documented, ...authRouteDocs];
+  return [...documented, ...authRouteDocs, ...ledgerReportDocs];
 }
 
 /**
@@ -109,6 +110,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       { name: "Customers", description: "The merchant's payers" },
       { name: "Payouts", description: "Money out to phones (M-Pesa B2C), never sent twice" },
       { name: "Refunds", description: "Money back to payers, in full or in part, never more than was paid" },
+      { name: "Balances", description: "What each channel holds for the merchant, from the double-entry ledger, and what moved it" },
       { name: "Webhooks", description: "Signed event deliveries to the merchant's server" },
       { name: "Account", description: "Who the credential belongs to" },
       { name: "Auth", description: "Users signing in for short-lived bearer tokens" },

@@ -34,6 +34,8 @@ export interface RouteDoc {
   /** The success status (200 unless said) and its body's schema. */
   status?: number;
   response: Record<string, unknown>;
+  /** The success body's media type when it is not JSON (e.g. text/csv). */
+  contentType?: string;
   responseDescription?: string;
   /** Error statuses beyond the common ones (400, 401, 403, 413, 415, 429, 503), e.g. 404, 409, 502. */
   errors?: number[];

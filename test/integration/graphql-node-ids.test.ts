@@ -89,10 +89,13 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     bCustomerId = await createCustomer(b.testKey, "relay-b@example.com");
     aLiveCustomerId = await createCustomer(a.liveKey, "relay-a-live@example.com");
     let firstReference = "";
+    const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
     for (let i = 0; i < 3; i++) {
       const init = await apiClient(gw.url, a.testKey).post("/api/transactions/initialize", { amount: 1000 + i, email: "relay@example.com" });
       expect(init.status, init.text).toBe(200);
       firstReference ||= init.body.reference;
+      // Each paid: three payments, the balance transactions the connection checks page through.
+      if (i > 0) expect((await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, card)).status).toBe(200);
       const payout = await gql(a.testKey, `mutation { createPayout(input: { amount: ${1000 + i * 100}, phoneNumber: "254708374149" }) { __typename ... on Payout { id } } }`);
       expect(payout.body.data?.createPayout?.__typename, payout.text).toBe("Payout");
     }
@@ -100,13 +103,13 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     own.Transaction = transactions.body.data.transactions.edges[0].node.id;
     own.Payout = transactions.body.data.payouts.edges[0].node.id;
     own.Merchant = transactions.body.data.viewer.id;
+    own.BalanceTransaction = (await gql(a.testKey, `{ balanceTransactions(first: 1) { edges { node { id } } } }`)).body.data.balanceTransactions.edges[0].node.id;
     const endpoint = await apiClient(gw.url, a.testKey).post("/v1/webhooks", { url: "http://127.0.0.1:9/relay" });
     expect(endpoint.status, endpoint.text).toBe(201);
     const endpoints = await gql(a.testKey, `{ webhookEndpoints { id } }`);
     own.WebhookEndpoint = endpoints.body.data.webhookEndpoints[0].id;
     // A refund: one of the three transactions paid, then partly refunded.
     const paid = { body: { reference: firstReference } };
-    const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
     expect((await apiClient(gw.url).post(`/payment/checkout/${paid.body.reference}/pay`, card)).status).toBe(200);
     // Three partial refunds of it, for the refunds connection's paging.
     let refund!: HttpResult;
@@ -171,7 +174,7 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       .map((field) => field.name);
 
   it("covers every Relay connection of the schema", () => {
-    expect(connections().sort()).toEqual(["payouts", "refunds", "transactions"]);
+    expect(connections().sort()).toEqual(["balanceTransactions", "payouts", "refunds", "transactions"]);
   });
 
   it("a malformed after/before cursor is a validation_failed naming the argument, on every connection", async () => {
@@ -202,9 +205,12 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     }
   });
 
+  /** Filters that leave three rows (A's balance transactions also hold refunds and payouts settling meanwhile). */
+  const threeRows: Record<string, string> = { balanceTransactions: "type: payment, " };
+
   it("cursors the gateway issued still page forwards and backwards", async () => {
     for (const field of connections()) {
-      const page = (args: string) => gql(a.testKey, `{ ${field}(${args}) { totalCount edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`);
+      const page = (args: string) => gql(a.testKey, `{ ${field}(${threeRows[field] ?? ""}${args}) { totalCount edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`);
       const all = (await page("first: 10")).body.data[field];
       expect(all.totalCount).toBe(3);
       const ids = all.edges.map((e: { node: { id: string } }) => e.node.id);
@@ -218,7 +224,7 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       expect(back.body.errors, back.text).toBeUndefined();
       expect(back.body.data[field].edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(ids.slice(0, 2));
       // A well-formed cursor of a row that is not the caller's pages nothing of anyone else's.
-      const foreign = await gql(b.testKey, `{ ${field}(first: 5, after: "${all.edges[0].cursor}") { totalCount edges { node { id } } } }`);
+      const foreign = await gql(b.testKey, `{ ${field}(${threeRows[field] ?? ""}first: 5, after: "${all.edges[0].cursor}") { totalCount edges { node { id } } } }`);
       expect(foreign.body).toEqual({ data: { [field]: { totalCount: 0, edges: [] } } });
     }
   });

@@ -1,5 +1,7 @@
 import type { Db } from "../../db/database.ts";
-import type { Mode } from "../../db/generated/prisma/client.ts";
+import type { LedgerEntry, Mode, Prisma } from "../../db/generated/prisma/client.ts";
+import { pageWindow, type Paging } from "../../paging.ts";
+import { BALANCE_TRANSACTION_TYPES, type BalanceTransactionType } from "./postings.ts";
 
 /**
  * Reads of the ledger's tables. Writes are only ever the posting rules' statements (postings.ts), run inside
@@ -76,4 +78,109 @@ export async function channelBalances(db: Db, scope: LedgerScope, channelId?: nu
     }
   }
   return [...byKey.values()];
+}
+
+/** What a list of balance transactions is narrowed to; every read is also scoped by merchant and mode. */
+export interface BalanceTransactionFilters {
+  type?: BalanceTransactionType | null;
+  channelId?: number | null;
+  /** An inclusive-from, exclusive-to window on created_at (the /v1 lists' date_from/date_to, already parsed). */
+  createdAt?: { gte?: Date; lt?: Date };
+}
+
+const balanceWhere = (scope: LedgerScope, filters: BalanceTransactionFilters): Prisma.LedgerEntryWhereInput => ({
+  merchantId: scope.merchantId,
+  mode: scope.mode,
+  // Reservations move money inside the merchant's holding: they are not balance transactions.
+  type: filters.type ?? { in: [...BALANCE_TRANSACTION_TYPES] },
+  ...(filters.channelId != null ? { channelId: filters.channelId } : {}),
+  ...(filters.createdAt ? { createdAt: filters.createdAt } : {}),
+});
+
+/** Newest first: the (merchant_id, mode[, channel_id], created_at desc, id desc) indexes serve this order. */
+const NEWEST_FIRST: Prisma.LedgerEntryOrderByWithRelationInput[] = [{ createdAt: "desc" }, { id: "desc" }];
+
+/** One page of balance transactions, newest first, with the total. */
+export async function balanceTransactionPage(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters, paging: Paging): Promise<{ items: LedgerEntry[]; total: number }> {
+  const where = balanceWhere(scope, filters);
+  const [items, total] = await Promise.all([db.ledgerEntry.findMany({ where, orderBy: NEWEST_FIRST, ...pageWindow(paging) }), db.ledgerEntry.count({ where })]);
+  return { items, total };
+}
+
+/**
+ * GraphQL's balanceTransactions connection: Pothos's cursor arguments (`query`, a cursor on the unique id) over
+ * the filtered entries, newest first; Prisma turns the cursor into a (created_at, id) bound, so the index serves it.
+ */
+export function balanceTransactionSlice(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters, query: object): Promise<LedgerEntry[]> {
+  return db.ledgerEntry.findMany({ ...query, where: balanceWhere(scope, filters), orderBy: NEWEST_FIRST });
+}
+
+export function countBalanceTransactions(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters): Promise<number> {
+  return db.ledgerEntry.count({ where: balanceWhere(scope, filters) });
+}
+
+/** A balance transaction by id, in the caller's merchant and mode only (a reservation is none). */
+export function findBalanceTransaction(db: Db, scope: LedgerScope, id: bigint): Promise<LedgerEntry | null> {
+  return db.ledgerEntry.findFirst({ where: { id, ...balanceWhere(scope, {}) } });
+}
+
+/** A balance transaction as the CSV export reads it. */
+export interface ExportRow {
+  id: string;
+  type: string;
+  amount: string;
+  fee: string;
+  currency: string;
+  channelId: number;
+  sourceReference: string;
+  note: string | null;
+  createdAt: Date;
+}
+
+type KeyedRow = ExportRow & { createdAtKey: string };
+
+/**
+ * All the filtered balance transactions, newest first, in batches of `batchSize` read by keyset on
+ * (created_at, id): each batch is one index range scan starting where the last ended, so a year of entries is
+ * never in memory at once and the last batch costs what the first did (an OFFSET would rescan all before it).
+ */
+export async function* balanceTransactionBatches(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters, batchSize = 1000): AsyncGenerator<ExportRow[]> {
+  // Only the filters given become conditions (their values always parameters): the planner then sees plain
+  // index bounds, not "$n IS NULL OR ..." it could not use for the range.
+  const params: unknown[] = [scope.merchantId, scope.mode, filters.type ? [filters.type] : [...BALANCE_TRANSACTION_TYPES]];
+  const where = [`merchant_id = $1`, `mode = $2::"Mode"`, `type = ANY($3::text[])`];
+  const bind = (value: unknown) => `$${params.push(value)}`;
+  if (filters.channelId != null) where.push(`channel_id = ${bind(filters.channelId)}::int`);
+  if (filters.createdAt?.gte) where.push(`created_at >= ${bind(filters.createdAt.gte)}::timestamptz`);
+  if (filters.createdAt?.lt) where.push(`created_at < ${bind(filters.createdAt.lt)}::timestamptz`);
+  // The keyset's created_at goes back as the database wrote it (text), so no driver's Date conversion can move it.
+  const select = `SELECT id::text AS id, type, amount::text AS amount, fee::text AS fee, currency, channel_id AS "channelId",
+      source_reference AS "sourceReference", note, created_at AS "createdAt", created_at::text AS "createdAtKey"
+    FROM ledger_entries`;
+  // Qualified: a bare "id" in ORDER BY would be the selected text column, which sorts "9" after "10".
+  const order = `ORDER BY ledger_entries.created_at DESC, ledger_entries.id DESC LIMIT ${bind(batchSize)}::int`;
+  const first = `${select} WHERE ${where.join(" AND ")} ${order}`;
+  const next = `${select} WHERE ${where.join(" AND ")} AND (created_at, id) < ($${params.length + 1}::timestamptz, $${params.length + 2}::bigint) ${order}`;
+  let after: [string, string] | null = null;
+  for (;;) {
+    const rows: KeyedRow[] = after ? await db.$queryRawUnsafe<KeyedRow[]>(next, ...params, ...after) : await db.$queryRawUnsafe<KeyedRow[]>(first, ...params);
+    if (rows.length === 0) return;
+    const last: KeyedRow = rows[rows.length - 1]!;
+    yield rows.map(({ createdAtKey: _key, ...row }) => row);
+    if (rows.length < batchSize) return;
+    after = [last.createdAtKey, last.id];
+  }
+}
+
+/** The channel an adjustment is posted to, in the caller's merchant and mode, with the merchant's default currency; null when it is not theirs. */
+export async function adjustmentTarget(db: Db, scope: LedgerScope, channelId: number): Promise<{ channelId: number; defaultCurrency: string } | null> {
+  const [row] = await db.$queryRawUnsafe<{ channelId: number; defaultCurrency: string }[]>(
+    `SELECT c.id AS "channelId", m.default_currency AS "defaultCurrency"
+     FROM payment_channels c JOIN merchants m ON m.id = c.merchant_id
+     WHERE c.id = $1 AND c.merchant_id = $2 AND c.mode = $3::"Mode"`,
+    channelId,
+    scope.merchantId,
+    scope.mode,
+  );
+  return row ?? null;
 }
