@@ -1,8 +1,9 @@
 import { mkdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
-import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, SANDBOX_CHANNEL, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -15,6 +16,34 @@ const SHOTS = "/tmp/dashboard-shots";
 const SCREENSHOT = new URL("../../src/dashboard/screenshot-overview.png", import.meta.url).pathname;
 const DECLINED = "4000000000000002";
 const DAY_MS = 24 * 60 * 60 * 1000;
+const FEE_BPS = 150;
+const FEE_FIXED = 10;
+/** The channel's fee on a payment, as the ledger takes it: round(amount * bps / 10000) + fixed, half away from zero. */
+const feeOf = (amount: number) => Math.round((amount * FEE_BPS) / 10_000) + FEE_FIXED;
+
+/** RFC 4180 records (quoted fields, doubled quotes, CRLF). */
+function parseCsv(text: string): string[][] {
+  const records: string[][] = [];
+  let record: string[] = [];
+  let field = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
+      else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ",") record.push(field), (field = "");
+    else if (c === "\r" && text[i + 1] === "\n") {
+      record.push(field);
+      records.push(record);
+      (record = []), (field = ""), i++;
+    } else field += c;
+  }
+  if (field || record.length) records.push([...record, field]);
+  return records;
+}
 
 /** What this test made, and when it counts (days before today, UTC). */
 interface Made {
@@ -35,6 +64,7 @@ describe("dashboard overview", () => {
   let gw: TestGateway;
   let browser: Browser;
   let merchant: TestMerchant;
+  let channelId: number;
   let api: ReturnType<typeof apiClient>;
   let owner: { email: string; password: string };
   const made: Made[] = [];
@@ -90,8 +120,12 @@ describe("dashboard overview", () => {
     mkdirSync(SHOTS, { recursive: true });
     browser = await launchChromium();
     gw = await startTestGateway({ env: { SANDBOX_REFUND_DELAY_MS: "50", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_PER_MINUTE: "2000" } });
-    merchant = await createSandboxMerchant(gw, "Duka la Overview");
+    merchant = await gw.createMerchant("Duka la Overview");
     api = apiClient(gw.url, merchant.testKey);
+    // A fee schedule, so the balance's fees and each balance transaction's net are not trivially the amount.
+    const channel = await api.post("/api/payment-channels/create", { ...SANDBOX_CHANNEL, name: "Sandbox cards", fee_percent_bps: FEE_BPS, fee_fixed: FEE_FIXED });
+    expect(channel.status, channel.text).toBe(201);
+    channelId = channel.body.channel.id;
     owner = await gw.createUser(merchant.id, "owner");
 
     // Today: two paid (one partly refunded), one declined. Three and twelve days ago, and one long ago (outside).
@@ -187,6 +221,61 @@ describe("dashboard overview", () => {
     await page.context().close();
   });
 
+  it("shows each channel's balance and its balance transactions, and exports them as CSV with the page's filters", async () => {
+    const completed = made.filter((p) => p.status === "completed");
+    const collected = completed.reduce((sum, p) => sum + p.amount, 0);
+    const fees = completed.reduce((sum, p) => sum + feeOf(p.amount), 0);
+    const refundedTotal = refunded.reduce((sum, r) => sum + r.amount, 0);
+    const available = collected - fees - refundedTotal;
+
+    const page = await signedIn();
+    const row = page.locator(`#balance-rows tr[data-channel="${channelId}"][data-currency="KES"]`);
+    await row.waitFor();
+    expect(await page.locator("#balance-rows tr").count()).toBe(1);
+    const cell = (label: string) => row.locator(`[data-label="${label}"]`);
+    expect(await cell("Channel").textContent()).toBe("Sandbox cardsSandbox · KES");
+    expect(await cell("Collected").textContent()).toBe(kes(collected));
+    expect(await cell("Fees").textContent()).toBe(kes(fees));
+    expect(await cell("Refunded").textContent()).toBe(kes(refundedTotal));
+    expect(await cell("Paid out").textContent()).toBe(kes(0));
+    expect(await cell("Pending out").textContent()).toBe(kes(0));
+    expect(await cell("Available").textContent()).toBe(kes(available));
+
+    // One balance transaction per completed payment and per completed refund (a declined payment moves nothing).
+    const entries = completed.length + refunded.length;
+    await expect.poll(() => page.textContent("#balance-transactions-count")).toBe(`${entries} balance transactions`);
+    const refundRow = page.locator('#balance-transaction-rows tr[data-type="refund"]');
+    expect(await refundRow.locator('[data-label="Amount"]').textContent()).toBe(kes(-refunded[0]!.amount));
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    // Export CSV: the button downloads every matching balance transaction with the signed-in session.
+    const link = page.locator("#balance-transactions-export");
+    expect(await link.getAttribute("href")).toBe("/v1/reports/balance-transactions.csv");
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    expect(download.suggestedFilename()).toMatch(/^balance-transactions.*\.csv$/);
+    const records = parseCsv(await readFile((await download.path())!, "utf8"));
+    const [header, ...rows] = records;
+    const column = (name: string) => header!.indexOf(name);
+    expect(rows).toHaveLength(entries);
+    const sum = (name: string) => rows.reduce((total, r) => total + Number(r[column(name)]), 0);
+    expect(sum("net")).toBe(available);
+    expect(sum("fee")).toBe(fees);
+    expect(new Set(rows.map((r) => r[column("source_reference")]))).toEqual(new Set([...completed.map((p) => p.reference), ...rows.filter((r) => r[column("type")] === "refund").map((r) => r[column("source_reference")])]));
+
+    // Filtered to refunds: the link carries the filter, and the same URL with the user's session answers that one row.
+    await page.getByLabel("Type").selectOption("refund");
+    await expect.poll(() => page.locator("#balance-transaction-rows tr").count()).toBe(1);
+    const filtered = (await link.getAttribute("href"))!;
+    expect(filtered).toBe("/v1/reports/balance-transactions.csv?type=refund");
+    const login = await apiClient(gw.url).post("/v1/auth/login", { email: owner.email, password: owner.password });
+    const asUser = await bearerClient(gw.url, login.body.access_token ?? login.body.data?.access_token).get(filtered);
+    expect(asUser.status, asUser.text).toBe(200);
+    expect(asUser.headers.get("content-type")).toMatch(/^text\/csv/);
+    const refundRecords = parseCsv(asUser.text).slice(1);
+    expect(refundRecords.map((r) => [r[column("type")], Number(r[column("amount")])])).toEqual([["refund", -refunded[0]!.amount]]);
+    await page.context().close();
+  });
+
   it("fits a 360-px phone: cards stack, the chart is drawn at the screen's width, nothing scrolls sideways", async () => {
     const page = await signedIn({ width: 360, height: 780 });
     await card(page, 30).locator(".stat-volume .amount-line").waitFor();
@@ -198,7 +287,7 @@ describe("dashboard overview", () => {
     // One card per row.
     const boxes = await page.locator(".stat-card").evaluateAll((cards) => cards.map((c) => c.getBoundingClientRect().left));
     expect(new Set(boxes).size).toBe(1);
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    await page.screenshot({ path: `${SHOTS}/41-phone-overview.png`, fullPage: true });
     await page.context().close();
   });
 

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { ERROR_FIELDS, expectOk, type Result } from "../api.ts";
 import { BarChart } from "../chart.tsx";
+import { Balances } from "./balances.tsx";
 import { formatMoney, majorUnits } from "../format.ts";
 import { useReloadOnMoney } from "../money-events.ts";
 import { ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
@@ -91,6 +92,7 @@ export function Overview() {
           <VolumeChart daily={stats.daily} />
         </>
       )}
+      <Balances />
     </section>
   );
 }
