@@ -168,7 +168,7 @@ describe("dashboard overview", () => {
     const want = expected(days);
     const figures = card(page, days);
     const volume = figures.locator('.stat-volume .amount-line[data-currency="KES"]');
-    await expect.poll(() => volume.getAttribute("data-amount")).toBe(String(want.volume));
+    await expect.poll(() => volume.getAttribute("data-amount"), { timeout: 5000 }).toBe(String(want.volume));
     expect(await figures.locator(".stat-volume .amount-line").count()).toBe(1);
     expect(await volume.textContent()).toBe(`${kes(want.volume)} ${want.count} payment${want.count === 1 ? "" : "s"}`);
     const rate = figures.locator(".stat-rate");
@@ -217,7 +217,7 @@ describe("dashboard overview", () => {
     await pay(3_300, 0);
     await expectFigures(page, 1);
     await expectFigures(page, 30);
-    await expect.poll(() => bars.last().getAttribute("data-value")).toBe(String(perDay.get(utcDay(new Date()))! + 3_300));
+    await expect.poll(() => bars.last().getAttribute("data-value"), { timeout: 5000 }).toBe(String(perDay.get(utcDay(new Date()))! + 3_300));
     await page.context().close();
   });
 
@@ -243,7 +243,7 @@ describe("dashboard overview", () => {
 
     // One balance transaction per completed payment and per completed refund (a declined payment moves nothing).
     const entries = completed.length + refunded.length;
-    await expect.poll(() => page.textContent("#balance-transactions-count")).toBe(`${entries} balance transactions`);
+    await expect.poll(() => page.textContent("#balance-transactions-count"), { timeout: 5000 }).toBe(`${entries} balance transactions`);
     const refundRow = page.locator('#balance-transaction-rows tr[data-type="refund"]');
     expect(await refundRow.locator('[data-label="Amount"]').textContent()).toBe(kes(-refunded[0]!.amount));
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
@@ -264,7 +264,7 @@ describe("dashboard overview", () => {
 
     // Filtered to refunds: the link carries the filter, and the same URL with the user's session answers that one row.
     await page.getByLabel("Type").selectOption("refund");
-    await expect.poll(() => page.locator("#balance-transaction-rows tr").count()).toBe(1);
+    await expect.poll(() => page.locator("#balance-transaction-rows tr").count(), { timeout: 5000 }).toBe(1);
     const filtered = (await link.getAttribute("href"))!;
     expect(filtered).toBe("/v1/reports/balance-transactions.csv?type=refund");
     const login = await apiClient(gw.url).post("/v1/auth/login", { email: owner.email, password: owner.password });
@@ -274,6 +274,40 @@ describe("dashboard overview", () => {
     const refundRecords = parseCsv(asUser.text).slice(1);
     expect(refundRecords.map((r) => [r[column("type")], Number(r[column("amount")])])).toEqual([["refund", -refunded[0]!.amount]]);
     await page.context().close();
+  });
+
+  it("exports the transactions in the page's filters as CSV, with the signed-in session", async () => {
+    const page = await signedIn();
+    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Transactions" }).click();
+    await page.locator("#transactions-rows tr").first().waitFor();
+    const link = page.locator("#transactions-export");
+    expect(await link.getAttribute("href")).toBe("/v1/reports/transactions.csv");
+    await page.getByLabel("Status").selectOption("completed");
+    await expect.poll(() => link.getAttribute("href"), { timeout: 5000 }).toBe("/v1/reports/transactions.csv?status=completed");
+
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    expect(download.suggestedFilename()).toBe("transactions-test-completed.csv");
+    const [header, ...rows] = parseCsv(await readFile((await download.path())!, "utf8"));
+    const column = (name: string) => header!.indexOf(name);
+    expect(header!.slice(0, 6)).toEqual(["id", "reference", "status", "amount", "amount_refunded", "currency"]);
+    // Every completed payment of this merchant, newest (by created_at) first, and nothing of the other merchant's.
+    const completed = made.filter((p) => p.status === "completed").sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+    expect(rows.map((r) => r[column("reference")])).toEqual(completed.map((p) => p.reference));
+    expect(rows.map((r) => Number(r[column("amount")]))).toEqual(completed.map((p) => p.amount));
+    expect(rows.reduce((sum, r) => sum + Number(r[column("amount_refunded")]), 0)).toBe(refunded.reduce((sum, r) => sum + r.amount, 0));
+    await page.context().close();
+
+    // The same report over the API: a formula a payer could type is neutralised, a bad filter is the 400 envelope.
+    const formula = await paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount: 100, description: '=HYPERLINK("http://evil.test","x")' });
+    const searched = await api.get(`/v1/reports/transactions.csv?search=${formula}`);
+    expect(searched.status).toBe(200);
+    const [, only] = parseCsv(searched.text);
+    expect(only![column("description")]).toBe(`'=HYPERLINK("http://evil.test","x")`);
+    expect(only![column("status")]).toBe("completed");
+    made.push({ reference: formula, amount: 100, status: "completed", createdAt: new Date() });
+    const refused = await api.get("/v1/reports/transactions.csv?date_from=2024-02-30");
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ status: "error", code: "validation_failed" });
   });
 
   it("fits a 360-px phone: cards stack, the chart is drawn at the screen's width, nothing scrolls sideways", async () => {

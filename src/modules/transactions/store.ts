@@ -399,6 +399,27 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
       return prisma.transaction.findMany({ ...query, where: transactionWhere(principal, filters), orderBy: { id: "desc" } });
     },
 
+    /**
+     * Every one of the caller's transactions matching the filters, newest first, in batches read by keyset on
+     * (created_at, id), the list's index: a year of them is never in memory at once, and the last batch costs what
+     * the first did (an OFFSET would rescan all before it). created_at has millisecond precision, which a Date
+     * carries exactly. The filters are checked here, before the first batch is asked for.
+     */
+    exportBatches(principal: Principal, filters: TransactionFilters, batchSize = 1000): AsyncGenerator<Transaction[]> {
+      const where = transactionWhere(principal, filters);
+      return (async function* () {
+        let after: { createdAt: Date; id: number } | null = null;
+        for (;;) {
+          const keyset: Prisma.TransactionWhereInput = after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {};
+          const rows: Transaction[] = await prisma.transaction.findMany({ where: { AND: [where, keyset] }, orderBy: newestFirst, take: batchSize });
+          if (rows.length > 0) yield rows;
+          if (rows.length < batchSize) return;
+          const last: Transaction = rows[rows.length - 1]!;
+          after = { createdAt: last.createdAt, id: last.id };
+        }
+      })();
+    },
+
     /** How many of the caller's transactions match the filters (the connection's totalCount). */
     count(principal: Principal, filters: TransactionFilters): Promise<number> {
       return prisma.transaction.count({ where: transactionWhere(principal, filters) });
