@@ -6,7 +6,8 @@ import { transactionRoutes } from "../modules/transactions/routes.ts";
 import { webhookRoutes } from "../modules/webhooks/routes.ts";
 import { payoutRoutes } from "../modules/payouts/routes.ts";
 import { refundRoutes } from "../modules/refunds/routes.ts";
+import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
 import type { RestRoute } from "./route-table.ts";
 
 /** Every REST row, from every feature. */
-export const restRoutes: RestRoute[] = [...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes];
+export const restRoutes: RestRoute[] = [...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes, ...reconciliationRoutes];

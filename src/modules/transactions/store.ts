@@ -187,6 +187,15 @@ export async function lockForRefund(tx: Prisma.TransactionClient, id: number): P
 export const ADD_REFUNDED_AMOUNT_CTE =
   "refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)";
 
+/** A channel's payments created in [from, to), oldest first: the gateway's side of a reconciliation's day. */
+export function listChannelDay(db: Pick<PrismaClient, "transaction">, channelId: number, from: Date, to: Date) {
+  return db.transaction.findMany({
+    where: { channelId, createdAt: { gte: from, lt: to } },
+    orderBy: { id: "asc" },
+    select: { id: true, reference: true, providerReference: true, amount: true, currency: true, status: true, createdAt: true, completedAt: true },
+  });
+}
+
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;
