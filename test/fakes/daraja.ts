@@ -502,7 +502,7 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
         if (bad) return bad;
         const query = { body, originatorConversationId: `${randomInt(10_000, 99_999)}-${randomInt(1_000_000, 99_999_999)}-1`, conversationId: conversationIdNow() };
         balanceQueries.push(query);
-        if (switches.balanceQueueTimeout) later(switches.balanceResultDelayMs, () => postResult("balance_timeout", body.QueueTimeOutURL, b2cTimeoutBody(query.originatorConversationId)));
+        if (switches.balanceQueueTimeout) later(switches.balanceResultDelayMs, () => postResult("balance_timeout", body.QueueTimeOutURL, { Result: { ResultType: 0, ResultCode: 1, ResultDesc: "The request timed out in the queue.", OriginatorConversationID: query.originatorConversationId, ConversationID: query.conversationId, TransactionID: mpesaTransactionId() } }));
         else if (!switches.balanceNoResult) later(switches.balanceResultDelayMs, () => sendBalanceResult(query));
         return {
           status: 200,

@@ -108,6 +108,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
         payment.status = after.status;
         continue;
       }
+      if (!theirs) continue; // a provider that lists nothing (M-Pesa) is only asked about pending payments
       if (!record) {
         if (payment.status === "completed") items.push({ ...base, kind: "missing_there", gatewayStatus: payment.status, providerStatus: null, providerAmount: null });
         continue;
