@@ -53,6 +53,9 @@ describe("a sandbox channel's day", () => {
     await until(() => prisma().transaction.findUniqueOrThrow({ where: { id: stk.body.transaction.id } }), (t) => t.status === "completed");
     const unanswered = await api.post("/api/momo/stk-push", { amount: 1_000, phone_number: "254700001019", payment_channel_id: channelId });
     expect(unanswered.status, unanswered.text).toBe(200);
+    // Opened and never paid: the payer may still pay on the checkout page, so nothing asks or fails it.
+    const unpaid = await api.post("/api/transactions/initialize", { amount: 2_000, email: "payer@example.com", currency: "KES", payment_channel_id: channelId });
+    expect(unpaid.status, unpaid.text).toBe(200);
 
     const res = await api.post("/v1/reconciliations", { payment_channel_id: channelId, date: today() });
     expect(res.status, res.text).toBe(201);
@@ -61,12 +64,13 @@ describe("a sandbox channel's day", () => {
       provider: "sandbox",
       differences: 0,
       settled_via_verify: 0,
-      gateway: { count: 5, by_status: { completed: 3, failed: 1, pending: 1 }, completed_totals: { KES: 65_000 } },
+      gateway: { count: 6, by_status: { completed: 3, failed: 1, pending: 2 }, completed_totals: { KES: 65_000 } },
       provider_record: { count: 3, by_status: { completed: 3 }, completed_totals: { KES: 65_000 } },
       settlements: null,
     });
     expect(res.body.data.summary).not.toHaveProperty("balance");
     expect((await prisma().transaction.findUniqueOrThrow({ where: { id: unanswered.body.transaction.id } })).status).toBe("pending");
+    expect((await prisma().transaction.findUniqueOrThrow({ where: { reference: unpaid.body.reference } })).status).toBe("pending");
     expect(paid).toHaveLength(2);
   });
 

@@ -55,6 +55,8 @@ interface GatewayPayment {
   amount: bigint;
   currency: string;
   status: string;
+  /** A push the provider can be asked about (its request id); null for payments made on a checkout page. */
+  checkoutRequestId: string | null;
 }
 
 /** Count per status and completed totals per currency, for one side. */
@@ -90,6 +92,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
     }
     const matched = new Set<ProviderPaymentRecord>();
     let settled = 0;
+    const askable = connectors.for(channel)?.hosted !== undefined;
 
     for (const payment of ours) {
       const record = byReference.get(payment.reference) ?? (payment.providerReference ? byProviderReference.get(payment.providerReference) : undefined);
@@ -98,6 +101,11 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
       if (payment.status === "pending") {
         // Asked when the provider says it is settled, or when it cannot list its payments (only asking tells).
         if (record ? record.status === "pending" : listsAll) continue;
+        // Only what the reconcile job itself would ask about: a hosted payment, or a push with its request id.
+        if (!askable && payment.checkoutRequestId === null) {
+          if (record) items.push({ ...base, kind: "status_mismatch", gatewayStatus: "pending", providerStatus: record.status, providerAmount: record.amount });
+          continue;
+        }
         const after = await transactions.reconcileNow(payment.id);
         if (!after || after.status === "pending") {
           if (record) items.push({ ...base, kind: "status_mismatch", gatewayStatus: "pending", providerStatus: record.status, providerAmount: record.amount, resolution: "verify_did_not_settle" });

@@ -192,7 +192,7 @@ export function listChannelDay(db: Pick<PrismaClient, "transaction">, channelId:
   return db.transaction.findMany({
     where: { channelId, createdAt: { gte: from, lt: to } },
     orderBy: { id: "asc" },
-    select: { id: true, reference: true, providerReference: true, amount: true, currency: true, status: true, createdAt: true, completedAt: true },
+    select: { id: true, reference: true, providerReference: true, checkoutRequestId: true, amount: true, currency: true, status: true, createdAt: true },
   });
 }
 
