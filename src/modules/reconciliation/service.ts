@@ -22,6 +22,8 @@ export const RECONCILIATION_RUN_JOB = "reconciliation.run";
 const SCHEDULE_KEY = { schedule: "daily" } as const;
 /** Minutes after midnight UTC the previous day is reconciled: late payments' callbacks have landed by then. */
 const SCHEDULE_MINUTE = 15;
+/** Runs of one channel's day whose provider could not be read, an hour apart, before the day is left failed. */
+const RUN_ATTEMPTS = 6;
 
 export const itemKinds = ["missing_here", "missing_there", "status_mismatch", "amount_mismatch"] as const;
 export type ItemKind = (typeof itemKinds)[number];
@@ -208,26 +210,27 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
   deps.jobs.register<Record<string, never>>({
     kind: RECONCILIATION_SCHEDULE_JOB,
     concurrency: 1,
-    // Queues yesterday's run of every active channel (one per channel and day), then comes back tomorrow.
+    // Queues yesterday's run of every active channel (one per channel and day), then queues itself for tomorrow:
+    // by its key, so a copy queued meanwhile (a restart's scheduleDaily) is replaced and one schedule remains.
     async run() {
       const yesterday = utcDay(new Date(Date.now() - 86_400_000));
       for (const channelId of await store.activeChannelIds(prisma)) {
         await enqueue(prisma, RECONCILIATION_RUN_JOB, { channelId, date: yesterday }, { key: { channelId, date: yesterday } });
       }
+      await enqueue(prisma, RECONCILIATION_SCHEDULE_JOB, { ...SCHEDULE_KEY }, { key: SCHEDULE_KEY, runAt: nextScheduledRun() });
       deps.jobs.nudge();
-      return { retryInMs: nextScheduledRun().getTime() - Date.now(), countAttempt: false };
     },
   });
 
   deps.jobs.register<{ channelId: number; date: string }>({
     kind: RECONCILIATION_RUN_JOB,
     concurrency: 2,
-    async run({ channelId, date }) {
+    async run({ channelId, date }, job) {
       const channel = await channels.findById(channelId);
       if (!channel) return;
       const report = await run(channel, date);
-      // A provider that could not be read is asked again later (an hour on); the failed report stays as a record.
-      if (report.status === "failed") return { retryInMs: 60 * 60_000, error: report.error ?? "failed" };
+      // A provider that could not be read is asked again an hour on, a few times; each failed report stays as a record.
+      if (report.status === "failed" && job.attempt < RUN_ATTEMPTS) return { retryInMs: 60 * 60_000, error: report.error ?? "failed" };
     },
   });
 
@@ -235,7 +238,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
     run,
     dayBounds,
 
-    /** Queues the daily schedule (at gateway start): at most one is queued; a run on another instance finishes first. */
+    /** Queues the daily schedule (at gateway start): at most one stays queued (a schedule running meanwhile replaces it by its key). */
     async scheduleDaily(): Promise<void> {
       await enqueue(prisma, RECONCILIATION_SCHEDULE_JOB, { ...SCHEDULE_KEY }, { key: SCHEDULE_KEY, runAt: nextScheduledRun() });
     },
