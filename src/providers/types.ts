@@ -410,6 +410,8 @@ export interface ProviderPaymentRecord {
   amount: bigint;
   currency: string;
   status: "completed" | "failed" | "pending";
+  /** When the provider created it (its day is the report's), and when it was paid; null when the provider does not say. */
+  createdAt: Date | null;
   paidAt: Date | null;
 }
 

@@ -104,8 +104,10 @@ describe("a Paystack channel's day", () => {
     expect(report).toMatchObject({ payment_channel_id: channelId, date: today(), status: "completed", error: null });
     const pages = fake.requests.filter((r) => r.path.startsWith("/transaction?")).slice(listCallsBefore).map((r) => new URL(r.path, fake.url).searchParams);
     expect(pages.map((q) => q.get("page"))).toEqual(["1", "2", "3"]);
-    expect(pages[0]!.get("from")).toBe(`${today()}T00:00:00.000Z`);
-    expect(pages[0]!.get("to")).toBe(`${today()}T23:59:59.999Z`);
+    // The day, and ten minutes on each side: a payment created here just before midnight is created there just after.
+    const midnight = Date.parse(`${today()}T00:00:00.000Z`);
+    expect(pages[0]!.get("from")).toBe(new Date(midnight - 600_000).toISOString());
+    expect(pages[0]!.get("to")).toBe(new Date(midnight + 86_400_000 + 600_000 - 1).toISOString());
 
     const byReference = (reference: string) => report.items.filter((i: { reference: string }) => i.reference === reference);
     expect(byReference(matched)).toEqual([]);
@@ -198,6 +200,21 @@ describe("a Paystack channel's day", () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body.data).toMatchObject({ status: "failed", items: [] });
     expect(res.body.data.error).toMatch(/Paystack is unavailable \(HTTP 500\)/);
+  });
+});
+
+describe("a payment across midnight", () => {
+  it("created here just before midnight and at Paystack just after is missing from neither day", async () => {
+    const reference = await paid(40_000);
+    const midnight = Date.parse(`${today()}T00:00:00.000Z`);
+    const yesterday = new Date(midnight - 86_400_000).toISOString().slice(0, 10);
+    await prisma().transaction.update({ where: { reference }, data: { createdAt: new Date(midnight - 100) } });
+    fake.transactions.get(reference)!.created_at = new Date(midnight + 100).toISOString();
+    const before = await api.post("/v1/reconciliations", { payment_channel_id: channelId, date: yesterday });
+    expect(before.body.data).toMatchObject({ status: "completed", items: [] });
+    expect(before.body.data.summary).toMatchObject({ gateway: { count: 1 }, provider_record: { count: 1 } });
+    const after = await api.post("/v1/reconciliations", { payment_channel_id: channelId, date: today() });
+    expect(after.body.data.items.filter((i: { reference: string }) => i.reference === reference)).toEqual([]);
   });
 });
 

@@ -12,7 +12,7 @@ import type { ChannelService } from "../channels/service.ts";
 import type { CallbackUrls } from "../callbacks/urls.ts";
 import { channelBalances } from "../ledger/store.ts";
 import type { TransactionService } from "../transactions/service.ts";
-import { listChannelDay } from "../transactions/store.ts";
+import { channelReferences, listChannelDay } from "../transactions/store.ts";
 import * as store from "./store.ts";
 
 /** Once a day, just after midnight UTC, every active channel's previous day is reconciled. */
@@ -24,6 +24,11 @@ const SCHEDULE_KEY = { schedule: "daily" } as const;
 const SCHEDULE_MINUTE = 15;
 /** Runs of one channel's day whose provider could not be read, an hour apart, before the day is left failed. */
 const RUN_ATTEMPTS = 6;
+/**
+ * The provider's list is read this much beyond the day on each side: a payment created here just before
+ * midnight is created there just after. Its payments outside the day are matched, never reported missing.
+ */
+const EDGE_MS = 10 * 60_000;
 
 export const itemKinds = ["missing_here", "missing_there", "status_mismatch", "amount_mismatch"] as const;
 export type ItemKind = (typeof itemKinds)[number];
@@ -84,7 +89,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
   const { prisma, channels, connectors, transactions, logger } = deps;
 
   /** Compares the day's two sides, settling what the provider says is settled; answers the items and what was compared. */
-  async function compare(channel: PaymentChannel, ours: GatewayPayment[], theirs: ProviderPaymentRecord[] | null, listsAll: boolean) {
+  async function compare(channel: PaymentChannel, day: { from: Date; to: Date }, ours: GatewayPayment[], theirs: ProviderPaymentRecord[] | null, listsAll: boolean) {
     const items: store.NewItem[] = [];
     const byReference = new Map<string, ProviderPaymentRecord>();
     const byProviderReference = new Map<string, ProviderPaymentRecord>();
@@ -129,12 +134,14 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
         items.push({ ...base, kind: "amount_mismatch", gatewayStatus: payment.status, providerStatus: record.status, providerAmount: record.amount, currency: record.currency === payment.currency ? payment.currency : `${payment.currency}/${record.currency}`.slice(0, 7) });
       }
     }
-    for (const record of theirs ?? []) {
-      // Money the provider took that the gateway has no record of (on this channel and day).
-      if (matched.has(record) || record.status !== "completed") continue;
+    const unmatched = (theirs ?? []).filter((r) => !matched.has(r) && r.status === "completed" && (r.createdAt === null || (r.createdAt >= day.from && r.createdAt < day.to)));
+    const ourOtherDays = await channelReferences(prisma, channel.id, unmatched.flatMap((r) => (r.reference ? [r.reference] : [])));
+    for (const record of unmatched) {
+      // Money the provider took that the gateway has no record of (on this channel): one of ours of the day before is not.
+      if (record.reference && ourOtherDays.has(record.reference)) continue;
       items.push({ kind: "missing_here", reference: record.reference, providerReference: record.providerReference, gatewayStatus: null, providerStatus: record.status, gatewayAmount: null, providerAmount: record.amount, currency: record.currency });
     }
-    return { items, settled };
+    return { items, settled, matched };
   }
 
   /** Asks the provider for its balance; the answer is merged by applyBalance. Never fails the report. */
@@ -172,10 +179,12 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
       const config = channels.readChannelConfig(channel);
       const ours: GatewayPayment[] = await listChannelDay(prisma, channel.id, from, to);
       const providerReferences = ours.flatMap((p) => (p.providerReference ? [p.providerReference] : []));
-      const theirs = rail?.payments ? await rail.payments({ config, from, to, providerReferences }) : null;
+      const listed = rail?.payments ? await rail.payments({ config, from: new Date(from.getTime() - EDGE_MS), to: new Date(to.getTime() + EDGE_MS), providerReferences }) : null;
       const settlements = rail?.settlements ? await rail.settlements({ config, from, to }) : null;
       const gatewayBefore = sideSummary(ours);
-      const { items, settled } = await compare(channel, ours, theirs, rail?.listsAll === true);
+      const { items, settled, matched } = await compare(channel, { from, to }, ours, listed, rail?.listsAll === true);
+      // The provider's side of the day: what it created that day, and what matched ours from the edges.
+      const theirs = listed?.filter((r) => matched.has(r) || r.createdAt === null || (r.createdAt >= from && r.createdAt < to)) ?? null;
       const counts = Object.fromEntries(itemKinds.map((kind) => [kind, items.filter((i) => i.kind === kind).length]));
       const summary = {
         provider: channel.provider,

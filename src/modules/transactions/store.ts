@@ -196,6 +196,13 @@ export function listChannelDay(db: Pick<PrismaClient, "transaction">, channelId:
   });
 }
 
+/** Which of these references the channel has, whatever the day (a provider's record dated across midnight from ours). */
+export async function channelReferences(db: Pick<PrismaClient, "transaction">, channelId: number, references: string[]): Promise<Set<string>> {
+  if (!references.length) return new Set();
+  const rows = await db.transaction.findMany({ where: { channelId, reference: { in: references } }, select: { reference: true } });
+  return new Set(rows.map((r) => r.reference));
+}
+
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;

@@ -66,6 +66,10 @@ export function paystackFailure(operation: string, response: PaystackResponse, s
 }
 
 const text = (value: unknown) => (typeof value === "string" ? value : null);
+const dateOf = (value: unknown) => {
+  const at = typeof value === "string" ? new Date(value) : null;
+  return at && !Number.isNaN(at.getTime()) ? at : null;
+};
 const bigintOf = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) ? BigInt(value) : typeof value === "string" && /^\d{1,15}$/.test(value) ? BigInt(value) : null);
 
 /** A transaction's verify data as a provider-neutral status. `abandoned` only means "not paid yet" until the gateway gives up. */
@@ -266,7 +270,8 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
           amount: bigintOf(row.amount) ?? 0n,
           currency: text(row.currency) ?? "",
           status: status.outcome.state,
-          paidAt: text(row.paid_at ?? row.paidAt) ? new Date(String(row.paid_at ?? row.paidAt)) : null,
+          createdAt: dateOf(row.created_at ?? row.createdAt),
+          paidAt: dateOf(row.paid_at ?? row.paidAt),
         };
       });
     },

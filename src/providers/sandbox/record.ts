@@ -22,9 +22,10 @@ export function createSandboxRecord() {
 
   return {
     /** Keeps one approved payment (the oldest are forgotten past MAX_KEPT, so a long-running demo stays small). */
-    approve(record: Omit<ProviderPaymentRecord, "status" | "paidAt"> & { providerReference: string }) {
+    approve(record: Omit<ProviderPaymentRecord, "status" | "createdAt" | "paidAt"> & { providerReference: string }) {
       if (approved.size >= MAX_KEPT) approved.delete(approved.keys().next().value!);
-      approved.set(record.providerReference, { ...record, status: "completed", paidAt: new Date() });
+      const now = new Date();
+      approved.set(record.providerReference, { ...record, status: "completed", createdAt: now, paidAt: now });
     },
     reconciliation,
   };
