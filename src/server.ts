@@ -164,8 +164,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats });
   const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
+  if (config.jobs.enabled) await services.reconciliations.scheduleDaily();
   // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.
-  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants }, logger) : undefined;
+  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations }, logger) : undefined;
   const routes = compileRoutes(schema, restRoutes);
   const authenticator = createAuthenticator({
     apiKeys: { authenticate: (key) => services.merchants.authenticate(key), looksValid: looksLikeApiKey },

@@ -12,6 +12,7 @@ import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
+import { createReconciliationService } from "./modules/reconciliation/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
 import { createLedgerService } from "./modules/ledger/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
@@ -101,6 +102,7 @@ export function createServices(deps: ServiceDeps) {
   });
   const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
+  const reconciliations = createReconciliationService({ prisma, channels, connectors, transactions, callbackUrls, jobs, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);
   const users = createUserService({
@@ -128,9 +130,10 @@ export function createServices(deps: ServiceDeps) {
     payouts,
     refunds,
     ledger: createLedgerService({ prisma }),
+    reconciliations,
     momo,
     callbackUrls,
-    callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, logger }),
+    callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, reconciliations, logger }),
     webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }

@@ -7,6 +7,7 @@ import type { MerchantService } from "../modules/merchants/service.ts";
 import { createUser } from "../modules/users/service.ts";
 import { required, UsageError } from "./usage.ts";
 import { triggerableEvents } from "./webhooks.ts";
+import { reconcileHelp, runReconcileCommand, type OperatorReconciliations } from "./reconcile.ts";
 
 /**
  * The operator commands: their help, and the ones that work on the database. Those run either in the CLI's own
@@ -59,6 +60,7 @@ export const commands: Record<string, CommandHelp> = {
   },
   demo: { usage: "demo", help: "Prints a new test API key for the demo merchant (created at the first start), e.g. when the first one was lost.", flags: [] },
   "db deploy": { usage: "db deploy", help: "Applies pending database migrations (the server also does at start).", flags: [] },
+  reconcile: reconcileHelp,
   jobs: { usage: "jobs", help: "The job queue: counts and oldest due by kind and status, and the last jobs that gave up, with their errors.", flags: [] },
   "webhooks listen": {
     usage: "webhooks listen --forward-to <url> --key <sk_test_...> [--url <gateway url>]",
@@ -91,7 +93,7 @@ webhooks listen and trigger talk to a running gateway (test mode only); the othe
 gateway runs on the embedded database in DATA_DIR, ask that gateway to run them.`;
 
 /** The commands that read or write the database. */
-export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs"] as const;
+export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile"] as const;
 export type DatabaseCommandName = (typeof databaseCommands)[number];
 
 export function isDatabaseCommand(name: string): name is DatabaseCommandName {
@@ -111,6 +113,8 @@ export interface CommandDeps {
   prisma: PrismaClient;
   backend: string;
   merchants: MerchantService;
+  /** The reconciliation service (reconcile): built on demand by the CLI's process, the gateway's own in a handoff. */
+  reconciliations?: () => OperatorReconciliations;
 }
 
 /** What a command printed and its exit code, whichever process ran it. */
@@ -124,6 +128,8 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
   const { prisma, merchants } = deps;
   const values = request.options;
   switch (request.command) {
+    case "reconcile":
+      return runReconcileCommand(values, deps.reconciliations?.());
     case "db deploy":
       return { status: "migrations applied", backend: deps.backend };
     case "jobs": {

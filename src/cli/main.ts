@@ -8,6 +8,7 @@ import { createApiKeyCache } from "../modules/merchants/key-cache.ts";
 import { createMerchantService } from "../modules/merchants/service.ts";
 import { aliases, commands, helpText, HelpText, isDatabaseCommand, outcomeOf, runDatabaseCommand, usage, type CommandOutcome, type DatabaseCommand } from "./commands.ts";
 import { handOffToGateway } from "./handoff.ts";
+import { reconciliationsFor } from "./reconcile.ts";
 import { readPassword } from "./password.ts";
 import { required, UsageError } from "./usage.ts";
 import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, unsupportedTrigger } from "./webhooks.ts";
@@ -25,6 +26,8 @@ const cliOptions = {
   url: { type: "string" },
   role: { type: "string" },
   "password-stdin": { type: "boolean" },
+  channel: { type: "string" },
+  date: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -109,7 +112,7 @@ async function runOnDatabase(command: DatabaseCommand["command"], values: CliVal
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
   try {
     const merchants = createMerchantService(db.prisma, { keyCache: createApiKeyCache({ ttlMs: 0, redis }) });
-    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants }));
+    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger) }));
   } finally {
     await redis?.close();
     await db.close();

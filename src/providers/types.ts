@@ -32,6 +32,8 @@ export interface Connector {
   refunds?: RefundConnector;
   /** What the provider posts back to the gateway (its callbacks), and where. */
   inbound?: InboundConnector;
+  /** Its record of payments and money, for the daily reconciliation. */
+  reconciliation?: ReconciliationConnector;
 }
 
 /** What a card charge came to: the core records it through the state machine. */
@@ -336,7 +338,9 @@ export type InboundCallback =
   /** The answer to a status query about the refund `reference`; null settles nothing. */
   | { kind: "refund_status_result"; reference: string; result: RefundResult | null }
   /** A signed notification that only names what to look at (Paystack): the gateway asks the provider before changing anything. */
-  | { kind: "notification"; notification: ProviderNotification };
+  | { kind: "notification"; notification: ProviderNotification }
+  /** The answer to an account balance request made for the reconciliation `reference` (Daraja's AccountBalance result, or its queue timeout). */
+  | { kind: "balance_result"; reference: string; result: AccountBalanceResult };
 
 /** What the gateway decided about a callback, when its reply depends on it (a C2B validation's verdict). */
 export type InboundVerdict = C2bDecision | undefined;
@@ -391,4 +395,60 @@ export interface InboundConnector {
    * refund B2C requests); absent when its refunds are settled otherwise (webhooks, asking).
    */
   refundCallbackUrls?(at: CallbackUrlBuilder, reference: string): RefundCallbackUrls;
+  /** Where the provider posts the answer to an account balance request made for one reconciliation (Daraja). */
+  balanceCallbackUrls?(at: CallbackUrlBuilder, reference: string): { result: string; timeout: string };
+}
+
+/* ---- Reconciliation: the provider's own record of a day, provider-neutral. Amounts in minor units. ---- */
+
+/** One payment as the provider records it. */
+export interface ProviderPaymentRecord {
+  /** The provider's id of the payment (Paystack's transaction id, the sandbox's charge or receipt). */
+  providerReference: string | null;
+  /** The gateway's reference when the provider keeps it (the reference the payment was opened with). */
+  reference: string | null;
+  amount: bigint;
+  currency: string;
+  status: "completed" | "failed" | "pending";
+  /** When the provider created it (its day is the report's), and when it was paid; null when the provider does not say. */
+  createdAt: Date | null;
+  paidAt: Date | null;
+}
+
+/** What the provider paid out to the merchant's bank for a day (Paystack's settlements), summed per currency. */
+export interface ProviderSettlementSummary {
+  count: number;
+  /** Per currency: what was collected, the fees taken and what was sent to the bank. */
+  totals: Record<string, { total: bigint; fees: bigint; settled: bigint }>;
+  statuses: Record<string, number>;
+}
+
+/** One account of a balance answer ("Working Account|KES|453845.00|453845.00|0.00|0.00"), minor units. */
+export interface ProviderAccountBalance {
+  account: string;
+  currency: string;
+  current: bigint;
+  available: bigint;
+  reserved: bigint;
+  uncleared: bigint;
+}
+
+export type AccountBalanceResult =
+  | { state: "received"; accounts: ProviderAccountBalance[]; completedAt: string | null }
+  | { state: "failed"; code: string; message: string };
+
+export interface ReconciliationConnector {
+  /** True when payments() lists every payment of the day (Paystack); false when it answers only for the references asked (the sandbox). */
+  readonly listsAll?: boolean;
+  /**
+   * The provider's payments of one UTC day [from, to). A provider with no account to list (the sandbox) answers
+   * for the provider references the gateway recorded that day instead; one that can list (Paystack) lists them all, paging.
+   */
+  payments?(request: { config: unknown; from: Date; to: Date; providerReferences: string[] }): Promise<ProviderPaymentRecord[]>;
+  /** What the provider settled to the merchant's bank that day. */
+  settlements?(request: { config: unknown; from: Date; to: Date }): Promise<ProviderSettlementSummary>;
+  /** Why the balance cannot be asked for on this channel (no initiator), or undefined when it can. */
+  balanceUnavailable?(config: unknown): string | undefined;
+  /** Asks for the account balance; the answer is posted later to `resultUrl` (a `balance_result` callback). */
+  requestBalance?(request: { config: unknown; resultUrl: string; timeoutUrl: string }): Promise<void>;
 }

@@ -7,7 +7,11 @@ import { webhookRoutes } from "../modules/webhooks/routes.ts";
 import { payoutRoutes } from "../modules/payouts/routes.ts";
 import { refundRoutes } from "../modules/refunds/routes.ts";
 import { ledgerRoutes } from "../modules/ledger/routes.ts";
+import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
 import type { RestRoute } from "./route-table.ts";
 
 /** Every REST row, from every feature. */
-export const restRoutes: RestRoute[] = [...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes, ...ledgerRoutes];
+export const restRoutes: RestRoute[] = [
+  ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
+  ...ledgerRoutes, ...reconciliationRoutes,
+];

@@ -91,7 +91,7 @@ export interface StatusQueryRecord {
 }
 
 export interface PostedResult {
-  kind: "b2c_result" | "b2c_timeout" | "status_result" | "reversal_result" | "reversal_timeout";
+  kind: "b2c_result" | "b2c_timeout" | "status_result" | "reversal_result" | "reversal_timeout" | "balance_result" | "balance_timeout";
   url: string;
   body: unknown;
   /** The receiver's answer; null when the POST failed (error says why). */
@@ -222,7 +222,21 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     reversalQueueTimeout: false,
     /** Record (and schedule the Result of) each accepted Reversal request, but hang its reply until releaseReversalReplies(). */
     reversalHoldReply: false,
+    /** Delay before an Account Balance Result is posted to its ResultURL. */
+    balanceResultDelayMs: 20,
+    /** Accept Account Balance requests but never post their Result. */
+    balanceNoResult: false,
+    /** Post the queue-timeout notice to QueueTimeOutURL instead of the Account Balance Result. */
+    balanceQueueTimeout: false,
   };
+  /** What an Account Balance Result reports, per account: "Name|KES|current|available|reserved|uncleared" in shillings. */
+  const accountBalances: { account: string; current: string; available: string; reserved?: string; uncleared?: string }[] = [
+    { account: "Working Account", current: "453845.00", available: "453845.00" },
+    { account: "Utility Account", current: "65602.00", available: "65602.00" },
+    { account: "Charges Paid Account", current: "-660.00", available: "-660.00" },
+  ];
+  /** Accepted Account Balance requests. */
+  const balanceQueries: { body: Record<string, any>; originatorConversationId: string; conversationId: string }[] = [];
   /** Replies held by b2cHoldReply, released in order. */
   const heldB2cReplies: (() => void)[] = [];
   /** Replies held by reversalHoldReply, released in order. */
@@ -477,8 +491,47 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
           body: { OriginatorConversationID: query.originatorConversationId, ConversationID: query.conversationId, ResponseCode: "0", ResponseDescription: "Accept the service request successfully." },
         };
       }
+      case "/mpesa/accountbalance/v1/query": {
+        if (body?.CommandID !== "AccountBalance") return error(400, "400.002.02", "Bad Request - Invalid CommandID");
+        if (String(body.IdentifierType) !== "4") return error(400, "400.002.02", "Bad Request - Invalid IdentifierType");
+        if (String(body.PartyA) !== shortcode && String(body.PartyA) !== b2cShortcode) return error(500, "500.001.1001", "Merchant does not exist");
+        if (!isText(body.Remarks, 2, 100)) return error(400, "400.002.02", "Bad Request - Invalid Remarks");
+        if (!isHttpsCallbackUrl(body.QueueTimeOutURL)) return error(400, "400.002.02", "Bad Request - Invalid QueueTimeOutURL");
+        if (!isHttpsCallbackUrl(body.ResultURL)) return error(400, "400.002.02", "Bad Request - Invalid ResultURL");
+        const bad = checkInitiator(body.Initiator, body.SecurityCredential);
+        if (bad) return bad;
+        const query = { body, originatorConversationId: `${randomInt(10_000, 99_999)}-${randomInt(1_000_000, 99_999_999)}-1`, conversationId: conversationIdNow() };
+        balanceQueries.push(query);
+        if (switches.balanceQueueTimeout) later(switches.balanceResultDelayMs, () => postResult("balance_timeout", body.QueueTimeOutURL, { Result: { ResultType: 0, ResultCode: 1, ResultDesc: "The request timed out in the queue.", OriginatorConversationID: query.originatorConversationId, ConversationID: query.conversationId, TransactionID: mpesaTransactionId() } }));
+        else if (!switches.balanceNoResult) later(switches.balanceResultDelayMs, () => sendBalanceResult(query));
+        return {
+          status: 200,
+          body: { OriginatorConversationID: query.originatorConversationId, ConversationID: query.conversationId, ResponseCode: "0", ResponseDescription: "Accept the service request successfully." },
+        };
+      }
     }
     return { status: 404, body: { errorMessage: "Not found" } };
+  }
+
+  /** Daraja's Account Balance Result (as its documentation's sample has it): accounts joined by "&", BOCompletedTime. */
+  function balanceResultBody(query: (typeof balanceQueries)[number]) {
+    const value = accountBalances.map((a) => `${a.account}|KES|${a.current}|${a.available}|${a.reserved ?? "0.00"}|${a.uncleared ?? "0.00"}`).join("&");
+    return {
+      Result: {
+        ResultType: 0,
+        ResultCode: 0,
+        ResultDesc: "The service request is processed successfully.",
+        OriginatorConversationID: query.originatorConversationId,
+        ConversationID: query.conversationId,
+        TransactionID: mpesaTransactionId(),
+        ResultParameters: { ResultParameter: [{ Key: "AccountBalance", Value: value }, { Key: "BOCompletedTime", Value: 20261125102456 }] },
+        ReferenceData: { ReferenceItem: { Key: "QueueTimeoutURL", Value: "https://internalsandbox.safaricom.co.ke/mpesa/abresults/v1/submit" } },
+      },
+    };
+  }
+
+  function sendBalanceResult(query: (typeof balanceQueries)[number], url?: string) {
+    return postResult("balance_result", url ?? query.body.ResultURL, balanceResultBody(query));
   }
 
   async function postJson(url: string, body: unknown) {
@@ -810,6 +863,10 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     reversalResultBody,
     sendReversalResult,
     sendReversalTimeout,
+    accountBalances,
+    balanceQueries,
+    balanceResultBody,
+    sendBalanceResult,
     get tokensIssued() {
       return tokensIssued;
     },

@@ -91,6 +91,21 @@ export interface FakePaystackSwitches {
    * or never (the caller times out). Either way the refund exists and settles.
    */
   refundReply: "normal" | "error_after_create" | "hang_after_create";
+  /** The most GET /transaction and GET /settlement serve per page, whatever perPage asks (to make a test's day span pages). */
+  listMaxPerPage: number;
+}
+
+/** A settlement as GET /settlement lists it (PaystackOSS/openapi Settlement). */
+export interface FakeSettlement {
+  id: number;
+  status: "success" | "processing" | "pending" | "failed";
+  currency: string;
+  total_amount: number;
+  effective_amount: number;
+  total_fees: number;
+  total_processed: number;
+  settlement_date: string;
+  createdAt: string;
 }
 
 const CURRENCIES = ["NGN", "GHS", "ZAR", "KES", "USD"];
@@ -125,7 +140,9 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     refundSettleDelayMs: 20,
     refundWebhooks: true,
     refundReply: "normal",
+    listMaxPerPage: 100,
   };
+  const settlements: FakeSettlement[] = [];
   let nextId = 4_000_000 + randomInt(1000);
   let url = "";
 
@@ -138,6 +155,7 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     recipients,
     transfers,
     refunds,
+    settlements,
     switches,
     webhooksSent,
     webhookUrl: undefined as string | undefined,
@@ -250,6 +268,25 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       t.gateway_response = outcome === "success" ? "Successful" : "Declined";
       t.paid_at = outcome === "success" ? new Date().toISOString() : null;
       if (outcome === "success" && switches.chargeWebhooks && fake.webhookUrl) await fake.sendWebhook(fake.webhookUrl, fake.chargeEvent(reference));
+    },
+
+    /** A transaction Paystack has that the gateway never opened (made on Paystack's own page or API), e.g. paid. */
+    inject(t: Partial<FakeTransaction> & { reference: string; amount: number }) {
+      const now = new Date().toISOString();
+      const created: FakeTransaction = {
+        id: nextId++, currency: "NGN", email: "payer@example.com", callback_url: null, metadata: null, access_code: randomBytes(8).toString("hex"),
+        status: "success", paid_at: now, gateway_response: "Successful", created_at: now, ...t,
+      };
+      transactions.set(created.reference, created);
+      return created;
+    },
+
+    /** A settlement paid to the merchant's bank (fees taken), dated now unless said. */
+    addSettlement(s: Partial<FakeSettlement> & { total_amount: number; total_fees: number }) {
+      const now = new Date().toISOString();
+      const settlement: FakeSettlement = { id: nextId++, status: "success", currency: "NGN", effective_amount: s.total_amount - s.total_fees, total_processed: s.total_amount, settlement_date: now, createdAt: now, ...s };
+      settlements.push(settlement);
+      return settlement;
     },
 
     async close() {
@@ -432,6 +469,32 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
         message: "Refunds retrieved",
         data: items,
         meta: { total: all.length, skipped: (page - 1) * perPage, perPage: String(perPage), page, pageCount: Math.max(1, Math.ceil(all.length / perPage)), failedRefundCount: all.filter((r) => r.status === "failed").length },
+      });
+    }
+
+    // GET /transaction and GET /settlement: one page of those created in [from, to] (either bound optional), newest first.
+    const listed = /^\/(transaction|settlement)(?:\?(.*))?$/.exec(path);
+    if (req.method === "GET" && listed) {
+      const query = new URLSearchParams(listed[2] ?? "");
+      const bound = (name: string) => (query.get(name) ? new Date(query.get(name)!).getTime() : null);
+      const [from, to] = [bound("from"), bound("to")];
+      if ((from !== null && Number.isNaN(from)) || (to !== null && Number.isNaN(to))) return refuse(res, 400, "Invalid date", { type: "validation_error" });
+      const perPage = Math.min(Number(query.get("perPage") ?? 50) || 50, switches.listMaxPerPage);
+      const page = Math.max(1, Number(query.get("page") ?? 1) || 1);
+      const within = (at: string) => (from === null || Date.parse(at) >= from) && (to === null || Date.parse(at) <= to);
+      const rows =
+        listed[1] === "transaction"
+          ? [...transactions.values()].filter((t) => within(t.created_at)).reverse().map((t) => ({ ...fake.verifyData(t.reference), createdAt: t.created_at, paidAt: t.paid_at }))
+          : settlements.filter((x) => within(x.createdAt)).reverse().map((x) => ({ ...x, domain: "test", integration: 100032, deductions: null, settled_by: null, updatedAt: x.createdAt }));
+      const items = rows.slice((page - 1) * perPage, page * perPage);
+      return send(res, 200, {
+        status: true,
+        message: listed[1] === "transaction" ? "Transactions retrieved" : "Settlements retrieved",
+        data: items,
+        meta: {
+          total: rows.length, skipped: (page - 1) * perPage, perPage, page, pageCount: Math.max(1, Math.ceil(rows.length / perPage)),
+          ...(listed[1] === "transaction" ? { total_volume: rows.filter((r) => r.status === "success").reduce((sum, r) => sum + Number((r as { amount?: number }).amount ?? 0), 0) } : {}),
+        },
       });
     }
 

@@ -118,6 +118,14 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       expect(refund.body.data?.createRefund?.__typename, refund.text).toBe("Refund");
     }
     own.Refund = refund.body.data.createRefund.id;
+    // Three reconciliations of the sandbox channel's day, for the reconciliations connection's paging.
+    const channelId = channel.body.data.createPaymentChannel.databaseId;
+    const today = new Date().toISOString().slice(0, 10);
+    for (let i = 0; i < 3; i++) {
+      const run = await gql(a.testKey, `mutation($c: Int!, $d: String!) { runReconciliation(input: { paymentChannelId: $c, date: $d }) { __typename ... on Reconciliation { id } } }`, { c: channelId, d: today });
+      expect(run.body.data?.runReconciliation?.__typename, run.text).toBe("Reconciliation");
+      own.Reconciliation = run.body.data.runReconciliation.id;
+    }
     await gw.createUser(a.id, "viewer");
     own.User = (await gql(a.testKey, `{ users { id } }`)).body.data.users[0].id;
   });
@@ -174,7 +182,7 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       .map((field) => field.name);
 
   it("covers every Relay connection of the schema", () => {
-    expect(connections().sort()).toEqual(["balanceTransactions", "payouts", "refunds", "transactions"]);
+    expect(connections().sort()).toEqual(["balanceTransactions", "payouts", "reconciliations", "refunds", "transactions"]);
   });
 
   it("a malformed after/before cursor is a validation_failed naming the argument, on every connection", async () => {

@@ -71,8 +71,11 @@ const b2cResult = (resultCode: number | string) => ({
 });
 
 describe("Daraja's callbacks (the mpesa connector)", () => {
-  it("serves its nine paths and is handed out as /callbacks/daraja/... (Daraja refuses 'mpesa' in URLs)", () => {
-    expect([...mpesa.paths].sort()).toEqual(["/b2c/result", "/b2c/status/:reference", "/b2c/timeout", "/c2b/confirmation", "/c2b/validation", "/refund/result", "/refund/status/:reference", "/refund/timeout", "/stk"]);
+  it("serves its eleven paths and is handed out as /callbacks/daraja/... (Daraja refuses 'mpesa' in URLs)", () => {
+    expect([...mpesa.paths].sort()).toEqual([
+      "/b2c/result", "/b2c/status/:reference", "/b2c/timeout", "/balance/result/:reference", "/balance/timeout/:reference", "/c2b/confirmation", "/c2b/validation",
+      "/refund/result", "/refund/status/:reference", "/refund/timeout", "/stk",
+    ]);
     expect(mpesa.aliases).toEqual(["daraja"]);
     const urls = mpesa.callbackUrls(at);
     expect(urls.collection).toBe("https://pay.example.com/callbacks/daraja/abcd/stk");

@@ -7,6 +7,7 @@ import type { Connector, InboundCallback, InboundConnector, InboundVerdict } fro
 import type { ChannelService } from "../channels/service.ts";
 import type { MomoService } from "../momo/service.ts";
 import type { PayoutService } from "../payouts/service.ts";
+import type { ReconciliationService } from "../reconciliation/service.ts";
 import type { RefundService } from "../refunds/service.ts";
 import type { TransactionService } from "../transactions/service.ts";
 
@@ -17,6 +18,8 @@ export interface CallbackServiceDeps {
   payouts: PayoutService;
   refunds: Pick<RefundService, "verifyRefund" | "applyResult" | "resultTimedOut">;
   momo: MomoService;
+  /** Where an account balance answer for a reconciliation goes. */
+  reconciliations?: Pick<ReconciliationService, "applyBalance">;
   logger: Logger;
 }
 
@@ -118,6 +121,9 @@ export function createCallbackService(deps: CallbackServiceDeps) {
       case "refund_timeout":
       case "refund_status_result":
         await settleBy(refunds, "refund", channel, callback);
+        return undefined;
+      case "balance_result":
+        await deps.reconciliations?.applyBalance(channel, callback.reference, callback.result);
         return undefined;
       case "notification": {
         const { notification } = callback;

@@ -26,6 +26,11 @@ export function createCallbackUrls(connectors: Connectors, publicBaseUrl: string
       return connectors.for(channel)?.inbound?.refundCallbackUrls?.(builder(channel), reference);
     },
 
+    /** Where the provider posts the answer to a balance request made for one reconciliation; undefined when it posts none. */
+    balanceOf(channel: ChannelKey, reference: string): { result: string; timeout: string } | undefined {
+      return connectors.for(channel)?.inbound?.balanceCallbackUrls?.(builder(channel), reference);
+    },
+
     /** The URL a merchant pastes into the provider's dashboard; null when the gateway hands out its URLs itself. */
     webhookUrl(channel: ChannelKey): string | null {
       return connectors.for(channel)?.inbound?.webhookUrl?.(builder(channel)) ?? null;

@@ -29,7 +29,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   const collections = createCollectionFlow(ctx);
   const card = createCardFlow(ctx);
   const reads = createReads(ctx);
-  deps.jobs.register(createReconcileJob(ctx, { hosted, collections }));
+  const reconcileJob = createReconcileJob(ctx, { hosted, collections });
+  deps.jobs.register(reconcileJob);
 
   return {
     checkoutUrl: ctx.checkoutUrl,
@@ -50,6 +51,11 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     checkoutView: reads.checkoutView,
     lastSettlingEvent: reads.lastSettlingEvent,
     transition: ctx.transition,
+    /** Asks the provider about one pending payment now, as its reconcile job does (a day's reconciliation); the row after. */
+    async reconcileNow(transactionId: number) {
+      await reconcileJob.run({ transactionId }, { id: 0n, kind: reconcileJob.kind, attempt: 1, createdAt: new Date() });
+      return ctx.store.findById(transactionId);
+    },
   };
 }
 

@@ -215,6 +215,22 @@ export async function dailyPaymentFigures(db: Db, principal: Principal, since: D
 export const ADD_REFUNDED_AMOUNT_CTE =
   "refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)";
 
+/** A channel's payments created in [from, to), oldest first: the gateway's side of a reconciliation's day. */
+export function listChannelDay(db: Pick<PrismaClient, "transaction">, channelId: number, from: Date, to: Date) {
+  return db.transaction.findMany({
+    where: { channelId, createdAt: { gte: from, lt: to } },
+    orderBy: { id: "asc" },
+    select: { id: true, reference: true, providerReference: true, checkoutRequestId: true, amount: true, currency: true, status: true, createdAt: true },
+  });
+}
+
+/** Which of these references the channel has, whatever the day (a provider's record dated across midnight from ours). */
+export async function channelReferences(db: Pick<PrismaClient, "transaction">, channelId: number, references: string[]): Promise<Set<string>> {
+  if (!references.length) return new Set();
+  const rows = await db.transaction.findMany({ where: { channelId, reference: { in: references } }, select: { reference: true } });
+  return new Set(rows.map((r) => r.reference));
+}
+
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;

@@ -2,7 +2,7 @@ import { constants, createHash, createPublicKey, publicEncrypt, randomBytes, typ
 import { readFileSync } from "node:fs";
 import { GatewayError } from "../../errors.ts";
 import { connectorCurrencies } from "../registry.ts";
-import type { CollectionOutcome, Connector, MomoConnector, PayoutConnector } from "../types.ts";
+import type { CollectionOutcome, Connector, MomoConnector, PayoutConnector, ReconciliationConnector } from "../types.ts";
 import { createDarajaInbound } from "./inbound.ts";
 import { createMpesaRefunds } from "./refunds.ts";
 import type { TokenStore } from "./token-store.ts";
@@ -355,7 +355,29 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     transactionStatus,
   });
 
-  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts, refunds, inbound };
+  /**
+   * Daraja lists no payments: the reconciliation asks about pending ones one by one (the STK query) and reads
+   * the shortcode's balance (Account Balance, answered later on the ResultURL), which needs the B2C initiator.
+   */
+  const reconciliation: ReconciliationConnector = {
+    balanceUnavailable: (raw) => (payouts.canPayOut(raw) ? undefined : "the channel has no initiator_name with security_credential or initiator_password"),
+    async requestBalance({ config: raw, resultUrl, timeoutUrl }) {
+      const config = raw as MpesaConfig;
+      const body = {
+        Initiator: config.initiator_name,
+        SecurityCredential: securityCredential(config),
+        CommandID: "AccountBalance",
+        PartyA: config.shortcode,
+        IdentifierType: "4",
+        Remarks: "Reconciliation",
+        QueueTimeOutURL: timeoutUrl,
+        ResultURL: resultUrl,
+      };
+      accepted("account balance request", config, await call(config, "/mpesa/accountbalance/v1/query", body, "account balance request"));
+    },
+  };
+
+  return { provider: "mpesa", currencies: connectorCurrencies.mpesa, momo, payouts, refunds, inbound, reconciliation };
 }
 
 /** For tests and diagnostics: a Daraja-looking id. */

@@ -16,6 +16,9 @@ const PATHS = {
   refundResult: "/refund/result",
   refundTimeout: "/refund/timeout",
   refundStatus: "/refund/status/:reference",
+  /** An Account Balance answer, and its queue timeout, for one reconciliation (its id). */
+  balanceResult: "/balance/result/:reference",
+  balanceTimeout: "/balance/timeout/:reference",
 } as const;
 
 /** What every JSON request to the gateway may carry (the server's body limit): Daraja's callbacks are far smaller. */
@@ -69,6 +72,10 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
         return { kind: "refund_timeout", providerRequestId: wire.parseB2cTimeoutBody(body) };
       case PATHS.refundStatus:
         return { kind: "refund_status_result", reference: params.reference ?? "", result: wire.parseRefundStatusBody(body) };
+      case PATHS.balanceResult:
+        return { kind: "balance_result", reference: params.reference ?? "", result: wire.parseAccountBalanceBody(body) };
+      case PATHS.balanceTimeout:
+        return { kind: "balance_result", reference: params.reference ?? "", result: wire.accountBalanceTimeout() };
       default:
         throw new GatewayError("route_not_found");
     }
@@ -122,6 +129,13 @@ export function createDarajaInbound(options: DarajaInboundOptions): InboundConne
     refundCallbackUrls(at, reference) {
       const url = (path: string) => at(options.segment, path);
       const urls = { result: url(PATHS.refundResult), timeout: url(PATHS.refundTimeout), statusResult: url(PATHS.refundStatus.replace(":reference", reference)) };
+      refuseForbiddenWords(urls.result);
+      return urls;
+    },
+
+    balanceCallbackUrls(at, reference) {
+      const url = (path: string) => at(options.segment, path.replace(":reference", encodeURIComponent(reference)));
+      const urls = { result: url(PATHS.balanceResult), timeout: url(PATHS.balanceTimeout) };
       refuseForbiddenWords(urls.result);
       return urls;
     },

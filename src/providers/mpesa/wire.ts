@@ -1,7 +1,7 @@
 import { ValidationError } from "../../errors.ts";
 import { currencies, isKnownCurrency } from "../../money.ts";
 import { kenyanMobileOrNull, toMsisdn } from "../../phone.ts";
-import type { C2bPayment, CollectionCallback, PayoutResult, RefundResult } from "../types.ts";
+import type { AccountBalanceResult, C2bPayment, CollectionCallback, PayoutResult, ProviderAccountBalance, RefundResult } from "../types.ts";
 
 /**
  * Daraja's wire format: field names, units and timestamps. Shared by the mpesa connector and the
@@ -272,4 +272,48 @@ export function buildC2bBody(input: { transId: string; shillings: number; shortc
     MiddleName: "",
     LastName: "",
   };
+}
+
+/** "453845.00" or "-660.00" (shillings, two decimals at most) as cents; null when it is not such a number. */
+function signedShillingsToMinor(value: string): bigint | null {
+  const match = /^(-?)(\d{1,15})(?:\.(\d{1,2}))?$/.exec(value.trim());
+  if (!match) return null;
+  const minor = BigInt(match[2]!) * 100n + BigInt((match[3] ?? "0").padEnd(2, "0"));
+  return match[1] ? -minor : minor;
+}
+
+/**
+ * The AccountBalance result parameter: accounts separated by "&", each
+ * "Name|Currency|CurrentBalance|AvailableBalance|ReservedBalance|UnclearedBalance" in shillings
+ * (e.g. "Working Account|KES|453845.00|453845.00|0.00|0.00&Utility Account|KES|65602.00|..."). Unreadable parts are skipped.
+ */
+export function parseAccountBalanceValue(value: string): ProviderAccountBalance[] {
+  const accounts: ProviderAccountBalance[] = [];
+  for (const part of value.split("&")) {
+    const [account, currency, ...figures] = part.split("|").map((x) => x.trim());
+    const [current, available, reserved, uncleared] = figures.map(signedShillingsToMinor);
+    if (!account || !currency || current == null || available == null) continue;
+    accounts.push({ account: account.slice(0, 100), currency: currency.slice(0, 3), current, available, reserved: reserved ?? 0n, uncleared: uncleared ?? 0n });
+  }
+  return accounts;
+}
+
+/** An Account Balance result (on its ResultURL): the accounts, or the failure's code and description. */
+export function parseAccountBalanceBody(body: unknown): AccountBalanceResult {
+  const result = isObject(body) ? body.Result : undefined;
+  if (!isObject(result)) throw new ValidationError("Result", "is required");
+  const resultCode = text(result.ResultCode);
+  if (resultCode === null) throw new ValidationError("ResultCode", "is required");
+  if (resultCode !== "0") return { state: "failed", code: resultCode, message: (text(result.ResultDesc) ?? "").slice(0, 300) };
+  const parameters = isObject(result.ResultParameters) ? result.ResultParameters.ResultParameter : undefined;
+  const list = Array.isArray(parameters) ? parameters : isObject(parameters) ? [parameters] : [];
+  const param = (key: string): unknown => list.find((p): p is Record<string, unknown> => isObject(p) && p.Key === key)?.Value;
+  const balance = text(param("AccountBalance"));
+  if (balance === null) throw new ValidationError("AccountBalance", "is required in a successful result");
+  return { state: "received", accounts: parseAccountBalanceValue(balance), completedAt: text(param("BOCompletedTime")) };
+}
+
+/** A queue timeout of an Account Balance request: it was never answered. */
+export function accountBalanceTimeout(): AccountBalanceResult {
+  return { state: "failed", code: "queue_timeout", message: "M-Pesa's queue timed out before the balance was read" };
 }

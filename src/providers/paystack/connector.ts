@@ -7,6 +7,9 @@ import type {
   HostedPaymentStatus,
   PayoutConnector,
   PayoutResult,
+  ProviderPaymentRecord,
+  ProviderSettlementSummary,
+  ReconciliationConnector,
 } from "../types.ts";
 import { paystackInbound } from "./inbound.ts";
 import { createPaystackRefunds } from "./refunds.ts";
@@ -29,6 +32,9 @@ const API_BASE = "https://api.paystack.co";
 /** Paystack settles M-Pesa transfers to this bank code (mobile_money recipients in KES). */
 const MPESA_BANK_CODE = "MPESA";
 const PAYOUT_CURRENCY = "KES";
+/** Paystack's lists take perPage up to 100; a day is read page by page. */
+const LIST_PAGE_SIZE = 100;
+const MAX_LIST_PAGES = 500;
 
 export interface PaystackResponse {
   status: number;
@@ -60,6 +66,10 @@ export function paystackFailure(operation: string, response: PaystackResponse, s
 }
 
 const text = (value: unknown) => (typeof value === "string" ? value : null);
+const dateOf = (value: unknown) => {
+  const at = typeof value === "string" ? new Date(value) : null;
+  return at && !Number.isNaN(at.getTime()) ? at : null;
+};
 const bigintOf = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) ? BigInt(value) : typeof value === "string" && /^\d{1,15}$/.test(value) ? BigInt(value) : null);
 
 /** A transaction's verify data as a provider-neutral status. `abandoned` only means "not paid yet" until the gateway gives up. */
@@ -233,7 +243,56 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
     parseStatusResult: (body) => readTransferResult((body as Record<string, any>) ?? null),
   };
 
+  /** Every page of a list endpoint for [from, to) (page, perPage; meta.pageCount says when to stop), at most MAX_LIST_PAGES. */
+  async function listAll(config: PaystackConfig, path: string, operation: string, from: Date, to: Date): Promise<Record<string, any>[]> {
+    const rows: Record<string, any>[] = [];
+    for (let page = 1; page <= MAX_LIST_PAGES; page++) {
+      const query = new URLSearchParams({ from: from.toISOString(), to: new Date(to.getTime() - 1).toISOString(), perPage: String(LIST_PAGE_SIZE), page: String(page) });
+      const response = await call(config, "GET", `${path}?${query}`, operation);
+      if (response.status !== 200 || response.body?.status !== true || !Array.isArray(response.body.data)) throw paystackFailure(operation, response, config.secret_key);
+      rows.push(...(response.body.data as Record<string, any>[]));
+      const pageCount = Number(response.body.meta?.pageCount ?? 1);
+      // meta.pageCount decides, not the page's length: Paystack may serve fewer per page than asked.
+      if (response.body.data.length === 0 || !(page < pageCount)) return rows;
+    }
+    throw new GatewayError("provider_error", `Paystack's ${operation} has more than ${MAX_LIST_PAGES * LIST_PAGE_SIZE} records for one day`);
+  }
+
+  const reconciliation: ReconciliationConnector = {
+    listsAll: true,
+    async payments({ config, from, to }) {
+      const rows = await listAll(configOf(config), "/transaction", "transaction list", from, to);
+      return rows.map((row): ProviderPaymentRecord => {
+        const status = readTransactionStatus(row);
+        return {
+          providerReference: row.id != null ? String(row.id) : null,
+          reference: text(row.reference),
+          amount: bigintOf(row.amount) ?? 0n,
+          currency: text(row.currency) ?? "",
+          status: status.outcome.state,
+          createdAt: dateOf(row.created_at ?? row.createdAt),
+          paidAt: dateOf(row.paid_at ?? row.paidAt),
+        };
+      });
+    },
+
+    async settlements({ config, from, to }) {
+      const rows = await listAll(configOf(config), "/settlement", "settlement list", from, to);
+      const summary: ProviderSettlementSummary = { count: rows.length, totals: {}, statuses: {} };
+      for (const row of rows) {
+        const currency = text(row.currency) ?? "";
+        const totals = (summary.totals[currency] ??= { total: 0n, fees: 0n, settled: 0n });
+        totals.total += bigintOf(row.total_amount) ?? 0n;
+        totals.fees += bigintOf(row.total_fees) ?? 0n;
+        totals.settled += bigintOf(row.effective_amount) ?? 0n;
+        const status = text(row.status) ?? "unknown";
+        summary.statuses[status] = (summary.statuses[status] ?? 0) + 1;
+      }
+      return summary;
+    },
+  };
+
   const refunds = createPaystackRefunds({ call, failure: paystackFailure, checkAfterMs: options.refundCheckAfterMs ?? 60_000, timeoutMs });
 
-  return { provider: "paystack", currencies: connectorCurrencies.paystack, hosted, payouts, refunds, inbound: paystackInbound };
+  return { provider: "paystack", currencies: connectorCurrencies.paystack, hosted, payouts, refunds, inbound: paystackInbound, reconciliation };
 }

@@ -5,11 +5,13 @@ import { createDarajaInbound } from "../mpesa/inbound.ts";
 import { simulateCardCharge } from "./cards.ts";
 import { createSandboxMomo } from "./momo.ts";
 import { createSandboxPayouts } from "./payouts.ts";
+import { createSandboxRecord } from "./record.ts";
 import { createSandboxRefunds } from "./refunds.ts";
 
 /** The built-in simulator: everything a real provider does, with no network. */
 export function createSandboxConnector(options: { stkDelayMs?: number; payoutDelayMs?: number; refundDelayMs?: number } = {}): Connector {
-  const momo = createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000 });
+  const record = createSandboxRecord();
+  const momo = createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000, record });
   const payouts = createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 });
   return {
     provider: "sandbox",
@@ -20,10 +22,13 @@ export function createSandboxConnector(options: { stkDelayMs?: number; payoutDel
     // The simulator speaks Daraja's callback format; its own results are delivered in process, but a
     // callback posted over HTTP (at /callbacks/sandbox/..., or /callbacks/daraja/... as before) is read the same way.
     inbound: createDarajaInbound({ segment: "sandbox", aliases: ["daraja"], forbiddenUrlWords: [], momo, payouts }),
-    async chargeCard({ card, config }) {
+    reconciliation: record.reconciliation,
+    async chargeCard({ card, config, reference, amount, currency }) {
       const delayMs = (config as { charge_delay_ms?: number } | null)?.charge_delay_ms ?? 0;
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-      return simulateCardCharge(card.number, `sbx_${randomBytes(8).toString("hex")}`);
+      const outcome = simulateCardCharge(card.number, `sbx_${randomBytes(8).toString("hex")}`);
+      if (outcome.outcome === "succeeded") record.approve({ providerReference: outcome.providerReference, reference, amount, currency });
+      return outcome;
     },
   };
 }

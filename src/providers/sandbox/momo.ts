@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { CollectionOutcome, MomoConnector } from "../types.ts";
 import * as wire from "../mpesa/wire.ts";
 import { createLater } from "./later.ts";
+import type { SandboxRecord } from "./record.ts";
 
 /**
  * The sandbox's M-Pesa simulator: no network. An STK push is answered after a short delay with a
@@ -21,7 +22,7 @@ export const sandboxStkOutcomes: Record<string, { resultCode: number; resultDesc
 const SANDBOX_SHORTCODE = "174379";
 const receipt = () => `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10);
 
-export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnector {
+export function createSandboxMomo(options: { stkDelayMs: number; record?: SandboxRecord }): MomoConnector {
   const { later, close } = createLater();
   /** What a query answers: pending until the simulated customer has acted. */
   const outcomes = new Map<string, CollectionOutcome>();
@@ -36,18 +37,21 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
       const rule = sandboxStkOutcomes[request.phoneNumber] ?? sandboxStkOutcomes["254708374149"]!;
       outcomes.set(checkoutRequestId, { state: "pending" });
       if (rule !== "no-answer") {
+        const paidReceipt = receipt();
         const body = wire.buildStkCallbackBody({
           merchantRequestId,
           checkoutRequestId,
           resultCode: rule.resultCode,
           resultDesc: rule.resultDesc,
           shillings,
-          receipt: receipt(),
+          receipt: paidReceipt,
           phoneNumber: request.phoneNumber,
         });
         // The gateway records the push's CheckoutRequestID after this returns; a callback that finds no match yet is retried.
         const deliver = async (attempt: number) => {
-          outcomes.set(checkoutRequestId, wire.parseStkCallbackBody(body).outcome);
+          const outcome = wire.parseStkCallbackBody(body).outcome;
+          if (attempt === 1 && outcome.state === "completed") options.record?.approve({ providerReference: paidReceipt, reference: null, amount: BigInt(shillings) * 100n, currency: "KES" });
+          outcomes.set(checkoutRequestId, outcome);
           const found = (await request.deliverCallback?.(body)) ?? true;
           if (!found && attempt < 5) later(options.stkDelayMs, () => deliver(attempt + 1));
         };
@@ -65,8 +69,9 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
     canSimulateC2b: () => true,
 
     async simulateC2b(request) {
+      const transId = `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10);
       const body = wire.buildC2bBody({
-        transId: `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10),
+        transId,
         shillings: wire.toWholeShillings(request.amount, request.currency),
         shortcode: SANDBOX_SHORTCODE,
         billRef: request.billRef,
@@ -77,6 +82,7 @@ export function createSandboxMomo(options: { stkDelayMs: number }): MomoConnecto
         const verdict = wire.readC2bValidationDecision(await request.deliverValidation(body));
         if (!verdict?.accept) return { rejected: true };
       }
+      options.record?.approve({ providerReference: transId, reference: null, amount: BigInt(wire.toWholeShillings(request.amount, request.currency)) * 100n, currency: "KES" });
       await request.deliverConfirmation?.(body);
       return { rejected: false };
     },
