@@ -358,4 +358,51 @@ describe("dashboard overview", () => {
       expect(refused.body.data.paymentStats.__typename).toBe("ValidationError");
     }
   });
+
+  // Last: it changes two payments behind the gateway's back, which the figures above would otherwise count.
+  it("an owner runs a reconciliation of today's payments from the Reconciliation page and reads its differences", async () => {
+    const today = utcDay(new Date());
+    const changed = await paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount: 1_000 });
+    const unknown = await paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount: 2_000 });
+    // The sandbox approved 10.00 and the given receipt; here one now says 11.00 and the other a receipt it never gave.
+    await prisma().transaction.update({ where: { reference: changed }, data: { amount: 1_100 } });
+    await prisma().transaction.update({ where: { reference: unknown }, data: { providerReference: "sbx_never_given" } });
+
+    const page = await signedIn();
+    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Reconciliation" }).click();
+    await page.getByRole("heading", { name: "Reconciliation", level: 1 }).waitFor();
+    await page.getByRole("heading", { name: "No reconciliation reports yet" }).waitFor();
+    await page.getByRole("button", { name: "Run a reconciliation" }).click();
+    await page.getByLabel("Channel").selectOption(String(channelId));
+    await page.getByLabel("Day (UTC)").fill(today);
+    await page.locator("#reconcile-form").getByRole("button", { name: "Run" }).click();
+    await page.getByRole("heading", { name: `Reconciliation of ${today}` }).waitFor();
+    const id = Number(new URL(page.url()).pathname.split("/").pop());
+
+    // What the page lists is the report the gateway stored, with both differences in it.
+    const query = `query($id: Int!) { reconciliation(id: $id) { ... on Reconciliation { status items { kind reference gatewayAmount providerAmount } } } }`;
+    const stored = (await api.post("/graphql", { query, variables: { id } })).body.data.reconciliation;
+    expect(stored.status).toBe("completed");
+    const items = page.locator("#reconciliation-items tr");
+    expect(await items.evaluateAll((rows) => rows.map((r) => [r.getAttribute("data-kind"), r.getAttribute("data-reference")]))).toEqual(
+      stored.items.map((item: { kind: string; reference: string }) => [item.kind, item.reference]),
+    );
+    expect(await page.textContent("#reconciliation-differences")).toBe(String(stored.items.length));
+    const amountRow = page.locator(`#reconciliation-items tr[data-kind="amount_mismatch"][data-reference="${changed}"]`);
+    expect(await amountRow.locator('[data-label="Here"]').textContent()).toBe(`Completed${kes(1_100)}`);
+    expect(await amountRow.locator('[data-label="At the provider"]').textContent()).toBe(`Completed${kes(1_000)}`);
+    const missingRow = page.locator(`#reconciliation-items tr[data-kind="missing_there"][data-reference="${unknown}"]`);
+    expect(await missingRow.locator('[data-label="Difference"]').textContent()).toBe("Missing at the provider");
+    expect(await missingRow.locator('[data-label="At the provider"]').textContent()).toBe(`Not recorded—`);
+    await page.screenshot({ path: `${SHOTS}/42-reconciliation-detail.png`, fullPage: true });
+
+    // The list has the report, with its count of differences.
+    await page.getByRole("link", { name: "← All reports" }).click();
+    const listed = page.locator(`#reconciliation-rows tr[data-id="${id}"]`);
+    await listed.waitFor();
+    expect(await listed.locator('[data-label="Result"]').textContent()).toBe("Differences");
+    expect(await listed.locator('[data-label="Differences"]').textContent()).toBe(String(stored.items.length));
+    await page.screenshot({ path: `${SHOTS}/43-reconciliations.png`, fullPage: true });
+    await page.context().close();
+  });
 });

@@ -9,6 +9,7 @@ import { Channels } from "./sections/channels.tsx";
 import { Customers } from "./sections/customers.tsx";
 import { Overview } from "./sections/overview.tsx";
 import { Payouts } from "./sections/payouts.tsx";
+import { Reconciliations } from "./sections/reconciliations.tsx";
 import { SignIn } from "./sections/signin.tsx";
 import { TransactionDetail } from "./sections/transaction-detail.tsx";
 import { Transactions } from "./sections/transactions.tsx";
@@ -26,6 +27,7 @@ const NAV = [
   ["/api-keys", "API keys"],
   ["/webhooks", "Webhooks"],
   ["/payouts", "Payouts"],
+  ["/reconciliations", "Reconciliation"],
   ["/users", "Users"],
 ] as const;
 
@@ -100,6 +102,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
   else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;
   else if (route.startsWith("/payouts")) page = <Payouts />;
+  else if (route.startsWith("/reconciliations")) page = <Reconciliations route={route} session={session} />;
   else if (route.startsWith("/users")) page = <Users session={session} />;
   else page = <Transactions mode={session.mode} />;
 
