@@ -3,7 +3,8 @@ import type pg from "pg";
 /**
  * What settling a payment costs a plain pg program (bench/api.ts's and bench/bare-server.ts's baselines): one
  * interactive transaction on a pooled connection: BEGIN, the conditional UPDATE ... RETURNING, the event with
- * the row as payload, the webhook fan-out the outbox runs (with its jobs), COMMIT. Null when the row was not
+ * the row as payload, the webhook fan-out the outbox runs (with its jobs), the ledger's payment entry (fee from
+ * the channel's schedule) and its postings, COMMIT. Null when the row was not
  * pending (rolled back, nothing written).
  */
 export async function settleWithPg(pool: pg.Pool, id: number, providerReference: string): Promise<Record<string, unknown> | null> {
@@ -32,6 +33,16 @@ export async function settleWithPg(pool: pg.Pool, id: number, providerReference:
                       ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id)
        INSERT INTO jobs (kind, payload) SELECT 'webhook.deliver', jsonb_build_object('deliveryId', id) FROM deliveries`,
       [row.merchant_id, row.mode, "transaction.completed"],
+    );
+    await client.query(
+      `WITH e AS (
+         INSERT INTO ledger_entries (merchant_id, mode, channel_id, currency, type, source_type, source_id, source_reference, amount, fee)
+         SELECT $1, $2, c.id, $4, 'payment', 'transaction', $5, $6, $7, round($7 * c.fee_percent_bps / 10000.0)::bigint + c.fee_fixed
+         FROM payment_channels c WHERE c.id = $3 RETURNING id, fee)
+       INSERT INTO ledger_postings (entry_id, account_id, amount)
+       SELECT e.id, ledger_account($1, $2, $3, $4, v.kind), v.amount FROM e,
+         LATERAL (VALUES ('payers', -$7::bigint), ('available', $7::bigint - e.fee), ('fees', e.fee)) v(kind, amount) WHERE v.amount <> 0`,
+      [row.merchant_id, row.mode, row.channel_id, row.currency, row.id, row.reference, row.amount],
     );
     await client.query("COMMIT");
     return row;
