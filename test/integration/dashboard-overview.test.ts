@@ -397,6 +397,11 @@ describe("dashboard overview", () => {
     expect(await missingRow.locator('[data-label="Difference"]').textContent()).toBe("Missing at the provider");
     expect(await missingRow.locator('[data-label="At the provider"]').textContent()).toBe(`Not recorded—`);
     await page.screenshot({ path: `${SHOTS}/42-reconciliation-detail.png`, fullPage: true });
+    // On a 360-px phone the differences stack as cards, with no sideways scrolling.
+    await page.setViewportSize({ width: 360, height: 780 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    await page.screenshot({ path: `${SHOTS}/45-phone-reconciliation-detail.png`, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     // The list has the report, with its count of differences.
     await page.getByRole("link", { name: "← All reports" }).click();
