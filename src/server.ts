@@ -11,6 +11,7 @@ import type { Config } from "./config.ts";
 import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
 import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { registerLedgerReportRoutes } from "./modules/ledger/routes.ts";
+import { registerTransactionReportRoutes } from "./modules/transactions/report-routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";
@@ -362,6 +363,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
   registerLedgerReportRoutes(app, services);
+  registerTransactionReportRoutes(app, services);
   registerOpenApiRoutes(app);
   metrics.attach({ fanout: () => subscriptions.stats() });
   const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);

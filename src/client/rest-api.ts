@@ -488,6 +488,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reports/transactions.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The transactions as CSV (all matching, streamed)
+         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at; newest first. RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR is prefixed with ' so spreadsheets do not run it as a formula; numbers are left as numbers. Same filters as GET /api/transactions/list, no paging.
+         */
+        get: operations["exportTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4528,6 +4548,102 @@ export interface operations {
                 type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment";
                 /** @description Only this payment channel's */
                 payment_channel_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportTransactions: {
+        parameters: {
+            query?: {
+                /** @description pending, completed or failed */
+                status?: "pending" | "completed" | "failed";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+                /** @description Exact match on reference, client_reference, provider_reference, the payer's e-mail or phone (as the list's) */
+                search?: string;
             };
             header?: never;
             path?: never;

@@ -1,5 +1,6 @@
 import { errorCatalogue } from "../errors.ts";
 import { ledgerReportDocs } from "../modules/ledger/routes.ts";
+import { transactionReportDocs } from "../modules/transactions/report-routes.ts";
 import { authRouteDocs } from "../modules/users/routes.ts";
 import type { RestRoute } from "../rest/route-table.ts";
 import { restRoutes } from "../rest/routes.ts";
@@ -63,7 +64,7 @@ export function documentedRoutes(routes: RestRoute[] = restRoutes): DocumentedRo
     if (!route.doc) throw new Error(`REST route ${route.method} ${route.path} has no doc: the OpenAPI document would miss it`);
     documented.push({ method: route.method, path: route.path, doc: route.doc });
   }
-  return [...documented, ...authRouteDocs, ...ledgerReportDocs];
+  return [...documented, ...authRouteDocs, ...ledgerReportDocs, ...transactionReportDocs];
 }
 
 /**

@@ -48,7 +48,8 @@ describe("dashboard refunds", () => {
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
     recordPageErrors(page, browserErrors);
-    await page.goto(`${gw.url}/dashboard`);
+    // Signed in from the transactions page, the app stays on it (the landing page is the Overview).
+    await page.goto(`${gw.url}/dashboard/transactions`);
     await page.getByLabel("E-mail").fill(user.email);
     await page.getByLabel("Password").fill(user.password);
     await page.getByRole("button", { name: "Sign in" }).click();

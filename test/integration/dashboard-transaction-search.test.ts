@@ -41,7 +41,7 @@ describe("dashboard: transaction search and provider reference", () => {
     const page = await context.newPage();
     const offHost: string[] = [];
     await confineToGateway(page, gw.url, offHost);
-    await page.goto(`${gw.url}/dashboard`);
+    await page.goto(`${gw.url}/dashboard/transactions`);
     await page.getByLabel("E-mail").fill(owner.email);
     await page.getByLabel("Password").fill(owner.password);
     await page.getByRole("button", { name: "Sign in" }).click();

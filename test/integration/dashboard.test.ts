@@ -70,7 +70,8 @@ describe("merchant dashboard", () => {
   }
 
   async function signIn(page: Page, user: { email: string; password: string }, mode: "test" | "live" = "test", gateway = gw) {
-    await page.goto(`${gateway.url}/dashboard`);
+    // Signed in from the transactions page, the app stays on it (the landing page is the Overview).
+    await page.goto(`${gateway.url}/dashboard/transactions`);
     await page.getByLabel("E-mail").fill(user.email);
     await page.getByLabel("Password").fill(user.password);
     if (mode === "live") await page.getByLabel("Live").check();
@@ -134,11 +135,11 @@ describe("merchant dashboard", () => {
     expect(await page.textContent("#user")).toContain(owner.email);
     expect(await page.textContent("#user")).toContain("owner");
     expect(await page.textContent("#mode-badge")).toBe("TEST MODE");
-    expect(new URL(page.url()).pathname).toBe("/dashboard/transactions");
+    expect(new URL(page.url()).pathname).toBe("/dashboard/overview");
     // The nav is reachable by keyboard: Tab from the sign-out button reaches the first section link.
     await page.getByRole("button", { name: "Sign out" }).focus();
     await page.keyboard.press("Tab");
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Transactions");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Overview");
     await context.close();
   });
 

@@ -7,7 +7,9 @@ import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
 import { ApiKeys } from "./sections/api-keys.tsx";
 import { Channels } from "./sections/channels.tsx";
 import { Customers } from "./sections/customers.tsx";
+import { Overview } from "./sections/overview.tsx";
 import { Payouts } from "./sections/payouts.tsx";
+import { Reconciliations } from "./sections/reconciliations.tsx";
 import { SignIn } from "./sections/signin.tsx";
 import { TransactionDetail } from "./sections/transaction-detail.tsx";
 import { Transactions } from "./sections/transactions.tsx";
@@ -18,12 +20,14 @@ import { LiveRegion, announce, useQuery } from "./ui.tsx";
 import "./styles.css";
 
 const NAV = [
+  ["/overview", "Overview"],
   ["/transactions", "Transactions"],
   ["/customers", "Customers"],
   ["/channels", "Payment channels"],
   ["/api-keys", "API keys"],
   ["/webhooks", "Webhooks"],
   ["/payouts", "Payouts"],
+  ["/reconciliations", "Reconciliation"],
   ["/users", "Users"],
 ] as const;
 
@@ -70,7 +74,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
     [],
   );
   useEffect(() => {
-    if (route === "/" || !NAV.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/transactions", true);
+    if (route === "/" || !NAV.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/overview", true);
     const section = NAV.find(([path]) => route.startsWith(path));
     document.title = `${section ? section[1] : "Dashboard"} · ${viewer.data?.viewer.name ?? "Payment gateway"}`;
     // After a client-side navigation, move focus to the new page's heading (as a page load would).
@@ -92,11 +96,13 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   const detail = /^\/transactions\/([^/]+)$/.exec(route);
   let page;
   if (detail) page = <TransactionDetail reference={decodeURIComponent(detail[1]!)} session={session} />;
+  else if (route.startsWith("/overview")) page = <Overview />;
   else if (route.startsWith("/customers")) page = <Customers />;
   else if (route.startsWith("/channels")) page = <Channels session={session} />;
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
   else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;
   else if (route.startsWith("/payouts")) page = <Payouts />;
+  else if (route.startsWith("/reconciliations")) page = <Reconciliations route={route} session={session} />;
   else if (route.startsWith("/users")) page = <Users session={session} />;
   else page = <Transactions mode={session.mode} />;
 

@@ -1,10 +1,13 @@
+import type { Principal } from "../../auth.ts";
 import { createCardFlow } from "./card.ts";
 import { createCollectionFlow } from "./collections.ts";
 import { createFlowContext, type TransactionServiceDeps } from "./context.ts";
+import { exportTransactionsCsv } from "./export.ts";
 import { createHostedFlow } from "./hosted.ts";
 import { createInitialize } from "./initialize.ts";
 import { createReads } from "./reads.ts";
 import { createReconcileJob } from "./reconcile.ts";
+import type { TransactionFilters } from "./store.ts";
 
 /**
  * The payments core, composed from its flows. Every write to `transactions` goes through one pipeline:
@@ -43,6 +46,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     listPage: reads.listPage,
     listConnection: reads.listConnection,
     count: reads.count,
+    exportCsv: (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.store, principal, filters),
     payWithCard: card.payWithCard,
     checkoutView: reads.checkoutView,
     lastSettlingEvent: reads.lastSettlingEvent,

@@ -1,5 +1,5 @@
 import type { Principal } from "../../auth.ts";
-import type { PrismaClient, Sql } from "../../db/database.ts";
+import type { Db, PrismaClient, Sql } from "../../db/database.ts";
 import type { Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
@@ -178,6 +178,34 @@ export async function lockForRefund(tx: Prisma.TransactionClient, id: number): P
     SELECT id, merchant_id AS "merchantId", mode, reference, amount::text AS amount, currency, status, channel_id AS "channelId"
     FROM transactions WHERE id = ${id} FOR UPDATE`;
   return row ? { ...row, amount: BigInt(row.amount) } : null;
+}
+
+/** One UTC day's settled payments in one currency (the overview's figures, transactions/stats.ts). */
+export interface DailyPaymentFigures {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  currency: string;
+  completed: number;
+  failed: number;
+  /** The completed payments' amounts, in minor units. */
+  volume: bigint;
+}
+
+/**
+ * The caller's completed and failed payments created since `since`, counted and summed per UTC day and
+ * currency, in one statement (the merchant, mode, status, created_at index serves it). Days follow
+ * created_at, as the list's date filters do, so a day's figures are that day's filtered list.
+ */
+export async function dailyPaymentFigures(db: Db, principal: Principal, since: Date): Promise<DailyPaymentFigures[]> {
+  const rows = await db.$queryRaw<(Omit<DailyPaymentFigures, "volume"> & { volume: string })[]>`
+    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, currency,
+      (count(*) FILTER (WHERE status = 'completed'))::int AS completed,
+      (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
+      coalesce(sum(amount) FILTER (WHERE status = 'completed'), 0)::text AS volume
+    FROM transactions
+    WHERE merchant_id = ${principal.merchantId} AND mode = ${principal.mode}::"Mode" AND status IN ('completed', 'failed') AND created_at >= ${since}
+    GROUP BY 1, 2 ORDER BY 1, 2`;
+  return rows.map((row) => ({ ...row, volume: BigInt(row.volume) }));
 }
 
 /**
@@ -385,6 +413,27 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     /** The Relay connection's rows: Pothos's `query` carries the cursor, the window and the relations. */
     listConnection(principal: Principal, filters: TransactionFilters, query: object) {
       return prisma.transaction.findMany({ ...query, where: transactionWhere(principal, filters), orderBy: { id: "desc" } });
+    },
+
+    /**
+     * Every one of the caller's transactions matching the filters, newest first, in batches read by keyset on
+     * (created_at, id), the list's index: a year of them is never in memory at once, and the last batch costs what
+     * the first did (an OFFSET would rescan all before it). created_at has millisecond precision, which a Date
+     * carries exactly. The filters are checked here, before the first batch is asked for.
+     */
+    exportBatches(principal: Principal, filters: TransactionFilters, batchSize = 1000): AsyncGenerator<Transaction[]> {
+      const where = transactionWhere(principal, filters);
+      return (async function* () {
+        let after: { createdAt: Date; id: number } | null = null;
+        for (;;) {
+          const keyset: Prisma.TransactionWhereInput = after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {};
+          const rows: Transaction[] = await prisma.transaction.findMany({ where: { AND: [where, keyset] }, orderBy: newestFirst, take: batchSize });
+          if (rows.length > 0) yield rows;
+          if (rows.length < batchSize) return;
+          const last: Transaction = rows[rows.length - 1]!;
+          after = { createdAt: last.createdAt, id: last.id };
+        }
+      })();
     },
 
     /** How many of the caller's transactions match the filters (the connection's totalCount). */

@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
+import { ExportCsv, reportUrl } from "../export.tsx";
 import { formatDate, formatMoney } from "../format.ts";
 import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, navigate, onLinkClick } from "../router.ts";
@@ -81,7 +82,15 @@ export function Transactions({ mode }: { mode: Mode }) {
 
   return (
     <section>
-      <PageHeader title="Transactions" />
+      <PageHeader title="Transactions">
+        {!noPaymentsYet && (
+          <ExportCsv
+            id="transactions-export"
+            fallbackName="transactions.csv"
+            href={reportUrl("/v1/reports/transactions.csv", { status: filters.status, date_from: filters.dateFrom, date_to: filters.dateTo, search: filters.search.trim() })}
+          />
+        )}
+      </PageHeader>
       {!noPaymentsYet && (
         <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filter transactions">
           <div class="field grow">

@@ -1,0 +1,217 @@
+import { useState } from "preact/hooks";
+import { ExportCsv, reportUrl } from "../export.tsx";
+import { formatDate, formatMoney, titleCase } from "../format.ts";
+import { useReloadOnMoney } from "../money-events.ts";
+import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { Listing, Table } from "../tables.tsx";
+import { Badge, EmptyState, useQuery } from "../ui.tsx";
+
+/**
+ * The Overview's money held at each channel (GraphQL `balance`, from the ledger) and the balance transactions
+ * that moved it (`balanceTransactions`), filtered, paged and exported as CSV (GET /v1/reports/balance-transactions.csv
+ * with the same filters).
+ */
+
+interface ChannelBalance {
+  paymentChannelId: number;
+  provider: string;
+  currency: string;
+  collected: number;
+  fees: number;
+  refunded: number;
+  paidOut: number;
+  pendingOut: number;
+  adjustments: number;
+  available: number;
+}
+interface ChannelName {
+  databaseId: number;
+  name: string;
+}
+type BalanceRow = ChannelBalance & { key: string; channelName: string };
+
+const BALANCES = `query DashboardBalances {
+  balance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
+  paymentChannels { databaseId name }
+}`;
+
+const TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "adjustment"] as const;
+const PAGE_SIZE = 10;
+const TRANSACTIONS = `query DashboardBalanceTransactions($first: Int!, $after: String, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
+  balanceTransactions(first: $first, after: $after, type: $type, paymentChannelId: $paymentChannelId, dateFrom: $dateFrom, dateTo: $dateTo) {
+    totalCount pageInfo { hasNextPage endCursor }
+    edges { node { databaseId type amount fee net currency paymentChannelId sourceReference description createdAt } }
+  }
+}`;
+
+interface BalanceTransaction {
+  databaseId: number;
+  type: (typeof TYPES)[number];
+  amount: number;
+  fee: number;
+  net: number;
+  currency: string;
+  paymentChannelId: number;
+  sourceReference: string;
+  description: string | null;
+  createdAt: string;
+}
+
+export function Balances() {
+  const { data, error, loading, reload } = useQuery<{ balance: ChannelBalance[]; paymentChannels: ChannelName[] }>(BALANCES);
+  useReloadOnMoney(reload);
+  const names = new Map(data?.paymentChannels.map((channel) => [channel.databaseId, channel.name]));
+  const rows: BalanceRow[] | undefined = data?.balance.map((b) => ({ ...b, key: `${b.paymentChannelId}-${b.currency}`, channelName: names.get(b.paymentChannelId) ?? `Channel ${b.paymentChannelId}` }));
+  const money = (field: keyof ChannelBalance) => (b: BalanceRow) => formatMoney(b[field] as number, b.currency);
+  return (
+    <section aria-labelledby="balances-title">
+      <div class="section-header">
+        <h2 id="balances-title">Balance per channel</h2>
+      </div>
+      <Listing
+        items={rows}
+        loading={loading}
+        error={error}
+        empty={
+          <EmptyState title="No balances yet">
+            <p>A channel's balance starts with its first completed payment.</p>
+          </EmptyState>
+        }
+      >
+        {(items) => (
+          <Table
+            label="Balance per channel"
+            bodyId="balance-rows"
+            rows={items}
+            rowKey="key"
+            rowProps={(b) => ({ "data-channel": String(b.paymentChannelId), "data-currency": b.currency })}
+            columns={[
+              { label: "Channel", cell: (b) => b.channelName, note: (b) => `${titleCase(b.provider)} · ${b.currency}` },
+              { label: "Available", num: true, cell: (b) => <strong>{formatMoney(b.available, b.currency)}</strong> },
+              { label: "Pending out", num: true, cell: money("pendingOut") },
+              { label: "Collected", num: true, cell: money("collected") },
+              { label: "Fees", num: true, cell: money("fees") },
+              { label: "Refunded", num: true, cell: money("refunded") },
+              { label: "Paid out", num: true, cell: money("paidOut") },
+              { label: "Adjustments", num: true, cell: money("adjustments") },
+            ]}
+          />
+        )}
+      </Listing>
+      <BalanceTransactions channels={data?.paymentChannels ?? []} />
+    </section>
+  );
+}
+
+interface Filters {
+  type: string;
+  channel: string;
+  dateFrom: string;
+  dateTo: string;
+}
+const NO_FILTERS: Filters = { type: "", channel: "", dateFrom: "", dateTo: "" };
+
+function BalanceTransactions({ channels }: { channels: ChannelName[] }) {
+  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const cursors = useCursors();
+  const variables = {
+    first: PAGE_SIZE,
+    after: cursors.after,
+    type: filters.type || null,
+    paymentChannelId: filters.channel ? Number(filters.channel) : null,
+    dateFrom: filters.dateFrom || null,
+    dateTo: filters.dateTo || null,
+  };
+  const { data, error, loading, reload } = useQuery<{ balanceTransactions: Connection<BalanceTransaction> }>(TRANSACTIONS, variables);
+  useReloadOnMoney(reload);
+  const setFilter = (name: keyof Filters, value: string) => {
+    setFilters({ ...filters, [name]: value });
+    cursors.reset();
+  };
+  const names = new Map(channels.map((channel) => [channel.databaseId, channel.name]));
+  const filtered = Object.values(filters).some(Boolean);
+  const connection = data?.balanceTransactions;
+  const csv = reportUrl("/v1/reports/balance-transactions.csv", {
+    type: filters.type,
+    payment_channel_id: filters.channel,
+    date_from: filters.dateFrom,
+    date_to: filters.dateTo,
+  });
+
+  return (
+    <section aria-labelledby="balance-transactions-title">
+      <div class="section-header">
+        <h2 id="balance-transactions-title">Balance transactions</h2>
+        <ExportCsv href={csv} fallbackName="balance-transactions.csv" id="balance-transactions-export" />
+      </div>
+      <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filter balance transactions">
+        <div class="field">
+          <label for="bt-type">Type</label>
+          <select id="bt-type" value={filters.type} onChange={(e) => setFilter("type", e.currentTarget.value)}>
+            <option value="">All</option>
+            {TYPES.map((type) => (
+              <option key={type} value={type}>
+                {titleCase(type)}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="bt-channel">Channel</label>
+          <select id="bt-channel" value={filters.channel} onChange={(e) => setFilter("channel", e.currentTarget.value)}>
+            <option value="">All</option>
+            {channels.map((channel) => (
+              <option key={channel.databaseId} value={String(channel.databaseId)}>
+                {channel.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="bt-from">From</label>
+          <input id="bt-from" type="date" value={filters.dateFrom} onChange={(e) => setFilter("dateFrom", e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="bt-to">To</label>
+          <input id="bt-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
+        </div>
+        {filtered && (
+          <button type="button" class="secondary" onClick={() => (setFilters(NO_FILTERS), cursors.reset())}>
+            Clear filters
+          </button>
+        )}
+      </form>
+      <Listing
+        items={connection?.edges.map((edge) => edge.node)}
+        loading={loading}
+        error={error}
+        empty={<EmptyState title={filtered ? "No balance transactions match these filters" : "No balance transactions yet"} />}
+      >
+        {(items) => (
+          <>
+            <p class="muted count" id="balance-transactions-count">
+              {connection!.totalCount} balance transaction{connection!.totalCount === 1 ? "" : "s"}
+            </p>
+            <Table
+              label="Balance transactions"
+              bodyId="balance-transaction-rows"
+              rows={items}
+              rowKey="databaseId"
+              rowProps={(t) => ({ "data-type": t.type, "data-source": t.sourceReference })}
+              columns={[
+                { label: "Source", class: "mono", cell: (t) => t.sourceReference, note: (t) => t.description },
+                { label: "Type", cell: (t) => <Badge value={t.type} kind={t.type.endsWith("failure") ? "failed" : "info"} /> },
+                { label: "Amount", num: true, cell: (t) => formatMoney(t.amount, t.currency) },
+                { label: "Fee", num: true, cell: (t) => formatMoney(t.fee, t.currency) },
+                { label: "Net", num: true, cell: (t) => formatMoney(t.net, t.currency) },
+                { label: "Channel", cell: (t) => names.get(t.paymentChannelId) ?? `Channel ${t.paymentChannelId}` },
+                { label: "Date", cell: (t) => formatDate(t.createdAt) },
+              ]}
+            />
+          </>
+        )}
+      </Listing>
+      {connection && <CursorPager cursors={cursors} pageInfo={connection.pageInfo} />}
+    </section>
+  );
+}
