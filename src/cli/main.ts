@@ -25,6 +25,7 @@ const cliOptions = {
   url: { type: "string" },
   role: { type: "string" },
   "password-stdin": { type: "boolean" },
+  limit: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
