@@ -18,9 +18,10 @@ import { until } from "../support/wait.ts";
  */
 const PHONE = "254708374149";
 const PAYMENTS = 30;
-const REFUNDS = 8;
-/** Callbacks answered before the kill: the rest are in flight in the dying process, or never arrive. */
-const KILL_AFTER = 5;
+const REFUNDS = 12;
+/** Answers acknowledged before the kill: the rest are in flight in the dying process, or never arrive. */
+const PAYMENTS_KILL_AFTER = 5;
+const REFUNDS_KILL_AFTER = 1;
 
 /** The entry count on the report's first line. */
 function entriesIn(output: string): number {
@@ -55,8 +56,8 @@ describe("the ledger across a gateway crash between a provider's answer and its 
   });
   afterAll(() => daraja?.close());
 
-  /** Delivers every answer at once and SIGKILLs the gateway once `KILL_AFTER` of them were acknowledged; answers how many were. */
-  async function deliverThenKill(send: (() => Promise<{ status: number } | null | undefined>)[]): Promise<number> {
+  /** Delivers every answer at once and SIGKILLs the gateway once `killAfter` of them were acknowledged; answers how many were. */
+  async function deliverThenKill(send: (() => Promise<{ status: number } | null | undefined>)[], killAfter: number): Promise<number> {
     let acknowledged = 0;
     let killed = false;
     await Promise.all(
@@ -64,7 +65,7 @@ describe("the ledger across a gateway crash between a provider's answer and its 
         deliver().then(
           (reply) => {
             if (killed || reply?.status !== 200) return;
-            if (++acknowledged >= KILL_AFTER) {
+            if (++acknowledged >= killAfter) {
               killed = true;
               gateway.child.kill("SIGKILL");
             }
@@ -112,7 +113,7 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     });
 
     // Daraja answers every push at once (paid); the gateway dies while applying them.
-    const acknowledged = await deliverThenKill(payments.map((p) => () => fake.sendStkCallback(p.checkoutRequestId, { receipt: p.receipt })));
+    const acknowledged = await deliverThenKill(payments.map((p) => () => fake.sendStkCallback(p.checkoutRequestId, { receipt: p.receipt })), PAYMENTS_KILL_AFTER);
     // Both or neither: every completed payment has its entry and no entry lacks its completed payment.
     const postedAtCrash = await expectCleanCheck();
     expect(postedAtCrash).toBeGreaterThanOrEqual(acknowledged);
@@ -140,7 +141,7 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     for (const [reference, ids] of events) expect(ids.size, reference).toBe(1);
   });
 
-  it("M-Pesa reversals: Results applied or not at the kill, never half; after restart each refund completes once", { timeout: 90_000 }, async () => {
+  it("M-Pesa reversals: Results applied or not at the kill (killed at the first acknowledged), never half; after restart each refund completes once", { timeout: 90_000 }, async () => {
     expect(payments).toHaveLength(PAYMENTS);
     const api = apiClient(gateway.url, key);
     // Daraja accepts each Reversal and posts its Result only when told; no status query is answered yet.
@@ -152,7 +153,7 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     expect(created.map((r) => r.body.data)).toEqual(refunded.map(() => expect.objectContaining({ status: "pending", method: "mpesa_reversal" })));
     const ocids = await until(() => [...fake.reversals.keys()], (k) => k.length === REFUNDS);
 
-    const acknowledged = await deliverThenKill(ocids.map((ocid) => () => fake.sendReversalResult(ocid)));
+    const acknowledged = await deliverThenKill(ocids.map((ocid) => () => fake.sendReversalResult(ocid)), REFUNDS_KILL_AFTER);
     const postedAtCrash = await expectCleanCheck();
     // Each payment, each refund's reservation, and the refunds whose Result was applied.
     expect(postedAtCrash - PAYMENTS - REFUNDS).toBeGreaterThanOrEqual(acknowledged);
