@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postAdjustment } from "../../src/modules/ledger/postings.ts";
 import { apiClient, paidTransaction, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { runLedgerCheck } from "../support/ledger-check.ts";
+import { runCli } from "../support/process.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -133,12 +134,23 @@ describe("ledger check", () => {
 
     const { code, output } = await runLedgerCheck(gw.database);
     expect(code, output).toBe(1);
-    expect(output).toContain(`postings_follow_rules: entry ${entry!.id} (payment ${reference}): available nothing posted, 900 by the rule; pending_out 900 posted, nothing by the rule`);
+    expect(output).toContain(`postings_follow_rules: entry ${entry!.id} (payment ${reference}): available 0 posted, 900 by the rule; pending_out 900 posted, 0 by the rule`);
     expect(output).toMatch(new RegExp(`balances_match_business: merchant ${merchantId} test channel ${channelId} KES: .*pending_out \\d+ in the ledger, 0 by the pending refunds and payouts`));
-    expect(output).toContain(`entries_balance: entry ${adjustment!.id} (adjustment adj_forged): 2 posting(s) on an account of another merchant, mode, channel or currency`);
+    expect(output).toContain(`entries_balance: entry ${adjustment!.id} (adjustment adj_forged): posting(s) on an account of another merchant, mode, channel or currency`);
     // The other merchant's balance moved without an entry of its own: its journal no longer adds up to its accounts.
     expect(output).toMatch(new RegExp(`balances_from_journal: merchant ${other.id} test channel ${otherChannel.body.channel.id} KES: sum of net 0 by the balance transactions, 100 by the postings`));
     // The earlier tampering is still there (nothing can delete it), and still reported.
     expect(output).toMatch(/sources_have_entries: transaction \d+ \(T_[0-9a-f]+, completed\): no payment entry/);
+
+    // --limit caps what is listed per check, never what is counted: a second payment without its entry.
+    await sql(
+      `INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, channel_id, email, completed_at, updated_at)
+       SELECT merchant_id, mode, $1, $1 || '_ac', 700, currency, 'completed', channel_id, email, now(), now() FROM transactions WHERE channel_id = $2 LIMIT 1`,
+      `T_${randomBytes(8).toString("hex")}`,
+      channelId,
+    );
+    const capped = await runCli(["ledger", "check", "--limit", "1"], gw.database.env);
+    expect(capped.code, capped.output).toBe(1);
+    expect(capped.output).toMatch(/FAIL {2}every completed payment, every refund and payout \(reservation\), every completed or failed refund and payout has its entry \(2 differences\)\n {10}sources_have_entries: [^\n]+\n {10}\.\.\. and 1 more\n/);
   });
 });
