@@ -43,7 +43,9 @@ describe("the ledger across a gateway crash between a provider's answer and its 
       // The reconcile job asks about a push this long after it (the first process may ask too: "being processed").
       STK_CALLBACK_OVERDUE_MS: "4000",
       STK_QUERY_BACKOFF_MS: "300",
-      REVERSAL_RESULT_OVERDUE_MS: "2000",
+      // Long enough that the first process has not asked about its reversals before it is killed (the next ask
+      // would come twice as late), short enough that the second asks at once.
+      REVERSAL_RESULT_OVERDUE_MS: "5000",
       JOB_POLL_INTERVAL_MS: "100",
       // A job the dead process had claimed is taken over after max(JOB_LEASE_MS, WEBHOOK_TIMEOUT_MS + 5 s).
       JOB_LEASE_MS: "1000",
@@ -159,15 +161,18 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     expect(postedAtCrash - PAYMENTS - REFUNDS).toBeGreaterThanOrEqual(acknowledged);
     expect(postedAtCrash).toBeLessThanOrEqual(PAYMENTS + 2 * REFUNDS);
 
-    // The restarted gateway's overdue checks ask Transaction Status, which Daraja now answers (reversed); Daraja
-    // also delivers every Result again.
+    // After the restart: the overdue checks ask Transaction Status, which Daraja now answers (reversed), and Daraja
+    // delivers the Results of every other reversal again.
     fake.switches.statusNoResult = false;
     gateway = await daraja.start();
     const api2 = apiClient(gateway.url, key);
+    const redelivered = await Promise.all(ocids.filter((_, i) => i % 2 === 1).map((ocid) => fake.sendReversalResult(ocid)));
+    for (const reply of redelivered) expect(reply?.status).toBe(200);
     for (const r of created) {
-      const done = await until(() => api2.get(`/v1/refunds/${r.body.data.reference}`), (x) => x.body.data.status !== "pending", 30_000);
+      const done = await until(() => api2.get(`/v1/refunds/${r.body.data.reference}`), (x) => x.body.data.status !== "pending", 45_000);
       expect(done.body.data.status, r.body.data.reference).toBe("completed");
     }
+    // Daraja delivers every Result once more: nothing changes.
     await Promise.all(ocids.map((ocid) => fake.sendReversalResult(ocid)));
 
     expect(await expectCleanCheck()).toBe(PAYMENTS + 2 * REFUNDS);
