@@ -5,6 +5,7 @@ import { GatewayError } from "../errors.ts";
 import { queueReport } from "../jobs/store.ts";
 import type { MerchantService } from "../modules/merchants/service.ts";
 import { createUser } from "../modules/users/service.ts";
+import { ledgerCheckCommand } from "./ledger.ts";
 import { required, UsageError } from "./usage.ts";
 import { triggerableEvents } from "./webhooks.ts";
 import { reconcileHelp, runReconcileCommand, type OperatorReconciliations } from "./reconcile.ts";
@@ -61,6 +62,11 @@ export const commands: Record<string, CommandHelp> = {
   demo: { usage: "demo", help: "Prints a new test API key for the demo merchant (created at the first start), e.g. when the first one was lost.", flags: [] },
   "db deploy": { usage: "db deploy", help: "Applies pending database migrations (the server also does at start).", flags: [] },
   reconcile: reconcileHelp,
+  "ledger check": {
+    usage: "ledger check [--limit 20]",
+    help: "Proves the ledger: recomputes every balance from the postings and compares it with the API, the journal and the payments, refunds and payouts; checks every entry. Exit 0 when clean, 1 listing the differences.",
+    flags: [["--limit <n>", "differences listed per check (all are counted; default 20)"]],
+  },
   jobs: { usage: "jobs", help: "The job queue: counts and oldest due by kind and status, and the last jobs that gave up, with their errors.", flags: [] },
   "webhooks listen": {
     usage: "webhooks listen --forward-to <url> --key <sk_test_...> [--url <gateway url>]",
@@ -93,7 +99,7 @@ webhooks listen and trigger talk to a running gateway (test mode only); the othe
 gateway runs on the embedded database in DATA_DIR, ask that gateway to run them.`;
 
 /** The commands that read or write the database. */
-export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile"] as const;
+export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile", "ledger check"] as const;
 export type DatabaseCommandName = (typeof databaseCommands)[number];
 
 export function isDatabaseCommand(name: string): name is DatabaseCommandName {
@@ -139,6 +145,10 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
         jobs: groups.map((g) => ({ kind: g.kind, status: g.status, count: g._count._all, earliest_run_at: g._min.runAt?.toISOString() ?? null })),
         recent_failures: failed.map((f) => ({ id: String(f.id), kind: f.kind, attempts: f.attempts, last_error: f.lastError, failed_at: f.updatedAt.toISOString() })),
       };
+    }
+    case "ledger check": {
+      const report = await ledgerCheckCommand(prisma, values);
+      return new TextOutput(report.text, report.exitCode);
     }
     case "merchant create": {
       const currency = values.currency;
@@ -197,16 +207,19 @@ function merchantIdOption(value: string | boolean | undefined): number {
   return merchantId;
 }
 
-/** Help asked for: printed as text to stdout, exit 0 (mistakes print usage to stderr and exit 2). */
-export class HelpText {
-  constructor(readonly text: string) {}
+/** A command's answer as text (not JSON) on stdout, with its exit code. */
+export class TextOutput {
+  constructor(readonly text: string, readonly exitCode = 0) {}
 }
+
+/** Help asked for: printed as text to stdout, exit 0 (mistakes print usage to stderr and exit 2). */
+export class HelpText extends TextOutput {}
 
 /** A command's result or failure as the CLI prints it: JSON (or help text) on stdout, one line on stderr. */
 export async function outcomeOf(running: Promise<unknown>): Promise<CommandOutcome> {
   try {
     const output = await running;
-    if (output instanceof HelpText) return { exitCode: 0, stdout: `${output.text}\n`, stderr: "" };
+    if (output instanceof TextOutput) return { exitCode: output.exitCode, stdout: output.text.endsWith("\n") ? output.text : `${output.text}\n`, stderr: "" };
     return { exitCode: 0, stdout: output === undefined ? "" : `${JSON.stringify(output)}\n`, stderr: "" };
   } catch (error) {
     if (error instanceof UsageError) return { exitCode: 2, stdout: "", stderr: `${error.message}\n${usage}\n` };

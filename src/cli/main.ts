@@ -28,6 +28,7 @@ const cliOptions = {
   "password-stdin": { type: "boolean" },
   channel: { type: "string" },
   date: { type: "string" },
+  limit: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 

@@ -4,6 +4,7 @@ import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { jobsFallDue } from "../support/wait.ts";
 
 /** M-Pesa STK push against a loopback Daraja: the connector, callbacks, reconciliation and REST shapes. */
@@ -61,6 +62,7 @@ afterAll(async () => {
   await gw?.close();
   await fake?.close();
 });
+afterAll(() => expectCleanLedger(gw));
 
 describe("STK push", () => {
   it("initiates with the documented shape and Daraja's wire format, and a success callback completes it", async () => {

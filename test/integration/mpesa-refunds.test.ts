@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -72,6 +73,7 @@ afterAll(async () => {
   await receiver?.close();
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
+afterAll(() => expectCleanLedger(gw));
 
 let receipts = 0;
 /** An STK payment of `amount` (KES minor units) through `channel`, completed by Daraja's callback; returns its reference and receipt. */

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -89,6 +90,7 @@ afterAll(async () => {
   await receiver?.close();
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
+afterAll(() => expectCleanLedger(gw));
 
 describe("the B2C request on the wire", () => {
   it("carries the stored OriginatorConversationID, the initiator, shillings, the B2C shortcode and the gateway's token URLs; the result completes it", async () => {

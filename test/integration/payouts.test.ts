@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { useTestGateway } from "../support/fixture.ts";
 import { apiClient, createSandboxMerchant, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { until } from "../support/wait.ts";
 
@@ -51,6 +52,7 @@ useTestGateway({ env }, async (started) => {
   const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/payouts`, events: ["payout.completed", "payout.failed"] });
   expect(hook.status, hook.text).toBe(201);
 });
+afterAll(() => expectCleanLedger(gw));
 
 describe("POST /v1/payouts and GET /v1/payouts/:id", () => {
   it("answers 201 pending in the documented shape, then completes with the receipt, once, with its webhook", async () => {

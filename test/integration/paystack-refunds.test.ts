@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePaystack, type FakePaystack, type FakeRefund } from "../fakes/paystack-api.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { freePort } from "../support/local-server.ts";
 import { until, withSwitches as switched } from "../support/wait.ts";
 
@@ -59,6 +60,7 @@ afterAll(async () => {
   await fake?.close();
   await receiver?.close();
 });
+afterAll(() => expectCleanLedger(gw));
 
 /** A Paystack payment of `amount` NGN subunits, paid and completed (charge.success, verified). */
 async function paidPayment(amount = 250_000): Promise<string> {

@@ -3,6 +3,7 @@ import { createLogger } from "../../src/logger.ts";
 import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { freePort } from "../support/local-server.ts";
 import { until } from "../support/wait.ts";
 
@@ -85,6 +86,7 @@ afterAll(async () => {
   await fake?.close();
   await receiver?.close();
 });
+afterAll(() => expectCleanLedger(gw));
 
 describe("a paystack channel", () => {
   it("shows the webhook URL to paste into Paystack's dashboard, in REST and GraphQL, and never the secret key", async () => {

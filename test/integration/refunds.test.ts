@@ -2,6 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, bearerClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -45,6 +46,7 @@ afterAll(async () => {
   await gw?.close();
   await receiver?.close();
 });
+afterAll(() => expectCleanLedger(gw));
 
 /** A completed card payment of `amount`, paid on the hosted checkout with a sandbox test card. */
 async function paidTransaction(amount = 10_000, number = "4242424242424242"): Promise<string> {
