@@ -37,10 +37,11 @@ export async function settleWithPg(pool: pg.Pool, id: number, providerReference:
     await client.query(
       `WITH e AS (
          INSERT INTO ledger_entries (merchant_id, mode, channel_id, currency, type, source_type, source_id, source_reference, amount, fee)
-         SELECT $1, $2, c.id, $4, 'payment', 'transaction', $5, $6, $7, round($7 * c.fee_percent_bps / 10000.0)::bigint + c.fee_fixed
-         FROM payment_channels c WHERE c.id = $3 RETURNING id, fee)
+         SELECT $1::int, $2::"Mode", c.id, $4::text, 'payment', 'transaction', $5::int, $6::text, $7::bigint,
+           round($7::bigint * c.fee_percent_bps / 10000.0)::bigint + c.fee_fixed
+         FROM payment_channels c WHERE c.id = $3::int RETURNING id, fee)
        INSERT INTO ledger_postings (entry_id, account_id, amount)
-       SELECT e.id, ledger_account($1, $2, $3, $4, v.kind), v.amount FROM e,
+       SELECT e.id, ledger_account($1::int, $2::"Mode", $3::int, $4::text, v.kind), v.amount FROM e,
          LATERAL (VALUES ('payers', -$7::bigint), ('available', $7::bigint - e.fee), ('fees', e.fee)) v(kind, amount) WHERE v.amount <> 0`,
       [row.merchant_id, row.mode, row.channel_id, row.currency, row.id, row.reference, row.amount],
     );

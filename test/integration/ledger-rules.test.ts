@@ -58,17 +58,20 @@ async function createChannel(body: Record<string, unknown>): Promise<number> {
 
 /** The entries of one source (transaction, refund or payout), oldest first, each with its legs by account kind. */
 async function entriesOf(sourceType: "transaction" | "refund" | "payout", reference: string) {
-  const entries = await prisma().ledgerEntry.findMany({
-    where: { sourceType, sourceReference: reference },
-    orderBy: { id: "asc" },
-    include: { postings: { include: { account: true } } },
-  });
-  return entries.map((e) => ({
-    type: e.type,
-    amount: Number(e.amount),
-    fee: Number(e.fee),
-    legs: Object.fromEntries(e.postings.map((p) => [p.account.kind, Number(p.amount)]).sort(([a], [b]) => String(a).localeCompare(String(b)))),
-  }));
+  const rows = await prisma().$queryRawUnsafe<{ id: string; type: string; amount: string; fee: string; kind: string; leg: string }[]>(
+    `SELECT e.id::text, e.type, e.amount::text, e.fee::text, a.kind, p.amount::text AS leg
+     FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id JOIN ledger_accounts a ON a.id = p.account_id
+     WHERE e.source_type = $1 AND e.source_reference = $2 ORDER BY e.id, a.kind`,
+    sourceType,
+    reference,
+  );
+  const entries = new Map<string, { type: string; amount: number; fee: number; legs: Record<string, number> }>();
+  for (const r of rows) {
+    const e = entries.get(r.id) ?? { type: r.type, amount: Number(r.amount), fee: Number(r.fee), legs: {} };
+    e.legs[r.kind] = Number(r.leg);
+    entries.set(r.id, e);
+  }
+  return [...entries.values()];
 }
 
 const pay = (channelId: number, amount: number, cardDetails = card("4242424242424242")) =>

@@ -10,7 +10,7 @@ import { until } from "../support/wait.ts";
  * `npm run cli -- ledger check` as a process, against a gateway's database after a real workload (card payments
  * with a fee schedule, refunds that complete and fail, payouts that complete and fail, an adjustment): clean, exit 0.
  * Then the ledger is tampered with the way the database still allows (INSERT only: its triggers refuse UPDATE and
- * DELETE, and unbalanced postings) and the check exits 1 naming each problem.
+ * DELETE) and the check exits 1 naming each problem.
  */
 const REFUND_FAILS_CARD = { card_number: "4000000000005126", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
 const PAID_PHONE = "254708374149";
@@ -109,13 +109,13 @@ describe("ledger check", () => {
     );
     await sql(
       `INSERT INTO ledger_postings (entry_id, account_id, amount)
-       VALUES ($1, ledger_account($2, 'test', $3, 'KES', 'payers'), -900), ($1, ledger_account($2, 'test', $3, 'KES', 'pending_out'), 900) RETURNING id`,
+       VALUES ($1, ledger_account($2, 'test', $3, 'KES', 'payers'), -900), ($1, ledger_account($2, 'test', $3, 'KES', 'pending_out'), 900)`,
       entry!.id,
       merchantId,
       channelId,
     );
 
-    // An adjustment posted against another merchant's channel account (it balances, so the trigger lets it in).
+    // An adjustment posted against another merchant's channel account (it balances).
     const other = await gw.createMerchant();
     const otherChannel = await apiClient(gw.url, other.testKey).post("/api/payment-channels/create", { name: "Other", provider: "sandbox", config: {} });
     const [adjustment] = await sql(
@@ -126,14 +126,24 @@ describe("ledger check", () => {
     );
     await sql(
       `INSERT INTO ledger_postings (entry_id, account_id, amount)
-       VALUES ($1, ledger_account($2, 'test', $3, 'KES', 'available'), 100), ($1, ledger_account($2, 'test', $3, 'KES', 'adjustments'), -100) RETURNING id`,
+       VALUES ($1, ledger_account($2, 'test', $3, 'KES', 'available'), 100), ($1, ledger_account($2, 'test', $3, 'KES', 'adjustments'), -100)`,
       adjustment!.id,
       other.id,
       otherChannel.body.channel.id,
     );
 
+    // An entry whose one posting leaves it unbalanced (a hand-written statement; the gateway's rules cannot).
+    const [lopsided] = await sql(
+      `INSERT INTO ledger_entries (merchant_id, mode, channel_id, currency, type, source_type, source_id, source_reference, amount, fee, note)
+       VALUES ($1, 'test', $2, 'KES', 'adjustment', 'adjustment', NULL, 'adj_lopsided', 100, 0, 'one leg') RETURNING id`,
+      merchantId,
+      channelId,
+    );
+    await sql(`INSERT INTO ledger_postings (entry_id, account_id, amount) VALUES ($1, ledger_account($2, 'test', $3, 'KES', 'available'), 100)`, lopsided!.id, merchantId, channelId);
+
     const { code, output } = await runLedgerCheck(gw.database);
     expect(code, output).toBe(1);
+    expect(output).toMatch(new RegExp(`entries_balance: entry ${lopsided!.id} \\(adjustment adj_lopsided\\): [^\\n]*postings sum to 100, not 0`));
     expect(output).toContain(`postings_follow_rules: entry ${entry!.id} (payment ${reference}): available 0 posted, 900 by the rule; pending_out 900 posted, 0 by the rule`);
     expect(output).toMatch(new RegExp(`balances_match_business: merchant ${merchantId} test channel ${channelId} KES: .*pending_out \\d+ in the ledger, 0 by the pending refunds and payouts`));
     expect(output).toContain(`entries_balance: entry ${adjustment!.id} (adjustment adj_forged): posting(s) on an account of another merchant, mode, channel or currency`);

@@ -5,9 +5,12 @@ import type { TerminalStatus } from "../events/status-rules.ts";
 /**
  * The posting rules of the double-entry ledger, as SQL the money statements embed: a journal entry and its
  * postings are written by the same statement as the status change (or creation) that caused them, so a
- * crash leaves both or neither. Each entry is unique on its source and step (ON CONFLICT DO NOTHING): a
- * replay posts nothing twice. Every rule's legs sum to zero; the database refuses a statement whose
- * postings do not (the ledger migration's trigger), and UPDATE or DELETE of any ledger row.
+ * crash leaves both or neither. A step posts once because the status change it rides on applies once (the
+ * guarded UPDATE), and the entries' unique index on source and step would refuse a second (failing the
+ * whole statement, never half-writing it). Every rule's legs sum to zero (checked as the rules load;
+ * `ledger check` proves it of every entry); the database refuses UPDATE or DELETE of any ledger row.
+ * An account's id is found by a join; the first posting to an account makes it (ledger_account(), which
+ * also answers when a concurrent statement made it unseen by this one's snapshot).
  *
  * Accounts, per merchant, mode, channel and currency: `available` (what the provider holds for the
  * merchant), `pending_out` (reserved for refunds and payouts in flight), `fees` (what the provider kept),
@@ -23,36 +26,53 @@ export type EntryType = BalanceTransactionType | "refund_reservation" | "payout_
 export type EntrySource = "transaction" | "refund" | "payout" | "adjustment";
 
 /**
- * One rule, over the source row `src` (its amount, merchant, mode, channel, currency) and the entry `e` being
- * written: the entry's `amount` is the change in available + pending_out plus the fee (what the merchant's
- * balance transactions show, money in positive), and the legs move `src.amount` between accounts.
+ * One rule. Amounts are linear in the source's amount (`src.amount`) and the entry's fee (`e.fee`), written as
+ * [coefficient of the amount, coefficient of the fee]: the entry's `amount` is the change in available +
+ * pending_out plus the fee (what the merchant's balance transactions show, money in positive), and each leg
+ * moves money on one account. As data, a rule's balance is checked where it is defined (balanced() below).
  */
+type Linear = readonly [amount: -1 | 0 | 1, fee: -1 | 0 | 1];
 interface PostingRule {
   type: EntryType;
-  amount: string;
+  amount: Linear;
+  /** SQL for the fee ("0" but for payments). */
   fee: string;
-  legs: ReadonlyArray<readonly [AccountKind, string]>;
+  legs: ReadonlyArray<readonly [AccountKind, Linear]>;
 }
+
+/** A rule whose legs do not sum to zero for every amount and fee is a programming error: refused at load. */
+function balanced(rule: PostingRule): PostingRule {
+  const amounts = rule.legs.reduce((sum, [, [amount]]) => sum + amount, 0);
+  const fees = rule.legs.reduce((sum, [, [, fee]]) => sum + fee, 0);
+  if (amounts !== 0 || fees !== 0) throw new Error(`ledger rule ${rule.type} does not balance`);
+  return rule;
+}
+
+const linearSql = ([amount, fee]: Linear): string =>
+  [amount ? `${amount < 0 ? "-" : ""}src.amount` : "", fee ? `${fee < 0 ? "- " : amount ? "+ " : ""}e.fee` : ""].filter(Boolean).join(" ") || "0";
 
 /** The channel's fee schedule on a payment: round(amount * bps / 10000) + fixed, half away from zero. */
 const PAYMENT_FEE = "(SELECT round(src.amount * c.fee_percent_bps / 10000.0)::bigint + c.fee_fixed FROM payment_channels c WHERE c.id = src.channel_id)";
 
-const reserve = (type: EntryType): PostingRule => ({ type, amount: "0", fee: "0", legs: [["available", "-src.amount"], ["pending_out", "src.amount"]] });
-const release = (type: EntryType): PostingRule => ({ type, amount: "0", fee: "0", legs: [["pending_out", "-src.amount"], ["available", "src.amount"]] });
-const send = (type: EntryType, to: AccountKind): PostingRule => ({ type, amount: "-src.amount", fee: "0", legs: [["pending_out", "-src.amount"], [to, "src.amount"]] });
+const IN: Linear = [1, 0];
+const OUT: Linear = [-1, 0];
+const NOTHING: Linear = [0, 0];
+const reserve = (type: EntryType) => balanced({ type, amount: NOTHING, fee: "0", legs: [["available", OUT], ["pending_out", IN]] });
+const release = (type: EntryType) => balanced({ type, amount: NOTHING, fee: "0", legs: [["pending_out", OUT], ["available", IN]] });
+const send = (type: EntryType, to: AccountKind) => balanced({ type, amount: OUT, fee: "0", legs: [["pending_out", OUT], [to, IN]] });
 
 type Step = "created" | TerminalStatus;
 
 /** What each step of each money object posts. A failed payment moved no money and posts nothing. */
 const RULES: Record<MoneySubject, Partial<Record<Step, PostingRule>>> = {
   transaction: {
-    completed: { type: "payment", amount: "src.amount", fee: PAYMENT_FEE, legs: [["payers", "-src.amount"], ["available", "src.amount - e.fee"], ["fees", "e.fee"]] },
+    completed: balanced({ type: "payment", amount: IN, fee: PAYMENT_FEE, legs: [["payers", OUT], ["available", [1, -1]], ["fees", [0, 1]]] }),
   },
   refund: { created: reserve("refund_reservation"), completed: send("refund", "refunds"), failed: release("refund_failure") },
   payout: { created: reserve("payout_reservation"), completed: send("payout", "payees"), failed: release("payout_failure") },
 };
 
-const ADJUSTMENT: PostingRule = { type: "adjustment", amount: "src.amount", fee: "0", legs: [["available", "src.amount"], ["adjustments", "-src.amount"]] };
+const ADJUSTMENT = balanced({ type: "adjustment", amount: IN, fee: "0", legs: [["available", IN], ["adjustments", OUT]] });
 
 /** An adjustment's note and author; a status change has neither. */
 const NO_NOTE = { note: "NULL", createdBy: "NULL" };
@@ -62,17 +82,18 @@ const NO_NOTE = { note: "NULL", createdBy: "NULL" };
  * row is read as `src` (id, merchant_id, mode, channel_id, currency, reference, amount).
  */
 function postingCtes(source: EntrySource, rule: PostingRule, from: string, extra = NO_NOTE): string {
-  const legs = rule.legs.map(([kind, amount]) => `('${kind}', (${amount})::bigint)`).join(", ");
+  const legs = rule.legs.map(([kind, amount]) => `('${kind}', (${linearSql(amount)})::bigint)`).join(", ");
   return `ledger_entry AS (
     INSERT INTO ledger_entries (merchant_id, mode, channel_id, currency, type, source_type, source_id, source_reference, amount, fee, note, created_by)
-    SELECT src.merchant_id, src.mode, src.channel_id, src.currency, '${rule.type}', '${source}', src.id, src.reference, ${rule.amount}, ${rule.fee}, ${extra.note}, ${extra.createdBy}
+    SELECT src.merchant_id, src.mode, src.channel_id, src.currency, '${rule.type}', '${source}', src.id, src.reference, ${linearSql(rule.amount)}, ${rule.fee}, ${extra.note}, ${extra.createdBy}
     FROM ${from} src WHERE src.channel_id IS NOT NULL
-    ON CONFLICT (source_type, source_id, type) DO NOTHING
     RETURNING id, merchant_id, mode, channel_id, currency, fee
   ), ledger_legs AS (
     INSERT INTO ledger_postings (entry_id, account_id, amount)
-    SELECT e.id, ledger_account(e.merchant_id, e.mode, e.channel_id, e.currency, leg.kind), leg.amount
+    SELECT e.id, coalesce(a.id, ledger_account(e.merchant_id, e.mode, e.channel_id, e.currency, leg.kind)), leg.amount
     FROM ledger_entry e CROSS JOIN ${from} src CROSS JOIN LATERAL (VALUES ${legs}) AS leg(kind, amount)
+    LEFT JOIN ledger_accounts a
+      ON a.merchant_id = e.merchant_id AND a.mode = e.mode AND a.channel_id = e.channel_id AND a.currency = e.currency AND a.kind = leg.kind
     WHERE leg.amount <> 0
     RETURNING entry_id
   )`;

@@ -205,7 +205,9 @@ export function createRefundService(deps: RefundServiceDeps) {
           await enqueue(tx, REFUND_CHECK_JOB, { refundId: reserved.refund.id }, { runAt: new Date(Date.now() + rail.checkAfterMs) });
         }
         return reserved;
-      });
+        // Refunds of one payment queue on its row lock, each holding a pooled connection meanwhile: under a burst
+        // they wait longer than Prisma's defaults (2 s for a connection, 5 s in all) without anything being wrong.
+      }, { maxWait: 10_000, timeout: 15_000 });
       if ("refused" in reservation) {
         if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
         throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);

@@ -37,12 +37,11 @@ CREATE TABLE "ledger_entries" (
 
 -- CreateTable
 CREATE TABLE "ledger_postings" (
-    "id" BIGSERIAL NOT NULL,
     "entry_id" BIGINT NOT NULL,
     "account_id" INTEGER NOT NULL,
     "amount" BIGINT NOT NULL,
 
-    CONSTRAINT "ledger_postings_pkey" PRIMARY KEY ("id")
+    CONSTRAINT "ledger_postings_pkey" PRIMARY KEY ("entry_id","account_id")
 );
 
 -- CreateTable
@@ -86,13 +85,7 @@ CREATE UNIQUE INDEX "ledger_accounts_merchant_id_mode_channel_id_currency_kind_k
 CREATE INDEX "ledger_entries_merchant_id_mode_created_at_id_idx" ON "ledger_entries"("merchant_id", "mode", "created_at" DESC, "id" DESC);
 
 -- CreateIndex
-CREATE INDEX "ledger_entries_merchant_id_mode_channel_id_created_at_id_idx" ON "ledger_entries"("merchant_id", "mode", "channel_id", "created_at" DESC, "id" DESC);
-
--- CreateIndex
 CREATE UNIQUE INDEX "ledger_entries_source_type_source_id_type_key" ON "ledger_entries"("source_type", "source_id", "type");
-
--- CreateIndex
-CREATE INDEX "ledger_postings_entry_id_idx" ON "ledger_postings"("entry_id");
 
 -- CreateIndex
 CREATE INDEX "ledger_postings_account_id_amount_idx" ON "ledger_postings"("account_id", "amount");
@@ -111,18 +104,6 @@ ALTER TABLE "ledger_accounts" ADD CONSTRAINT "ledger_accounts_merchant_id_fkey" 
 
 -- AddForeignKey
 ALTER TABLE "ledger_accounts" ADD CONSTRAINT "ledger_accounts_channel_id_fkey" FOREIGN KEY ("channel_id") REFERENCES "payment_channels"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "ledger_entries" ADD CONSTRAINT "ledger_entries_merchant_id_fkey" FOREIGN KEY ("merchant_id") REFERENCES "merchants"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "ledger_entries" ADD CONSTRAINT "ledger_entries_channel_id_fkey" FOREIGN KEY ("channel_id") REFERENCES "payment_channels"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "ledger_postings" ADD CONSTRAINT "ledger_postings_entry_id_fkey" FOREIGN KEY ("entry_id") REFERENCES "ledger_entries"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "ledger_postings" ADD CONSTRAINT "ledger_postings_account_id_fkey" FOREIGN KEY ("account_id") REFERENCES "ledger_accounts"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "reconciliations" ADD CONSTRAINT "reconciliations_merchant_id_fkey" FOREIGN KEY ("merchant_id") REFERENCES "merchants"("id") ON DELETE CASCADE ON UPDATE CASCADE;
@@ -176,22 +157,6 @@ CREATE TRIGGER ledger_accounts_append_only BEFORE UPDATE OR DELETE ON ledger_acc
   FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER ledger_accounts_no_truncate BEFORE TRUNCATE ON ledger_accounts
   FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
-
--- Every statement that writes postings leaves each of its entries balanced (debits equal credits): an
--- entry's postings are always written by one statement, so this holds for every entry.
-CREATE FUNCTION ledger_refuse_unbalanced() RETURNS TRIGGER LANGUAGE plpgsql AS $$
-DECLARE
-  unbalanced BIGINT;
-BEGIN
-  SELECT entry_id INTO unbalanced FROM new_postings GROUP BY entry_id HAVING sum(amount) <> 0 LIMIT 1;
-  IF unbalanced IS NOT NULL THEN
-    RAISE EXCEPTION 'ledger entry % does not balance: its postings must sum to zero', unbalanced USING ERRCODE = '23514';
-  END IF;
-  RETURN NULL;
-END $$;
-
-CREATE TRIGGER ledger_postings_balanced AFTER INSERT ON ledger_postings
-  REFERENCING NEW TABLE AS new_postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_unbalanced();
 
 ALTER TABLE ledger_postings ADD CONSTRAINT ledger_postings_amount_nonzero CHECK (amount <> 0);
 ALTER TABLE payment_channels ADD CONSTRAINT payment_channels_fee_schedule_valid CHECK (fee_percent_bps BETWEEN 0 AND 10000 AND fee_fixed >= 0);
