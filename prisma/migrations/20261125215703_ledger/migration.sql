@@ -41,7 +41,7 @@ CREATE TABLE "ledger_postings" (
     "account_id" INTEGER NOT NULL,
     "amount" BIGINT NOT NULL,
 
-    CONSTRAINT "ledger_postings_pkey" PRIMARY KEY ("entry_id","account_id")
+    CONSTRAINT "ledger_postings_pkey" PRIMARY KEY ("account_id","entry_id")
 );
 
 -- CreateTable
@@ -86,9 +86,6 @@ CREATE INDEX "ledger_entries_merchant_id_mode_created_at_id_idx" ON "ledger_entr
 
 -- CreateIndex
 CREATE UNIQUE INDEX "ledger_entries_source_type_source_id_type_key" ON "ledger_entries"("source_type", "source_id", "type");
-
--- CreateIndex
-CREATE INDEX "ledger_postings_account_id_amount_idx" ON "ledger_postings"("account_id", "amount");
 
 -- CreateIndex
 CREATE INDEX "reconciliations_merchant_id_mode_created_at_id_idx" ON "reconciliations"("merchant_id", "mode", "created_at" DESC, "id" DESC);
