@@ -7,7 +7,7 @@ import { postingsOnChange } from "../ledger/postings.ts";
 import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import type { Snapshot } from "./snapshot.ts";
-import { guardStatus, type TerminalStatus } from "./status-rules.ts";
+import { guardStatus, type MoneySubject, type TerminalStatus } from "./status-rules.ts";
 
 /**
  * The one status machine of every money object (transactions, payouts, and what follows): pending ->
@@ -18,9 +18,8 @@ import { guardStatus, type TerminalStatus } from "./status-rules.ts";
  * applies the change (PostgreSQL re-checks the WHERE after waiting on the row lock). Subscribers hear of it
  * only after commit.
  */
-export type { TerminalStatus };
+export type { MoneySubject, TerminalStatus };
 
-export type MoneySubject = "transaction" | "payout" | "refund";
 
 /** Counts status changes (src/metrics): `pending` when a row is created, then its terminal status. */
 export interface StatusCounter {

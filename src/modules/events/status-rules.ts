@@ -7,6 +7,8 @@
 export const STATUSES = ["pending", "completed", "failed"] as const;
 export type Status = (typeof STATUSES)[number];
 export type TerminalStatus = "completed" | "failed";
+/** The money objects that have a status: each has its table's part in the status machine. */
+export type MoneySubject = "transaction" | "payout" | "refund";
 
 const NEXT: { readonly [S in Status]: readonly Status[] } = {
   pending: ["completed", "failed"],

@@ -1,6 +1,5 @@
 import type { Prisma } from "../../db/generated/prisma/client.ts";
-import type { MoneySubject } from "../events/status-machine.ts";
-import type { TerminalStatus } from "../events/status-rules.ts";
+import type { MoneySubject, TerminalStatus } from "../events/status-rules.ts";
 
 /**
  * The posting rules of the double-entry ledger, as SQL the money statements embed: a journal entry and its
