@@ -161,12 +161,13 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     expect(postedAtCrash - PAYMENTS - REFUNDS).toBeGreaterThanOrEqual(acknowledged);
     expect(postedAtCrash).toBeLessThanOrEqual(PAYMENTS + 2 * REFUNDS);
 
-    // After the restart: the overdue checks ask Transaction Status, which Daraja now answers (reversed), and Daraja
-    // delivers the Results of every other reversal again.
+    // After the restart Daraja delivers every Result again (its retry of an unacknowledged Result). The status
+    // query path after a crash is mpesa-refunds-crash.test.ts's; here its timing (each unanswered ask doubles the
+    // wait) made the test depend on how long the dead gateway had lived on a loaded machine.
     fake.switches.statusNoResult = false;
     gateway = await daraja.start();
     const api2 = apiClient(gateway.url, key);
-    const redelivered = await Promise.all(ocids.filter((_, i) => i % 2 === 1).map((ocid) => fake.sendReversalResult(ocid)));
+    const redelivered = await Promise.all(ocids.map((ocid) => fake.sendReversalResult(ocid)));
     for (const reply of redelivered) expect(reply?.status).toBe(200);
     for (const r of created) {
       const done = await until(() => api2.get(`/v1/refunds/${r.body.data.reference}`), (x) => x.body.data.status !== "pending", 45_000);
