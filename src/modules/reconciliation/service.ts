@@ -216,6 +216,10 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
     return today.getTime() > now.getTime() ? today : new Date(today.getTime() + 86_400_000);
   }
 
+  /** The one queued daily schedule, at its next run: by its key, a copy already queued is replaced. */
+  const queueNextSchedule = (): Promise<void> =>
+    enqueue(prisma, RECONCILIATION_SCHEDULE_JOB, { ...SCHEDULE_KEY }, { key: SCHEDULE_KEY, runAt: nextScheduledRun() });
+
   deps.jobs.register<Record<string, never>>({
     kind: RECONCILIATION_SCHEDULE_JOB,
     concurrency: 1,
@@ -226,7 +230,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
       for (const channelId of await store.activeChannelIds(prisma)) {
         await enqueue(prisma, RECONCILIATION_RUN_JOB, { channelId, date: yesterday }, { key: { channelId, date: yesterday } });
       }
-      await enqueue(prisma, RECONCILIATION_SCHEDULE_JOB, { ...SCHEDULE_KEY }, { key: SCHEDULE_KEY, runAt: nextScheduledRun() });
+      await queueNextSchedule();
       deps.jobs.nudge();
     },
   });
@@ -248,9 +252,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
     dayBounds,
 
     /** Queues the daily schedule (at gateway start): at most one stays queued (a schedule running meanwhile replaces it by its key). */
-    async scheduleDaily(): Promise<void> {
-      await enqueue(prisma, RECONCILIATION_SCHEDULE_JOB, { ...SCHEDULE_KEY }, { key: SCHEDULE_KEY, runAt: nextScheduledRun() });
-    },
+    scheduleDaily: queueNextSchedule,
 
     /** The operator's run (CLI): a channel by id, whoever's; always a new report. */
     async runForOperator(channelId: number, date: string): Promise<Reconciliation & { items: Awaited<ReturnType<typeof store.findById>>["items"] }> {
