@@ -129,6 +129,40 @@ export function decodeCallbackToken(segment: string): string | null {
   return /^[A-Za-z0-9_-]+$/.test(token) ? token : null;
 }
 
+/**
+ * Channels read on the two hottest money paths, kept for a second: every STK result finds its channel by
+ * callback token and every checkout card payment by id, channels change rarely, and each of those requests
+ * does only two or three other statements. A change made through this instance clears them at once; one made
+ * through another instance (new credentials, a deactivation) reaches these paths here within
+ * RECENT_CHANNEL_TTL_MS. Only channels that exist are kept (an unknown token or id always asks the database),
+ * so the size is bounded by the channels there are.
+ */
+const RECENT_CHANNEL_TTL_MS = 1_000;
+
+class RecentChannels {
+  readonly #entries = new Map<string, { channel: PaymentChannel; until: number }>();
+
+  get(key: `token:${string}` | `id:${number}`): PaymentChannel | null {
+    const entry = this.#entries.get(key);
+    if (!entry) return null;
+    if (entry.until > Date.now()) return entry.channel;
+    this.#entries.delete(key);
+    return null;
+  }
+
+  /** Keeps the channel under both of its keys. */
+  keep(channel: PaymentChannel): PaymentChannel {
+    const entry = { channel, until: Date.now() + RECENT_CHANNEL_TTL_MS };
+    this.#entries.set(`token:${channel.callbackToken}`, entry);
+    this.#entries.set(`id:${channel.id}`, entry);
+    return channel;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
+
 type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt" | "feeFixed"> & { createdAt: Date | string; updatedAt: Date | string; feeFixed: string };
 
 /** Every column of payment_channels `c`, as Prisma's model has it. */
@@ -163,6 +197,7 @@ WHERE m.id = $1`;
  */
 export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, webhookUrl: (channel: Pick<PaymentChannel, "provider" | "callbackToken">) => string | null = () => null) {
   const scope = scopeOf;
+  const recent = new RecentChannels();
 
   /**
    * Serializes default-flag changes per merchant: without the row lock two concurrent transactions
@@ -219,18 +254,23 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
 
     getChannel,
 
-    /** A channel by id, whoever's it is: for a payer's checkout, where the transaction named it. */
+    /** A channel by id, whoever's it is: for a payer's checkout, where the transaction named it (kept for a second, as above). */
     async findById(id: number): Promise<PaymentChannel | null> {
+      const known = recent.get(`id:${id}`);
+      if (known) return known;
       const [row] = await sql.query<ChannelRow>(`SELECT ${CHANNEL_COLUMNS} FROM payment_channels c WHERE c.id = $1`, [id]);
-      return row ? channelFromRow(row) : null;
+      return row ? recent.keep(channelFromRow(row)) : null;
     },
 
     /** The channel a provider callback path names (its hex-encoded token), or null. */
     async findByCallbackSegment(segment: string, provider?: string): Promise<PaymentChannel | null> {
       const token = decodeCallbackToken(segment);
       // Every provider callback starts here (an STK result on each payment): plain SQL, as the other hot paths.
-      const [row] = token ? await sql.query<ChannelRow>(`SELECT ${CHANNEL_COLUMNS} FROM payment_channels c WHERE c.callback_token = $1`, [token]) : [];
-      const channel = row ? channelFromRow(row) : null;
+      let channel = token ? recent.get(`token:${token}`) : null;
+      if (token && !channel) {
+        const [row] = await sql.query<ChannelRow>(`SELECT ${CHANNEL_COLUMNS} FROM payment_channels c WHERE c.callback_token = $1`, [token]);
+        channel = row ? recent.keep(channelFromRow(row)) : null;
+      }
       return channel && (provider === undefined || channel.provider === provider) ? channel : null;
     },
 
@@ -250,7 +290,9 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
       if (input.config != null) {
         data.configEncrypted = secrets.encryptJson(validateConfig(validateProvider(channel.provider), input.config));
       }
-      return prisma.paymentChannel.update({ where: { id: channel.id }, data });
+      const updated = await prisma.paymentChannel.update({ where: { id: channel.id }, data });
+      recent.clear();
+      return updated;
     },
 
     async setDefaultChannel(principal: Principal, id: number): Promise<PaymentChannel> {
@@ -261,7 +303,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
         if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${id} is inactive`);
         await clearDefault(tx, principal);
         return tx.paymentChannel.update({ where: { id }, data: { isDefault: true } });
-      });
+      }).finally(() => recent.clear());
     },
 
     /** A deactivated channel cannot be the default; the merchant then has none until one is set. */
@@ -271,7 +313,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
         const channel = await tx.paymentChannel.findFirst({ where: { id, ...scope(principal) } });
         if (!channel) throw new NotFoundError(`Payment channel ${id}`);
         return tx.paymentChannel.update({ where: { id }, data: { isActive: false, isDefault: false } });
-      });
+      }).finally(() => recent.clear());
     },
 
     isUsableChannel,
