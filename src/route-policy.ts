@@ -81,9 +81,14 @@ const API_KEY_OR_USER: RoutePolicy = { auth: "api-key-or-user", rateLimit: "call
 const PAYER: RoutePolicy = { auth: "none", rateLimit: "caller" };
 const OPEN: RoutePolicy = { auth: "none", rateLimit: "none" };
 
-/** A WebSocket upgrade authenticates (and is budgeted) in graphql-ws's connection_init, then per operation. */
+/**
+ * A WebSocket upgrade authenticates (and is budgeted) in graphql-ws's connection_init, then per operation. Node
+ * hands a request to the upgrade path only with both headers; one that merely claims `Upgrade: websocket` is an
+ * ordinary request and is checked as one (and only a route that serves WebSockets exempts upgrades at all).
+ */
 function isWebSocketUpgrade(request: FastifyRequest): boolean {
-  return (request.headers.upgrade ?? "").toLowerCase() === "websocket";
+  const { upgrade, connection } = request.headers;
+  return (upgrade ?? "").toLowerCase() === "websocket" && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(connection ?? "");
 }
 
 function credentialOf(request: FastifyRequest, bearerAllowed: boolean): Credential {
@@ -103,21 +108,28 @@ export interface PolicyEnforcement {
  * that needs neither. Built once per route at startup, so a request pays for its own route's checks
  * only and reads no configuration.
  */
-export function policyGuard(policy: RoutePolicy, { authenticator, budgets, refuse }: PolicyEnforcement): onRequestAsyncHookHandler | undefined {
+export function policyGuard(
+  policy: RoutePolicy,
+  { authenticator, budgets, refuse }: PolicyEnforcement,
+  servesWebSockets = false,
+): onRequestAsyncHookHandler | undefined {
   const limited = budgets !== undefined && policy.rateLimit === "caller";
   if (policy.auth === "none") {
     if (!limited) return undefined;
-    // A payer: keyless, so its IP's budget (which throttles card testing); as on the API, a request that
-    // does present a well-formed key or a valid user token spends that credential's budget instead.
+    // A payer: keyless, so its IP's budget (which throttles card testing). A request that presents a key or
+    // a user token spends that credential's budget only if it is valid: a made-up key each time must not buy
+    // a fresh budget each time, so one that does not authenticate spends the IP's too (as on the API).
     return async (request, reply) => {
-      await budgets.charge(request, reply, await authenticator.budget(credentialOf(request, true)));
+      const credential = credentialOf(request, true);
+      const charged = await budgets.charge(request, reply, await authenticator.budget(credential));
+      if (charged === "credential" && !(await authenticator.authenticate(credential))) await budgets.authenticationFailed(request, reply, charged);
     };
   }
   // A key everywhere; a user's bearer token only where the policy says (the documented /api routes take keys).
   const bearerAllowed = policy.auth === "api-key-or-user";
   const exempt = policy.authExemptWhen;
   return async (request, reply) => {
-    if (isWebSocketUpgrade(request)) return;
+    if (servesWebSockets && isWebSocketUpgrade(request)) return;
     const credential = credentialOf(request, bearerAllowed);
     const charged = limited ? await budgets.charge(request, reply, await authenticator.budget(credential)) : undefined;
     if (charged === "refused") return reply;
@@ -139,7 +151,8 @@ export function policyGuard(policy: RoutePolicy, { authenticator, budgets, refus
 export function enforceRoutePolicies(app: FastifyInstance, enforcement: PolicyEnforcement): void {
   requireRoutePolicies(app);
   app.addHook("onRoute", (route: RouteOptions) => {
-    const guard = policyGuard(route.config as RoutePolicy, enforcement);
+    // Runs before @fastify/websocket's own onRoute hook, so the route's options still carry its wsHandler.
+    const guard = policyGuard(route.config as RoutePolicy, enforcement, typeof (route as { wsHandler?: unknown }).wsHandler === "function");
     if (guard) route.onRequest = [...[route.onRequest ?? []].flat(), guard];
   });
   const unknownUrlGuards = new Map<RoutePolicy, onRequestAsyncHookHandler | undefined>(
