@@ -169,11 +169,15 @@ export async function openReadReplicas(primary: pg.Pool, options: ReadReplicaOpt
   /** The primary's WAL position at each check, oldest first. */
   const positions: { at: number; lsn: bigint }[] = [];
 
-  /** How long ago the primary was last at a position this replica has replayed (see the top of the file). */
-  function lagOf(replayed: bigint): number {
+  /**
+   * How long ago the primary was last at a position this replica has replayed (see the top of the file). A replica
+   * behind every position remembered is behind by at least the oldest one's age, and maybe far more (just after
+   * start, only one position is known): it counts as lagging until it reaches a known position.
+   */
+  function lagOf(replayed: bigint): { lagMs: number; behindAll: boolean } {
     const now = Date.now();
-    for (let i = positions.length - 1; i >= 0; i--) if (positions[i]!.lsn <= replayed) return now - positions[i]!.at;
-    return now - positions[0]!.at; // behind all it remembers: at least that
+    for (let i = positions.length - 1; i >= 0; i--) if (positions[i]!.lsn <= replayed) return { lagMs: now - positions[i]!.at, behindAll: false };
+    return { lagMs: now - positions[0]!.at, behindAll: true };
   }
 
   async function checkReplica(replica: Replica): Promise<void> {
@@ -184,8 +188,8 @@ export async function openReadReplicas(primary: pg.Pool, options: ReadReplicaOpt
       const row = rows[0]!;
       // A promoted (or wrongly named) server may have parted from the primary's history: not read from.
       if (!row.standby || !row.replayed) return setState(replica, "down", null, "not a standby (pg_is_in_recovery() is false)");
-      const lagMs = lagOf(parseLsn(row.replayed));
-      setState(replica, lagMs > maxLagMs ? "lagging" : "ok", lagMs);
+      const { lagMs, behindAll } = lagOf(parseLsn(row.replayed));
+      setState(replica, behindAll || lagMs > maxLagMs ? "lagging" : "ok", lagMs);
     } catch (error) {
       setState(replica, "down", null, error);
     }
