@@ -88,7 +88,7 @@ async function paused<T>(work: () => Promise<T>): Promise<T> {
 }
 
 describe("reads off the primary", () => {
-  it("serves lists, the CSV export, connections and stats from the replica, and verify from the primary", async () => {
+  it("serves lists (payments, balance transactions, customers), the CSV export, connections and stats from the replica, and verify from the primary", async () => {
     const api = apiClient(patient.url, merchant.testKey);
     expect(await replicaState(patient, "ok")).toBe(1);
     const before = await paidTransaction(patient.url, merchant.testKey, { amount: 1500, email: "before@example.com" });
@@ -113,6 +113,13 @@ describe("reads off the primary", () => {
       const references = connection.body.data.transactions.edges.map((e: { node: { reference: string } }) => e.node.reference);
       expect(references).toContain(before);
       expect(references).not.toContain(during);
+      const ledger = await api.get("/v1/balance/transactions?limit=100");
+      const sources = ledger.body.data.map((e: { source_reference: string }) => e.source_reference);
+      expect(sources).toContain(before);
+      expect(sources).not.toContain(during);
+      const customers = await api.get("/api/customers/list?limit=100");
+      expect(JSON.stringify(customers.body)).toContain("before@example.com");
+      expect(JSON.stringify(customers.body)).not.toContain("during@example.com");
       const stats = await api.post("/graphql", { query: "{ paymentStats(days: 1, periods: [1]) { ... on PaymentStats { periods { completedCount } } } }" });
       expect(stats.body.data.paymentStats.periods[0].completedCount).toBe(1);
       expect(await replicaReads(patient)).toBeGreaterThan(readsBefore);
