@@ -96,14 +96,12 @@ class RoutedPool extends pg.Pool {
   }
 
   // The promise forms only (Prisma's adapter and poolSql use nothing else); `any` as pg's overloads declare it.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query(...args: any[]): any {
     if (typeof args[args.length - 1] === "function") throw new Error("RoutedPool: callback queries are not supported");
     return this.#route((pool) => (pool.query as (...a: unknown[]) => Promise<unknown>).apply(pool, args));
   }
 
   /** A client of its own is what a transaction asks for: transactions run on the primary. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override connect(...args: any[]): any {
     return (this.#primary.connect as (...a: unknown[]) => unknown).apply(this.#primary, args);
   }
