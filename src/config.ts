@@ -40,6 +40,10 @@ const envSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
       .optional(),
   ),
+  /** Read replicas of DATABASE_URL's server (comma-separated URLs): lists, reports and dashboards read from them. */
+  DATABASE_READ_URL: optionalString.refine((v) => v === undefined || readUrls(v) !== null, "must be one or more comma-separated postgres:// or postgresql:// URLs, each named once"),
+  /** A replica further behind the primary than this is taken out of rotation (its reads go to the primary). */
+  DATABASE_READ_MAX_LAG_MS: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(100, "must be at least 100").optional()).transform((v) => v ?? 5000),
   DATA_DIR: z.string().trim().min(1).default("./data"),
   REDIS_URL: optionalString.pipe(
     z
@@ -131,6 +135,13 @@ const envSchema = z.object({
   SHUTDOWN_DRAIN_DELAY_MS: nonNegativeInt(0),
 });
 
+/** DATABASE_READ_URL's URLs; null when one is not a postgres URL or one is named twice. */
+function readUrls(value: string): string[] | null {
+  const urls = value.split(",").map((u) => u.trim()).filter(Boolean);
+  const valid = urls.length > 0 && new Set(urls).size === urls.length && urls.every((u) => /^postgres(ql)?:\/\/[^/\s]/.test(u) && URL.canParse(u));
+  return valid ? urls : null;
+}
+
 const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** "0,5s,5m,2h" -> milliseconds; a bare number is milliseconds. Null when any part is not a duration. */
@@ -173,6 +184,8 @@ export interface Config {
   /** Base of every URL the gateway hands out (checkout pages, provider callbacks); no trailing slash. */
   publicBaseUrl: string;
   databaseUrl: string | undefined;
+  /** Replicas for reads that may lag (src/db/replicas.ts): none without DATABASE_READ_URL. */
+  readReplicas: { urls: string[]; maxLagMs: number };
   dataDir: string;
   redisUrl: string | undefined;
   logLevel: (typeof logLevels)[number];
@@ -295,6 +308,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "Invalid configuration: ENCRYPTION_KEY is required with DATABASE_URL (generate one with: openssl rand -hex 32)",
     );
   }
+  if (e.DATABASE_READ_URL && !e.DATABASE_URL) {
+    throw new ConfigError("Invalid configuration: DATABASE_READ_URL needs DATABASE_URL: read replicas are of a PostgreSQL primary (the embedded PGlite has none)");
+  }
   if (e.PASSWORD_HASH_COST < 15 && e.NODE_ENV !== "test") {
     throw new ConfigError("Invalid configuration: PASSWORD_HASH_COST below 15 is allowed only with NODE_ENV=test");
   }
@@ -322,6 +338,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
     databaseUrl: e.DATABASE_URL,
+    readReplicas: { urls: e.DATABASE_READ_URL ? readUrls(e.DATABASE_READ_URL)! : [], maxLagMs: e.DATABASE_READ_MAX_LAG_MS },
     dataDir: e.DATA_DIR,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === "test" ? "warn" : "info"),

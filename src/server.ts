@@ -161,8 +161,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
   const secrets = new SecretBox(encryptionKey);
   const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
-  const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats });
-  const services = createServices({ prisma: db.prisma, sql: db.sql, secrets, encryptionKey, config, redis, logger, metrics });
+  const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats, readStats: db.readStats });
+  const services = createServices({ prisma: db.prisma, sql: db.sql, read: db.read, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
   if (config.jobs.enabled) await services.reconciliations.scheduleDaily();
   // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.

@@ -1,5 +1,5 @@
 import type { Config } from "./config.ts";
-import type { PrismaClient, Sql } from "./db/database.ts";
+import type { PrismaClient, Reader, Sql } from "./db/database.ts";
 import type { RedisConnections } from "./infra/redis.ts";
 import { createJobRunner } from "./jobs/runner.ts";
 import type { Logger } from "./logger.ts";
@@ -29,6 +29,8 @@ import { createMerchantUrls } from "./security/outbound.ts";
 export interface ServiceDeps {
   prisma: PrismaClient;
   sql: Sql;
+  /** Where lists, reports and dashboards' figures read (Database.read: a replica when there is one); the primary when unset. */
+  read?: Reader;
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
@@ -48,6 +50,7 @@ export function createServices(deps: ServiceDeps) {
   const { prisma, logger, config } = deps;
   const publisher = createEventPublisher(deps.redis);
   const { metrics } = deps;
+  const read = deps.read ?? { prisma, sql: deps.sql };
   const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs });
   const connectors = createConnectors({
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
@@ -63,10 +66,11 @@ export function createServices(deps: ServiceDeps) {
   const callbackUrls = createCallbackUrls(connectors, config.publicBaseUrl);
   const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl);
   const merchantUrls = createMerchantUrls({ allowPrivateUrls: config.allowPrivateUrls });
-  const customers = createCustomerService(prisma);
+  const customers = createCustomerService(prisma, read.prisma);
   const transactions = createTransactionService({
     prisma,
     sql: deps.sql,
+    read,
     channels,
     customers,
     connectors,
@@ -87,6 +91,7 @@ export function createServices(deps: ServiceDeps) {
   const payouts = createPayoutService({
     prisma,
     sql: deps.sql,
+    read,
     channels,
     connectors,
     publisher,
@@ -100,9 +105,9 @@ export function createServices(deps: ServiceDeps) {
       return { result: urls.payoutResult ?? "", timeout: urls.payoutTimeout ?? "", statusResult: (reference) => urls.payoutStatusResult?.(reference) ?? "" };
     },
   });
-  const refunds = createRefundService({ prisma, sql: deps.sql, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
+  const refunds = createRefundService({ prisma, sql: deps.sql, read, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
-  const reconciliations = createReconciliationService({ prisma, channels, connectors, transactions, callbackUrls, jobs, logger });
+  const reconciliations = createReconciliationService({ prisma, read, channels, connectors, transactions, callbackUrls, jobs, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);
   const users = createUserService({
@@ -129,12 +134,12 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
-    ledger: createLedgerService({ prisma }),
+    ledger: createLedgerService({ prisma, read }),
     reconciliations,
     momo,
     callbackUrls,
     callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, reconciliations, logger }),
-    webhooks: createWebhookService({ prisma, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
+    webhooks: createWebhookService({ prisma, read, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }
 

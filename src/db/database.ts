@@ -9,6 +9,7 @@ import type { Logger } from "../logger.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
 import { PrismaClient, type Prisma } from "./generated/prisma/client.ts";
 import { applyMigrations, type SqlConnection } from "./migrate.ts";
+import { openReadReplicas, type ReadStats } from "./replicas.ts";
 import { pgliteSql, poolSql, type Sql } from "./sql.ts";
 
 export type { PrismaClient, Sql };
@@ -22,12 +23,24 @@ export interface Database {
   /** Plain SQL on the same connections, for the hottest statements only (see sql.ts). */
   sql: Sql;
   backend: Backend;
+  /**
+   * Where reads that may lag a little go: lists, reports (CSV exports), dashboards' figures. A read replica in
+   * rotation (DATABASE_READ_URL, src/db/replicas.ts), else the primary; on PGlite or without replicas, simply
+   * `prisma` and `sql` above. Reads only, never in a transaction: anything that must see its own writes (verify,
+   * idempotency, keys, mutations, jobs) uses the primary.
+   */
+  read: { prisma: PrismaClient; sql: Sql };
+  /** The replicas' state, lag and reads, and the reads the primary took over (metrics); unset without replicas. */
+  readStats?: () => ReadStats;
   /** The PostgreSQL pool's use (metrics); PGlite has a single in-process connection and none. */
   poolStats?: () => { total: number; idle: number; waiting: number };
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The reader (Database.read): given to the services for their lists, reports and dashboards' figures. */
+export type Reader = Database["read"];
 
 export interface OpenOptions {
   /** Apply pending migrations before returning (startup and `db deploy` do; nothing else needs to). */
@@ -37,11 +50,11 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
-type DbConfig = Pick<Config, "databaseUrl" | "dataDir">;
+type DbConfig = Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "readReplicas">>;
 
 export async function openDatabase(config: DbConfig, logger: Logger, options: OpenOptions = {}): Promise<Database> {
   return config.databaseUrl
-    ? openPostgres(config.databaseUrl, logger, options)
+    ? openPostgres(config.databaseUrl, config.readReplicas, logger, options)
     : openPglite(config.dataDir, logger, options);
 }
 
@@ -53,7 +66,7 @@ function createClient(adapter: SqlDriverAdapterFactory, options: OpenOptions): P
   return client as unknown as PrismaClient;
 }
 
-async function openPostgres(url: string, logger: Logger, options: OpenOptions): Promise<Database> {
+async function openPostgres(url: string, readConfig: Config["readReplicas"] | undefined, logger: Logger, options: OpenOptions): Promise<Database> {
   if (options.migrate) {
     // Migrations get their own connection: the advisory lock lives and dies with it.
     const conn = new pg.Client({ connectionString: url });
@@ -76,15 +89,25 @@ async function openPostgres(url: string, logger: Logger, options: OpenOptions): 
   pool.on("error", (error) => logger.warn({ err: error }, "idle database connection lost"));
   const prisma = createClient(new PrismaPg(pool), options);
   await prisma.$connect();
+  const sql = poolSql(pool, options.onQuery);
+  const replicas = readConfig?.urls.length
+    ? await openReadReplicas(pool, { urls: readConfig.urls, maxLagMs: readConfig.maxLagMs, poolSize: options.poolSize ?? 10 }, logger)
+    : undefined;
+  const reader = replicas ? createClient(new PrismaPg(replicas.pool), options) : undefined;
+  await reader?.$connect();
   return {
     prisma,
-    sql: poolSql(pool, options.onQuery),
+    sql,
+    read: replicas && reader ? { prisma: reader, sql: poolSql(replicas.pool, options.onQuery, "read") } : { prisma, sql },
+    readStats: replicas?.stats,
     backend: "postgres",
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => {
       await prisma.$queryRawUnsafe("SELECT 1");
     },
     close: async () => {
+      await reader?.$disconnect();
+      await replicas?.close();
       await prisma.$disconnect();
       await pool.end();
     },
@@ -110,9 +133,11 @@ async function openPglite(dataDir: string, logger: Logger, options: OpenOptions)
     const prisma = createClient(new PrismaPGlite(pglite), options);
     await prisma.$connect();
     const db = pglite;
+    const sql = pgliteSql(db, options.onQuery);
     return {
       prisma,
-      sql: pgliteSql(db, options.onQuery),
+      sql,
+      read: { prisma, sql },
       backend: "pglite",
       ping: async () => {
         await db.query("SELECT 1");

@@ -13,14 +13,18 @@ export interface Sql {
   query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]>;
 }
 
-/** pg prepares each distinct statement once per connection when it is named: the server skips parse and plan. */
-export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void): Sql {
+/**
+ * pg prepares each distinct statement once per connection when it is named: the server skips parse and plan.
+ * `prefix` keeps two Sqls' names apart where their statements can meet on one connection (the reader's retry
+ * on the primary): pg refuses a name prepared there for other text.
+ */
+export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void, prefix = "hot"): Sql {
   const names = new Map<string, string>();
   return {
     async query<T extends object>(text: string, params: readonly unknown[] = []) {
       onQuery?.(text);
       let name = names.get(text);
-      if (!name) names.set(text, (name = `hot_${names.size + 1}`));
+      if (!name) names.set(text, (name = `${prefix}_${names.size + 1}`));
       const result = await pool.query<T>({ name, text, values: params as unknown[] });
       return result.rows;
     },

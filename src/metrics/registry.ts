@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { PrismaClient } from "../db/database.ts";
+import { REPLICA_STATES, type ReadStats } from "../db/replicas.ts";
 import { queueGauges, type QueueGaugeRow } from "../jobs/store.ts";
 import type { Logger } from "../logger.ts";
 import type { StatusCounter } from "../modules/events/status-machine.ts";
@@ -24,6 +25,8 @@ export interface MetricsDeps {
    * queries run one at a time, and the request histogram already shows when they queue.
    */
   poolStats?: () => { total: number; idle: number; waiting: number };
+  /** The read replicas (DATABASE_READ_URL); unset without them. */
+  readStats?: () => ReadStats;
 }
 
 /** What the transports add once they exist (server.ts). */
@@ -172,6 +175,8 @@ export function createMetrics(deps: MetricsDeps) {
     });
   }
 
+  if (deps.readStats) registerReplicaMetrics(registry, deps.readStats);
+
   // A payment's provider is its channel's, which never changes: looked up once per channel, then known.
   const providers = new Map<number, string>();
   const lookups = new Map<number, Promise<string>>();
@@ -268,4 +273,55 @@ export function createMetrics(deps: MetricsDeps) {
       response.once("close", () => openSseStreams--);
     },
   };
+}
+
+/**
+ * The read replicas: each one's state (1 on the state it is in) and lag, the reads each answered, and the reads the
+ * primary answered instead. Read from the router's own counts when scraped. Labels: the replica's host:port, from
+ * configuration (bounded), and the fallback's reason.
+ */
+function registerReplicaMetrics(registry: Registry, readStats: () => ReadStats): void {
+  new Gauge({
+    name: "gateway_db_replica_state",
+    help: "Each read replica's state, 1 for the one it is in: ok (in rotation), lagging (behind by more than DATABASE_READ_MAX_LAG_MS), down (unreachable or not a standby).",
+    labelNames: ["replica", "state"] as const,
+    registers: [registry],
+    collect() {
+      for (const replica of readStats().replicas) {
+        for (const state of REPLICA_STATES) this.set({ replica: replica.name, state }, replica.state === state ? 1 : 0);
+      }
+    },
+  });
+  new Gauge({
+    name: "gateway_db_replica_lag_seconds",
+    help: "How far each read replica's replay is behind the primary, as last checked; absent while it is down.",
+    labelNames: ["replica"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const replica of readStats().replicas) if (replica.lagMs !== null) this.set({ replica: replica.name }, replica.lagMs / 1000);
+    },
+  });
+  new Counter({
+    name: "gateway_db_replica_reads_total",
+    help: "Statements each read replica answered (lists, reports, dashboards' figures).",
+    labelNames: ["replica"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const replica of readStats().replicas) this.inc({ replica: replica.name }, replica.reads);
+    },
+  });
+  new Counter({
+    name: "gateway_db_read_fallbacks_total",
+    help: "Replica reads the primary answered instead: no_replica (none in rotation: down or lagging), replica_failed (retried after a replica's failure).",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+    collect() {
+      const { fallbacks } = readStats();
+      this.reset();
+      this.inc({ reason: "no_replica" }, fallbacks.noReplica);
+      this.inc({ reason: "replica_failed" }, fallbacks.replicaFailed);
+    },
+  });
 }

@@ -39,7 +39,8 @@ function validateCustomer(principal: Principal, input: CustomerInput) {
   };
 }
 
-export function createCustomerService(prisma: PrismaClient) {
+/** `reader`: where the list reads (a replica when there is one). */
+export function createCustomerService(prisma: PrismaClient, reader: PrismaClient = prisma) {
   const scope = scopeOf;
 
   return {
@@ -70,8 +71,8 @@ export function createCustomerService(prisma: PrismaClient) {
         ...(search ? { OR: [{ firstName: contains }, { lastName: contains }, { email: contains }, { phone: contains }] } : {}),
       };
       const [items, total] = await Promise.all([
-        prisma.customer.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
-        prisma.customer.count({ where }),
+        reader.customer.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
+        reader.customer.count({ where }),
       ]);
       return toPage(items, total, paging);
     },

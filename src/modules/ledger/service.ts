@@ -1,4 +1,5 @@
 import { isOwner, scopeOf, type Principal } from "../../auth.ts";
+import type { Reader } from "../../db/database.ts";
 import type { LedgerEntry, PrismaClient } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { statusDateWhere } from "../../filters.ts";
@@ -59,28 +60,30 @@ function filtersOf(principal: Principal, input: BalanceTransactionListInput): st
  * The ledger's read side (balances, balance transactions, the CSV export) and its one write a person makes:
  * an adjustment. Everything is scoped by the caller's merchant and mode.
  */
-export function createLedgerService(deps: { prisma: PrismaClient }) {
+export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader }) {
   const { prisma } = deps;
+  /** Balances, lists and the export read from the reader (a replica when there is one); adjustments from the primary. */
+  const reader = deps.read?.prisma ?? prisma;
 
   return {
     /** Every channel's balance per currency (or one channel's), from the accounts' postings. */
     balance(principal: Principal, input: { paymentChannelId?: number | null } = {}): Promise<store.ChannelBalance[]> {
-      return store.channelBalances(prisma, scopeOf(principal), parseChannelId(input.paymentChannelId));
+      return store.channelBalances(reader, scopeOf(principal), parseChannelId(input.paymentChannelId));
     },
 
     /** One page, newest first, with totals (GET /v1/balance/transactions). */
     async listPage(principal: Principal, input: BalanceTransactionListInput & { page?: number | null; limit?: number | null }): Promise<Page<LedgerEntry>> {
       const paging = resolvePaging(input);
-      const { items, total } = await store.balanceTransactionPage(prisma, scopeOf(principal), filtersOf(principal, input), paging);
+      const { items, total } = await store.balanceTransactionPage(reader, scopeOf(principal), filtersOf(principal, input), paging);
       return toPage(items, total, paging);
     },
 
     /** GraphQL's balanceTransactions connection: one slice for Pothos's cursor arguments, and the total. */
     connectionSlice(principal: Principal, input: BalanceTransactionListInput, query: object): Promise<LedgerEntry[]> {
-      return store.balanceTransactionSlice(prisma, scopeOf(principal), filtersOf(principal, input), query);
+      return store.balanceTransactionSlice(reader, scopeOf(principal), filtersOf(principal, input), query);
     },
     count(principal: Principal, input: BalanceTransactionListInput): Promise<number> {
-      return store.countBalanceTransactions(prisma, scopeOf(principal), filtersOf(principal, input));
+      return store.countBalanceTransactions(reader, scopeOf(principal), filtersOf(principal, input));
     },
 
     /**
@@ -97,7 +100,7 @@ export function createLedgerService(deps: { prisma: PrismaClient }) {
       const filename = `balance-transactions-${principal.mode}${range ? `-${range}` : ""}.csv`;
       async function* chunks(): AsyncGenerator<string> {
         yield csvLine(CSV_COLUMNS);
-        for await (const batch of store.balanceTransactionBatches(prisma, scope, filters, EXPORT_BATCH_SIZE)) {
+        for await (const batch of store.balanceTransactionBatches(reader, scope, filters, EXPORT_BATCH_SIZE)) {
           let text = "";
           for (const row of batch) {
             const amount = BigInt(row.amount);

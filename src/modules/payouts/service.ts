@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { scopeOf, type Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { PrismaClient, Reader } from "../../db/database.ts";
 import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
@@ -43,6 +43,8 @@ export interface PayoutCallbackUrls {
 export interface PayoutServiceDeps {
   prisma: PrismaClient;
   sql: Sql;
+  /** The reader for the lists (a replica when there is one); the primary when unset. */
+  read?: Reader;
   channels: ChannelService;
   connectors: Connectors;
   publisher: EventPublisher;
@@ -68,6 +70,7 @@ export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
  */
 export function createPayoutService(deps: PayoutServiceDeps) {
   const { prisma, channels, connectors, logger } = deps;
+  const reader = deps.read?.prisma ?? prisma;
   const scope = scopeOf;
 
   const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
@@ -272,13 +275,13 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {},
     ): Promise<Page<Payout>> {
       const paging = resolvePaging(input);
-      const { items, total } = await store.listPage(prisma, principal, input, paging, query);
+      const { items, total } = await store.listPage(reader, principal, input, paging, query);
       return toPage(items, total, paging);
     },
 
     /** GraphQL's payouts connection: one slice for Pothos's cursor arguments, and the total. */
-    connectionSlice: (principal: Principal, filters: StatusDateFilters, query: object) => store.connectionSlice(prisma, principal, filters, query),
-    count: (principal: Principal, filters: StatusDateFilters) => store.count(prisma, principal, filters),
+    connectionSlice: (principal: Principal, filters: StatusDateFilters, query: object) => store.connectionSlice(reader, principal, filters, query),
+    count: (principal: Principal, filters: StatusDateFilters) => store.count(reader, principal, filters),
 
     /** The latest settling event of a payout, as subscribers receive it. */
     async lastEvent(payoutId: number) {

@@ -1,5 +1,5 @@
 import type { Principal } from "../../auth.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { PrismaClient, Reader } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Reconciliation } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
@@ -35,6 +35,8 @@ export type ItemKind = (typeof itemKinds)[number];
 
 export interface ReconciliationServiceDeps {
   prisma: PrismaClient;
+  /** The reader for the lists (a replica when there is one); the primary when unset. */
+  read?: Reader;
   channels: ChannelService;
   connectors: Connectors;
   transactions: Pick<TransactionService, "reconcileNow">;
@@ -87,6 +89,7 @@ function sideSummary(payments: { amount: bigint; currency: string; status: strin
  */
 export function createReconciliationService(deps: ReconciliationServiceDeps) {
   const { prisma, channels, connectors, transactions, logger } = deps;
+  const reader = deps.read?.prisma ?? prisma;
 
   /** Compares the day's two sides, settling what the provider says is settled; answers the items and what was compared. */
   async function compare(channel: PaymentChannel, day: { from: Date; to: Date }, ours: GatewayPayment[], theirs: ProviderPaymentRecord[] | null, listsAll: boolean) {
@@ -296,12 +299,12 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
 
     async listPage(principal: Principal, input: store.ReconciliationFilters & { page?: number | null; limit?: number | null }, query: object = {}): Promise<Page<Reconciliation>> {
       const paging = resolvePaging(input);
-      const { items, total } = await store.listPage(prisma, principal, input, paging, query);
+      const { items, total } = await store.listPage(reader, principal, input, paging, query);
       return toPage(items, total, paging);
     },
 
-    connectionSlice: (principal: Principal, filters: store.ReconciliationFilters, query: object) => store.connectionSlice(prisma, principal, filters, query),
-    count: (principal: Principal, filters: store.ReconciliationFilters) => store.count(prisma, principal, filters),
+    connectionSlice: (principal: Principal, filters: store.ReconciliationFilters, query: object) => store.connectionSlice(reader, principal, filters, query),
+    count: (principal: Principal, filters: store.ReconciliationFilters) => store.count(reader, principal, filters),
   };
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
+import type { Reader } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
@@ -34,6 +35,8 @@ export interface RefundInput {
 }
 
 export interface RefundServiceDeps extends StatusMachineDeps {
+  /** The reader for the lists (a replica when there is one); the primary when unset. */
+  read?: Reader;
   channels: ChannelService;
   transactions: Pick<TransactionService, "getWithChannel">;
   connectors: Connectors;
@@ -56,6 +59,7 @@ function parseRefundAmount(value: unknown): bigint | null {
  */
 export function createRefundService(deps: RefundServiceDeps) {
   const { prisma, channels, connectors, transactions, logger } = deps;
+  const reader = deps.read?.prisma ?? prisma;
 
   const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
 
@@ -245,18 +249,18 @@ export function createRefundService(deps: RefundServiceDeps) {
       const paging = resolvePaging(input);
       const filters = await filtersOf(principal, input);
       if (!filters) return toPage([], 0, paging);
-      const { items, total } = await store.listPage(prisma, principal, filters, paging, query);
+      const { items, total } = await store.listPage(reader, principal, filters, paging, query);
       return toPage(items, total, paging);
     },
 
     /** GraphQL's refunds connection: one slice for Pothos's cursor arguments, and the total. */
     async connectionSlice(principal: Principal, input: RefundListFilters, query: object): Promise<Refund[]> {
       const filters = await filtersOf(principal, input);
-      return filters ? store.connectionSlice(prisma, principal, filters, query) : [];
+      return filters ? store.connectionSlice(reader, principal, filters, query) : [];
     },
     async count(principal: Principal, input: RefundListFilters): Promise<number> {
       const filters = await filtersOf(principal, input);
-      return filters ? store.count(prisma, principal, filters) : 0;
+      return filters ? store.count(reader, principal, filters) : 0;
     },
 
     refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),

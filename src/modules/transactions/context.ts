@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
-import type { PrismaClient, Sql } from "../../db/database.ts";
+import type { PrismaClient, Reader, Sql } from "../../db/database.ts";
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, ValidationError } from "../../errors.ts";
 import { recoveredObject } from "../../idempotency/scope.ts";
@@ -37,6 +37,8 @@ export interface TransactionServiceDeps {
   prisma: PrismaClient;
   /** Plain SQL for the hottest reads and the initialize insert (src/db/sql.ts). */
   sql: Sql;
+  /** The reader for lists, the CSV export and the stats (a replica when there is one); the primary when unset. */
+  read?: Reader;
   channels: ChannelService;
   customers: CustomerService;
   connectors: Connectors;
@@ -98,6 +100,8 @@ export function momoConnectorOf(connectors: Connectors, channel: PaymentChannel)
 export interface FlowContext {
   deps: TransactionServiceDeps;
   store: TransactionStore;
+  /** The same statements on the reader: for lists, exports and stats only, which may lag the primary a little. */
+  readStore: TransactionStore;
   stateMachine: StateMachineDeps;
   /** The one status change (state-machine.ts). */
   transition(request: TransitionRequest): Promise<TransitionResult>;
@@ -119,6 +123,7 @@ export function createFlowContext(deps: TransactionServiceDeps): FlowContext {
   return {
     deps,
     store,
+    readStore: deps.read ? createTransactionStore(deps.read) : store,
     stateMachine,
     transition: (request) => transitionTransaction(stateMachine, request),
     checkoutUrl,

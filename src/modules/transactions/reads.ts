@@ -10,7 +10,7 @@ import type { TransactionFilters, TransactionQuery } from "./store.ts";
 
 /** The reads: a merchant's transaction and lists, the payer's checkout view, a transaction's settling event. */
 export function createReads(ctx: FlowContext) {
-  const { deps, store } = ctx;
+  const { deps, store, readStore } = ctx;
   const { connectors } = deps;
 
   return {
@@ -39,14 +39,14 @@ export function createReads(ctx: FlowContext) {
       query: TransactionQuery = {},
       options: { summary?: boolean } = {},
     ): Promise<Page<Transaction>> {
-      return store.listPage(principal, input, query, options.summary ?? false);
+      return readStore.listPage(principal, input, query, options.summary ?? false);
     },
 
     /** The Relay connection's rows, newest (highest id) first; Pothos's `query` carries cursor, window and relations. */
-    listConnection: store.listConnection,
+    listConnection: readStore.listConnection,
 
     /** How many of the caller's transactions match the filters. */
-    count: store.count,
+    count: readStore.count,
 
     /** What the payer's checkout page shows; null when the reference is unknown. */
     async checkoutView(reference: string) {

@@ -7,6 +7,7 @@ import { createHostedFlow } from "./hosted.ts";
 import { createInitialize } from "./initialize.ts";
 import { createReads } from "./reads.ts";
 import { createReconcileJob } from "./reconcile.ts";
+import { paymentStats } from "./stats.ts";
 import type { TransactionFilters } from "./store.ts";
 
 /**
@@ -46,7 +47,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     listPage: reads.listPage,
     listConnection: reads.listConnection,
     count: reads.count,
-    exportCsv: (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.store, principal, filters),
+    exportCsv: (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.readStore, principal, filters),
+    /** The dashboard's figures, from the reader. */
+    stats: (principal: Principal, input: Parameters<typeof paymentStats>[2]) => paymentStats(deps.read?.prisma ?? deps.prisma, principal, input),
     payWithCard: card.payWithCard,
     checkoutView: reads.checkoutView,
     lastSettlingEvent: reads.lastSettlingEvent,

@@ -1,6 +1,6 @@
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { MAX_STATS_DAYS, paymentStats, type CurrencyTotal, type PaymentStats, type StatsDay, type StatsFigures, type StatsPeriod } from "./stats.ts";
+import { MAX_STATS_DAYS, type CurrencyTotal, type PaymentStats, type StatsDay, type StatsFigures, type StatsPeriod } from "./stats.ts";
 
 /** paymentStats: the dashboard overview's figures (stats.ts), for the caller's merchant and mode. */
 
@@ -59,6 +59,6 @@ builder.queryFields((t) => ({
       days: t.arg.int({ required: false, description: `The daily series' length, 1 to ${MAX_STATS_DAYS} (default 30).` }),
       periods: t.arg.intList({ required: false, description: `Periods in days, today included, each 1 to ${MAX_STATS_DAYS} (default [1, 7, 30]).` }),
     },
-    resolve: (_root, args, ctx) => paymentStats(ctx.prisma, ctx.principal!, args),
+    resolve: (_root, args, ctx) => ctx.services.transactions.stats(ctx.principal!, args),
   }),
 }));

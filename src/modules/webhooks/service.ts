@@ -1,6 +1,6 @@
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { WebhookConfig } from "../../config.ts";
-import type { PrismaClient } from "../../db/database.ts";
+import type { PrismaClient, Reader } from "../../db/database.ts";
 import type { Mode, Prisma, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
 import { NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
@@ -54,6 +54,8 @@ function parseEventId(value: string, field: string): bigint {
 
 export function createWebhookService(deps: {
   prisma: PrismaClient;
+  /** The reader for the lists (a replica when there is one); the primary when unset. */
+  read?: Reader;
   secrets: SecretBox;
   jobs: JobRunner;
   config: WebhookConfig;
@@ -64,6 +66,7 @@ export function createWebhookService(deps: {
   onAttempt?: (outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) => void;
 }) {
   const { prisma, secrets, config, logger } = deps;
+  const reader = deps.read?.prisma ?? prisma;
   const scope = scopeOf;
   const { merchantUrls } = deps;
   const slots = new Map<number, { inFlight: number; waiting: (() => void)[] }>();
@@ -220,7 +223,7 @@ export function createWebhookService(deps: {
     listDeliveries(principal: Principal, filters: DeliveryFilters, query: { include?: Prisma.WebhookDeliveryInclude; select?: Prisma.WebhookDeliverySelect } = {}) {
       const limit = filters.limit ?? 50;
       if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ValidationError("limit", "must be between 1 and 100");
-      return prisma.webhookDelivery.findMany({
+      return reader.webhookDelivery.findMany({
         ...query,
         where: {
           ...scope(principal),
