@@ -45,10 +45,6 @@ export class RedisConnections {
     this.#logger = logger;
   }
 
-  get cluster(): boolean {
-    return "nodes" in this.#target;
-  }
-
   /** The client for one purpose; options apply only when it is created. */
   client(purpose: RedisPurpose, options: RedisOptions = {}): RedisClient {
     if (this.#closed) throw new Error("Redis connections are closed");
