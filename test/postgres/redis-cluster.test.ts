@@ -1,6 +1,7 @@
 import { Cluster } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedisCluster, type RedisCluster } from "../support/redis-cluster.ts";
@@ -39,6 +40,29 @@ const unreachable = /Redis is unreachable/;
 const reachableAgain = /Redis is reachable again/;
 
 const remaining = (res: HttpResult) => Number(res.headers.get("x-ratelimit-remaining"));
+
+describe("REDIS_CLUSTER_NODES", () => {
+  it("takes host:port pairs, IPv6 in brackets", () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: " 10.0.0.1:6379, redis-b.internal:7001,[::1]:7002 " }).redisClusterNodes).toEqual([
+      { host: "10.0.0.1", port: 6379 },
+      { host: "redis-b.internal", port: 7001 },
+      { host: "::1", port: 7002 },
+    ]);
+    expect(loadConfig({}).redisClusterNodes).toBeUndefined();
+  });
+
+  it.each(["10.0.0.1", "10.0.0.1:6379,", "redis://10.0.0.1:6379", "10.0.0.1:0", "10.0.0.1:70000", "::1:6379"])("refuses %j at start", (value) => {
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: value })).toThrow(/REDIS_CLUSTER_NODES: must be comma-separated host:port pairs/);
+  });
+
+  it("refuses REDIS_URL and REDIS_CLUSTER_NODES together, and counts as Redis for WORKERS", () => {
+    expect(() => loadConfig({ REDIS_URL: "redis://x:6379", REDIS_CLUSTER_NODES: "x:7000" })).toThrow(ConfigError);
+    expect(() => loadConfig({ REDIS_URL: "redis://x:6379", REDIS_CLUSTER_NODES: "x:7000" })).toThrow(/REDIS_URL .* or REDIS_CLUSTER_NODES .*, not both/);
+    const scaled = { WORKERS: "2", DATABASE_URL: "postgres://db/gw", ENCRYPTION_KEY: "a".repeat(64) };
+    expect(() => loadConfig(scaled)).toThrow(/needs REDIS_URL or REDIS_CLUSTER_NODES/);
+    expect(loadConfig({ ...scaled, REDIS_CLUSTER_NODES: "x:7000" }).redisClusterNodes).toEqual([{ host: "x", port: 7000 }]);
+  });
+});
 
 describe("Redis Cluster shared by two instances", () => {
   let cluster: RedisCluster;
