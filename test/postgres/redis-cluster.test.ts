@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { runCli } from "../support/process.ts";
 import { startRedisCluster, type RedisCluster } from "../support/redis-cluster.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { until, waitUntil } from "../support/wait.ts";
@@ -152,6 +153,16 @@ describe("Redis Cluster shared by two instances", () => {
     const started = Date.now();
     await until(() => status(b, issued.plaintext), (s) => s === 401, 2000);
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("a key revoked with the CLI, through the cluster, is refused by both at once", async () => {
+    const issued = await a.gateway.services.merchants.createKey(merchant.id, "test");
+    expect([await status(a, issued.plaintext), await status(b, issued.plaintext)]).toEqual([200, 200]);
+    const env = { ...a.database.env, ENCRYPTION_KEY: a.database.encryptionKeyHex, REDIS_CLUSTER_NODES: cluster.nodes };
+    const { code, output } = await runCli(["key", "revoke", issued.prefix], env);
+    expect(code, output).toBe(0);
+    // Well within the cache's 30 s lifetime: only the revocation message can have dropped it.
+    await until(() => Promise.all([status(a, issued.plaintext), status(b, issued.plaintext)]), (s) => s.every((x) => x === 401), 2000);
   });
 
   it("keeps answering while a master is down, and limits, events and revocations work again once it is back", async () => {
