@@ -2,6 +2,7 @@ import { Cluster } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
+import { createRedisTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli } from "../support/process.ts";
@@ -163,6 +164,17 @@ describe("Redis Cluster shared by two instances", () => {
     expect(code, output).toBe(0);
     // Well within the cache's 30 s lifetime: only the revocation message can have dropped it.
     await until(() => Promise.all([status(a, issued.plaintext), status(b, issued.plaintext)]), (s) => s.every((x) => x === 401), 2000);
+  });
+
+  it("shares Daraja tokens through the cluster, its compare-and-delete script included", async () => {
+    const [onA, onB] = [createRedisTokenStore(a.gateway.redis!), createRedisTokenStore(b.gateway.redis!)];
+    const token = { token: "tok-1", expiresAt: Date.now() + 60_000 };
+    await onA.set("app-1", token);
+    expect(await onB.get("app-1")).toEqual(token);
+    await onB.invalidate("app-1", "tok-other"); // another instance's newer token survives
+    expect(await onA.get("app-1")).toEqual(token);
+    await onB.invalidate("app-1", "tok-1");
+    expect(await onA.get("app-1")).toBeNull();
   });
 
   it("keeps answering while a master is down, and limits, events and revocations work again once it is back", async () => {
