@@ -186,8 +186,13 @@ describe("Redis Cluster shared by two instances", () => {
     const before = collect(client, Everything);
     await before.ready();
 
+    // What the key cache relies on to drop what a moving subscriber may have missed (told each time it reconnects).
+    let reconnected = 0;
+    b.gateway.redis!.onSubscriberReady(b.gateway.redis!.client("pubsub-subscribe"), () => reconnected++);
+
     await cluster.kill(down);
     try {
+      await waitUntil(() => reconnected > 0, "B's subscriber connection to move to a surviving master");
       // Without a replica to promote, the others mark it failed after cluster-node-timeout and the cluster is down.
       await waitUntil(async () => (await cluster.states()).every((s) => s === "fail"), "the cluster to notice", 15_000);
       expect(await redisReadiness()).toEqual(["degraded", "degraded"]);
