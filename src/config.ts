@@ -51,6 +51,11 @@ const envSchema = z.object({
       .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
       .optional(),
   ),
+  /** Redis Cluster seed nodes, comma-separated host:port (instead of REDIS_URL). */
+  REDIS_CLUSTER_NODES: optionalString.refine(
+    (v) => v === undefined || parseClusterNodes(v) !== null,
+    "must be comma-separated host:port pairs, e.g. 10.0.0.1:6379,10.0.0.2:6379 (IPv6 as [::1]:6379)",
+  ),
   LOG_LEVEL: z.enum(logLevels).optional(),
   ENCRYPTION_KEY: optionalString.pipe(
     z
@@ -188,6 +193,8 @@ export interface Config {
   readReplicas: { urls: string[]; maxLagMs: number };
   dataDir: string;
   redisUrl: string | undefined;
+  /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); exclusive with redisUrl. */
+  redisClusterNodes: { host: string; port: number }[] | undefined;
   logLevel: (typeof logLevels)[number];
   /** 32-byte key for provider credentials; when unset the embedded default keeps one in DATA_DIR. */
   encryptionKey: Buffer | undefined;
@@ -291,6 +298,13 @@ export interface PaystackConfig {
   timeoutMs: number;
 }
 
+/** `host:port,host:port` (IPv6 hosts in brackets) as Redis Cluster seed nodes; null when malformed. */
+function parseClusterNodes(value: string): { host: string; port: number }[] | null {
+  const nodes = value.split(",").map((entry) => /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]]+)):(\d{1,5})$/.exec(entry.trim()));
+  if (nodes.some((m) => !m || Number(m[3]) < 1 || Number(m[3]) > 65535)) return null;
+  return nodes.map((m) => ({ host: m![1] ?? m![2]!, port: Number(m![3]) }));
+}
+
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
@@ -320,10 +334,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `Invalid configuration: WORKERS=${e.WORKERS} needs DATABASE_URL: the embedded PGlite database belongs to one process and cannot be shared between workers (run one worker, or use PostgreSQL)`,
     );
   }
-  if (workers > 1 && !e.REDIS_URL) {
+  if (e.REDIS_URL && e.REDIS_CLUSTER_NODES) {
+    throw new ConfigError("Invalid configuration: set REDIS_URL (one Redis server) or REDIS_CLUSTER_NODES (a Redis Cluster), not both");
+  }
+  if (workers > 1 && !e.REDIS_URL && !e.REDIS_CLUSTER_NODES) {
     // Rate limits, live events, key revocations and provider tokens are per process without Redis.
     throw new ConfigError(
-      `Invalid configuration: WORKERS=${e.WORKERS} needs REDIS_URL: workers share rate limits, subscription events and API key revocations through Redis`,
+      `Invalid configuration: WORKERS=${e.WORKERS} needs REDIS_URL or REDIS_CLUSTER_NODES: workers share rate limits, subscription events and API key revocations through Redis`,
     );
   }
   if (e.SHUTDOWN_DRAIN_DELAY_MS >= e.SHUTDOWN_TIMEOUT_MS) {
@@ -341,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readReplicas: { urls: e.DATABASE_READ_URL ? readUrls(e.DATABASE_READ_URL)! : [], maxLagMs: e.DATABASE_READ_MAX_LAG_MS },
     dataDir: e.DATA_DIR,
     redisUrl: e.REDIS_URL,
+    redisClusterNodes: e.REDIS_CLUSTER_NODES === undefined ? undefined : parseClusterNodes(e.REDIS_CLUSTER_NODES)!,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === "test" ? "warn" : "info"),
     encryptionKey: e.ENCRYPTION_KEY ? Buffer.from(e.ENCRYPTION_KEY, "hex") : undefined,
     trustProxy: parseTrustProxy(e.TRUST_PROXY),

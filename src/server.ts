@@ -160,7 +160,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const db = await openDatabase(config, logger, { migrate: true, ...dbOptions });
   const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
   const secrets = new SecretBox(encryptionKey);
-  const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
+  const redis = RedisConnections.fromConfig(config, logger);
   const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats, readStats: db.readStats });
   const services = createServices({ prisma: db.prisma, sql: db.sql, read: db.read, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
@@ -302,8 +302,11 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.get("/ready", open, async (_request, reply) => {
     if (draining) return sendError(reply, new GatewayError("service_unavailable", "Shutting down"));
     try {
+      // Reported, not required: while Redis (or part of a cluster) is down each instance limits on its own, and
+      // a 503 from every instance at once would take the whole gateway out of its balancer.
+      const redisHealth = redis?.health();
       await db.ping();
-      return { status: "success", database: "ok", backend: db.backend };
+      return { status: "success", database: "ok", backend: db.backend, ...(redisHealth && { redis: await redisHealth }) };
     } catch (error) {
       logger.warn({ err: error }, "readiness check failed: database unreachable");
       return sendError(reply, new GatewayError("service_unavailable", "Database unreachable"));

@@ -110,7 +110,7 @@ async function runOnDatabase(command: DatabaseCommand["command"], values: CliVal
     return outcomeOf(Promise.reject(error));
   }
   // With Redis, a revoke tells every running instance to drop the key from its cache at once.
-  const redis = config.redisUrl ? new RedisConnections(config.redisUrl, logger) : undefined;
+  const redis = RedisConnections.fromConfig(config, logger);
   try {
     const merchants = createMerchantService(db.prisma, { keyCache: createApiKeyCache({ ttlMs: 0, redis }) });
     return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger) }));

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { GatewayError } from "../errors.ts";
-import type { RedisConnections } from "../infra/redis.ts";
+import type { RedisClient, RedisConnections } from "../infra/redis.ts";
 import type { Logger } from "../logger.ts";
 
 /**
@@ -149,7 +148,7 @@ function toState(res: RateLimiterRes, limiter: LimiterName, limit: number, allow
   };
 }
 
-function rateLimitClient(redis: RedisConnections, logger: Logger): Redis {
+function rateLimitClient(redis: RedisConnections, logger: Logger): RedisClient {
   // No offline queue: while Redis is away a command fails at once and the insurance limiter answers.
   // The command timeout covers a server that accepts connections but does not answer.
   const client = redis.client("rate-limit", { enableOfflineQueue: false, commandTimeout: 1000 });

@@ -39,7 +39,7 @@ export function createApiKeyCache(options: { ttlMs: number; redis?: RedisConnect
       if (channel === CHANNEL) drop(Number(message));
     });
     // Messages sent while the connection was down are lost: start over rather than trust the cache.
-    subscriber.on("ready", () => entries.clear());
+    redis.onSubscriberReady(subscriber, () => entries.clear());
   }
 
   return {
