@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { currentBackend } from "../support/backend.ts";
 import { runCli } from "../support/process.ts";
 import { inParallel } from "../support/load.ts";
 import { waitUntil } from "../support/wait.ts";
@@ -9,6 +10,7 @@ import { waitUntil } from "../support/wait.ts";
 /**
  * Bounded tables (issue 26): the retention job deletes what is no longer needed, in batches, and nothing else.
  * The clock is moved by writing older timestamps: after each round of work every bounded row is made a day older.
+ * On both backends: the embedded PGlite runs the same statements (and, for the CLI, the handoff to the gateway).
  */
 describe("retention", () => {
   let gw: TestGateway;
@@ -37,7 +39,11 @@ describe("retention", () => {
     user = await gw.createUser(merchant.id, "developer");
     expect((await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} })).status).toBe(201);
     expect((await api.post("/v1/webhooks", { url: `${receiver.url}/hooks`, events: ["transaction.completed"] })).status).toBe(201);
+    // The tests run retention themselves: the hourly run, should this file be running at minute 40, waits a day.
+    await postponeScheduledRun();
   });
+
+  const postponeScheduledRun = () => prisma().job.updateMany({ where: { kind: "retention.run", status: "queued" }, data: { runAt: new Date(Date.now() + 86_400_000) } });
 
   afterAll(async () => {
     await gw?.close();
@@ -163,11 +169,12 @@ describe("retention", () => {
     await db.job.delete({ where: { id: queued.id } });
   });
 
-  it("a writer re-using old keys while 200,000 of them are deleted waits at most a batch, and every key it used is kept", async () => {
+  it("a writer re-using old keys while 200,000 (PGlite: 50,000) of them are deleted waits at most a batch, and every key it used is kept", async () => {
     const db = prisma();
     const apiKey = await db.apiKey.findFirstOrThrow({ where: { merchantId: merchant.id, mode: "test", revokedAt: null } });
     const principal = `key:${apiKey.id}`;
-    const total = 200_000;
+    // PGlite has one connection, so there a single statement would hold up every request, not only colliding ones.
+    const total = currentBackend() === "postgres" ? 200_000 : 50_000;
     // Records that expired three days ago, under the keys this merchant's key will send again.
     await db.$executeRaw`
       INSERT INTO idempotency_keys (merchant_id, mode, principal, key, request_fingerprint, status, created_at, expires_at)
@@ -200,11 +207,13 @@ describe("retention", () => {
     await writer;
     const during = latencies.slice(before);
     const worst = Math.max(...during);
-    console.log(`retention of ${total} rows: ${Math.round(runMs)} ms; writer alone max ${Math.round(baseline)} ms; during the run ${during.length} writes, max ${Math.round(worst)} ms`);
+    console.log(`${currentBackend()}: retention of ${total} rows: ${Math.round(runMs)} ms; writer alone max ${Math.round(baseline)} ms; during the run ${during.length} writes, max ${Math.round(worst)} ms`);
 
     expect(during.length).toBeGreaterThan(5);
-    // One batch is a few tens of ms; a single statement over 200,000 rows would hold a re-claimed key for its whole run.
-    expect(worst).toBeLessThan(Math.max(500, 3 * baseline));
+    // One batch is a few tens of ms; a single statement over 200,000 rows holds a re-claimed key for (nearly) its whole
+    // run (measured: 2.5 s of 2.75 s). The bound allows for a loaded machine (the writer's own worst alone, a quarter
+    // of the run) yet fails that.
+    expect(worst).toBeLessThan(Math.max(500, 3 * baseline, runMs / 4));
     // Every key the writer used is kept (claimed again with a new expiry, or claimed afresh); the rest are gone.
     expect(run.deleted.idempotency_keys).toBeGreaterThan(total - used.length - 1);
     expect(await db.idempotencyKey.count({ where: { principal, key: { startsWith: "old-" } } })).toBe(new Set(used).size);
@@ -214,8 +223,6 @@ describe("retention", () => {
     const db = prisma();
     const old = await db.job.create({ data: { kind: "test.gave-up", payload: {}, status: "failed", updatedAt: new Date(Date.now() - 2 * 86_400_000) } });
     const [schedule] = await db.job.findMany({ where: { kind: "retention.run" } });
-    expect(schedule!.runAt.getTime()).toBeGreaterThan(Date.now());
-    expect(schedule!.runAt.getUTCMinutes()).toBe(40);
     // Its hour has come.
     await db.job.update({ where: { id: schedule!.id }, data: { runAt: new Date() } });
     gw.gateway.services.jobs.nudge();
@@ -225,6 +232,8 @@ describe("retention", () => {
     expect(next).toHaveLength(1);
     expect(next[0]!.runAt.getTime() - Date.now()).toBeGreaterThan(0);
     expect(next[0]!.runAt.getTime() - Date.now()).toBeLessThanOrEqual(3_600_000);
+    expect(next[0]!.runAt.getUTCMinutes()).toBe(40);
+    await postponeScheduledRun();
   });
 
   it("settings are days, fractions allowed; 0 or a word is refused with the setting's name", () => {
@@ -240,6 +249,6 @@ describe("retention", () => {
     const { code, output } = await runCli(["retention", "run"], { ...gw.database.env, ENCRYPTION_KEY: gw.database.encryptionKeyHex, JOB_RETENTION_DAYS: "1" });
     expect(code, output).toBe(0);
     const printed = JSON.parse(output.trim().split("\n").at(-1)!);
-    expect(printed.deleted).toEqual({ webhook_deliveries: expect.any(Number), events: expect.any(Number), jobs: 1, idempotency_keys: expect.any(Number), refresh_tokens: expect.any(Number) });
+    expect(printed.deleted, output).toEqual({ webhook_deliveries: expect.any(Number), events: expect.any(Number), jobs: 1, idempotency_keys: expect.any(Number), refresh_tokens: expect.any(Number) });
   });
 });
