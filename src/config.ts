@@ -19,6 +19,12 @@ const positiveInt = (fallback: number) =>
 const nonNegativeInt = (fallback: number) =>
   optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(0, "must be 0 or more").optional()).transform((v) => v ?? fallback);
 
+/** A number of days greater than 0, fractions allowed (a retention period). */
+const positiveDays = (fallback: number) =>
+  optionalString
+    .pipe(z.coerce.number<string | undefined>().refine((v) => Number.isFinite(v) && v > 0, "must be a number of days greater than 0 (fractions allowed, e.g. 0.5 for 12 hours)").optional())
+    .transform((v) => v ?? fallback);
+
 /** "true"/"false" (also 1/0, yes/no); unset means the given default (which may depend on NODE_ENV). */
 const booleanFlag = z
   .string()
@@ -138,6 +144,10 @@ const envSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
   /** After SIGTERM, keep serving (with /ready at 503) this long so a load balancer notices before the port closes. */
   SHUTDOWN_DRAIN_DELAY_MS: nonNegativeInt(0),
+  /** Retention (src/modules/retention): days kept; fractions allowed (0.5 is 12 h). */
+  JOB_RETENTION_DAYS: positiveDays(7),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: positiveDays(30),
+  EVENT_RETENTION_DAYS: positiveDays(90),
 });
 
 /** DATABASE_READ_URL's URLs; null when one is not a postgres URL or one is named twice. */
@@ -251,6 +261,8 @@ export interface Config {
   /** SIGTERM: serve on with /ready at 503 for drainDelayMs, then finish in-flight work; exit within timeoutMs. */
   shutdown: { timeoutMs: number; drainDelayMs: number };
   auth: AuthConfig;
+  /** How long finished rows are kept before the hourly retention job deletes them (src/modules/retention). */
+  retention: { failedJobsMs: number; webhookDeliveriesMs: number; eventsMs: number };
 }
 
 /** Users' sign-in: token lifetimes, the token signing secret, and password-guessing limits. */
@@ -420,5 +432,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
       passwordHashCost: e.PASSWORD_HASH_COST,
     },
+    retention: { failedJobsMs: e.JOB_RETENTION_DAYS * 86_400_000, webhookDeliveriesMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000, eventsMs: e.EVENT_RETENTION_DAYS * 86_400_000 },
   };
 }

@@ -165,8 +165,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const services = createServices({ prisma: db.prisma, sql: db.sql, read: db.read, secrets, encryptionKey, config, redis, logger, metrics });
   if (config.jobs.enabled) services.jobs.start();
   if (config.jobs.enabled) await services.reconciliations.scheduleDaily();
+  if (config.jobs.enabled) await services.retention.scheduleHourly();
   // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.
-  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations }, logger) : undefined;
+  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations, retention: () => services.retention }, logger) : undefined;
   const routes = compileRoutes(schema, restRoutes);
   const authenticator = createAuthenticator({
     apiKeys: { authenticate: (key) => services.merchants.authenticate(key), looksValid: looksLikeApiKey },
@@ -417,7 +418,6 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
         await app.close();
         await cliHandoff?.close();
         await metricsListener.close();
-        await idempotency.close();
         await (jobsStopped ?? services.jobs.stop());
         services.momo.close();
         await redis?.close();

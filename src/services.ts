@@ -14,6 +14,7 @@ import { createMomoService } from "./modules/momo/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createReconciliationService } from "./modules/reconciliation/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
+import { createRetentionService } from "./modules/retention/service.ts";
 import { createLedgerService } from "./modules/ledger/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
@@ -34,7 +35,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth" | "retention">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -136,6 +137,7 @@ export function createServices(deps: ServiceDeps) {
     refunds,
     ledger: createLedgerService({ prisma, read }),
     reconciliations,
+    retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),
     momo,
     callbackUrls,
     callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, reconciliations, logger }),

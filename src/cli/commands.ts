@@ -4,6 +4,7 @@ import { DEMO_MERCHANT } from "../demo.ts";
 import { GatewayError } from "../errors.ts";
 import { queueReport } from "../jobs/store.ts";
 import type { MerchantService } from "../modules/merchants/service.ts";
+import type { RetentionService } from "../modules/retention/service.ts";
 import { createUser } from "../modules/users/service.ts";
 import { ledgerCheckCommand } from "./ledger.ts";
 import { required, UsageError } from "./usage.ts";
@@ -67,6 +68,11 @@ export const commands: Record<string, CommandHelp> = {
     help: "Proves the ledger: recomputes every balance from the postings and compares it with the API, the journal and the payments, refunds and payouts; checks every entry. Exit 0 when clean, 1 listing the differences.",
     flags: [["--limit <n>", "differences listed per check (all are counted; default 20)"]],
   },
+  "retention run": {
+    usage: "retention run",
+    help: "Deletes now, in batches, what the retention settings no longer keep (finished webhook deliveries, old events, failed jobs, expired Idempotency-Key records and refresh tokens), as the hourly job does, and prints the rows deleted per table.",
+    flags: [],
+  },
   jobs: { usage: "jobs", help: "The job queue: counts and oldest due by kind and status, and the last jobs that gave up, with their errors.", flags: [] },
   "webhooks listen": {
     usage: "webhooks listen --forward-to <url> --key <sk_test_...> [--url <gateway url>]",
@@ -99,7 +105,7 @@ webhooks listen and trigger talk to a running gateway (test mode only); the othe
 gateway runs on the embedded database in DATA_DIR, ask that gateway to run them.`;
 
 /** The commands that read or write the database. */
-export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile", "ledger check"] as const;
+export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile", "ledger check", "retention run"] as const;
 export type DatabaseCommandName = (typeof databaseCommands)[number];
 
 export function isDatabaseCommand(name: string): name is DatabaseCommandName {
@@ -121,6 +127,8 @@ export interface CommandDeps {
   merchants: MerchantService;
   /** The reconciliation service (reconcile): built on demand by the CLI's process, the gateway's own in a handoff. */
   reconciliations?: () => OperatorReconciliations;
+  /** retention run: with the settings of the process that runs it (the gateway's own in a handoff). */
+  retention?: () => Pick<RetentionService, "runNow">;
 }
 
 /** What a command printed and its exit code, whichever process ran it. */
@@ -136,6 +144,10 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
   switch (request.command) {
     case "reconcile":
       return runReconcileCommand(values, deps.reconciliations?.());
+    case "retention run": {
+      if (!deps.retention) throw new GatewayError("service_unavailable", "retention cannot run here");
+      return { deleted: (await deps.retention().runNow()).deleted };
+    }
     case "db deploy":
       return { status: "migrations applied", backend: deps.backend };
     case "jobs": {

@@ -6,6 +6,7 @@ import { createLogger } from "../logger.ts";
 import { RedisConnections } from "../infra/redis.ts";
 import { createApiKeyCache } from "../modules/merchants/key-cache.ts";
 import { createMerchantService } from "../modules/merchants/service.ts";
+import { applyRetention } from "../modules/retention/service.ts";
 import { aliases, commands, helpText, HelpText, isDatabaseCommand, outcomeOf, runDatabaseCommand, usage, type CommandOutcome, type DatabaseCommand } from "./commands.ts";
 import { handOffToGateway } from "./handoff.ts";
 import { reconciliationsFor } from "./reconcile.ts";
@@ -113,7 +114,7 @@ async function runOnDatabase(command: DatabaseCommand["command"], values: CliVal
   const redis = RedisConnections.fromConfig(config, logger);
   try {
     const merchants = createMerchantService(db.prisma, { keyCache: createApiKeyCache({ ttlMs: 0, redis }) });
-    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger) }));
+    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger), retention: () => ({ runNow: () => applyRetention(db.prisma, config.retention) }) }));
   } finally {
     await redis?.close();
     await db.close();

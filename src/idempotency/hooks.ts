@@ -28,7 +28,6 @@ import type { IdempotencyStore } from "./store.ts";
  */
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 export const MAX_KEY_LENGTH = 255;
-const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
 /** 4xx codes that mean "refused before execution": such responses are not stored. */
 const refusedBeforeExecution = new Set<ErrorCode>([
@@ -50,8 +49,6 @@ const refusedBeforeExecution = new Set<ErrorCode>([
 export interface IdempotencyHooks {
   /** The scope a route runs its work in (see scope.ts); undefined for a request without a claimed key. */
   scopeOf(request: FastifyRequest): IdempotencyScope | undefined;
-  /** Stops the pruning timer and waits for a running prune. */
-  close(): Promise<void>;
 }
 
 export function registerIdempotency(
@@ -132,22 +129,8 @@ export function registerIdempotency(
     return bytes;
   });
 
-  let pruning: Promise<unknown> | undefined;
-  const timer = setInterval(() => {
-    pruning ??= store
-      .pruneExpired()
-      .catch((error) => logger.warn({ err: error }, "could not prune expired Idempotency-Key records"))
-      .finally(() => (pruning = undefined));
-  }, PRUNE_INTERVAL_MS);
-  timer.unref();
-
-  return {
-    scopeOf: (request) => claims.get(request),
-    async close() {
-      clearInterval(timer);
-      await pruning;
-    },
-  };
+  // Expired records are deleted by the retention job (src/modules/retention), a day after they expire.
+  return { scopeOf: (request) => claims.get(request) };
 }
 
 /**

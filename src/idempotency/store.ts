@@ -97,12 +97,6 @@ export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs:
       // A record with a recovery point did create something: it stays, for a retry to recover.
       await prisma.idempotencyKey.deleteMany({ where: { id, status: "in_flight", recoveryPoint: null } });
     },
-
-    /** Deletes expired records; an expired key already counts as new, this only keeps the table small. */
-    async pruneExpired(): Promise<number> {
-      // The database's clock, as in claim(), so instances with skewed clocks agree on what has expired.
-      return prisma.$executeRaw`DELETE FROM idempotency_keys WHERE expires_at <= now()`;
-    },
   };
 }
 

@@ -171,3 +171,18 @@ export async function queueReport(prisma: PrismaClient, limit = 10) {
   const failed = await prisma.job.findMany({ where: { status: "failed" }, orderBy: { updatedAt: "desc" }, take: limit, select: { id: true, kind: true, attempts: true, lastError: true, updatedAt: true } });
   return { groups, failed };
 }
+
+// --- Retention (src/modules/retention) -------------------------------------------------------------------
+
+/**
+ * Deletes at most `limit` jobs that gave up more than `olderThanMs` ago (the database's clock); returns how many.
+ * Only `failed` rows: queued and running jobs are work still to do, and a done job is already deleted. SKIP
+ * LOCKED so a batch never waits on (or holds up) a row another statement has locked.
+ */
+export function deleteFailedJobsBatch(prisma: PrismaClient, olderThanMs: number, limit: number): Promise<number> {
+  return prisma.$executeRaw`
+    DELETE FROM jobs WHERE id IN (
+      SELECT id FROM jobs WHERE status = 'failed' AND updated_at < now() - make_interval(secs => ${olderThanMs / 1000}::double precision)
+      LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    )`;
+}

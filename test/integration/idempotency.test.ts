@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fingerprintKeyFrom, requestFingerprint } from "../../src/idempotency/hooks.ts";
-import { createIdempotencyStore } from "../../src/idempotency/store.ts";
-import { SecretBox } from "../../src/security/encryption.ts";
+import { IDEMPOTENCY_KEY_GRACE_MS } from "../../src/modules/retention/service.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
@@ -180,8 +179,12 @@ describe("Idempotency-Key on POST", () => {
     expect(await channelCount(merchant.id)).toBe(2);
     expect(replayed(await createChannel(merchant.testKey, channelBody("Today"), key))).toBe("true");
 
+    // The retention job keeps an expired record a day longer, then deletes it.
     await prisma().idempotencyKey.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    expect(await createIdempotencyStore(prisma(), { leaseMs: 60_000, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) }).pruneExpired()).toBeGreaterThanOrEqual(1);
+    await gw.gateway.services.retention.runNow();
+    expect(await records(key)).toHaveLength(1);
+    await prisma().idempotencyKey.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - IDEMPOTENCY_KEY_GRACE_MS - 1000) } });
+    expect((await gw.gateway.services.retention.runNow()).deleted.idempotency_keys).toBeGreaterThanOrEqual(1);
     expect(await records(key)).toEqual([]);
   });
 
