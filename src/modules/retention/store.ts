@@ -1,4 +1,6 @@
 import type { PrismaClient } from "../../db/database.ts";
+import { Prisma } from "../../db/generated/prisma/client.ts";
+import { EVENT_TRANSACTION_PENDING } from "../transactions/store.ts";
 
 /**
  * Retention's statements: each deletes ONE batch (at most `limit` rows) of what is no longer needed and returns
@@ -41,7 +43,7 @@ export function deleteEventsBatch(prisma: PrismaClient, olderThanMs: number, lim
       SELECT e.id FROM events e
       WHERE e.created_at < now() - make_interval(secs => ${seconds(olderThanMs)}::double precision)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = e.transaction_id AND t.status = 'pending')
+        AND NOT ${Prisma.raw(EVENT_TRANSACTION_PENDING)}
         AND NOT EXISTS (SELECT 1 FROM payouts p WHERE p.id = e.payout_id AND p.status = 'pending')
         AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.id = e.refund_id AND r.status = 'pending')
       LIMIT ${limit} FOR UPDATE OF e SKIP LOCKED

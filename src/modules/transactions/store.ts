@@ -215,6 +215,12 @@ export async function dailyPaymentFigures(db: Db, principal: Principal, since: D
 export const ADD_REFUNDED_AMOUNT_CTE =
   "refunded AS (UPDATE transactions SET amount_refunded = transactions.amount_refunded + t.amount FROM t WHERE transactions.id = t.transaction_id)";
 
+/**
+ * For retention (modules/retention/store.ts): true when the transaction of the event `e` is still pending, whose
+ * history is then kept however old.
+ */
+export const EVENT_TRANSACTION_PENDING = "EXISTS (SELECT 1 FROM transactions t WHERE t.id = e.transaction_id AND t.status = 'pending')";
+
 /** A channel's payments created in [from, to), oldest first: the gateway's side of a reconciliation's day. */
 export function listChannelDay(db: Pick<PrismaClient, "transaction">, channelId: number, from: Date, to: Date) {
   return db.transaction.findMany({
