@@ -671,8 +671,8 @@ fake Daraja (\`test/fakes/daraja.ts\`, run by the load generator) -> 1 s for the
 posted through haproxy. Every event goes to a webhook endpoint on a loopback receiver and to the live
 \`transactionEvents\` subscriptions (graphql-ws through haproxy, opened before the load with \`ready: true\`).
 Per minute: p50 / p99 per operation (from before sending to the whole answer), errors (non-2xx, no answer, a verify
-after a payment not reading \`completed\`), each instance's RSS (mean of \`VmRSS\` sampled every 5 s) and CPU,
-webhook lag (arrival at the receiver - the body's \`timestamp\`, the event's \`created_at\`) and deliveries against
+after a payment not reading \`completed\`), requests answered by each instance (haproxy's \`X-Served-By\`), each
+instance's RSS (mean of \`VmRSS\` sampled every 5 s), the CPU of every process of the run and of the rest, webhook lag (arrival at the receiver - the body's \`timestamp\`, the event's \`created_at\`) and deliveries against
 \`webhook_deliveries\` rows, subscription events received against the stored events times the subscriptions, and
 the row counts and \`pg_total_relation_size\` of the growing tables. Webhooks and events are counted by the minute
 their event was created. After the load, the run waits up to ${TAIL_MS / 1000} s for deliveries and events still owed.
