@@ -161,25 +161,33 @@ async function runLoad(daraja: FakeDaraja, plan: LoadPlan, send: (message: FromL
     inFlight[bucket.minute]!++;
     const t0 = performance.now();
     let failure: string | undefined;
-    let text: string | undefined;
+    let answer: Awaited<ReturnType<typeof http>> | undefined;
     try {
-      const answer = await request();
-      text = answer.text;
-      bucket.servedBy[answer.servedBy] = (bucket.servedBy[answer.servedBy] ?? 0) + 1;
-      if (!ok(answer.status, answer.text)) failure = `HTTP ${answer.status} from ${answer.servedBy}: ${answer.text.replace(/\s+/g, " ").slice(0, 200)}`;
+      answer = await request();
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       failure = `no answer: ${String(error)}${cause ? ` (${cause.code ?? ""} ${cause.message ?? ""})` : ""}`;
     }
+    const latency = performance.now() - t0;
+    if (answer) {
+      bucket.servedBy[answer.servedBy] = (bucket.servedBy[answer.servedBy] ?? 0) + 1;
+      let fine = false;
+      try {
+        fine = ok(answer.status, answer.text);
+      } catch {
+        // an answer that does not parse is a wrong one
+      }
+      if (!fine) failure = `HTTP ${answer.status} from ${answer.servedBy}: ${answer.text.replace(/\s+/g, " ").slice(0, 200)}`;
+    }
     const stats = bucket.ops[op];
-    if (failure === undefined) stats.latencies.push(performance.now() - t0);
+    if (failure === undefined) stats.latencies.push(latency);
     else {
       stats.errors++;
       if (bucket.errorSamples.length < 5) bucket.errorSamples.push(`${op}: ${failure}`);
     }
     inFlight[bucket.minute]!--;
     flush();
-    return failure === undefined ? text : undefined;
+    return failure === undefined ? answer?.text : undefined;
   }
 
   const recent: string[] = [];
