@@ -30,8 +30,9 @@ describe("checkout payment claim", () => {
     });
     const merchant = await gw.createMerchant();
     api = apiClient(gw.url, merchant.testKey);
-    // A real card charge takes a moment; the sandbox's simulated latency is the window the racers overlap in.
-    const channel = await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: { charge_delay_ms: 150 } });
+    // A real card charge takes a moment; the sandbox's simulated latency is the window the racers overlap in (long
+    // enough that 50 requests all arrive within it on a loaded machine: 150 ms was not, once they got faster).
+    const channel = await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: { charge_delay_ms: 1000 } });
     expect(channel.status, channel.text).toBe(201);
   });
   afterAll(() => gw?.close());
