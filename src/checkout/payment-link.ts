@@ -60,6 +60,7 @@ const UNAVAILABLE_TEXT: Record<LinkUnavailable, [string, string]> = {
   inactive: ["This link is no longer active", "The merchant has turned this payment link off. Ask them for a new one."],
   expired: ["This link has expired", "The time to pay through this link has passed. Ask the merchant for a new one."],
   paid: ["This link has been paid", "This payment has already been made. Thank you."],
+  busy: ["Another payment is being set up", "Someone is paying through this link right now. Try again in a moment."],
 };
 
 export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, state: FormState = {}): string {
@@ -119,7 +120,7 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
     reply.header("content-security-policy", `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`);
     return reply.code(status).type("text/html; charset=utf-8").send(renderPaymentLinkPage(view, nonce, state));
   };
-  const statusOf = (reason: LinkUnavailable | null) => (reason === null ? 200 : reason === "not_found" ? 404 : 410);
+  const statusOf = (reason: LinkUnavailable | null) => (reason === null ? 200 : reason === "not_found" ? 404 : reason === "busy" ? 409 : 410);
 
   // Its own plugin scope, for the one form-encoded body the gateway takes (the rest of it speaks JSON only).
   app.register(async (scope) => {

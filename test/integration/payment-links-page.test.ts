@@ -128,6 +128,24 @@ describe("payment link page /pay/<slug>", () => {
     expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
   });
 
+  it("payers racing on a single-use link make one transaction between them", async () => {
+    const link = await createLink({ amount: 1300, description: "Race" });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `email=racer${i}%40example.com`, redirect: "manual" }),
+      ),
+    );
+    // Each is sent to the one transaction, or told another payment is being set up; none gets a second.
+    const sent = answers.filter((a) => a.status === 303).map((a) => a.headers.get("location"));
+    expect(answers.every((a) => a.status === 303 || a.status === 409), answers.map((a) => a.status).join()).toBe(true);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(new Set(sent).size).toBe(1);
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
+    // The claim is released: a later payer is sent to the same pending transaction.
+    const later = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=late%40example.com", redirect: "manual" });
+    expect(later.headers.get("location")).toBe(sent[0]);
+  });
+
   it("an open-amount link refuses less than its minimum and takes what the payer types at or above it", async () => {
     const link = await createLink({ min_amount: 50000, description: "Harambee", reusable: true });
     const page = await openPage(link.slug);

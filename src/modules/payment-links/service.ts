@@ -43,7 +43,10 @@ export interface PaymentLinkServiceDeps {
 }
 
 /** Why the public page cannot take a payment (the page says which); null when it can. */
-export type LinkUnavailable = "not_found" | "inactive" | "expired" | "paid";
+export type LinkUnavailable = "not_found" | "inactive" | "expired" | "paid" | "busy";
+
+/** How long a single-use link's claim lasts at most (a crashed instance's claim lapses by itself). */
+const CLAIM_MS = 30_000;
 
 function parseExpiry(value: string | null | undefined, now: Date): Date | null {
   if (value === undefined || value === null || value === "") return null;
@@ -158,36 +161,47 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
     /**
      * One payer's payment through a link: checked, then made by initialize for the link's merchant and mode,
      * then tied to the link. A single-use link already paid refuses; while one of its payments is still
-     * pending, the payer is sent to that one rather than given a second (so it cannot be paid twice).
+     * pending, the payer is sent to that one rather than given a second (so it cannot be paid twice), and
+     * while another payer's is being made (the link's claim) this one is asked to try again ("busy").
      */
     async pay(slug: string, input: { email: unknown; amount?: unknown }): Promise<{ reference: string } | { unavailable: LinkUnavailable }> {
       const view = await this.pageView(slug);
       if (!view) return { unavailable: "not_found" };
       if (view.unavailable) return { unavailable: view.unavailable };
       const { link } = view;
-      if (typeof input.email !== "string" || input.email.trim() === "") throw new ValidationError("email", "is required");
+      const email = input.email;
+      if (typeof email !== "string" || email.trim() === "") throw new ValidationError("email", "is required");
       let amount: bigint;
       if (link.amount !== null) amount = link.amount;
       else {
         amount = parseAmount(input.amount);
         if (amount < link.minAmount) throw new ValidationError("amount", `must be at least ${link.minAmount} (minor units)`);
       }
-      if (!link.reusable) {
+      const create = async () => {
+        const transaction = await transactions.initialize(principalOf(link), {
+          amount,
+          email,
+          currency: link.currency,
+          description: link.description,
+          callbackUrl: link.callbackUrl,
+          paymentChannelId: link.paymentChannelId,
+          metadata: { payment_link: link.slug },
+        });
+        await store.recordPayment(prisma, link.id, transaction.id);
+        return { reference: transaction.reference };
+      };
+      if (link.reusable) return create();
+      // One payer at a time makes a single-use link's payment: the check and the creation under one claim.
+      const existing = async () => {
         const { completed, pending } = await store.settlingPayments(prisma, link.id);
-        if (completed) return { unavailable: "paid" };
-        if (pending) return { reference: pending.reference };
+        return completed ? ({ unavailable: "paid" } as const) : pending ? { reference: pending.reference } : null;
+      };
+      if (!(await store.claim(prisma, link.id, CLAIM_MS))) return (await existing()) ?? { unavailable: "busy" };
+      try {
+        return (await existing()) ?? (await create());
+      } finally {
+        await store.release(prisma, link.id);
       }
-      const transaction = await transactions.initialize(principalOf(link), {
-        amount,
-        email: input.email,
-        currency: link.currency,
-        description: link.description,
-        callbackUrl: link.callbackUrl,
-        paymentChannelId: link.paymentChannelId,
-        metadata: { payment_link: link.slug },
-      });
-      await store.recordPayment(prisma, link.id, transaction.id);
-      return { reference: transaction.reference };
     },
   };
 }

@@ -72,3 +72,21 @@ export async function settlingPayments(db: Db, linkId: number) {
 export async function recordPayment(db: Db, linkId: number, transactionId: number): Promise<void> {
   await db.paymentLinkPayment.create({ data: { linkId, transactionId } });
 }
+
+/**
+ * Claims a single-use link for one payer's payment for `ms`: true for the one caller whose conditional UPDATE
+ * matched (no claim, or an expired one, e.g. left by a crashed instance). Decided by the database, so two payers
+ * on two instances cannot both make a payment of the link.
+ */
+export async function claim(db: Db, linkId: number, ms: number): Promise<boolean> {
+  const now = new Date();
+  const { count } = await db.paymentLink.updateMany({
+    where: { id: linkId, OR: [{ claimedUntil: null }, { claimedUntil: { lt: now } }] },
+    data: { claimedUntil: new Date(now.getTime() + ms) },
+  });
+  return count === 1;
+}
+
+export async function release(db: Db, linkId: number): Promise<void> {
+  await db.paymentLink.updateMany({ where: { id: linkId }, data: { claimedUntil: null } });
+}

@@ -13,6 +13,7 @@ CREATE TABLE "payment_links" (
     "callback_url" TEXT,
     "payment_channel_id" INTEGER,
     "active" BOOLEAN NOT NULL DEFAULT true,
+    "claimed_until" TIMESTAMPTZ(3),
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
     CONSTRAINT "payment_links_pkey" PRIMARY KEY ("id")
