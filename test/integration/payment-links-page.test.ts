@@ -167,6 +167,22 @@ describe("payment link page /pay/<slug>", () => {
     const bad = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=not-an-email", redirect: "manual" });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("Enter a valid e-mail address.");
+    // Hostile bodies are refused as the payer's mistake or the gateway's usual 4xx, never a 500, and make nothing.
+    const hostile: [string, string][] = [
+      ["application/x-www-form-urlencoded", "email=a%00b%40example.com"],
+      ["application/x-www-form-urlencoded", "email=%ED%A0%80"],
+      ["application/x-www-form-urlencoded", `email=${"a".repeat(20_000)}`],
+      ["application/x-www-form-urlencoded", "%%%=&&=="],
+      ["application/json", '{"email":["a@b.co"]}'],
+      ["application/json", "{"],
+      ["text/plain", "email=a@b.co"],
+    ];
+    for (const [type, body] of hostile) {
+      const res = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": type }, body, redirect: "manual" });
+      expect(res.status, `${type} ${body.slice(0, 40)}`).toBeGreaterThanOrEqual(400);
+      expect(res.status, `${type} ${body.slice(0, 40)}`).toBeLessThan(500);
+    }
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(0);
     for (const slug of ["nope", "A".repeat(24), "%00", "x".repeat(100)]) {
       expect((await fetch(`${gw.url}/pay/${slug}`)).status, slug).toBe(404);
       const post = await fetch(`${gw.url}/pay/${slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a%40b.co", redirect: "manual" });
