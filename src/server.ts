@@ -6,6 +6,7 @@ import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import { createAuthenticator, type Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
+import { registerPaymentLinkRoutes } from "./checkout/payment-link.ts";
 import { registerDashboardRoutes } from "./dashboard/routes.ts";
 import type { Config } from "./config.ts";
 import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
@@ -364,6 +365,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.route({ url: "/graphql", method: ["POST", "OPTIONS"], config: graphqlPolicy, handler: handleGraphql });
 
   registerCheckoutRoutes(app, services);
+  registerPaymentLinkRoutes(app, services);
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
   registerLedgerReportRoutes(app, services);

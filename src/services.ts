@@ -11,6 +11,7 @@ import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
+import { createPaymentLinkService } from "./modules/payment-links/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createReconciliationService } from "./modules/reconciliation/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
@@ -135,6 +136,7 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
+    paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl }),
     ledger: createLedgerService({ prisma, read }),
     reconciliations,
     retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),

@@ -411,6 +411,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payment-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merchant's payment links, newest first, by page */
+        get: operations["listPaymentLinks"];
+        put?: never;
+        /** A payment link: a fixed amount, or an open one (the payer types it, at least min_amount) */
+        post: operations["createPaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment-links/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One payment link, by its id */
+        get: operations["getPaymentLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment-links/{id}/deactivate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stops a payment link taking payments */
+        post: operations["deactivatePaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/login": {
         parameters: {
             query?: never;
@@ -4118,6 +4170,557 @@ export interface operations {
                                 /** @description settled_via_verify, verify_did_not_settle, or null */
                                 resolution: string | null;
                             }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (414): see the error-code table */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPaymentLinks: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description true or false */
+                active?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            /** @description PUBLIC_URL/pay/<slug>: give it to payers */
+                            url: string;
+                            /** @description Random, URL-safe, unguessable */
+                            slug: string;
+                            /** @description False once deactivated */
+                            active: boolean;
+                            /** @description Minor units; null for an open amount */
+                            amount: number | null;
+                            /** @description The least an open amount may be (minor units) */
+                            min_amount: number;
+                            currency: string;
+                            description: string;
+                            /** @description True: every payer pays; false: done once paid */
+                            reusable: boolean;
+                            /** Format: date-time */
+                            expires_at: string | null;
+                            callback_url: string | null;
+                            payment_channel_id: number | null;
+                            /** @description Transactions made through the link */
+                            payments_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPaymentLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Minor units; leave out for an open amount */
+                    amount?: number;
+                    /** @description Open amounts only: the least a payer may pay (default 1) */
+                    min_amount?: number;
+                    /** @description ISO 4217; default: the merchant's currency */
+                    currency?: string;
+                    /** @description Shown to payers; at most 500 characters */
+                    description: string;
+                    /** @description Default false: one payment, then the link is done */
+                    reusable?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 with a zone, in the future
+                     */
+                    expires_at?: string;
+                    /** @description Where payers go after paying */
+                    callback_url?: string;
+                    /** @description Default: the merchant's default channel */
+                    payment_channel_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            /** @description PUBLIC_URL/pay/<slug>: give it to payers */
+                            url: string;
+                            /** @description Random, URL-safe, unguessable */
+                            slug: string;
+                            /** @description False once deactivated */
+                            active: boolean;
+                            /** @description Minor units; null for an open amount */
+                            amount: number | null;
+                            /** @description The least an open amount may be (minor units) */
+                            min_amount: number;
+                            currency: string;
+                            description: string;
+                            /** @description True: every payer pays; false: done once paid */
+                            reusable: boolean;
+                            /** Format: date-time */
+                            expires_at: string | null;
+                            callback_url: string | null;
+                            payment_channel_id: number | null;
+                            /** @description Transactions made through the link */
+                            payments_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPaymentLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            /** @description PUBLIC_URL/pay/<slug>: give it to payers */
+                            url: string;
+                            /** @description Random, URL-safe, unguessable */
+                            slug: string;
+                            /** @description False once deactivated */
+                            active: boolean;
+                            /** @description Minor units; null for an open amount */
+                            amount: number | null;
+                            /** @description The least an open amount may be (minor units) */
+                            min_amount: number;
+                            currency: string;
+                            description: string;
+                            /** @description True: every payer pays; false: done once paid */
+                            reusable: boolean;
+                            /** Format: date-time */
+                            expires_at: string | null;
+                            callback_url: string | null;
+                            payment_channel_id: number | null;
+                            /** @description Transactions made through the link */
+                            payments_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (414): see the error-code table */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deactivatePaymentLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            /** @description PUBLIC_URL/pay/<slug>: give it to payers */
+                            url: string;
+                            /** @description Random, URL-safe, unguessable */
+                            slug: string;
+                            /** @description False once deactivated */
+                            active: boolean;
+                            /** @description Minor units; null for an open amount */
+                            amount: number | null;
+                            /** @description The least an open amount may be (minor units) */
+                            min_amount: number;
+                            currency: string;
+                            description: string;
+                            /** @description True: every payer pays; false: done once paid */
+                            reusable: boolean;
+                            /** Format: date-time */
+                            expires_at: string | null;
+                            callback_url: string | null;
+                            payment_channel_id: number | null;
+                            /** @description Transactions made through the link */
+                            payments_count: number;
+                            /** Format: date-time */
+                            created_at: string;
                         };
                     };
                 };

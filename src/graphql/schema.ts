@@ -11,6 +11,7 @@ import "../modules/events/schema.ts";
 import "../modules/webhooks/schema.ts";
 import "../modules/payouts/schema.ts";
 import "../modules/refunds/schema.ts";
+import "../modules/payment-links/schema.ts";
 import "../modules/transactions/stats-schema.ts";
 import "../modules/reconciliation/schema.ts";
 import "../modules/users/schema.ts";

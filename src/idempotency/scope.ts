@@ -17,7 +17,7 @@ export interface IdempotencyScope {
   recoveryPoint: string | null;
 }
 
-export type RecoverableKind = "transaction" | "payout" | "refund" | "adjustment";
+export type RecoverableKind = "transaction" | "payout" | "refund" | "adjustment" | "payment_link";
 
 const storage = new AsyncLocalStorage<IdempotencyScope>();
 

@@ -6,6 +6,7 @@ import { transactionRoutes } from "../modules/transactions/routes.ts";
 import { webhookRoutes } from "../modules/webhooks/routes.ts";
 import { payoutRoutes } from "../modules/payouts/routes.ts";
 import { refundRoutes } from "../modules/refunds/routes.ts";
+import { paymentLinkRoutes } from "../modules/payment-links/routes.ts";
 import { ledgerRoutes } from "../modules/ledger/routes.ts";
 import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
 import type { RestRoute } from "./route-table.ts";
@@ -13,5 +14,5 @@ import type { RestRoute } from "./route-table.ts";
 /** Every REST row, from every feature. */
 export const restRoutes: RestRoute[] = [
   ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
-  ...ledgerRoutes, ...reconciliationRoutes,
+  ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes,
 ];

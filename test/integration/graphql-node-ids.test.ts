@@ -128,6 +128,11 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     }
     await gw.createUser(a.id, "viewer");
     own.User = (await gql(a.testKey, `{ users { id } }`)).body.data.users[0].id;
+    for (let i = 0; i < 3; i++) {
+      const link = await gql(a.testKey, `mutation { createPaymentLink(input: { amount: ${100 + i}, description: "Node ids" }) { __typename ... on PaymentLink { id } } }`);
+      expect(link.body.data?.createPaymentLink?.__typename, link.text).toBe("PaymentLink");
+      own.PaymentLink = link.body.data.createPaymentLink.id;
+    }
   });
   afterAll(() => gw?.close());
 
@@ -182,7 +187,7 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       .map((field) => field.name);
 
   it("covers every Relay connection of the schema", () => {
-    expect(connections().sort()).toEqual(["balanceTransactions", "payouts", "reconciliations", "refunds", "transactions"]);
+    expect(connections().sort()).toEqual(["balanceTransactions", "paymentLinks", "payouts", "reconciliations", "refunds", "transactions"]);
   });
 
   it("a malformed after/before cursor is a validation_failed naming the argument, on every connection", async () => {

@@ -6,7 +6,7 @@ import { apiClient, startTestGateway, type HttpResult, type TestGateway, type Te
  * gateway serves (walked from Fastify's own route list, so a route added tomorrow is checked too):
  * - /api/* needs an X-API-Key; /v1/* (but sign-in, /v1/auth/*) and /graphql take a key or a user's token;
  *   without one: a 401 that spent the IP's budget;
- * - a payer's card payment and return from a provider's page need no credential but spend the IP's budget;
+ * - a payer's card payment, return from a provider's page and payment-link form post need no credential but spend the IP's budget;
  * - everything else (health, docs, dashboard, sign-in, checkout page, provider callbacks) is open and unbudgeted.
  * A route registered without a policy does not start at all (test/unit/route-policy.test.ts).
  */
@@ -17,6 +17,8 @@ type Contract = "credential" | "payer" | "open";
 function contractOf(method: string, path: string): Contract {
   if (path.startsWith("/api/") || path === "/graphql" || (path.startsWith("/v1/") && !path.startsWith("/v1/auth/"))) return "credential";
   if (path.startsWith("/payment/checkout/") && (method === "POST" || path.endsWith("/return"))) return "payer";
+  // A payment link's form post makes a transaction: the payer's IP budget, as a card payment.
+  if (path.startsWith("/pay/") && method === "POST") return "payer";
   return "open";
 }
 

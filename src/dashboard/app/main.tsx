@@ -8,6 +8,7 @@ import { ApiKeys } from "./sections/api-keys.tsx";
 import { Channels } from "./sections/channels.tsx";
 import { Customers } from "./sections/customers.tsx";
 import { Overview } from "./sections/overview.tsx";
+import { PaymentLinks } from "./sections/payment-links.tsx";
 import { Payouts } from "./sections/payouts.tsx";
 import { Reconciliations } from "./sections/reconciliations.tsx";
 import { SignIn } from "./sections/signin.tsx";
@@ -22,6 +23,7 @@ import "./styles.css";
 const NAV = [
   ["/overview", "Overview"],
   ["/transactions", "Transactions"],
+  ["/payment-links", "Payment links"],
   ["/customers", "Customers"],
   ["/channels", "Payment channels"],
   ["/api-keys", "API keys"],
@@ -102,6 +104,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
   else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;
   else if (route.startsWith("/payouts")) page = <Payouts />;
+  else if (route.startsWith("/payment-links")) page = <PaymentLinks session={session} />;
   else if (route.startsWith("/reconciliations")) page = <Reconciliations route={route} session={session} />;
   else if (route.startsWith("/users")) page = <Users session={session} />;
   else page = <Transactions mode={session.mode} />;

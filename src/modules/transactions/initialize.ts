@@ -58,7 +58,7 @@ export function parseMetadata(value: unknown): Record<string, unknown> | null {
 }
 
 /** An http(s) URL the payer's browser is sent to; no credentials in it, at most 2,048 characters. */
-function parseCallbackUrl(value: string | null | undefined): string | null {
+export function parseCallbackUrl(value: string | null | undefined): string | null {
   const text = optionalText(value, "callback_url", 2048);
   if (!text) return null;
   let url: URL;

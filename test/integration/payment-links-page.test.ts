@@ -1,0 +1,258 @@
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
+
+/** A payment link's public page in Chromium: payers through /pay/<slug> to the hosted checkout and back to the link's state. */
+describe("payment link page /pay/<slug>", () => {
+  let gw: TestGateway;
+  let browser: Browser;
+  let api: ReturnType<typeof apiClient>;
+  let merchantId: number;
+  const offHost: string[] = [];
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    [browser, gw] = await Promise.all([launchChromium(), startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } })]);
+    const merchant = await createSandboxMerchant(gw, "Mama Mboga Ltd");
+    api = apiClient(gw.url, merchant.testKey);
+    merchantId = merchant.id;
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+  });
+
+  const createLink = async (body: Record<string, unknown>) => {
+    const res = await api.post("/v1/payment-links", body);
+    expect(res.status, res.text).toBe(201);
+    return res.body.data as { id: number; slug: string; url: string };
+  };
+
+  async function openPage(slug: string, width = 800): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width, height: 740 } });
+    await confineToGateway(page, gw.url, offHost);
+    recordPageErrors(page, errors);
+    await page.goto(`${gw.url}/pay/${slug}`);
+    return page;
+  }
+
+  /** A payer on the link's page: e-mail (and amount), then the hosted checkout's card form; answers the transaction's reference. */
+  async function payThroughLink(slug: string, email: string, amount?: string): Promise<string> {
+    const page = await openPage(slug);
+    if (amount !== undefined) await page.fill('input[name="amount"]', amount);
+    await page.fill('input[name="email"]', email);
+    await Promise.all([page.waitForURL(/\/payment\/checkout\//), page.click('button[type="submit"]')]);
+    const reference = new URL(page.url()).pathname.split("/").pop()!;
+    await page.fill('input[name="card_number"]', "4084084084084081");
+    await page.fill('input[name="expiry_month"]', "12");
+    await page.fill('input[name="expiry_year"]', String(new Date().getUTCFullYear() + 1));
+    await page.fill('input[name="cvc"]', "408");
+    await page.click('button[type="submit"]');
+    await page.waitForSelector("#result.completed");
+    await page.close();
+    return reference;
+  }
+
+  const transaction = async (reference: string) => {
+    const res = await api.post("/graphql", { query: `query($r: String!) { transaction(reference: $r) { ... on Transaction { status amount currency description email metadata } } }`, variables: { r: reference } });
+    return res.body.data.transaction;
+  };
+
+  it("shows the merchant, description and amount with the checkout's headers, at 360 px and by keyboard", async () => {
+    const link = await createLink({ amount: 150000, description: "School fees, term 2", reusable: true });
+    const res = await fetch(`${gw.url}/pay/${link.slug}`);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("content-security-policy")!;
+    expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).toMatch(/style-src 'nonce-[A-Za-z0-9+/=]+'/);
+    expect(csp).toMatch(/frame-ancestors 'none'/);
+    expect(csp).not.toMatch(/unsafe-inline/);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+
+    const page = await openPage(link.slug, 360);
+    expect(await page.textContent(".merchant")).toBe("Mama Mboga Ltd");
+    expect(await page.textContent("#amount")).toBe("KES 1,500.00");
+    expect(await page.textContent("#description")).toBe("School fees, term 2");
+    // Nothing wider than the screen.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    // The README's picture: rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+    const shot = process.env.UPDATE_SCREENSHOTS === "1" ? "src/checkout/screenshot-payment-link.png" : "/tmp/payment-link-360.png";
+    await page.screenshot({ path: shot, fullPage: true });
+    // Keyboard: the first Tab reaches the labelled e-mail field, Enter submits the form.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).labels?.[0]?.textContent)).toBe("Your e-mail");
+    await page.keyboard.type("keyboard@example.com");
+    await Promise.all([page.waitForURL(/\/payment\/checkout\//), page.keyboard.press("Enter")]);
+    await page.close();
+    expect(offHost).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
+  it("a reusable link is paid by two payers, each with a transaction of their own", async () => {
+    const link = await createLink({ amount: 2500, description: "Chama contribution", reusable: true });
+    const first = await payThroughLink(link.slug, "wanjiru@example.com");
+    const second = await payThroughLink(link.slug, "otieno@example.com");
+    expect(first).not.toBe(second);
+    for (const [reference, email] of [[first, "wanjiru@example.com"], [second, "otieno@example.com"]] as const) {
+      expect(await transaction(reference)).toMatchObject({ status: "completed", amount: 2500, currency: "KES", description: "Chama contribution", email, metadata: { payment_link: link.slug } });
+    }
+    const after = await api.get(`/v1/payment-links/${link.id}`);
+    expect(after.body.data).toMatchObject({ active: true, payments_count: 2 });
+    expect((await fetch(`${gw.url}/pay/${link.slug}`)).status).toBe(200);
+  });
+
+  it("a single-use link is paid once, then tells the next payer it has been paid and makes nothing", async () => {
+    const link = await createLink({ amount: 990, description: "Invoice 77" });
+    const reference = await payThroughLink(link.slug, "first@example.com");
+    expect((await transaction(reference)).status).toBe("completed");
+    const page = await openPage(link.slug);
+    expect(await page.textContent("h1")).toBe("This link has been paid");
+    expect(await page.locator("form").count()).toBe(0);
+    await page.close();
+    const late = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=second%40example.com", redirect: "manual" });
+    expect(late.status).toBe(410);
+    expect(await late.text()).toContain("This link has been paid");
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
+  });
+
+  it("a single-use link sends a payer back to its pending transaction instead of making a second", async () => {
+    const link = await createLink({ amount: 1200, description: "Pending once" });
+    const post = () => fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a%40example.com", redirect: "manual" });
+    const one = await post();
+    const two = await post();
+    expect(one.status).toBe(303);
+    expect(two.headers.get("location")).toBe(one.headers.get("location"));
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
+  });
+
+  it("payers racing on a single-use link make one transaction between them", async () => {
+    const link = await createLink({ amount: 1300, description: "Race" });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `email=racer${i}%40example.com`, redirect: "manual" }),
+      ),
+    );
+    // Each is sent to the one transaction, or told another payment is being set up; none gets a second.
+    const sent = answers.filter((a) => a.status === 303).map((a) => a.headers.get("location"));
+    expect(answers.every((a) => a.status === 303 || a.status === 409), answers.map((a) => a.status).join()).toBe(true);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(new Set(sent).size).toBe(1);
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
+    // The claim is released: a later payer is sent to the same pending transaction.
+    const later = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=late%40example.com", redirect: "manual" });
+    expect(later.headers.get("location")).toBe(sent[0]);
+  });
+
+  it("an open-amount link refuses less than its minimum and takes what the payer types at or above it", async () => {
+    const link = await createLink({ min_amount: 50000, description: "Harambee", reusable: true });
+    const page = await openPage(link.slug);
+    expect(await page.textContent("#min-amount")).toBe("At least KES 500.00");
+    await page.fill('input[name="amount"]', "499.99");
+    await page.fill('input[name="email"]', "giver@example.com");
+    await Promise.all([page.waitForLoadState("load"), page.click('button[type="submit"]')]);
+    expect(await page.textContent("#error")).toBe("Amount: must be at least KES 500.00");
+    expect(await page.inputValue('input[name="amount"]')).toBe("499.99");
+    expect(await page.getAttribute('input[name="amount"]', "aria-invalid")).toBe("true");
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(0);
+    await page.close();
+    const reference = await payThroughLink(link.slug, "giver@example.com", "750.50");
+    expect(await transaction(reference)).toMatchObject({ status: "completed", amount: 75050 });
+  });
+
+  it("refuses a bad e-mail with the form again, and answers an unknown slug 404", async () => {
+    const link = await createLink({ amount: 100, description: "E-mail check" });
+    const bad = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=not-an-email", redirect: "manual" });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("Enter a valid e-mail address.");
+    // Hostile bodies are refused as the payer's mistake or the gateway's usual 4xx, never a 500, and make nothing.
+    const hostile: [string, string][] = [
+      ["application/x-www-form-urlencoded", "email=a%00b%40example.com"],
+      ["application/x-www-form-urlencoded", "email=%ED%A0%80"],
+      ["application/x-www-form-urlencoded", `email=${"a".repeat(20_000)}`],
+      ["application/x-www-form-urlencoded", "%%%=&&=="],
+      ["application/json", '{"email":["a@b.co"]}'],
+      ["application/json", "{"],
+      ["text/plain", "email=a@b.co"],
+    ];
+    for (const [type, body] of hostile) {
+      const res = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": type }, body, redirect: "manual" });
+      expect(res.status, `${type} ${body.slice(0, 40)}`).toBeGreaterThanOrEqual(400);
+      expect(res.status, `${type} ${body.slice(0, 40)}`).toBeLessThan(500);
+    }
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(0);
+    for (const slug of ["nope", "A".repeat(24), "%00", "x".repeat(100)]) {
+      expect((await fetch(`${gw.url}/pay/${slug}`)).status, slug).toBe(404);
+      const post = await fetch(`${gw.url}/pay/${slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a%40b.co", redirect: "manual" });
+      expect(post.status, slug).toBe(404);
+    }
+  });
+
+  it("an expired or deactivated link says so (410) and makes no transaction", async () => {
+    const expiring = await createLink({ amount: 100, description: "Soon gone", reusable: true, expires_at: new Date(Date.now() + 60_000).toISOString() });
+    await gw.gateway.db.prisma.paymentLink.update({ where: { id: expiring.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const off = await createLink({ amount: 100, description: "Turned off", reusable: true });
+    await api.post(`/v1/payment-links/${off.id}/deactivate`, {});
+    for (const [link, title] of [[expiring, "This link has expired"], [off, "This link is no longer active"]] as const) {
+      const page = await openPage(link.slug);
+      expect(await page.textContent("h1")).toBe(title);
+      expect(await page.locator("form").count()).toBe(0);
+      await page.close();
+      const post = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a%40b.co", redirect: "manual" });
+      expect(post.status).toBe(410);
+      expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(0);
+    }
+    await until(() => offHost.length, (n) => n === 0);
+  });
+
+  async function signedIn(user: { email: string; password: string }): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(8000);
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(gw.url).origin });
+    const page = await context.newPage();
+    await confineToGateway(page, gw.url, offHost);
+    recordPageErrors(page, errors);
+    await page.goto(`${gw.url}/dashboard/payment-links`);
+    await page.getByLabel("E-mail").fill(user.email);
+    await page.getByLabel("Password").fill(user.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Payment links" }).waitFor();
+    return page;
+  }
+
+  it("the dashboard's Request a payment creates a link to copy, lists it, and deactivates it; a viewer only reads", async () => {
+    const page = await signedIn(await gw.createUser(merchantId, "owner"));
+    await page.getByRole("button", { name: "Request a payment" }).click();
+    await page.getByLabel("What is it for?").fill("Catering deposit");
+    await page.getByLabel("Amount", { exact: true }).fill("1,250.50");
+    await page.getByLabel(/Reusable/).check();
+    await page.getByRole("button", { name: "Create link" }).click();
+    const url = (await page.locator("#payment-link-url").textContent())!;
+    expect(url).toMatch(/\/pay\/[0-9A-Za-z]{24}$/);
+    await page.getByRole("button", { name: "Copy link" }).click();
+    await page.getByRole("button", { name: "Copied" }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(url);
+    const slug = url.split("/").pop()!;
+    const row = page.locator(`#payment-links tr[data-slug="${slug}"]`);
+    await row.waitFor();
+    expect(await row.getAttribute("data-state")).toBe("active");
+    expect(await row.textContent()).toContain("KES 1,250.50");
+    const made = (await api.get("/v1/payment-links?limit=100")).body.data.find((l: { slug: string }) => l.slug === slug);
+    expect(made).toMatchObject({ amount: 125050, currency: "KES", description: "Catering deposit", reusable: true, active: true });
+
+    const viewerPage = await signedIn(await gw.createUser(merchantId, "viewer"));
+    await viewerPage.locator(`#payment-links tr[data-slug="${slug}"]`).waitFor();
+    expect(await viewerPage.getByRole("button", { name: "Request a payment" }).count()).toBe(0);
+    expect(await viewerPage.getByRole("button", { name: "Deactivate" }).count()).toBe(0);
+    await viewerPage.context().close();
+
+    await row.getByRole("button", { name: "Deactivate" }).click();
+    await row.getByRole("button", { name: "Deactivate link" }).click();
+    await page.locator(`#payment-links tr[data-slug="${slug}"][data-state="inactive"]`).waitFor();
+    expect((await fetch(`${gw.url}/pay/${slug}`)).status).toBe(410);
+    await page.context().close();
+    expect(errors).toEqual([]);
+  });
+});
