@@ -88,7 +88,7 @@ describe("operator CLI", () => {
       server.child.kill("SIGTERM");
       await server.exited;
     }
-  });
+  }, 120_000); // four CLI processes and a gateway, each a cold start: a minute was not enough on a loaded machine
 
   it("key revoke <prefix> makes that key fail with 401 while the others keep working", async () => {
     const prefix = extraKey.slice(0, "sk_test_".length + 8);
