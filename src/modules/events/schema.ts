@@ -9,6 +9,7 @@ import type { TransactionSnapshot } from "../transactions/state-machine.ts";
 import { webhookBody } from "../webhooks/payload.ts";
 import type { PublishedEvent } from "./publisher.ts";
 import { toPublishedEvent } from "./status-machine.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 /** The transaction as it was when the event happened, rebuilt from the event's snapshot. */
 function transactionAsOf(event: PublishedEvent): Transaction {
@@ -65,34 +66,6 @@ builder.objectField(TransactionType, "events", (t) =>
     },
   }),
 );
-
-/**
- * Ends an event stream when the signal aborts (server shutdown), so open subscriptions close cleanly.
- * `first` is an already requested first event, for callers that had to start listening early.
- */
-export async function* untilAborted<T>(
-  source: AsyncIterableIterator<T>,
-  signal: AbortSignal,
-  first: Promise<IteratorResult<T>> = source.next(),
-): AsyncGenerator<T> {
-  let onAbort = () => {};
-  const aborted = new Promise<IteratorResult<T>>((resolve) => {
-    onAbort = () => resolve({ done: true, value: undefined });
-    if (signal.aborted) onAbort();
-  });
-  signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    for (let pending = first; ; pending = source.next()) {
-      const next = await Promise.race([pending, aborted]);
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
-    // The signal outlives every subscription: without this each one would leave a listener behind.
-    signal.removeEventListener("abort", onAbort);
-    await source.return?.();
-  }
-}
 
 /**
  * Every event of the caller's merchant and mode that passes `keep`, until ctx.shutdownSignal aborts (shutdown, or
