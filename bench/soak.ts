@@ -480,7 +480,7 @@ async function main() {
     // server (for error reports), and only abnormal requests are logged (to count them).
     const servers = ports.map((port, i) => `    server gw${i + 1} 127.0.0.1:${port}`).join("\n");
     const config = readFileSync(join(repoRoot, "deploy/haproxy.cfg"), "utf8")
-      .replace(/^ {4}server-template .*$/m, servers)
+      .replace(/^ {4}server-template .*$/gm, servers)
       .replace(/^ {4}option dontlognull$/m, "    option dontlognull\n    option dontlog-normal")
       .replace(/^frontend public\n/m, "frontend public\n    http-after-response set-header X-Served-By %s\n");
     if (!config.includes(servers) || !config.includes("dontlog-normal")) throw new Error("deploy/haproxy.cfg changed shape: update bench/soak.ts");

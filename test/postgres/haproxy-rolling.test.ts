@@ -123,7 +123,7 @@ describe("three gateways behind HAProxy", () => {
     const config = shipped
       // Log connections closed before a request too, to tell where a request without an answer went.
       .replace(/^ {4}option dontlognull\n/m, "")
-      .replace(/^ {4}server-template .*$/m, servers)
+      .replace(/^ {4}server-template .*$/gm, servers)
       .replace(/^frontend public\n/m, "frontend public\n    http-after-response set-header X-Served-By %s\n    capture request header X-Request-Id len 64\n");
     expect(config).toContain(servers);
     writeFileSync(join(work, "haproxy.cfg"), config);
