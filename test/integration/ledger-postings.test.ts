@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
+import { groupEntries, type PostingRow } from "../support/ledger-entries.ts";
 
 const NEXT_YEAR = new Date().getUTCFullYear() + 1;
 const card = (number: string) => ({ card_number: number, expiry_month: 12, expiry_year: NEXT_YEAR, cvc: "123" });
@@ -25,17 +26,11 @@ async function paid(amount: number): Promise<string> {
 
 /** Each entry of the merchant's ledger as type, amount, fee and its legs (account kind: signed amount). */
 async function journal() {
-  const rows = await gw.gateway.db.prisma.$queryRawUnsafe<{ id: string; type: string; amount: string; fee: string; kind: string; leg: string }[]>(
+  const rows = await gw.gateway.db.prisma.$queryRawUnsafe<PostingRow[]>(
     `SELECT e.id::text, e.type, e.amount::text, e.fee::text, a.kind, p.amount::text AS leg
      FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id JOIN ledger_accounts a ON a.id = p.account_id ORDER BY e.id, a.id`,
   );
-  const entries = new Map<string, { type: string; amount: number; fee: number; legs: Record<string, number> }>();
-  for (const r of rows) {
-    const e = entries.get(r.id) ?? { type: r.type, amount: Number(r.amount), fee: Number(r.fee), legs: {} };
-    e.legs[r.kind] = Number(r.leg);
-    entries.set(r.id, e);
-  }
-  return [...entries.values()];
+  return groupEntries(rows);
 }
 
 describe("the ledger's postings", () => {

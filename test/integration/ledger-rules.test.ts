@@ -5,6 +5,7 @@ import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
 import { apiClient, paidTransaction, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { expectCleanLedger } from "../support/ledger-check.ts";
 import { until } from "../support/wait.ts";
+import { groupEntries, type PostingRow } from "../support/ledger-entries.ts";
 
 /**
  * Every posting rule of the ledger (src/modules/ledger/postings.ts), read back as entries and legs after real
@@ -58,20 +59,14 @@ async function createChannel(body: Record<string, unknown>): Promise<number> {
 
 /** The entries of one source (transaction, refund or payout), oldest first, each with its legs by account kind. */
 async function entriesOf(sourceType: "transaction" | "refund" | "payout", reference: string) {
-  const rows = await prisma().$queryRawUnsafe<{ id: string; type: string; amount: string; fee: string; kind: string; leg: string }[]>(
+  const rows = await prisma().$queryRawUnsafe<PostingRow[]>(
     `SELECT e.id::text, e.type, e.amount::text, e.fee::text, a.kind, p.amount::text AS leg
      FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id JOIN ledger_accounts a ON a.id = p.account_id
      WHERE e.source_type = $1 AND e.source_reference = $2 ORDER BY e.id, a.kind`,
     sourceType,
     reference,
   );
-  const entries = new Map<string, { type: string; amount: number; fee: number; legs: Record<string, number> }>();
-  for (const r of rows) {
-    const e = entries.get(r.id) ?? { type: r.type, amount: Number(r.amount), fee: Number(r.fee), legs: {} };
-    e.legs[r.kind] = Number(r.leg);
-    entries.set(r.id, e);
-  }
-  return [...entries.values()];
+  return groupEntries(rows);
 }
 
 const pay = (channelId: number, amount: number, cardDetails = card("4242424242424242")) =>
