@@ -10,6 +10,7 @@ import { createCustomerService } from "./modules/customers/service.ts";
 import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
+import { createBrandService } from "./modules/brand/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPaymentLinkService } from "./modules/payment-links/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
@@ -131,6 +132,7 @@ export function createServices(deps: ServiceDeps) {
     jobs,
     connectors,
     merchants: createMerchantService(prisma, { keyCache: createApiKeyCache({ ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger }) }),
+    brand: createBrandService(prisma),
     channels,
     customers,
     transactions,

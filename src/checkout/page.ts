@@ -1,6 +1,37 @@
 import { currencies, isKnownCurrency } from "../money.ts";
 
+/** One try at paying a checkout transaction (issue 25): a card charge or an STK push. */
+export interface CheckoutAttemptView {
+  method: "card" | "mpesa";
+  status: "pending" | "succeeded" | "failed";
+  /** The provider's outcome code when failed: e.g. `card_declined`, `insufficient_funds`, `1032` (cancelled), `1037` (timeout). */
+  code: string | null;
+  /** The provider's words for a failure, shown to the payer. */
+  reason: string | null;
+  /** What the payer recognises it by: a masked phone (`2547*****149`) or a card's last four digits. */
+  detail: string | null;
+}
+
+/** The merchant's look on its payers' pages (issue 25's brand settings). */
+export interface CheckoutBrand {
+  displayName: string;
+  /** `#rrggbb`, already checked for contrast against white text; null = the page's default. */
+  accentColor: string | null;
+  /** A same-origin path to the stored logo (never a remote URL); null = none. */
+  logoUrl: string | null;
+  supportEmail: string | null;
+}
+
 export interface CheckoutView {
+  merchantId: number;
+  /** The ways this transaction can be paid on the page: cards through a card-capable channel, M-Pesa for KES. */
+  methods: { card: boolean; mpesa: boolean };
+  /** How many more failed attempts the transaction takes before it fails (CHECKOUT_MAX_ATTEMPTS). */
+  attemptsLeft: number;
+  /** The latest attempt, if any. */
+  attempt: CheckoutAttemptView | null;
+  /** Filled by the checkout routes from the merchant's settings. */
+  brand?: CheckoutBrand;
   reference: string;
   amount: bigint;
   currency: string;

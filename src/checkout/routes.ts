@@ -15,7 +15,8 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
   // caller's budget: a payer has no credential, so its IP's, which throttles card testing.
   const page = { config: { auth: "none", rateLimit: "none" } } as const;
   const payment = { config: { auth: "none", rateLimit: "caller" } } as const;
-  const sendPage = (reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
+  const sendPage = async (reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
+    if (view) view.brand = await services.brand.checkoutBrand(view.merchantId);
     // The page's one script and style run by a nonce fresh to this response: injected markup cannot run.
     const nonce = cspNonce();
     reply.header("cache-control", "no-store").header("x-frame-options", "DENY");

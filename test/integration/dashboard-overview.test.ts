@@ -151,7 +151,7 @@ describe("dashboard overview", () => {
 
   async function signedIn(viewport = { width: 1280, height: 900 }): Promise<Page> {
     const context = await browser.newContext({ viewport, acceptDownloads: true });
-    context.setDefaultTimeout(8000);
+    context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
     recordPageErrors(page, browserErrors);

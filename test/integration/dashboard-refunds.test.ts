@@ -44,7 +44,7 @@ describe("dashboard refunds", () => {
 
   async function signedIn(user: { email: string; password: string }): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(8000);
+    context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
     recordPageErrors(page, browserErrors);

@@ -37,7 +37,7 @@ describe("dashboard: transaction search and provider reference", () => {
     const owner = await gw.createUser(merchant.id, "owner");
 
     const context = await browser.newContext();
-    context.setDefaultTimeout(8000);
+    context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     const offHost: string[] = [];
     await confineToGateway(page, gw.url, offHost);

@@ -33,7 +33,7 @@ describe("dashboard users page", () => {
 
   async function signedIn(user: { email: string; password: string }): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(8000);
+    context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     page.on("pageerror", (error) => browserErrors.push(error.message));
     await page.goto(`${gw.url}/dashboard`);

@@ -58,7 +58,7 @@ describe("merchant dashboard", () => {
   async function newPage(options: { viewport?: { width: number; height: number }; gateway?: TestGateway } = {}): Promise<{ page: Page; context: BrowserContext }> {
     const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 860 } });
     // Fail on the step that waits, well before the test's own timeout.
-    context.setDefaultTimeout(8000);
+    context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     const gatewayHost = new URL((options.gateway ?? gw).url).host;
     await confineToGateway(page, (options.gateway ?? gw).url, offHost);

@@ -209,7 +209,7 @@ describe("payment link page /pay/<slug>", () => {
 
   async function signedIn(user: { email: string; password: string }): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(8000);
+    context.setDefaultTimeout(20_000);
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(gw.url).origin });
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);

@@ -52,7 +52,13 @@ export function createReads(ctx: FlowContext) {
     async checkoutView(reference: string) {
       const t = await store.findCheckoutView(reference);
       if (!t) return null;
+      const acceptsCards = t.channel !== null && connectors.for(t.channel)?.chargeCard !== undefined;
       return {
+        merchantId: t.merchantId,
+        // Issue 25 fills M-Pesa, attempts left and the latest attempt in.
+        methods: { card: acceptsCards, mpesa: false },
+        attemptsLeft: 1,
+        attempt: null,
         reference: t.reference,
         amount: t.amount,
         currency: t.currency,
@@ -63,7 +69,7 @@ export function createReads(ctx: FlowContext) {
         returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
         sandbox: t.channel !== null && isTestProvider(t.channel.provider),
         merchantName: t.merchant.name,
-        acceptsCards: t.channel !== null && connectors.for(t.channel)?.chargeCard !== undefined,
+        acceptsCards,
         hosted: t.channel !== null && connectors.for(t.channel)?.hosted !== undefined,
       };
     },

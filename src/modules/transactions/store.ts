@@ -452,7 +452,7 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
       return prisma.transaction.findUnique({
         where: { reference },
         select: {
-          reference: true, amount: true, currency: true, status: true, description: true, mode: true,
+          merchantId: true, reference: true, amount: true, currency: true, status: true, description: true, mode: true,
           failureReason: true, callbackUrl: true,
           merchant: { select: { name: true } }, channel: { select: { provider: true } },
         },
