@@ -9,6 +9,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -69,7 +70,27 @@ function summarize(profile: CpuProfile) {
   for (const [owner, time] of [...owners].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${pct(time)} %  ${owner}`);
 }
 
+const logLevel = process.env.LOG_LEVEL ?? "info";
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+async function waitForHealth(url: string, child: ReturnType<typeof spawn>): Promise<string> {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error("gateway exited");
+    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return url;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("gateway did not start");
+}
+
 async function main() {
+  const port = await freePort();
   const pgServer = await startPostgres();
   const databaseUrl = await pgServer.createDatabase();
   const work = mkdtempSync(join(tmpdir(), "gateway-profile-"));
@@ -96,10 +117,11 @@ async function main() {
   execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
   const child = spawn(process.execPath, ["--cpu-prof", "--cpu-prof-dir", work, "dist/main.js"], {
     cwd: repoRoot,
-    env: { ...env, LOG_LEVEL: "info" },
+    // LOG_LEVEL=silent profiles what bench/http.ts measures; the default shows production's request lines too.
+    env: { ...env, LOG_LEVEL: logLevel, PORT: String(port) },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  const url = logLevel !== "info" ? await waitForHealth(`http://127.0.0.1:${port}`, child) : await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (chunk: Buffer) => {
       out += chunk.toString();
