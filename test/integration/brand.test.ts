@@ -209,6 +209,15 @@ describe("brand settings", () => {
     expect((await apiClient(gw.url, merchant.testKey).graphql(Brand)).body.data?.brand).toEqual(before);
   });
 
+  it("saves a new merchant's first brand from several requests at once, each told the truth", async () => {
+    const fresh = await gw.createMerchant("Fresh Shop");
+    const client = apiClient(gw.url, fresh.testKey);
+    const names = ["One", "Two", "Three", "Four", "Five"];
+    const results = await Promise.all(names.map((displayName) => update({ displayName }, client)));
+    expect(results.map((r) => (r.data?.updateBrand as { __typename: string }).__typename)).toEqual(names.map(() => "Brand"));
+    expect(names).toContain((await client.graphql(Brand)).body.data?.brand.displayName);
+  });
+
   it("keeps tenants apart: another merchant sees its own brand and cannot reach this one's logo under its id", async () => {
     const mine = (await upload(PNG, asKey())).body.data.logo_url as string;
     await update({ displayName: "Only Mine" });
