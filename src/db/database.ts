@@ -47,6 +47,11 @@ export interface OpenOptions {
   migrate?: boolean;
   /** Called with every SQL statement Prisma sends (tests count them to catch N+1 queries). */
   onQuery?: (sql: string) => void;
+  /**
+   * Called with the text and parameters of every statement sent on the PostgreSQL primary's pool, Prisma's and the plain
+   * SQL alike, as pg sends them (test/postgres/explain-hot-paths.test.ts EXPLAINs them). Tests only; PostgreSQL only.
+   */
+  onStatement?: (text: string, values: readonly unknown[]) => void;
   poolSize?: number;
 }
 
@@ -87,6 +92,7 @@ async function openPostgres(url: string, readConfig: Config["readReplicas"] | un
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
   // An idle connection the server dropped must not crash the process; the next checkout reconnects.
   pool.on("error", (error) => logger.warn({ err: error }, "idle database connection lost"));
+  if (options.onStatement) recordStatements(pool, options.onStatement);
   const prisma = createClient(new PrismaPg(pool), options);
   await prisma.$connect();
   const sql = poolSql(pool, options.onQuery);
@@ -112,6 +118,18 @@ async function openPostgres(url: string, readConfig: Config["readReplicas"] | un
       await pool.end();
     },
   };
+}
+
+/** Every connection of the pool reports each statement it sends (OpenOptions.onStatement). */
+function recordStatements(pool: pg.Pool, onStatement: (text: string, values: readonly unknown[]) => void) {
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = ((config: string | { text: string; values?: unknown[] }, values?: unknown, ...rest: unknown[]) => {
+      const text = typeof config === "string" ? config : config.text;
+      onStatement(text, Array.isArray(values) ? values : typeof config === "string" ? [] : (config.values ?? []));
+      return query(config, values, ...rest);
+    }) as typeof client.query;
+  });
 }
 
 async function openPglite(dataDir: string, logger: Logger, options: OpenOptions): Promise<Database> {

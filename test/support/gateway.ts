@@ -33,6 +33,8 @@ export interface TestGateway {
 export interface StartOptions {
   env?: Record<string, string>;
   onQuery?: (sql: string) => void;
+  /** Every statement's text and parameters on PostgreSQL (OpenOptions.onStatement). */
+  onStatement?: (text: string, values: readonly unknown[]) => void;
   /** Reuse a database (for a second instance on the same one); by default each gateway gets a fresh one. */
   database?: TestDatabase;
   /** Logger for the gateway (e.g. one writing to memory, to assert on log lines); by default LOG_LEVEL's. */
@@ -56,7 +58,10 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     ENCRYPTION_KEY: database.encryptionKeyHex,
     ...options.env,
   });
-  const gateway = await createGateway(config, options.logger ?? createLogger(config.logLevel), options.onQuery ? { onQuery: options.onQuery } : {});
+  const gateway = await createGateway(config, options.logger ?? createLogger(config.logLevel), {
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
+    ...(options.onStatement ? { onStatement: options.onStatement } : {}),
+  });
   // Every REST answer of every test is checked against the OpenAPI document; close() reports what did not match.
   const validator = (responseValidator ??= createResponseValidator());
   const openApi = { checked: 0, violations: [] as string[] };

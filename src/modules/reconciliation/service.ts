@@ -180,7 +180,7 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
     const rail = connectors.for(channel)?.reconciliation;
     try {
       const config = channels.readChannelConfig(channel);
-      const ours: GatewayPayment[] = await listChannelDay(prisma, channel.id, from, to);
+      const ours: GatewayPayment[] = await listChannelDay(prisma, channel, from, to);
       const providerReferences = ours.flatMap((p) => (p.providerReference ? [p.providerReference] : []));
       const listed = rail?.payments ? await rail.payments({ config, from: new Date(from.getTime() - EDGE_MS), to: new Date(to.getTime() + EDGE_MS), providerReferences }) : null;
       const settlements = rail?.settlements ? await rail.settlements({ config, from, to }) : null;
