@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth.ts";
-import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
  * The paged lists' totals come from list_counts, which triggers keep (prisma/migrations/*_list_rollups): they
@@ -169,6 +169,28 @@ describe("list totals kept by the database", () => {
     expect(list.body.total).toBe(200);
     expect(list.body.pages).toBe(2);
     expect((await gw.gateway.services.customers.listCustomers(principalOf(merchant.id))).total).toBe(50);
+    expect(await rollupDifferences()).toEqual([]);
+  });
+
+  it("concurrent payments, declines and initializes of one merchant (inserts and status changes at once) leave exact totals", async () => {
+    const merchant = await createSandboxMerchant(gw);
+    const declined = { ...SANDBOX_CARD, card_number: "4000000000009995" };
+    await Promise.all(
+      Array.from({ length: 90 }, (_, i) => {
+        const body = { amount: 2000 + i, email: `rush${i % 30}@example.com` };
+        if (i % 3 === 0) return paidTransaction(gw.url, merchant.testKey, body);
+        if (i % 3 === 1) return apiClient(gw.url, merchant.testKey).post("/api/transactions/initialize", body).then(async (init) => {
+          expect(init.status, init.text).toBe(200);
+          const paid = await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, declined);
+          expect(paid.status, paid.text).toBe(402);
+        });
+        return apiClient(gw.url, merchant.testKey).post("/api/transactions/initialize", body).then((init) => expect(init.status, init.text).toBe(200));
+      }),
+    );
+    const api = apiClient(gw.url, merchant.testKey);
+    for (const status of ["completed", "failed", "pending"]) {
+      expect((await api.get(`/api/transactions/list?status=${status}`)).body.total, status).toBe(30);
+    }
     expect(await rollupDifferences()).toEqual([]);
   });
 });
