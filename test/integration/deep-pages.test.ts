@@ -5,7 +5,7 @@ import * as linkStore from "../../src/modules/payment-links/store.ts";
 import * as payoutStore from "../../src/modules/payouts/store.ts";
 import * as refundStore from "../../src/modules/refunds/store.ts";
 import { createTransactionStore, type TransactionStore } from "../../src/modules/transactions/store.ts";
-import { DAY_SKIP_FROM } from "../../src/paging.ts";
+import { DAY_SKIP_FROM, pageOfIds } from "../../src/paging.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -136,6 +136,15 @@ describe("deep pages equal a plain OFFSET query", () => {
         expect(await store.count(mine, input)).toBe(viaSql.total);
         return { ids: viaSql.items.map((t) => t.id), total: viaSql.total };
       });
+    }
+    // Windows that start or end within a day (none of the lists' filters makes one, but the counting allows it):
+    // whole days from the rollups, the edges from the index; and a window within one day.
+    const hours = (date: string, h: number) => new Date(midnight(date).getTime() + h * 3_600_000 + 123);
+    for (const [gte, lt] of [[hours(from, 5), hours(to, 7)], [hours(from, 1), hours(from, 20)], [hours(from, 5), undefined]] as const) {
+      const condition = lt ? "created_at >= $1 AND created_at < $2" : "created_at >= $1";
+      await expectSamePages(`from ${gte.toISOString()} to ${lt?.toISOString()}`, "transactions", `${scope()} AND ${condition}`, lt ? [gte, lt] : [gte], (page, limit) =>
+        pageOfIds(gw.gateway.db.prisma, { table: "transactions", merchantId: me.id, mode: "test", createdAt: { gte, ...(lt ? { lt } : {}) } }, { page, limit }),
+      );
     }
     // The REST envelope of a deep page.
     const res = await apiClient(gw.url, me.testKey).get("/api/transactions/list?page=60&limit=20&status=completed");
