@@ -32,3 +32,125 @@ export function pageWindow({ page, limit }: Paging) {
 export function toPage<T>(items: T[], total: number, paging: Paging): Page<T> {
   return { items, total, page: paging.page, limit: paging.limit, pages: Math.ceil(total / paging.limit) };
 }
+
+/**
+ * A paged list as its table and the list_counts rollups know it (prisma/migrations/*_list_rollups): the
+ * scope, the rolled-up filters (a key column such as status, a channel, a created_at window) and any others.
+ * Table and column names are code constants, never input; every value travels as a parameter.
+ */
+export interface CountedList {
+  table: "transactions" | "payouts" | "refunds" | "customers" | "payment_links" | "ledger_entries";
+  merchantId: number;
+  mode: string;
+  /** The rollup key's column, its SQL type, and the values the filter allows; absent for any. */
+  key?: { column: string; type: string; values: readonly string[] };
+  channelId?: number | null;
+  createdAt?: { gte?: Date; lt?: Date };
+  /** Conditions the rollups do not keep (a search, a transaction id): the total is then counted from the indexes. */
+  extra?: (param: (value: unknown) => string) => string;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const floorDay = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
+const ceilDay = (d: Date) => new Date(Math.ceil(d.getTime() / DAY_MS) * DAY_MS);
+const dayText = (d: Date) => d.toISOString().slice(0, 10);
+/** Below this offset a page simply walks the index; from it on, the per-day counts say where to start. */
+export const DAY_SKIP_FROM = 1000;
+
+/**
+ * Two subqueries over one parameter list, for one statement (one snapshot, so the total and the page agree):
+ * `total`, the exact number of matching rows, and `ids`, the page's ids newest first.
+ *
+ * total: the rollups' all-time rows (at most 16 per key), or their days within a date window, plus the
+ * partial edge days counted from the index (the lists' windows are whole UTC days, so none in practice);
+ * counted from the indexes when the list has a filter the rollups do not keep.
+ *
+ * ids: from the (merchant_id, mode[, key], created_at DESC, id DESC) index alone (a deferred join: the caller
+ * reads the rows of those ids only). A deep page does not walk what it skips: the per-day counts, summed
+ * newest day first, find the UTC day its first row falls in, and the index is entered at the end of that day
+ * with the offset left within it. Same order and rows as `ORDER BY created_at DESC, id DESC OFFSET`.
+ */
+export function listStatements(list: CountedList, paging: Paging): { params: unknown[]; total: string; ids: string } {
+  const params: unknown[] = [];
+  const param = (value: unknown) => `$${params.push(value)}`;
+  const scope = `merchant_id = ${param(list.merchantId)} AND mode = ${param(list.mode)}::"Mode"`;
+  let rollup = `list = '${list.table}' AND ${scope}`;
+  let rows = scope;
+  if (list.key) {
+    const one = list.key.values.length === 1;
+    const values = param(one ? list.key.values[0] : list.key.values);
+    rows += one ? ` AND ${list.key.column} = ${values}::${list.key.type}` : ` AND ${list.key.column} = ANY(${values}::${list.key.type}[])`;
+    rollup += one ? ` AND key = ${values}::text` : ` AND key = ANY(${values}::text[])`;
+  }
+  if (list.channelId != null) {
+    const channel = param(list.channelId);
+    rows += ` AND channel_id = ${channel}::int`;
+    rollup += ` AND channel_id = ${channel}::int`;
+  }
+  const { gte, lt } = list.createdAt ?? {};
+  if (gte) rows += ` AND created_at >= ${param(gte)}::timestamptz`;
+  if (lt) rows += ` AND created_at < ${param(lt)}::timestamptz`;
+  const extra = list.extra?.(param);
+  if (extra) rows += ` AND (${extra})`;
+
+  // The whole UTC days of the window, [from, to); the edges outside them are counted from the index.
+  const from = gte ? ceilDay(gte) : undefined;
+  const to = lt ? floorDay(lt) : undefined;
+  const count = (condition: string) => `(SELECT count(*) FROM ${list.table} WHERE ${condition})`;
+  // The window's days in list_counts; parameters are added when first used (PostgreSQL refuses an unused one).
+  let window: string | undefined;
+  const days = () => {
+    if (window === undefined) {
+      window = `day > '-infinity'`;
+      if (from) window += ` AND day >= ${param(dayText(from))}::date`;
+      if (to) window += ` AND day < ${param(dayText(to))}::date`;
+    }
+    return window;
+  };
+  const aligned = (!gte || gte.getTime() === from!.getTime()) && (!lt || lt.getTime() === to!.getTime());
+  let total: string;
+  if (extra || (from && to && from >= to)) total = count(rows);
+  else if (!gte && !lt) total = `(SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${rollup} AND day = '-infinity')`;
+  else {
+    const parts = [`(SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${rollup} AND ${days()})`];
+    if (gte && from && gte < from) parts.push(count(`${rows} AND created_at < ${param(from)}::timestamptz`));
+    if (lt && to && to < lt) parts.push(count(`${rows} AND created_at >= ${param(to)}::timestamptz`));
+    total = parts.join(" + ");
+  }
+
+  // The offset as exact text: (page - 1) * limit can pass 2^53 for an absurd page, and PostgreSQL takes a bigint.
+  const offsetValue = (BigInt(paging.page) - 1n) * BigInt(paging.limit);
+  const offset = `${param(String(offsetValue))}::bigint`;
+  const limit = `${param(paging.limit)}::int`;
+  const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+  let ids: string;
+  if (extra || !aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
+    ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
+  } else {
+    ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
+      start AS (SELECT day, before FROM (SELECT day, n, sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
+        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1)
+      SELECT id FROM ${list.table} WHERE ${rows}
+        AND created_at < (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start)
+      ${order} OFFSET (SELECT (${offset} - before)::bigint FROM start)`;
+  }
+  return { params, total: `(${total})::int`, ids };
+}
+
+/** What runs a list's statement: Prisma's client (or a transaction's), or the plain-SQL runner. */
+export type RawQuery = { $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T> };
+
+/** The page's ids, newest first, and the exact total, in one statement (listStatements). */
+export async function pageOfIds<Id>(db: RawQuery, list: CountedList, paging: Paging): Promise<{ total: number; ids: Id[] }> {
+  const { params, total, ids } = listStatements(list, paging);
+  const [row] = await db.$queryRawUnsafe<{ total: number; ids: Id[] }[]>(`SELECT ${total} AS total, ARRAY(${ids}) AS ids`, ...params);
+  return { total: Number(row!.total), ids: row!.ids };
+}
+
+/**
+ * The exact number of rows the list has (a connection's totalCount). Through pageOfIds with a one-row page:
+ * the statement then uses every parameter (PostgreSQL refuses one it cannot type), for one index probe more.
+ */
+export async function countRows(db: RawQuery, list: CountedList): Promise<number> {
+  return (await pageOfIds(db, list, { page: 1, limit: 1 })).total;
+}

@@ -16,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import {
   bindMigrationAwareSqlAdapterFactory,
   type SqlDriverAdapter,
@@ -234,11 +235,12 @@ let pristineDataDir: Promise<Blob> | undefined;
 
 async function freshPGlite(): Promise<PGlite> {
   if (pristineDataDir) {
-    const db = new PGlite({ loadDataDir: await pristineDataDir });
+    // pg_trgm: the migrations create trigram indexes (the customers' search), so the shadow databases need it.
+    const db = new PGlite({ loadDataDir: await pristineDataDir, extensions: { pg_trgm } });
     await db.waitReady;
     return db;
   }
-  const db = new PGlite();
+  const db = new PGlite({ extensions: { pg_trgm } });
   const dump = db.waitReady.then(() => db.dumpDataDir("none"));
   pristineDataDir = dump;
   try {

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { PrismaPg } from "@prisma/adapter-pg";
 import type { SqlDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import pg from "pg";
@@ -136,7 +137,8 @@ async function openPglite(dataDir: string, logger: Logger, options: OpenOptions)
   const lock = lockDataDir(dataDir);
   let pglite: PGlite | undefined;
   try {
-    pglite = await PGlite.create(join(dataDir, "pglite"));
+    // pg_trgm: the customers' search has trigram indexes (PostgreSQL has the extension in contrib).
+    pglite = await PGlite.create(join(dataDir, "pglite"), { extensions: { pg_trgm } });
     if (options.migrate) {
       const db = pglite;
       const conn: SqlConnection = {

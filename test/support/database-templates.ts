@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import pg from "pg";
 import { applyMigrations, type SqlConnection } from "../../src/db/migrate.ts";
 
@@ -17,7 +18,7 @@ export const POSTGRES_TEMPLATE = "gateway_template";
 export async function buildPgliteTemplate(): Promise<{ dir: string; remove(): void }> {
   const root = mkdtempSync(join(tmpdir(), "pglite-template-"));
   const dir = join(root, "pglite");
-  const db = await PGlite.create(dir);
+  const db = await PGlite.create(dir, { extensions: { pg_trgm } });
   try {
     await applyMigrations(connection(async (sql, params) => (await db.query(sql, params)).rows, (script) => db.exec(script)));
   } finally {

@@ -4,7 +4,7 @@ import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import { Prisma, type Customer } from "../../db/generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError, isUniqueViolation } from "../../errors.ts";
-import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
+import { pageOfIds, resolvePaging, toPage, type Page } from "../../paging.ts";
 import { optionalText } from "../../validation.ts";
 
 export type { Customer };
@@ -65,15 +65,27 @@ export function createCustomerService(prisma: PrismaClient, reader: PrismaClient
       if (search && search.length > MAX_SEARCH_LENGTH) {
         throw new ValidationError("search", `must be at most ${MAX_SEARCH_LENGTH} characters`);
       }
-      const contains = { contains: search, mode: "insensitive" } as const;
-      const where: Prisma.CustomerWhereInput = {
-        ...scope(principal),
-        ...(search ? { OR: [{ firstName: contains }, { lastName: contains }, { email: contains }, { phone: contains }] } : {}),
-      };
-      const [items, total] = await Promise.all([
-        reader.customer.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
-        reader.customer.count({ where }),
-      ]);
+      // Without a search the total is the rollups' (list_counts); a search's matches are found and counted
+      // through the trigram indexes on each column (ILIKE '%term%', the term's % and _ taken literally).
+      const pattern = search ? `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+      const { total, ids } = await pageOfIds<number>(
+        reader,
+        {
+          table: "customers",
+          merchantId: principal.merchantId,
+          mode: principal.mode,
+          ...(pattern
+            ? {
+                extra: (param) => {
+                  const like = param(pattern);
+                  return `first_name ILIKE ${like} OR last_name ILIKE ${like} OR email ILIKE ${like} OR phone ILIKE ${like}`;
+                },
+              }
+            : {}),
+        },
+        paging,
+      );
+      const items = ids.length ? await reader.customer.findMany({ where: { id: { in: ids } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }) : [];
       return toPage(items, total, paging);
     },
 

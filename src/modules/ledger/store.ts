@@ -1,6 +1,6 @@
 import type { Db } from "../../db/database.ts";
 import type { LedgerEntry, Mode, Prisma } from "../../db/generated/prisma/client.ts";
-import { pageWindow, type Paging } from "../../paging.ts";
+import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
 import { BALANCE_TRANSACTION_TYPES, type BalanceTransactionType } from "./postings.ts";
 
 /**
@@ -100,10 +100,20 @@ const balanceWhere = (scope: LedgerScope, filters: BalanceTransactionFilters): P
 /** Newest first: the (merchant_id, mode[, channel_id], created_at desc, id desc) indexes serve this order. */
 const NEWEST_FIRST: Prisma.LedgerEntryOrderByWithRelationInput[] = [{ createdAt: "desc" }, { id: "desc" }];
 
-/** One page of balance transactions, newest first, with the total. */
+/** The filters as paging.ts counts and pages them: the rollups keep each entry's type (their key) and channel. */
+const countedList = (scope: LedgerScope, filters: BalanceTransactionFilters): CountedList => ({
+  table: "ledger_entries",
+  merchantId: scope.merchantId,
+  mode: scope.mode,
+  key: { column: "type", type: "text", values: filters.type ? [filters.type] : BALANCE_TRANSACTION_TYPES },
+  channelId: filters.channelId,
+  ...(filters.createdAt ? { createdAt: filters.createdAt } : {}),
+});
+
+/** One page of balance transactions, newest first, with the exact total (paging.ts: ids and total in one statement). */
 export async function balanceTransactionPage(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters, paging: Paging): Promise<{ items: LedgerEntry[]; total: number }> {
-  const where = balanceWhere(scope, filters);
-  const [items, total] = await Promise.all([db.ledgerEntry.findMany({ where, orderBy: NEWEST_FIRST, ...pageWindow(paging) }), db.ledgerEntry.count({ where })]);
+  const { total, ids } = await pageOfIds<bigint | string>(db, countedList(scope, filters), paging);
+  const items = ids.length ? await db.ledgerEntry.findMany({ where: { id: { in: ids.map((id) => BigInt(id)) } }, orderBy: NEWEST_FIRST }) : [];
   return { items, total };
 }
 
@@ -116,7 +126,7 @@ export function balanceTransactionSlice(db: Db, scope: LedgerScope, filters: Bal
 }
 
 export function countBalanceTransactions(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters): Promise<number> {
-  return db.ledgerEntry.count({ where: balanceWhere(scope, filters) });
+  return countRows(db, countedList(scope, filters));
 }
 
 /** A balance transaction by id, in the caller's merchant and mode only (a reservation is none). */

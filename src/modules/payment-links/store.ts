@@ -1,7 +1,7 @@
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { Db } from "../../db/database.ts";
 import type { PaymentLink, Prisma } from "../../db/generated/prisma/client.ts";
-import { pageWindow, type Paging } from "../../paging.ts";
+import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
 
 /** Every statement on payment_links and payment_link_payments. */
 
@@ -35,12 +35,18 @@ export async function deactivate(db: Db, principal: Principal, id: number): Prom
   return count ? findScoped(db, principal, id) : null;
 }
 
+/** The filters as paging.ts counts and pages them: the rollups keep the active flag (their key). */
+const countedList = (principal: Principal, filters: LinkFilters): CountedList => ({
+  table: "payment_links",
+  merchantId: principal.merchantId,
+  mode: principal.mode,
+  ...(filters.active != null ? { key: { column: "active", type: "boolean", values: [String(filters.active)] } } : {}),
+});
+
+/** One page, newest first, with the exact total (paging.ts: ids and total in one statement), then those rows. */
 export async function listPage(db: Db, principal: Principal, filters: LinkFilters, paging: Paging, query: LinkQuery = {}): Promise<{ items: PaymentLink[]; total: number }> {
-  const where = filtered(principal, filters);
-  const [items, total] = await Promise.all([
-    db.paymentLink.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
-    db.paymentLink.count({ where }),
-  ]);
+  const { total, ids } = await pageOfIds<number>(db, countedList(principal, filters), paging);
+  const items = ids.length ? await db.paymentLink.findMany({ ...query, where: { id: { in: ids } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }) : [];
   return { items: items as PaymentLink[], total };
 }
 
@@ -50,7 +56,7 @@ export function connectionSlice(db: Db, principal: Principal, filters: LinkFilte
 }
 
 export function count(db: Db, principal: Principal, filters: LinkFilters): Promise<number> {
-  return db.paymentLink.count({ where: filtered(principal, filters) });
+  return countRows(db, countedList(principal, filters));
 }
 
 /** How many transactions each link created (REST's payments_count), in one statement for a page. */

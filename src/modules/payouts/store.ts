@@ -3,7 +3,7 @@ import type { Db } from "../../db/database.ts";
 import type { Payout, Prisma } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
-import { pageWindow, type Paging } from "../../paging.ts";
+import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
 import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
 import { postReservation } from "../ledger/postings.ts";
@@ -88,13 +88,25 @@ export async function findScoped(db: Db, principal: Principal, key: { id: number
   return (await db.payout.findFirst({ ...query, where: { ...scopeOf(principal), ...key } })) as Payout | null;
 }
 
-/** One page, newest first, with the total; the (merchant, mode, created_at) indexes serve it. */
-export async function listPage(db: Db, principal: Principal, filters: StatusDateFilters, paging: Paging, query: PayoutQuery = {}): Promise<{ items: Payout[]; total: number }> {
+/** The filters as paging.ts counts and pages them: status and the date window are both kept by the rollups. */
+function countedList(principal: Principal, filters: StatusDateFilters): CountedList {
   const where = statusDateWhere(principal, filters);
-  const [items, total] = await Promise.all([
-    db.payout.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
-    db.payout.count({ where }),
-  ]);
+  return {
+    table: "payouts",
+    merchantId: where.merchantId,
+    mode: where.mode,
+    ...(where.status ? { key: { column: "status", type: '"TransactionStatus"', values: [where.status] } } : {}),
+    ...(where.createdAt ? { createdAt: where.createdAt as { gte?: Date; lt?: Date } } : {}),
+  };
+}
+
+/**
+ * One page, newest first, with the exact total: the ids and the total in one statement (paging.ts: the
+ * rollups and the (merchant, mode[, status], created_at, id) indexes), then those rows with what `query` selects.
+ */
+export async function listPage(db: Db, principal: Principal, filters: StatusDateFilters, paging: Paging, query: PayoutQuery = {}): Promise<{ items: Payout[]; total: number }> {
+  const { total, ids } = await pageOfIds<number>(db, countedList(principal, filters), paging);
+  const items = ids.length ? await db.payout.findMany({ ...query, where: { id: { in: ids } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }) : [];
   return { items: items as Payout[], total };
 }
 
@@ -104,5 +116,5 @@ export function connectionSlice(db: Db, principal: Principal, filters: StatusDat
 }
 
 export function count(db: Db, principal: Principal, filters: StatusDateFilters): Promise<number> {
-  return db.payout.count({ where: statusDateWhere(principal, filters) });
+  return countRows(db, countedList(principal, filters));
 }

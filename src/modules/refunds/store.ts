@@ -3,7 +3,7 @@ import type { Db } from "../../db/database.ts";
 import type { Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
-import { pageWindow, type Paging } from "../../paging.ts";
+import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
 import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
 import type { StatusTable } from "../events/status-machine.ts";
 import { postReservation } from "../ledger/postings.ts";
@@ -117,13 +117,30 @@ const filtered = (principal: Principal, filters: RefundFilters): Prisma.RefundWh
   ...(filters.transactionId != null ? { transactionId: filters.transactionId } : {}),
 });
 
-/** One page, newest first, with the total; the (merchant, mode, created_at) indexes serve it. */
+/**
+ * The filters as paging.ts counts and pages them: status and the date window are kept by the rollups; a
+ * transaction's refunds (a handful) are counted from the transaction_id index.
+ */
+function countedList(principal: Principal, filters: RefundFilters): CountedList {
+  const where = statusDateWhere(principal, filters);
+  const transactionId = filters.transactionId;
+  return {
+    table: "refunds",
+    merchantId: where.merchantId,
+    mode: where.mode,
+    ...(where.status ? { key: { column: "status", type: '"TransactionStatus"', values: [where.status] } } : {}),
+    ...(where.createdAt ? { createdAt: where.createdAt as { gte?: Date; lt?: Date } } : {}),
+    ...(transactionId != null ? { extra: (param: (value: unknown) => string) => `transaction_id = ${param(transactionId)}::int` } : {}),
+  };
+}
+
+/**
+ * One page, newest first, with the exact total: the ids and the total in one statement (paging.ts: the
+ * rollups and the (merchant, mode[, status], created_at, id) indexes), then those rows with what `query` selects.
+ */
 export async function listPage(db: Db, principal: Principal, filters: RefundFilters, paging: Paging, query: RefundQuery = {}): Promise<{ items: Refund[]; total: number }> {
-  const where = filtered(principal, filters);
-  const [items, total] = await Promise.all([
-    db.refund.findMany({ ...query, where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], ...pageWindow(paging) }),
-    db.refund.count({ where }),
-  ]);
+  const { total, ids } = await pageOfIds<number>(db, countedList(principal, filters), paging);
+  const items = ids.length ? await db.refund.findMany({ ...query, where: { id: { in: ids } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }) : [];
   return { items: items as Refund[], total };
 }
 
@@ -133,7 +150,7 @@ export function connectionSlice(db: Db, principal: Principal, filters: RefundFil
 }
 
 export function count(db: Db, principal: Principal, filters: RefundFilters): Promise<number> {
-  return db.refund.count({ where: filtered(principal, filters) });
+  return countRows(db, countedList(principal, filters));
 }
 
 /** The sum of a transaction's completed refunds, recomputed (transactions.amount_refunded keeps it as they complete). */

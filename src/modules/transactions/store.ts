@@ -3,7 +3,7 @@ import type { Db, PrismaClient, Sql } from "../../db/database.ts";
 import type { Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { ValidationError } from "../../errors.ts";
 import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
-import { pageWindow, resolvePaging, toPage, type Page, type Paging } from "../../paging.ts";
+import { listStatements, resolvePaging, toPage, type CountedList, type Page, type Paging } from "../../paging.ts";
 import { phoneOrNull } from "../../phone.ts";
 import {
   selectsColumnsOnly,
@@ -240,14 +240,40 @@ export async function channelReferences(db: Pick<PrismaClient, "transaction">, c
   return new Set(rows.map((r) => r.reference));
 }
 
+/**
+ * The list's filters as paging.ts counts and pages them: status and the date window are kept by the rollups
+ * (list_counts); a search is not (its total is counted from the exact-match indexes, each branch an index scan).
+ */
+function countedList(where: ReturnType<typeof statusDateWhere>, search: TransactionSearch | null): CountedList {
+  const created = where.createdAt as { gte?: Date; lt?: Date } | undefined;
+  return {
+    table: "transactions",
+    merchantId: where.merchantId,
+    mode: where.mode,
+    ...(where.status ? { key: { column: "status", type: '"TransactionStatus"', values: [where.status] } } : {}),
+    ...(created ? { createdAt: { gte: created.gte, lt: created.lt } } : {}),
+    ...(search
+      ? {
+          extra: (param: (value: unknown) => string) => {
+            const text = param(search.text);
+            const branches = [`reference = ${text}`, `client_reference = ${text}`, `provider_reference = ${text}`];
+            if (search.email) branches.push(`email = ${param(search.email)}`);
+            if (search.phone) branches.push(`phone_number = ${param(search.phone)}`);
+            return branches.join(" OR ");
+          },
+        }
+      : {}),
+  };
+}
+
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;
 
   /**
-   * The list's page and its total in one round trip: the count (an index-only scan) joined to the page
-   * (the index in order, stopping at the limit). A page past the end is the one row of the count with
-   * no transaction in it. A window count would read every matching row in full instead.
+   * The list's page and its total in one round trip and one snapshot: the total from the database's rollups
+   * (or, with a search, counted from its indexes), the page's ids from the list's index (paging.ts
+   * listStatements), then those rows. A page past the end is the one row of the count with no transaction in it.
    */
   async function sqlPage(
     where: ReturnType<typeof statusDateWhere>,
@@ -255,30 +281,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     paging: Paging,
     summary: boolean,
   ): Promise<[Transaction[], number]> {
-    const params: unknown[] = [where.merchantId, where.mode];
-    const conditions = [`merchant_id = $1 AND mode = $2::"Mode"`];
-    // Only placeholders are added to the text; every value travels as a parameter.
-    if (where.status) conditions.push(`status = $${params.push(where.status)}::"TransactionStatus"`);
-    const created = where.createdAt as { gte?: Date; lt?: Date } | undefined;
-    if (created?.gte) conditions.push(`created_at >= $${params.push(created.gte)}`);
-    if (created?.lt) conditions.push(`created_at < $${params.push(created.lt)}`);
-    if (search) {
-      const text = params.push(search.text);
-      const branches = [`reference = $${text}`, `client_reference = $${text}`, `provider_reference = $${text}`];
-      if (search.email) branches.push(`email = $${params.push(search.email)}`);
-      if (search.phone) branches.push(`phone_number = $${params.push(search.phone)}`);
-      conditions.push(`(${branches.join(" OR ")})`);
-    }
-    const filter = conditions.join(" AND ");
-    // The offset as exact text: (page - 1) * limit can pass 2^53 for an absurd page, and PostgreSQL takes a bigint.
-    const offset = String((BigInt(paging.page) - 1n) * BigInt(paging.limit));
-    const limit = params.push(paging.limit);
-    const skip = params.push(offset);
+    const { params, total, ids } = listStatements(countedList(where, search), paging);
     const rows = await sql.query<{ total: number } & ({ id: null } | TransactionRow)>(
-      `SELECT counted.total, page.* FROM (SELECT count(*)::int AS total FROM transactions WHERE ${filter}) counted
+      `SELECT counted.total, page.* FROM (SELECT ${total} AS total) counted
        LEFT JOIN LATERAL (
-         SELECT ${summary ? TRANSACTION_SUMMARY_COLUMNS : TRANSACTION_COLUMNS} FROM transactions WHERE ${filter}
-         ORDER BY created_at DESC, id DESC LIMIT $${limit} OFFSET $${skip}::bigint
+         SELECT ${summary ? TRANSACTION_SUMMARY_COLUMNS : TRANSACTION_COLUMNS} FROM transactions WHERE id IN (${ids})
        ) page ON true
        ORDER BY page."createdAt" DESC, page.id DESC`,
       params,
@@ -410,13 +417,13 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
         const [items, total] = await sqlPage(where, search, paging, summary);
         return toPage(items, total, paging);
       }
-      const where = transactionWhere(principal, input);
+      // The page's ids and the total as the plain-SQL page finds them, then those rows with their relations.
+      const list = countedList(statusDateWhere(principal, input), parseTransactionSearch(input.search));
       const paging = resolvePaging(input);
-      const [items, total] = await Promise.all([
-        prisma.transaction.findMany({ ...query, where, orderBy: newestFirst, ...pageWindow(paging) }),
-        prisma.transaction.count({ where }),
-      ]);
-      return toPage(items as Transaction[], total, paging);
+      const { params, total, ids } = listStatements(list, paging);
+      const [page] = await sql.query<{ total: number; ids: number[] }>(`SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
+      const items = page!.ids.length ? await prisma.transaction.findMany({ ...query, where: { id: { in: page!.ids } }, orderBy: newestFirst }) : [];
+      return toPage(items as Transaction[], page!.total, paging);
     },
 
     /** The Relay connection's rows: Pothos's `query` carries the cursor, the window and the relations. */
@@ -446,8 +453,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     },
 
     /** How many of the caller's transactions match the filters (the connection's totalCount). */
-    count(principal: Principal, filters: TransactionFilters): Promise<number> {
-      return prisma.transaction.count({ where: transactionWhere(principal, filters) });
+    async count(principal: Principal, filters: TransactionFilters): Promise<number> {
+      // With a one-row page, so the statement uses every parameter (paging.ts countRows).
+      const { params, total, ids } = listStatements(countedList(statusDateWhere(principal, filters), parseTransactionSearch(filters.search)), { page: 1, limit: 1 });
+      const [row] = await sql.query<{ total: number }>(`SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
+      return row!.total;
     },
 
     /** What the payer's checkout page shows, with the merchant's name and the channel's provider; null when unknown. */
