@@ -83,9 +83,13 @@ const SETTLE_ATTEMPT = `UPDATE transaction_attempts SET status = $2, code = $3, 
 
 const RELEASE_CLAIM = `UPDATE transactions SET charge_started_at = NULL WHERE id = $1 AND charge_started_at = $2`;
 const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
-/** Pending hosted-checkout payments (no payment method yet: from initialize) created before $1, oldest first. */
+/**
+ * Pending hosted-checkout payments (no payment method yet: from initialize) created before $1, oldest first;
+ * not those opened at a hosted-checkout provider (its access code), which its own reconciliation abandons.
+ */
 const EXPIRED_CHECKOUTS = `SELECT id, channel_id AS "channelId" FROM transactions
-  WHERE status = 'pending' AND payment_method IS NULL AND created_at < $1 ORDER BY created_at LIMIT ${EXPIRY_BATCH}`;
+  WHERE status = 'pending' AND payment_method IS NULL AND provider_access_code IS NULL AND created_at < $1
+  ORDER BY created_at LIMIT ${EXPIRY_BATCH}`;
 
 type Claim = { claimed: true; attemptId: number | null } | { claimed: false; status: string };
 
@@ -148,7 +152,10 @@ export function createAttemptFlow(ctx: FlowContext) {
       }
       return { channel, momo };
     };
-    const own = t.channelId === null ? null : usable(await channels.findById(t.channelId));
+    const ownChannel = t.channelId === null ? null : await channels.findById(t.channelId);
+    // A payment opened at a hosted-checkout provider (Paystack) is paid on its page: a push beside it could pay twice.
+    if (ownChannel && connectorOf(connectors, ownChannel)?.hosted) return null;
+    const own = usable(ownChannel);
     if (own) return own;
     const others = await prisma.paymentChannel.findMany({ where: { merchantId: t.merchantId, mode: t.mode, isActive: true }, orderBy: [{ isDefault: "desc" }, { id: "asc" }] });
     for (const channel of others) {
@@ -245,7 +252,8 @@ export function createAttemptFlow(ctx: FlowContext) {
       const result = await ctx.transition({ transactionId: id, to: "failed", changes: { failureCode: "abandoned", failureReason: "The payer did not complete the payment in time" } });
       if (result.applied) expired++;
     }
-    return due.length === EXPIRY_BATCH ? -expired : expired;
+    // A full batch that expired something: more may be waiting (a batch of skipped rows only must not spin).
+    return due.length === EXPIRY_BATCH && expired > 0 ? -expired : expired;
   }
 
   const expiryJob: JobDefinition<Record<string, never>> = {
