@@ -238,6 +238,22 @@ describe("one attempt in flight at a time", () => {
     expect(await attemptsOf(id)).toEqual([{ method: "card", status: "succeeded", code: null, detail: "**** 4081" }]);
   });
 
+  it("cards and pushes racing on one payment: one attempt is made, every other racer gets a 409, it settles once", async () => {
+    const slow = await api.post("/api/payment-channels/create", { ...SANDBOX_CHANNEL, name: "Racing sandbox", config: { charge_delay_ms: 1000 } });
+    expect(slow.status, slow.text).toBe(201);
+    const { reference, id } = await newTransaction({ payment_channel_id: slow.body.channel.id });
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? pay(reference, SUCCESS) : mpesa(reference, PAYS))));
+    const started = answers.filter((a) => a.status === 200 || a.status === 202);
+    expect(started).toHaveLength(1);
+    for (const loser of answers.filter((a) => a !== started[0])) {
+      expect(loser.status).toBe(409);
+      expect([IN_PROGRESS, { status: "error", code: "conflict", message: "Transaction is already completed" }]).toContainEqual(loser.body);
+    }
+    expect(await attemptsOf(id)).toHaveLength(1);
+    expect((await settled(reference)).body.status).toBe("completed");
+    expect((await settlingEvents(id)).map((e) => e.type)).toEqual(["transaction.completed"]);
+  });
+
   it("a late M-Pesa success of an earlier push completes the payment once, after a later card attempt failed", async () => {
     const { reference, id } = await newTransaction();
     expect((await mpesa(reference, NEVER_ANSWERS)).status).toBe(202);
