@@ -23,8 +23,6 @@ const EXPIRY_SCHEDULE_KEY = { schedule: "checkout_expiry" } as const;
 const EXPIRY_BATCH = 100;
 const MAX_QUERY_BACKOFF_MS = 60_000;
 const MPESA_CURRENCY = "KES";
-/** What the payer is told once the push is sent (the contract's 202). */
-export const CHECK_YOUR_PHONE = "Check your phone to approve the payment";
 
 export interface CheckoutSettings {
   /** Failed attempts a hosted-checkout payment takes before it fails (CHECKOUT_MAX_ATTEMPTS). */
