@@ -4,6 +4,7 @@ import { intField, required, stringField } from "../rest/params.ts";
 import { cspNonce } from "../security/headers.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
+import { registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
 import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from "./page.ts";
 
 /**
@@ -58,6 +59,8 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
     if (view?.returnUrl && view.status !== "pending") return reply.header("cache-control", "no-store").redirect(view.returnUrl, 303);
     return sendPage(reply, view, { confirming: true, ...(notice ? { notice } : {}) });
   });
+
+  registerCheckoutAttemptRoutes(app, services); // M-Pesa from the page, and the status it polls (attempt-routes.ts)
 
   app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", payment, async (request, reply) => {
     const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;

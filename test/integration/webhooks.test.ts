@@ -403,7 +403,8 @@ describe("delivery", () => {
       expect(verifyWith(secret, delivery)).toEqual(delivery.json);
       expect(Object.keys(delivery.json)).toEqual(["type", "timestamp", "data"]);
       expect(delivery.json.timestamp).toMatch(ISO_MS);
-      expect(Object.keys(delivery.json.data)).toEqual(DATA_KEYS);
+      // A payment settled on the hosted checkout also carries the attempt that settled it (issue 25); an STK push's has none.
+      expect(Object.keys(delivery.json.data)).toEqual(delivery.json.data.payment_method === "card" ? [...DATA_KEYS, "attempt"] : DATA_KEYS);
     }
     const find = (type: string, reference: string) => {
       const matches = received.filter((d) => d.json.type === type && d.json.data.reference === reference);
@@ -428,6 +429,7 @@ describe("delivery", () => {
       metadata: null,
       created_at: expect.stringMatching(ISO_MS),
       completed_at: expect.stringMatching(ISO_MS),
+      attempt: { method: "card", code: null, reason: null, number: 1 },
     });
     expect(find("transaction.failed", declined.reference)).toEqual({
       id: expect.any(Number),
@@ -445,6 +447,7 @@ describe("delivery", () => {
       metadata: null,
       created_at: expect.stringMatching(ISO_MS),
       completed_at: null,
+      attempt: { method: "card", code: "card_declined", reason: expect.any(String), number: 1 },
     });
     const pending = find("transaction.pending", stk.reference);
     expect(pending).toEqual({
