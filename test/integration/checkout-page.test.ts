@@ -96,7 +96,7 @@ describe("hosted checkout page", () => {
   it("in test mode: a ribbon says no real money moves, and the sandbox's test cards are listed", async () => {
     const { page } = await openCheckout(1000);
     expect(await page.textContent(".test-ribbon")).toBe("Test mode: no real money moves");
-    expect(await page.textContent(".hint")).toContain("4084 0840 8408 4081 succeeds");
+    expect(await page.textContent("#card-hint")).toContain("4084 0840 8408 4081 succeeds");
     await page.close();
   });
 

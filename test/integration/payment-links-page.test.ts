@@ -81,7 +81,9 @@ describe("payment link page /pay/<slug>", () => {
     // The README's picture: rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
     const shot = process.env.UPDATE_SCREENSHOTS === "1" ? "src/checkout/screenshot-payment-link.png" : "/tmp/payment-link-360.png";
     await page.screenshot({ path: shot, fullPage: true });
-    // Keyboard: the first Tab reaches the labelled e-mail field, Enter submits the form.
+    // Keyboard: the first Tab reaches the language switch, the second the labelled e-mail field, Enter submits the form.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("lang-switch");
     await page.keyboard.press("Tab");
     expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).labels?.[0]?.textContent)).toBe("Your e-mail");
     await page.keyboard.type("keyboard@example.com");
