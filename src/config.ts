@@ -113,6 +113,9 @@ const envSchema = z.object({
   IDEMPOTENCY_LEASE_MS: positiveInt(60_000),
   API_KEY_CACHE_TTL_MS: nonNegativeInt(30_000),
   CHECKOUT_CHARGE_LEASE_MS: positiveInt(120_000),
+  /** Hosted checkout (issue 25): failed attempts (card or STK) a payment takes before it fails (1 = a decline ends it), and how long it stays payable. */
+  CHECKOUT_MAX_ATTEMPTS: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(1, "must be from 1 to 10").max(10, "must be from 1 to 10").optional()).transform((v) => v ?? 3),
+  CHECKOUT_EXPIRY_MS: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(1000, "must be at least 1000 (one second)").optional()).transform((v) => v ?? 24 * 3_600_000),
   /** Bearer token /metrics requires; unset: open in development and test, not served in production (see METRICS_PORT). */
   METRICS_TOKEN: optionalString.pipe(
     z
@@ -256,6 +259,8 @@ export interface Config {
   metrics: { token: string | undefined; port: number | undefined };
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
+  /** The hosted checkout's retries and expiry (issue 25). */
+  checkout: { maxAttempts: number; expiryMs: number };
   /** Gateway processes on this machine sharing the port (1: this process serves). */
   workers: number;
   /** SIGTERM: serve on with /ready at 503 for drainDelayMs, then finish in-flight work; exit within timeoutMs. */
@@ -421,6 +426,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
+    checkout: { maxAttempts: e.CHECKOUT_MAX_ATTEMPTS, expiryMs: e.CHECKOUT_EXPIRY_MS },
     workers,
     shutdown: { timeoutMs: e.SHUTDOWN_TIMEOUT_MS, drainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS },
     auth: {

@@ -167,6 +167,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   if (config.jobs.enabled) services.jobs.start();
   if (config.jobs.enabled) await services.reconciliations.scheduleDaily();
   if (config.jobs.enabled) await services.retention.scheduleHourly();
+  if (config.jobs.enabled) await services.transactions.scheduleCheckoutExpiry();
   // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.
   const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations, retention: () => services.retention }, logger) : undefined;
   const routes = compileRoutes(schema, restRoutes);

@@ -37,7 +37,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "apiKeyCacheTtlMs" | "auth" | "retention">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "apiKeyCacheTtlMs" | "auth" | "retention">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -83,6 +83,7 @@ export function createServices(deps: ServiceDeps) {
     logger,
     publicBaseUrl: config.publicBaseUrl,
     cardChargeLeaseMs: config.checkoutChargeLeaseMs,
+    checkout: config.checkout,
     collection: {
       reconcileAfterMs: config.momo.stkCallbackOverdueMs,
       queryBackoffMs: config.momo.stkQueryBackoffMs,

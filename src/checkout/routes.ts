@@ -3,6 +3,7 @@ import { GatewayError } from "../errors.ts";
 import { intField, required, stringField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
+import { registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
 import { chooseLanguage } from "./i18n.ts";
 import { sendPayerPage } from "./layout.ts";
 import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from "./page.ts";
@@ -55,6 +56,8 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
     if (view?.returnUrl && view.status !== "pending") return reply.header("cache-control", "no-store").redirect(view.returnUrl, 303);
     return sendPage(request, reply, view, { confirming: true, ...(notice ? { notice } : {}) });
   });
+
+  registerCheckoutAttemptRoutes(app, services); // M-Pesa from the page, and the status it polls (attempt-routes.ts)
 
   app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/pay", payment, async (request, reply) => {
     const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;

@@ -52,6 +52,9 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     // scrypt N = 2^10 instead of 2^15: sign-ins cost ~1 ms instead of ~80; test/unit/passwords.test.ts covers 2^15.
     // (Allowed with NODE_ENV=test only: a gateway started as production keeps the production cost.)
     ...((options.env?.NODE_ENV ?? "test") === "test" ? { PASSWORD_HASH_COST: "10" } : {}),
+    // One attempt per checkout payment, as before issue 25, so a decline still fails it in the suites written
+    // for that; the attempts tests (checkout-attempts.test.ts) and the page's set CHECKOUT_MAX_ATTEMPTS themselves.
+    CHECKOUT_MAX_ATTEMPTS: "1",
     ...database.env,
     ENCRYPTION_KEY: database.encryptionKeyHex,
     ...options.env,

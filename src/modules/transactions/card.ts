@@ -2,6 +2,7 @@ import { luhnValid } from "../../cards.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { CardDetails, CardOutcome } from "../../providers/types.ts";
+import { maskCard, type AttemptFlow } from "./attempts.ts";
 import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "./context.ts";
 
 /** A payer's card payment on the gateway's own checkout page, and the claim that admits one charge at a time. */
@@ -25,7 +26,7 @@ function validateCard(card: CardDetails): CardDetails {
   return { number, expMonth: card.expMonth, expYear, cvc: card.cvc };
 }
 
-export function createCardFlow(ctx: FlowContext) {
+export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow) {
   const { deps, store } = ctx;
   const { channels, connectors, logger } = deps;
 
@@ -34,8 +35,8 @@ export function createCardFlow(ctx: FlowContext) {
      * A payer's card payment from the hosted checkout: validate -> claim the transaction -> charge ->
      * record. The claim (one conditional UPDATE of `charge_started_at`) admits one charge call per
      * transaction at a time, across instances; a concurrent submission is a 409, never a second charge.
-     * Each caller gets its own outcome: a declined card fails the transaction (as Paystack does) and
-     * is reported as declined, whatever another attempt did. A charge that throws without an outcome
+     * Each caller gets its own outcome: a declined card is a failed attempt (the transaction fails at
+     * CHECKOUT_MAX_ATTEMPTS failed attempts, attempts.ts) and is reported as declined, whatever another attempt did. A charge that throws without an outcome
      * (provider unavailable) releases the claim so the payer can retry; a claim older than the lease
      * (its instance crashed mid-charge) may be taken over.
      */
@@ -55,36 +56,39 @@ export function createCardFlow(ctx: FlowContext) {
       if (!channels.isUsableChannel(channel)) throw new GatewayError("forbidden", "This transaction's payment channel is a sandbox channel, which takes test payments only");
       const config = channels.readChannelConfig(channel);
 
-      // The claim's timestamp is its token: only the attempt that wrote it releases it.
+      // The claim's timestamp is its token: only the attempt that wrote it releases it. The claim and the
+      // attempt's row are one statement (attempts.ts): an STK push in flight holds the claim as a card does.
       const claimedAt = new Date();
-      const lapsedBefore = new Date(claimedAt.getTime() - (deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS));
-      const claim = await store.claimCharge(transaction.id, claimedAt, lapsedBefore);
-      if (!claim?.claimed) {
-        if (claim && claim.status !== "pending") throw alreadySettled(claim.status);
-        throw new GatewayError("conflict", PAYMENT_IN_PROGRESS);
-      }
+      const claim = await attempts.claim(transaction.id, claimedAt, { method: "card", detail: maskCard(card.number) });
+      if (!claim.claimed) throw attempts.refused(claim);
+      const attemptId = claim.attemptId!;
 
       let outcome: CardOutcome;
       try {
         logger.info({ reference }, "card charge sent");
         outcome = await connector.chargeCard({ reference, amount: transaction.amount, currency: transaction.currency, card, config });
       } catch (error) {
-        await store
-          .releaseCharge(transaction.id, claimedAt)
-          .catch((releaseError: unknown) => logger.warn({ reference, err: (releaseError as Error).message }, "card charge claim not released; it lapses with its lease"));
+        // No outcome: as if the attempt was never made (its row goes, the claim is released), so the payer can retry.
+        await Promise.all([deps.prisma.transactionAttempt.deleteMany({ where: { id: attemptId, status: "pending" } }), attempts.release(transaction.id, claimedAt)]).catch(
+          (releaseError: unknown) => logger.warn({ reference, err: (releaseError as Error).message }, "card charge claim not released; it lapses with its lease"),
+        );
         logger.warn({ reference, err: (error as Error).message }, "card charge failed without an outcome; claim released");
         throw asProviderError(error);
       }
-      const result = await ctx.transition(
-        outcome.outcome === "succeeded"
-          ? { transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } }
-          : { transactionId: transaction.id, to: "failed", changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason } },
-      );
+      if (outcome.outcome !== "succeeded") {
+        // A decline is this attempt's outcome; the transaction fails only at the attempts limit.
+        await attempts.settle(attemptId, "failed", { code: outcome.code, reason: outcome.reason });
+        const failed = await attempts.afterFailedAttempt(transaction, claimedAt, "card", outcome.code, outcome.reason);
+        if (failed && !failed.applied) throw alreadySettled(failed.transaction.status);
+        return { transaction: failed?.transaction ?? transaction, outcome };
+      }
+      await attempts.settle(attemptId, "succeeded", { providerReference: outcome.providerReference });
+      const result = await ctx.transition({ transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } });
       if (!result.applied) {
         // Only possible when this charge outlived its lease and another attempt took over and settled:
         // this attempt's outcome is not the recorded one, so it is not reported as if it were.
         logger.error(
-          { reference, outcome: outcome.outcome, providerReference: outcome.outcome === "succeeded" ? outcome.providerReference : undefined },
+          { reference, outcome: outcome.outcome, providerReference: outcome.providerReference },
           "card charge finished after the transaction was settled by another attempt; not recorded",
         );
         throw alreadySettled(result.transaction.status);

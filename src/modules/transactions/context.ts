@@ -10,6 +10,7 @@ import type { Connectors } from "../../providers/index.ts";
 import type { Connector, MomoConnector } from "../../providers/types.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
+import type { CheckoutSettings } from "./attempts.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-machine.ts";
 import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./state-machine.ts";
@@ -50,6 +51,8 @@ export interface TransactionServiceDeps {
   publicBaseUrl: string;
   /** How long a card charge's claim holds its transaction (CHECKOUT_CHARGE_LEASE_MS); default CARD_CHARGE_LEASE_MS. */
   cardChargeLeaseMs?: number;
+  /** Retries and expiry on the hosted checkout (CHECKOUT_MAX_ATTEMPTS, CHECKOUT_EXPIRY_MS); defaults 3 and 24 h. */
+  checkout?: CheckoutSettings;
   collection: CollectionTiming;
   hosted: HostedTiming;
   /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */

@@ -3,13 +3,15 @@ import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { NotFoundError } from "../../errors.ts";
 import type { Page } from "../../paging.ts";
 import { isTestProvider } from "../../providers/registry.ts";
+import type { CheckoutView } from "../../checkout/page.ts";
+import type { AttemptFlow } from "./attempts.ts";
 import type { FlowContext } from "./context.ts";
 import { payerReturnUrl } from "./initialize.ts";
 import { toPublishedEvent } from "./state-machine.ts";
 import type { TransactionFilters, TransactionQuery } from "./store.ts";
 
 /** The reads: a merchant's transaction and lists, the payer's checkout view, a transaction's settling event. */
-export function createReads(ctx: FlowContext) {
+export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "checkoutState" | "mpesaChannelFor">) {
   const { deps, store, readStore } = ctx;
   const { connectors } = deps;
 
@@ -49,16 +51,17 @@ export function createReads(ctx: FlowContext) {
     count: readStore.count,
 
     /** What the payer's checkout page shows; null when the reference is unknown. */
-    async checkoutView(reference: string) {
-      const t = await store.findCheckoutView(reference);
-      if (!t) return null;
+    async checkoutView(reference: string): Promise<CheckoutView | null> {
+      const [t, row] = await Promise.all([store.findCheckoutView(reference), store.findForPayer(reference)]);
+      if (!t || !row) return null;
       const acceptsCards = t.channel !== null && connectors.for(t.channel)?.chargeCard !== undefined;
+      const pending = row.status === "pending";
+      const [state, mpesa] = await Promise.all([attempts.checkoutState(row), pending ? attempts.mpesaChannelFor(row) : null]);
       return {
         merchantId: t.merchantId,
-        // Issue 25 fills M-Pesa, attempts left and the latest attempt in.
-        methods: { card: acceptsCards, mpesa: false },
-        attemptsLeft: 1,
-        attempt: null,
+        methods: { card: acceptsCards, mpesa: mpesa !== null },
+        attemptsLeft: state.attemptsLeft,
+        attempt: state.attempt,
         reference: t.reference,
         amount: t.amount,
         currency: t.currency,
@@ -67,10 +70,25 @@ export function createReads(ctx: FlowContext) {
         mode: t.mode,
         failureReason: t.failureReason,
         returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
-        sandbox: t.channel !== null && isTestProvider(t.channel.provider),
+        sandbox: (t.channel !== null && isTestProvider(t.channel.provider)) || (mpesa !== null && isTestProvider(mpesa.channel.provider)),
         merchantName: t.merchant.name,
         acceptsCards,
         hosted: t.channel !== null && connectors.for(t.channel)?.hosted !== undefined,
+      };
+    },
+
+    /** What the payer's page polls while an attempt is pending (GET /payment/checkout/:reference/status); null when unknown. */
+    async checkoutStatus(reference: string) {
+      const t = await store.findForPayer(reference);
+      if (!t) return null;
+      const state = await attempts.checkoutState(t);
+      return {
+        status: t.status,
+        failure_code: t.failureCode,
+        failure_reason: t.failureReason,
+        attempts_left: state.attemptsLeft,
+        attempt: state.attempt,
+        return_url: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
       };
     },
 

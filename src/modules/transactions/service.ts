@@ -1,4 +1,5 @@
 import type { Principal } from "../../auth.ts";
+import { createAttemptFlow } from "./attempts.ts";
 import { createCardFlow } from "./card.ts";
 import { createCollectionFlow } from "./collections.ts";
 import { createFlowContext, type TransactionServiceDeps } from "./context.ts";
@@ -18,6 +19,7 @@ import type { TransactionFilters } from "./store.ts";
  *
  *   initialize.ts   initialize: a payment the payer completes on a checkout page
  *   card.ts         payWithCard: the card charge on the gateway's checkout, with its claim
+ *   attempts.ts     the checkout's attempts (card, STK from the page): claim, retries, expiry
  *   hosted.ts       hosted checkout (Paystack-style): open at the provider, verify, reconcile
  *   collections.ts  STK push and its callback, C2B recordProviderPayment, settleCollection
  *   reconcile.ts    the reconcile job (asks the provider about an overdue pending payment)
@@ -28,8 +30,11 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   const ctx = createFlowContext(deps);
   const hosted = createHostedFlow(ctx);
   const collections = createCollectionFlow(ctx);
-  const card = createCardFlow(ctx);
-  const reads = createReads(ctx);
+  const attempts = createAttemptFlow(ctx);
+  deps.jobs.register(attempts.queryJob);
+  deps.jobs.register(attempts.expiryJob);
+  const card = createCardFlow(ctx, attempts);
+  const reads = createReads(ctx, attempts);
   const reconcileJob = createReconcileJob(ctx, { hosted, collections });
   deps.jobs.register(reconcileJob);
 
@@ -37,7 +42,10 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     checkoutUrl: ctx.checkoutUrl,
     initialize: createInitialize(ctx, hosted),
     startStkCollection: collections.startStkCollection,
-    applyCollectionCallback: collections.applyCollectionCallback,
+    /** A push from the checkout page is matched on its attempt; any other on its transaction. */
+    async applyCollectionCallback(...args: Parameters<typeof collections.applyCollectionCallback>) {
+      return (await attempts.applyAttemptCallback(...args)) || collections.applyCollectionCallback(...args);
+    },
     hostedCheckoutUrl: hosted.hostedCheckoutUrl,
     verifyHostedPaymentByReference: hosted.verifyHostedPaymentByReference,
     recordProviderPayment: collections.recordProviderPayment,
@@ -51,6 +59,11 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     /** The dashboard's figures, from the reader. */
     stats: (principal: Principal, input: Parameters<typeof paymentStats>[2]) => paymentStats(deps.read?.prisma ?? deps.prisma, principal, input),
     payWithCard: card.payWithCard,
+    payWithMpesa: attempts.payWithMpesa,
+    listAttempts: attempts.list,
+    scheduleCheckoutExpiry: attempts.scheduleCheckoutExpiry,
+    expireCheckouts: attempts.expireCheckouts,
+    checkoutStatus: reads.checkoutStatus,
     checkoutView: reads.checkoutView,
     lastSettlingEvent: reads.lastSettlingEvent,
     transition: ctx.transition,
@@ -66,6 +79,7 @@ export type TransactionService = ReturnType<typeof createTransactionService>;
 
 // What other modules, tests and benchmarks import from here, wherever it now lives.
 export { CARD_CHARGE_LEASE_MS, PAYMENT_IN_PROGRESS } from "./card.ts";
+export { ATTEMPT_QUERY_JOB, CHECKOUT_EXPIRY_JOB, type AttemptView, type CheckoutSettings } from "./attempts.ts";
 export { type ProviderPayment, type StkCollectionInput } from "./collections.ts";
 export {
   momoConnectorOf,

@@ -3,7 +3,7 @@ import { recordRecoveryPoint } from "../../idempotency/scope.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { defineSnapshot, OUTCOME_AND_TIMES } from "../events/snapshot.ts";
+import { defineSnapshot, OUTCOME_AND_TIMES, type Snapshot } from "../events/snapshot.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
 import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
@@ -57,7 +57,31 @@ const TRANSACTION_SNAPSHOT = defineSnapshot<Transaction>()({
 });
 
 export const transactionSnapshot = (t: Transaction) => TRANSACTION_SNAPSHOT.of(t);
-export type TransactionSnapshot = ReturnType<typeof transactionSnapshot>;
+
+/** The checkout attempt that settled a transaction, as its completed or failed event carries it (issue 25). */
+export interface SnapshotAttempt {
+  method: "card" | "mpesa";
+  code: string | null;
+  reason: string | null;
+  /** 1 for the payer's first attempt on this transaction. */
+  number: number;
+}
+export type TransactionSnapshot = ReturnType<typeof transactionSnapshot> & { attempt?: SnapshotAttempt };
+
+/**
+ * The settling event's snapshot adds the attempt that settled it, read in the status change's own statement:
+ * the succeeded attempt of a completed transaction, the failed one whose code it failed with (none for an
+ * expiry, `abandoned`). Transactions with no such attempt (STK push, C2B) have no `attempt` key.
+ */
+const SETTLED_SNAPSHOT: Snapshot<Transaction, TransactionSnapshot> = {
+  of: transactionSnapshot,
+  sql: (t) => `(${TRANSACTION_SNAPSHOT.sql(t)} || COALESCE((
+    SELECT jsonb_build_object('attempt', jsonb_build_object('method', a.method, 'code', a.code, 'reason', a.reason,
+      'number', (SELECT count(*) FROM transaction_attempts b WHERE b.transaction_id = a.transaction_id AND b.id <= a.id)))
+    FROM transaction_attempts a
+    WHERE a.transaction_id = ${t}.id AND CASE WHEN ${t}.status::text = 'completed' THEN a.status = 'succeeded' ELSE a.status = 'failed' AND a.code IS NOT DISTINCT FROM ${t}.failure_code END
+    ORDER BY a.id DESC LIMIT 1), '{}'::jsonb))`,
+};
 
 /** The transactions table's part in the status machine (events/status-machine.ts). */
 export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_COLUMNS, TransactionSnapshot> = {
@@ -68,7 +92,7 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
   columns: TRANSACTION_COLUMNS,
   fromRow: (row) => transactionFromRow(row as TransactionRow),
   findById,
-  snapshot: TRANSACTION_SNAPSHOT,
+  snapshot: SETTLED_SNAPSHOT,
 };
 
 /** A transaction's status change: pending -> completed | failed, exactly once (events/status-machine.ts). */

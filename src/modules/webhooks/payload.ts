@@ -22,6 +22,8 @@ export function transactionWebhookData(t: TransactionSnapshot) {
     metadata: t.metadata ?? null,
     created_at: t.created_at,
     completed_at: t.completed_at,
+    // The checkout attempt that settled it (issue 25); absent for payments with no attempts (STK push API, C2B).
+    ...(t.attempt ? { attempt: t.attempt } : {}),
   };
 }
 
