@@ -7,6 +7,7 @@ import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import { createAuthenticator, type Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import { registerPaymentLinkRoutes } from "./checkout/payment-link.ts";
+import { registerBrandRoutes } from "./modules/brand/routes.ts";
 import { registerDashboardRoutes } from "./dashboard/routes.ts";
 import type { Config } from "./config.ts";
 import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
@@ -367,6 +368,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   registerCheckoutRoutes(app, services);
   registerPaymentLinkRoutes(app, services);
+  registerBrandRoutes(app, services);
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
   registerLedgerReportRoutes(app, services);

@@ -133,7 +133,7 @@ export function createServices(deps: ServiceDeps) {
     jobs,
     connectors,
     merchants: createMerchantService(prisma, { keyCache: createApiKeyCache({ ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger }) }),
-    brand: createBrandService(prisma),
+    brand: createBrandService({ prisma, sql: deps.sql }),
     channels,
     customers,
     transactions,

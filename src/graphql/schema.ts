@@ -12,6 +12,7 @@ import "../modules/webhooks/schema.ts";
 import "../modules/payouts/schema.ts";
 import "../modules/refunds/schema.ts";
 import "../modules/payment-links/schema.ts";
+import "../modules/brand/schema.ts";
 import "../modules/transactions/stats-schema.ts";
 import "../modules/reconciliation/schema.ts";
 import "../modules/users/schema.ts";

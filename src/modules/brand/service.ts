@@ -1,15 +1,215 @@
-import type { PrismaClient } from "../../db/database.ts";
+import { createHash } from "node:crypto";
+import { crc32 } from "node:zlib";
+import { z } from "zod";
+import { isOwner, type Principal } from "../../auth.ts";
+import type { PrismaClient, Sql } from "../../db/database.ts";
+import { GatewayError, ValidationError } from "../../errors.ts";
 import type { CheckoutBrand } from "../../checkout/page.ts";
 
+/** The largest logo a merchant may upload: a page header image, not a photo. */
+export const MAX_LOGO_BYTES = 256 * 1024;
+export const MAX_DISPLAY_NAME = 100;
+/** WCAG 2's AA threshold for normal text: the page puts white text on the accent colour. */
+export const MIN_CONTRAST = 4.5;
+
+export type LogoType = "image/png" | "image/jpeg" | "image/webp";
+
+/** The media type the bytes really are, by their magic numbers (never the type a client declares); null for anything else. */
+export function sniffLogoType(bytes: Uint8Array): LogoType | null {
+  if (startsWith(bytes, 0, PNG_SIGNATURE)) return "image/png";
+  if (startsWith(bytes, 0, [0xff, 0xd8, 0xff])) return "image/jpeg";
+  if (startsWith(bytes, 0, ascii("RIFF")) && startsWith(bytes, 8, ascii("WEBP"))) return "image/webp";
+  return null;
+}
+
+const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0));
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+const startsWith = (bytes: Uint8Array, offset: number, values: number[]) => bytes.length >= offset + values.length && values.every((value, i) => bytes[offset + i] === value);
+
 /**
- * The merchant's brand on its payers' pages (checkout, payment links). Until the merchant sets one, its name
- * and the page's defaults. (Issue 25: brand settings are stored and edited here.)
+ * Whether the bytes after the magic number hold together as that format (a PNG signature on junk does not):
+ * PNG's chunks walked with their CRCs, from IHDR to a final IEND; JPEG from SOI to EOI; WebP's RIFF size and
+ * first chunk. Not a decoder: the browser decodes, sandboxed, and only these three formats ever reach it.
  */
-export function createBrandService(prisma: PrismaClient) {
+export function wellFormed(bytes: Uint8Array, type: LogoType): boolean {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (type === "image/png") {
+    let offset = 8;
+    let chunks = 0;
+    while (offset + 12 <= bytes.length) {
+      const length = view.getUint32(offset);
+      const end = offset + 12 + length;
+      if (end > bytes.length) return false;
+      const typeAndData = bytes.subarray(offset + 4, offset + 8 + length);
+      if (crc32(typeAndData) !== view.getUint32(offset + 8 + length)) return false;
+      const name = String.fromCharCode(...bytes.subarray(offset + 4, offset + 8));
+      if (chunks === 0 && (name !== "IHDR" || length !== 13 || view.getUint32(offset + 8) === 0 || view.getUint32(offset + 12) === 0)) return false;
+      chunks++;
+      offset = end;
+      if (name === "IEND") return offset === bytes.length;
+    }
+    return false;
+  }
+  if (type === "image/jpeg") return bytes.length >= 4 && bytes[bytes.length - 2] === 0xff && bytes[bytes.length - 1] === 0xd9;
+  // RIFF's size counts everything after its first 8 bytes; the first chunk is the image (lossy, lossless or extended).
+  return bytes.length >= 20 && view.getUint32(4, true) === bytes.length - 8 && ["VP8 ", "VP8L", "VP8X"].some((fourcc) => startsWith(bytes, 12, ascii(fourcc)));
+}
+
+/** WCAG 2 contrast ratio of a #rrggbb colour against white. */
+export function contrastWithWhite(hex: string): number {
+  const channel = (i: number) => {
+    const c = parseInt(hex.slice(1 + 2 * i, 3 + 2 * i), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  const luminance = 0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2);
+  return 1.05 / (luminance + 0.05);
+}
+
+/** Any control character (C0, DEL, C1) or a bidirectional override: a name is one line of plain text. */
+const NAME_FORBIDDEN = /[\p{Cc}\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
+const email = z.string().max(254, "must be at most 254 characters").pipe(z.email("must be a valid e-mail address"));
+
+/** Text field rules: undefined leaves the stored value, null or blank clears it (the page's default returns). */
+function displayNameOf(value: string | null | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const text = value?.trim() ?? "";
+  if (text === "") return null;
+  if (NAME_FORBIDDEN.test(text)) throw new ValidationError("displayName", "must not contain control characters (such as NUL or a line break)");
+  if ([...text].length > MAX_DISPLAY_NAME) throw new ValidationError("displayName", `must be 1 to ${MAX_DISPLAY_NAME} characters`);
+  return text;
+}
+
+function accentColorOf(value: string | null | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const text = value?.trim() ?? "";
+  if (text === "") return null;
+  if (!/^#[0-9a-fA-F]{6}$/.test(text)) throw new ValidationError("accentColor", "must be a colour written #rrggbb, e.g. #1a56db");
+  const ratio = contrastWithWhite(text);
+  if (ratio < MIN_CONTRAST) {
+    // Rounded down, so a colour just under the threshold never reads as 4.50:1.
+    const shown = (Math.floor(ratio * 100) / 100).toFixed(2);
+    throw new ValidationError("accentColor", `${text} has a contrast ratio of ${shown}:1 against white text; at least ${MIN_CONTRAST}:1 is needed (choose a darker colour)`);
+  }
+  return text.toLowerCase();
+}
+
+function supportEmailOf(value: string | null | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const text = value?.trim() ?? "";
+  if (text === "") return null;
+  const parsed = email.safeParse(text);
+  if (!parsed.success) throw new ValidationError("supportEmail", parsed.error.issues[0]!.message);
+  return parsed.data;
+}
+
+/** A logo's bytes checked: present, small enough, and really a PNG, JPEG or WebP. */
+export function checkLogo(bytes: Uint8Array): { bytes: Uint8Array; type: LogoType; hash: string } {
+  if (bytes.length === 0) throw new ValidationError("logo", "is empty; upload a PNG, JPEG or WebP image");
+  if (bytes.length > MAX_LOGO_BYTES) throw new ValidationError("logo", `is ${bytes.length.toLocaleString("en")} bytes; at most ${MAX_LOGO_BYTES.toLocaleString("en")} bytes (256 KB) is allowed`);
+  const type = sniffLogoType(bytes);
+  if (!type) throw new ValidationError("logo", "must be a PNG, JPEG or WebP image (GIF, SVG and other formats are not accepted)");
+  if (!wellFormed(bytes, type)) throw new ValidationError("logo", `starts like a ${type.slice(6).toUpperCase()} image but is not a complete, valid one; export it again`);
+  return { bytes, type, hash: createHash("sha256").update(bytes).digest("hex") };
+}
+
+export interface BrandInput {
+  displayName?: string | null;
+  accentColor?: string | null;
+  supportEmail?: string | null;
+  removeLogo?: boolean | null;
+}
+
+/** The merchant's brand settings as an owner edits them (null: not set, the page's default applies). */
+export interface BrandSettings {
+  merchantId: number;
+  /** The merchant's own name: what payers see while displayName is null. */
+  merchantName: string;
+  displayName: string | null;
+  accentColor: string | null;
+  supportEmail: string | null;
+  logoUrl: string | null;
+  logoType: string | null;
+  logoSize: number | null;
+  updatedAt: Date | null;
+}
+
+/** The logo's public, same-origin path; the hash makes it change with the logo. */
+export const logoPath = (merchantId: number, hash: string) => `/brand/${merchantId}/logo/${hash}`;
+
+const settingsColumns = { displayName: true, accentColor: true, supportEmail: true, logoType: true, logoHash: true, logoSize: true, updatedAt: true } as const;
+
+function requireOwner(principal: Principal): void {
+  if (!isOwner(principal)) throw new GatewayError("forbidden", `Your role (${principal.role}) can only read the brand; only an owner can change it`);
+}
+
+/**
+ * The merchant's brand on its payers' pages (checkout, payment links): display name, logo, accent colour and
+ * support e-mail, one set per merchant for both modes. Owners change it; everyone of the merchant reads it.
+ */
+export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
+  const { prisma, sql } = deps;
+
+  async function settings(merchantId: number): Promise<BrandSettings> {
+    const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: merchantId }, select: { name: true, brand: { select: settingsColumns } } });
+    const brand = merchant.brand;
+    return {
+      merchantId,
+      merchantName: merchant.name,
+      displayName: brand?.displayName ?? null,
+      accentColor: brand?.accentColor ?? null,
+      supportEmail: brand?.supportEmail ?? null,
+      logoUrl: brand?.logoHash ? logoPath(merchantId, brand.logoHash) : null,
+      logoType: brand?.logoType ?? null,
+      logoSize: brand?.logoSize ?? null,
+      updatedAt: brand?.updatedAt ?? null,
+    };
+  }
+
   return {
+    /** What the checkout and payment-link pages show: one indexed query (merchant and brand by primary key), never the logo's bytes. */
     async checkoutBrand(merchantId: number): Promise<CheckoutBrand> {
-      const merchant = await prisma.merchant.findUnique({ where: { id: merchantId }, select: { name: true } });
-      return { displayName: merchant?.name ?? "", accentColor: null, logoUrl: null, supportEmail: null };
+      const [row] = await sql.query<{ name: string; display_name: string | null; accent_color: string | null; support_email: string | null; logo_hash: string | null }>(
+        `SELECT m.name, b.display_name, b.accent_color, b.support_email, b.logo_hash
+           FROM merchants m LEFT JOIN merchant_brands b ON b.merchant_id = m.id
+          WHERE m.id = $1`,
+        [merchantId],
+      );
+      return {
+        displayName: row?.display_name ?? row?.name ?? "",
+        accentColor: row?.accent_color ?? null,
+        logoUrl: row?.logo_hash ? logoPath(merchantId, row.logo_hash) : null,
+        supportEmail: row?.support_email ?? null,
+      };
+    },
+
+    get: (principal: Principal) => settings(principal.merchantId),
+
+    /** Changes the fields given (null or blank clears one); removeLogo drops the logo. Owners only. */
+    async update(principal: Principal, input: BrandInput): Promise<BrandSettings> {
+      requireOwner(principal);
+      const data = {
+        displayName: displayNameOf(input.displayName),
+        accentColor: accentColorOf(input.accentColor),
+        supportEmail: supportEmailOf(input.supportEmail),
+        ...(input.removeLogo ? { logo: null, logoType: null, logoHash: null, logoSize: null } : {}),
+      };
+      await prisma.merchantBrand.upsert({ where: { merchantId: principal.merchantId }, create: { merchantId: principal.merchantId, ...data }, update: data, select: { merchantId: true } });
+      return settings(principal.merchantId);
+    },
+
+    /** Replaces the logo with these bytes, once checked (checkLogo). Owners only. */
+    async setLogo(principal: Principal, bytes: Uint8Array): Promise<BrandSettings> {
+      requireOwner(principal);
+      const logo = checkLogo(bytes);
+      const data = { logo: new Uint8Array(logo.bytes), logoType: logo.type, logoHash: logo.hash, logoSize: logo.bytes.length };
+      await prisma.merchantBrand.upsert({ where: { merchantId: principal.merchantId }, create: { merchantId: principal.merchantId, ...data }, update: data, select: { merchantId: true } });
+      return settings(principal.merchantId);
+    },
+
+    /** The stored logo for its public route, only while its hash is the current one; null otherwise. */
+    async logo(merchantId: number, hash: string): Promise<{ bytes: Uint8Array; type: string } | null> {
+      const brand = await prisma.merchantBrand.findFirst({ where: { merchantId, logoHash: hash }, select: { logo: true, logoType: true } });
+      return brand?.logo && brand.logoType ? { bytes: brand.logo, type: brand.logoType } : null;
     },
   };
 }
