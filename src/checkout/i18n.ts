@@ -219,7 +219,8 @@ export function format(template: string, values: Record<string, string | number>
 
 /** The reason to show for a failed attempt: the catalogue's words for a known code, else the provider's. */
 export function reasonText(lang: Language, code: string | null, reason: string | null): string | null {
-  return (code !== null ? catalogues[lang].reasons[code] : undefined) ?? reason;
+  // Without its own full stop: the sentence it goes into has one.
+  return ((code !== null ? catalogues[lang].reasons[code] : undefined) ?? reason)?.replace(/\.+$/, "") ?? null;
 }
 
 /** `path` with `lang` remembered in its query (only when the payer chose one with the switch). */

@@ -73,7 +73,7 @@ export function formatAmount(amount: bigint, currency: string): string {
   return `${currency} ${whole}.${(amount % unit).toString().padStart(exponent, "0")}`;
 }
 
-/** JSON inside a <script> element: nothing in it can close the element. */
+/** JSON inside a <script> element: nothing in it can close the element (`<` as \u003c, still the same string). */
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, "\\u003c");
 
 const attemptsLeftText = (t: Messages, n: number) => (n === 1 ? t.attemptsLeftOne : format(t.attemptsLeft, { n }));
@@ -200,8 +200,8 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
         amount,
         polling: waiting,
       };
-      script = `<script type="application/json" id="checkout-data"${nonce}>${scriptJson(data)}</script>
-  <script${nonce}>${CLIENT_SCRIPT}</script>`;
+      // One script: the client code, called with this page's strings and state (JSON is a JS literal).
+      script = `<script${nonce}>(${CLIENT_SCRIPT})(${scriptJson(data)});</script>`;
     }
     body += supportFooter(brand, t);
   }
@@ -220,7 +220,7 @@ ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh"
   .spinner { width: 2.5rem; height: 2.5rem; margin: 0 auto; border: 4px solid #d4d4d4; border-top-color: var(--accent); border-radius: 50%; animation: spin 1s linear infinite; }
   @keyframes spin { to { transform: rotate(360deg); } }
   @media (prefers-reduced-motion: reduce) { .spinner { animation: none; } }
-  .attempts { color: #444; margin: .25rem 0 0; } .attempts:empty { display: none; } #result { font-weight: 600; } #return { display: inline-block; margin-top: 1rem; }
+  .attempts { color: #444; margin: .25rem 0 0; } .attempts:empty { display: none; } #result { font-weight: 600; } #result.pending { font-weight: 400; text-align: center; } #return { display: inline-block; margin-top: 1rem; }
 </style></head>
 <body>
   <main>
@@ -236,9 +236,7 @@ ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh"
  * drawn from /status, so the page shows what the gateway recorded (e.g. a card declined with tries left keeps
  * the form; at the limit the payment's final state). If /status cannot be read, the page reloads instead.
  */
-const CLIENT_SCRIPT = `
-(() => {
-  const data = JSON.parse(document.getElementById("checkout-data").textContent);
+const CLIENT_SCRIPT = `(data) => {
   const t = data.t;
   const $ = (id) => document.getElementById(id);
   const result = $("result"), left = $("attempts-left"), waiting = $("waiting"), retry = $("retry"), methods = $("methods");
@@ -252,7 +250,7 @@ const CLIENT_SCRIPT = `
   const say = (text, kind) => { result.className = kind || ""; result.textContent = text; };
   const stop = () => { if (timer) clearTimeout(timer); timer = null; };
   const buttons = (enabled) => document.querySelectorAll("form button").forEach((b) => { b.disabled = !enabled; });
-  const reasonOf = (a) => (a && a.code != null && data.reasons[a.code]) || (a && a.reason) || null;
+  const reasonOf = (a) => ((a && a.code != null && data.reasons[a.code]) || (a && a.reason) || "").replace(/\\.+$/, "") || null;
   // The gateway's English message, or in Swahili the catalogue's words for the field it names (or the status).
   const errorText = (status, message) => {
     const field = /^(\\w+):/.exec(message || "");
@@ -425,5 +423,4 @@ const CLIENT_SCRIPT = `
   }
   // Opened (or reloaded) while an attempt is in flight: follow it.
   if (data.polling) follow(2000);
-})();
-`;
+}`;

@@ -45,6 +45,8 @@ describe("payment link page /pay/<slug>", () => {
     await page.fill('input[name="email"]', email);
     await Promise.all([page.waitForURL(/\/payment\/checkout\//), page.click('button[type="submit"]')]);
     const reference = new URL(page.url()).pathname.split("/").pop()!;
+    // The checkout offers M-Pesa first for KES; these payers choose the card.
+    await page.check('#methods input[value="card"]');
     await page.fill('input[name="card_number"]', "4084084084084081");
     await page.fill('input[name="expiry_month"]', "12");
     await page.fill('input[name="expiry_year"]', String(new Date().getUTCFullYear() + 1));

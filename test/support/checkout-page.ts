@@ -22,7 +22,7 @@ export interface PayerBrowser {
 /** A fresh context (its own viewport and language) confined to the gateway, recording page errors. */
 export async function payerBrowser(browser: Browser, gw: TestGateway, options: { width?: number; locale?: string } = {}): Promise<PayerBrowser> {
   const context = await browser.newContext({
-    viewport: { width: options.width ?? 800, height: 800 },
+    viewport: { width: options.width ?? 800, height: 640 },
     ...(options.locale ? { locale: options.locale, extraHTTPHeaders: { "accept-language": options.locale } } : {}),
   });
   context.setDefaultTimeout(20_000);
@@ -69,14 +69,12 @@ export async function payByMpesa(page: Page, phone: string) {
   await page.click('#mpesa button[type="submit"]');
 }
 
-/** The transaction as the merchant sees it (GraphQL), with its attempts. */
-export async function transactionOf(gw: TestGateway, key: string, reference: string) {
-  const res = await apiClient(gw.url, key).post("/graphql", {
-    query: `query($r: String!) { transaction(reference: $r) { ... on Transaction { status failureCode failureReason attempts { method status code } } } }`,
-    variables: { r: reference },
-  });
-  expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
-  return res.body.data.transaction as { status: string; failureCode: string | null; failureReason: string | null; attempts: { method: string; status: string; code: string | null }[] };
+/** The transaction as the gateway recorded it, with its attempts oldest first. */
+export async function recorded(gw: TestGateway, reference: string) {
+  const prisma = gw.gateway.db.prisma;
+  const t = await prisma.transaction.findUniqueOrThrow({ where: { reference }, select: { id: true, status: true, failureCode: true, failureReason: true } });
+  const attempts = await prisma.transactionAttempt.findMany({ where: { transactionId: t.id }, orderBy: { id: "asc" }, select: { method: true, status: true, code: true } });
+  return { ...t, attempts };
 }
 
 /**
