@@ -6,6 +6,7 @@ import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { CollectionCallback, CollectionOutcome, MomoConnector } from "../../providers/types.ts";
 import { CARD_CHARGE_LEASE_MS } from "./card.ts";
 import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "./context.ts";
+import { claimForAttempt, findExpiredCheckouts, releaseClaim } from "./store.ts";
 
 /**
  * The payer's attempts on the hosted checkout (issue 25): each card charge or STK push is a row of
@@ -57,36 +58,12 @@ export const attemptView = (a: Pick<TransactionAttempt, "method" | "status" | "c
 export const maskMsisdn = (msisdn: string) => `${msisdn.slice(0, 4)}${"*".repeat(Math.max(0, msisdn.length - 7))}${msisdn.slice(-3)}`;
 export const maskCard = (number: string) => `**** ${number.slice(-4)}`;
 
-/**
- * The claim and the attempt in one statement. A held claim lapses when it is older than the card lease
- * ($3), or, when an STK push in flight holds it, older than the push's lifetime ($4). $5 null: claim only
- * (the expiry sweep), no attempt row.
- */
-const CLAIM_ATTEMPT = `WITH claimed AS (
-    UPDATE transactions t SET charge_started_at = $2, updated_at = $2
-    WHERE t.id = $1 AND t.status = 'pending' AND (t.charge_started_at IS NULL OR t.charge_started_at < CASE
-      WHEN EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.transaction_id = t.id AND a.method = 'mpesa' AND a.status = 'pending' AND a.created_at = t.charge_started_at)
-      THEN $4::timestamptz ELSE $3::timestamptz END)
-    RETURNING t.id
-  ), attempt AS (
-    INSERT INTO transaction_attempts (transaction_id, method, detail, channel_id, phone_number, created_at)
-    SELECT id, $5::text, $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
-    RETURNING id
-  )
-  SELECT true AS claimed, 'pending' AS status, (SELECT id FROM attempt) AS "attemptId" FROM claimed
-  UNION ALL SELECT false, status::text, NULL FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
-
 /** An outcome is written once: a pending attempt settles; a provider's success also overrides the gateway's own expiry of a push. */
 const SETTLE_ATTEMPT = `UPDATE transaction_attempts SET status = $2, code = $3, reason = $4, provider_reference = COALESCE($5, provider_reference), settled_at = now()
   WHERE id = $1 AND (status = 'pending' OR ($2 = 'succeeded' AND status = 'failed'))
   RETURNING id`;
 
-const RELEASE_CLAIM = `UPDATE transactions SET charge_started_at = NULL WHERE id = $1 AND charge_started_at = $2`;
 const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
-/** Pending hosted-checkout payments (no payment method yet: from initialize) created before $1, oldest first. */
-const EXPIRED_CHECKOUTS = `SELECT id, channel_id AS "channelId" FROM transactions
-  WHERE status = 'pending' AND payment_method IS NULL AND created_at < $1 ORDER BY created_at LIMIT ${EXPIRY_BATCH}`;
-
 type Claim = { claimed: true; attemptId: number | null } | { claimed: false; status: string };
 
 export function createAttemptFlow(ctx: FlowContext) {
@@ -99,16 +76,11 @@ export function createAttemptFlow(ctx: FlowContext) {
   const maxAttemptsOf = (t: Pick<Transaction, "paymentMethod">) => (t.paymentMethod === null ? settings.maxAttempts : 1);
 
   async function claim(transactionId: number, at: Date, attempt: { method: AttemptMethod; detail: string | null; channelId?: number; phoneNumber?: string } | null): Promise<Claim> {
-    const [row] = await sql.query<{ claimed: boolean; status: string; attemptId: number | null }>(CLAIM_ATTEMPT, [
-      transactionId,
-      at,
-      new Date(at.getTime() - cardLeaseMs()),
-      new Date(at.getTime() - deps.collection.lifetimeMs),
-      attempt?.method ?? null,
-      attempt?.detail ?? null,
-      attempt?.channelId ?? null,
-      attempt?.phoneNumber ?? null,
-    ]);
+    const row = await claimForAttempt(sql, transactionId, at, {
+      cardLapsedBefore: new Date(at.getTime() - cardLeaseMs()),
+      pushLapsedBefore: new Date(at.getTime() - deps.collection.lifetimeMs),
+      attempt,
+    });
     if (!row) throw new NotFoundError("Transaction");
     return row.claimed ? { claimed: true, attemptId: row.attemptId } : { claimed: false, status: row.status };
   }
@@ -120,7 +92,7 @@ export function createAttemptFlow(ctx: FlowContext) {
     return rows.length > 0;
   }
 
-  const release = (transactionId: number, token: Date) => sql.query(RELEASE_CLAIM, [transactionId, token]);
+  const release = (transactionId: number, token: Date) => releaseClaim(sql, transactionId, token);
 
   /**
    * After a failed attempt: at the limit the transaction fails with this attempt's code and reason (its event
@@ -148,7 +120,10 @@ export function createAttemptFlow(ctx: FlowContext) {
       }
       return { channel, momo };
     };
-    const own = t.channelId === null ? null : usable(await channels.findById(t.channelId));
+    const ownChannel = t.channelId === null ? null : await channels.findById(t.channelId);
+    // A payment opened at a hosted-checkout provider (Paystack) is paid on its page: a push beside it could pay twice.
+    if (ownChannel && connectorOf(connectors, ownChannel)?.hosted) return null;
+    const own = usable(ownChannel);
     if (own) return own;
     const others = await prisma.paymentChannel.findMany({ where: { merchantId: t.merchantId, mode: t.mode, isActive: true }, orderBy: [{ isDefault: "desc" }, { id: "asc" }] });
     for (const channel of others) {
@@ -234,7 +209,7 @@ export function createAttemptFlow(ctx: FlowContext) {
 
   /** Fails unpaid hosted-checkout payments older than the expiry as `abandoned`; one in flight (claimed) is left to its attempt. */
   async function expireCheckouts(): Promise<number> {
-    const due = await sql.query<{ id: number; channelId: number | null }>(EXPIRED_CHECKOUTS, [new Date(Date.now() - settings.expiryMs)]);
+    const due = await findExpiredCheckouts(sql, new Date(Date.now() - settings.expiryMs), EXPIRY_BATCH);
     let expired = 0;
     for (const { id, channelId } of due) {
       // A provider-hosted payment (Paystack) is verified and abandoned by its own reconciliation instead.
@@ -245,7 +220,8 @@ export function createAttemptFlow(ctx: FlowContext) {
       const result = await ctx.transition({ transactionId: id, to: "failed", changes: { failureCode: "abandoned", failureReason: "The payer did not complete the payment in time" } });
       if (result.applied) expired++;
     }
-    return due.length === EXPIRY_BATCH ? -expired : expired;
+    // A full batch that expired something: more may be waiting (a batch of skipped rows only must not spin).
+    return due.length === EXPIRY_BATCH && expired > 0 ? -expired : expired;
   }
 
   const expiryJob: JobDefinition<Record<string, never>> = {

@@ -66,9 +66,13 @@ export function createCollectionFlow(ctx: FlowContext) {
   const { deps, store, transition } = ctx;
   const { channels, connectors, logger } = deps;
 
-  /** A callback is applied only when it matches what was asked for: same request, amount and phone. */
-  async function applyCollectionCallback(channel: PaymentChannel, callback: CollectionCallback): Promise<boolean> {
+  /**
+   * A callback is applied only when it matches what was asked for: same request, amount and phone. `otherwise`
+   * is asked when no transaction made the request (a push from the checkout page is matched on its attempt).
+   */
+  async function applyCollectionCallback(channel: PaymentChannel, callback: CollectionCallback, otherwise?: () => Promise<boolean>): Promise<boolean> {
     const transaction = await store.findByCollectionRequest(channel.id, callback.providerRequestId);
+    if (!transaction && (await otherwise?.())) return true;
     if (!transaction) {
       logger.warn({ channelId: channel.id, providerRequestId: callback.providerRequestId }, "collection callback for an unknown request; not applied");
       return false;

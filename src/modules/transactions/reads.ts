@@ -70,7 +70,7 @@ export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "check
         mode: t.mode,
         failureReason: t.failureReason,
         returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
-        sandbox: (t.channel !== null && isTestProvider(t.channel.provider)) || (mpesa !== null && isTestProvider(mpesa.channel.provider)),
+        sandbox: t.channel !== null && isTestProvider(t.channel.provider),
         merchantName: t.merchant.name,
         acceptsCards,
         hosted: t.channel !== null && connectors.for(t.channel)?.hosted !== undefined,

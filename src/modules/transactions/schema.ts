@@ -54,6 +54,25 @@ export const Transaction = builder.prismaNode("Transaction", {
     completedAt: t.expose("completedAt", { type: "DateTime", nullable: true }),
     channel: t.relation("channel", { nullable: true }),
     customer: t.relation("customer", { nullable: true }),
+    attempts: t.relation("attempts", {
+      description: "The payer's attempts on the hosted checkout (card charges, M-Pesa STK pushes), oldest first; empty for payments made otherwise.",
+      query: { orderBy: { id: "asc" } },
+    }),
+  }),
+});
+
+/** One try at paying on the hosted checkout: never a card number or a whole phone number. */
+builder.prismaObject("TransactionAttempt", {
+  fields: (t) => ({
+    method: t.exposeString("method", { description: "card or mpesa." }),
+    status: t.exposeString("status", { description: "pending, succeeded or failed; recorded once." }),
+    code: t.exposeString("code", { nullable: true, description: "The provider's code when it failed: card_declined, insufficient_funds, 1032 (cancelled), 1037 (timeout) ..." }),
+    reason: t.exposeString("reason", { nullable: true, description: "The provider's words for a failure, as the payer was shown them." }),
+    detail: t.exposeString("detail", { nullable: true, description: "What the payer recognises it by: a masked phone (2547*****149) or a card's last four digits (**** 4242)." }),
+    checkoutRequestId: t.exposeString("checkoutRequestId", { nullable: true, description: "The provider's id for an STK push." }),
+    providerReference: t.exposeString("providerReference", { nullable: true, description: "The provider's receipt when it succeeded." }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    settledAt: t.expose("settledAt", { type: "DateTime", nullable: true }),
   }),
 });
 

@@ -1,4 +1,6 @@
 import type { Principal } from "../../auth.ts";
+import type { PaymentChannel } from "../../db/generated/prisma/client.ts";
+import type { CollectionCallback } from "../../providers/types.ts";
 import { createAttemptFlow } from "./attempts.ts";
 import { createCardFlow } from "./card.ts";
 import { createCollectionFlow } from "./collections.ts";
@@ -42,10 +44,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     checkoutUrl: ctx.checkoutUrl,
     initialize: createInitialize(ctx, hosted),
     startStkCollection: collections.startStkCollection,
-    /** A push from the checkout page is matched on its attempt; any other on its transaction. */
-    async applyCollectionCallback(...args: Parameters<typeof collections.applyCollectionCallback>) {
-      return (await attempts.applyAttemptCallback(...args)) || collections.applyCollectionCallback(...args);
-    },
+    /** A push from the API is matched on its transaction; one from the checkout page on its attempt. */
+    applyCollectionCallback: (channel: PaymentChannel, callback: CollectionCallback) =>
+      collections.applyCollectionCallback(channel, callback, () => attempts.applyAttemptCallback(channel, callback)),
     hostedCheckoutUrl: hosted.hostedCheckoutUrl,
     verifyHostedPaymentByReference: hosted.verifyHostedPaymentByReference,
     recordProviderPayment: collections.recordProviderPayment,

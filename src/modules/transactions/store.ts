@@ -462,3 +462,70 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
 }
 
 export type TransactionStore = ReturnType<typeof createTransactionStore>;
+
+/* ---- The hosted checkout's attempts (attempts.ts): the claim one attempt at a time holds, and the expiry sweep. ---- */
+
+/**
+ * The claim and the attempt in one statement: charge_started_at is set to the attempt's created_at (its token).
+ * A held claim lapses when older than the card lease ($3), or, when an STK push in flight holds it, older than
+ * the push's lifetime ($4). $5 null: the claim only (the expiry sweep), no attempt row.
+ */
+const CLAIM_FOR_ATTEMPT = `WITH claimed AS (
+    UPDATE transactions t SET charge_started_at = $2, updated_at = $2
+    WHERE t.id = $1 AND t.status = 'pending' AND (t.charge_started_at IS NULL OR t.charge_started_at < CASE
+      WHEN EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.transaction_id = t.id AND a.method = 'mpesa' AND a.status = 'pending' AND a.created_at = t.charge_started_at)
+      THEN $4::timestamptz ELSE $3::timestamptz END)
+    RETURNING t.id
+  ), attempt AS (
+    INSERT INTO transaction_attempts (transaction_id, method, detail, channel_id, phone_number, created_at)
+    SELECT id, $5::text, $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
+    RETURNING id
+  )
+  SELECT true AS claimed, 'pending' AS status, (SELECT id FROM attempt) AS "attemptId" FROM claimed
+  UNION ALL SELECT false, status::text, NULL FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
+
+export interface NewAttempt {
+  method: "card" | "mpesa";
+  detail: string | null;
+  channelId?: number;
+  phoneNumber?: string;
+}
+
+/** Claims a pending transaction for one attempt (inserted with the claim when given); null when there is no such transaction. */
+export async function claimForAttempt(
+  sql: Sql,
+  id: number,
+  at: Date,
+  options: { cardLapsedBefore: Date; pushLapsedBefore: Date; attempt: NewAttempt | null },
+): Promise<{ claimed: boolean; status: string; attemptId: number | null } | null> {
+  const { attempt } = options;
+  const [row] = await sql.query<{ claimed: boolean; status: string; attemptId: number | null }>(CLAIM_FOR_ATTEMPT, [
+    id,
+    at,
+    options.cardLapsedBefore,
+    options.pushLapsedBefore,
+    attempt?.method ?? null,
+    attempt?.detail ?? null,
+    attempt?.channelId ?? null,
+    attempt?.phoneNumber ?? null,
+  ]);
+  return row ?? null;
+}
+
+/** Releases the claim an attempt took at `token` (and only that one: a later claim that took over stays). */
+export async function releaseClaim(sql: Sql, id: number, token: Date): Promise<void> {
+  await sql.query(`UPDATE transactions SET charge_started_at = NULL WHERE id = $1 AND charge_started_at = $2`, [id, token]);
+}
+
+/**
+ * Pending hosted-checkout payments (no payment method yet: from initialize) created before `before`, oldest
+ * first; not those opened at a hosted-checkout provider (its access code), which its own reconciliation abandons.
+ */
+export function findExpiredCheckouts(sql: Sql, before: Date, limit: number): Promise<{ id: number; channelId: number | null }[]> {
+  return sql.query(
+    `SELECT id, channel_id AS "channelId" FROM transactions
+     WHERE status = 'pending' AND payment_method IS NULL AND provider_access_code IS NULL AND created_at < $1
+     ORDER BY created_at LIMIT $2`,
+    [before, limit],
+  );
+}

@@ -5,7 +5,7 @@ import { formatDate, formatMoney } from "../format.ts";
 import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
-import { Badge, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
+import { Badge, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
 import { REFUND_FIELDS, RefundForm, RefundedBadge, RefundsTable, refundable, type Refund } from "./refunds.tsx";
 import { TRANSACTION_FIELDS, type Transaction } from "./transaction-fields.ts";
 import { methodLabel } from "./transactions.tsx";
@@ -19,6 +19,7 @@ const QUERY = `query DashboardTransaction($reference: String!) {
       ${TRANSACTION_FIELDS} databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
       amountRefunded refunded refunds { ${REFUND_FIELDS} }
       events { id type occurredAt }
+      attempts { method status code reason detail createdAt }
     }
   }
 }`;
@@ -38,6 +39,48 @@ interface Detail extends Transaction {
   refunded: boolean;
   refunds: Refund[];
   events: { id: string; type: string; occurredAt: string }[];
+  attempts: Attempt[];
+}
+
+/** One try on the hosted checkout (a card charge or an M-Pesa push), oldest first. */
+interface Attempt {
+  method: string;
+  status: string;
+  code: string | null;
+  reason: string | null;
+  detail: string | null;
+  createdAt: string;
+}
+
+function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
+  return (
+    <TableWrap label="Checkout attempts">
+      <thead>
+        <tr>
+          <th>#</th>
+          <th>Method</th>
+          <th>Paid with</th>
+          <th>Status</th>
+          <th>Outcome</th>
+          <th>Started</th>
+        </tr>
+      </thead>
+      <tbody>
+        {attempts.map((attempt, i) => (
+          <tr key={i}>
+            <td>{i + 1}</td>
+            <td>{attempt.method === "mpesa" ? "M-Pesa" : "Card"}</td>
+            <td class="mono">{attempt.detail ?? "—"}</td>
+            <td>
+              <Badge value={attempt.status} />
+            </td>
+            <td>{attempt.reason || attempt.code ? `${attempt.reason ?? ""}${attempt.code ? ` (${attempt.code})` : ""}` : "—"}</td>
+            <td>{formatDate(attempt.createdAt)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </TableWrap>
+  );
 }
 type Answer = { transaction: Detail | { __typename: string; code: string; message: string } };
 
@@ -147,6 +190,14 @@ export function TransactionDetail({ reference, session }: { reference: string; s
           </div>
         ))}
       </dl>
+      {transaction.attempts.length > 0 && (
+        <>
+          <h2>Checkout attempts</h2>
+          <div id="transaction-attempts">
+            <AttemptsTable attempts={transaction.attempts} />
+          </div>
+        </>
+      )}
       {transaction.refunds.length > 0 && (
         <>
           <h2>Refunds</h2>
