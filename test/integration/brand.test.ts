@@ -30,6 +30,9 @@ const GIF = Buffer.concat([Buffer.from("GIF89a", "latin1"), Buffer.from([1, 0, 1
 const SVG = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>`);
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, ...Buffer.from("JFIF\0", "latin1"), 1, 1, 0, 0, 1, 0, 1, 0, 0, 0xff, 0xd9]);
 
+/** A 1x1 lossless WebP. */
+const WEBP = Buffer.from("UklGRhoAAABXRUJQVlA4TA0AAAAvAAAAEAcQERGIiP4HAA==", "base64");
+
 /** A valid PNG of exactly `size` bytes: a private ancillary chunk ("prVt") pads it, placed before IEND. */
 function pngOfSize(size: number): Buffer {
   const iend = PNG.subarray(PNG.length - 12);
@@ -118,13 +121,16 @@ describe("brand settings", () => {
     expect(logo.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
 
     // A new logo is a new URL; the old one is gone.
-    const replaced = await upload(JPEG, asKey(), "image/png");
+    // (As curl --data-binary sends it: the declared type is not what decides.)
+    const replaced = await upload(JPEG, asKey(), "application/x-www-form-urlencoded");
     expect(replaced.status, replaced.text).toBe(200);
     expect(replaced.body.data).toMatchObject({ logo_type: "image/jpeg", logo_size: JPEG.length });
     expect(replaced.body.data.logo_url).not.toBe(logoUrl);
     expect((await fetch(`${gw.url}${logoUrl}`)).status).toBe(404);
     const jpeg = await fetch(`${gw.url}${replaced.body.data.logo_url}`);
     expect([jpeg.status, jpeg.headers.get("content-type")]).toEqual([200, "image/jpeg"]);
+    const webp = await upload(WEBP, asKey(), "image/webp");
+    expect([webp.status, webp.body.data?.logo_type, webp.body.data?.logo_size], webp.text).toEqual([200, "image/webp", WEBP.length]);
   });
 
   it("a field left out is unchanged, an empty one is cleared; removeLogo deletes the logo and its URL", async () => {
@@ -146,6 +152,8 @@ describe("brand settings", () => {
       ["SVG declared as PNG", SVG, "image/png", /must be a PNG, JPEG or WebP image/],
       ["PNG header on junk", Buffer.concat([PNG.subarray(0, 8), Buffer.from("this is not an image at all, only text")]), "image/png", /starts like a PNG image but is not a complete, valid one/],
       ["PNG with a broken CRC", Buffer.concat([PNG.subarray(0, 30), Buffer.from([PNG[30]! ^ 0xff]), PNG.subarray(31)]), "image/png", /not a complete, valid one/],
+      ["WebP cut short", WEBP.subarray(0, 30), "image/webp", /starts like a WEBP image but is not a complete, valid one/],
+      ["JPEG without its end", JPEG.subarray(0, JPEG.length - 2), "image/jpeg", /starts like a JPEG image/],
       ["empty", Buffer.alloc(0), "image/png", /is empty/],
       ["256 KB + 1", pngOfSize(262_145), "image/png", /is 262,145 bytes; at most 262,144 bytes \(256 KB\)/],
       ["NUL bytes", Buffer.alloc(1000), "image/png", /must be a PNG, JPEG or WebP image/],
@@ -199,6 +207,15 @@ describe("brand settings", () => {
     const anonymous = await upload(PNG, {});
     expect([anonymous.status, anonymous.body.code]).toEqual([401, "invalid_api_key"]);
     expect((await apiClient(gw.url, merchant.testKey).graphql(Brand)).body.data?.brand).toEqual(before);
+  });
+
+  it("saves a new merchant's first brand from several requests at once, each told the truth", async () => {
+    const fresh = await gw.createMerchant("Fresh Shop");
+    const client = apiClient(gw.url, fresh.testKey);
+    const names = ["One", "Two", "Three", "Four", "Five"];
+    const results = await Promise.all(names.map((displayName) => update({ displayName }, client)));
+    expect(results.map((r) => (r.data?.updateBrand as { __typename: string }).__typename)).toEqual(names.map(() => "Brand"));
+    expect(names).toContain((await client.graphql(Brand)).body.data?.brand.displayName);
   });
 
   it("keeps tenants apart: another merchant sees its own brand and cannot reach this one's logo under its id", async () => {

@@ -5,6 +5,7 @@ import { onLiveStatus, onRefundEvent, onTransactionEvent, startLive, type LiveSt
 import { formatMoney } from "./format.ts";
 import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
 import { ApiKeys } from "./sections/api-keys.tsx";
+import { BrandSettings } from "./sections/brand.tsx";
 import { Channels } from "./sections/channels.tsx";
 import { Customers } from "./sections/customers.tsx";
 import { Overview } from "./sections/overview.tsx";
@@ -31,6 +32,7 @@ const NAV = [
   ["/payouts", "Payouts"],
   ["/reconciliations", "Reconciliation"],
   ["/users", "Users"],
+  ["/brand", "Brand"],
 ] as const;
 
 function App() {
@@ -107,6 +109,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   else if (route.startsWith("/payment-links")) page = <PaymentLinks session={session} />;
   else if (route.startsWith("/reconciliations")) page = <Reconciliations route={route} session={session} />;
   else if (route.startsWith("/users")) page = <Users session={session} />;
+  else if (route.startsWith("/brand")) page = <BrandSettings session={session} />;
   else page = <Transactions mode={session.mode} />;
 
   const test = session.mode === "test";

@@ -3,8 +3,9 @@ import { crc32 } from "node:zlib";
 import { z } from "zod";
 import { isOwner, type Principal } from "../../auth.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
-import { GatewayError, ValidationError } from "../../errors.ts";
+import { GatewayError, ValidationError, isUniqueViolation } from "../../errors.ts";
 import type { CheckoutBrand } from "../../checkout/page.ts";
+import type { Prisma } from "../../db/generated/prisma/client.ts";
 
 /** The largest logo a merchant may upload: a page header image, not a photo. */
 export const MAX_LOGO_BYTES = 256 * 1024;
@@ -165,6 +166,17 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
     };
   }
 
+  /** Creates the merchant's row or changes it; two first saves at once both land (the loser of the insert updates). */
+  async function save(merchantId: number, data: Omit<Prisma.MerchantBrandUncheckedCreateInput, "merchantId">): Promise<void> {
+    const upsert = () => prisma.merchantBrand.upsert({ where: { merchantId }, create: { merchantId, ...data }, update: data, select: { merchantId: true } });
+    try {
+      await upsert();
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      await upsert();
+    }
+  }
+
   return {
     /** What the checkout and payment-link pages show: one indexed query (merchant and brand by primary key), never the logo's bytes. */
     async checkoutBrand(merchantId: number): Promise<CheckoutBrand> {
@@ -193,7 +205,7 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
         supportEmail: supportEmailOf(input.supportEmail),
         ...(input.removeLogo ? { logo: null, logoType: null, logoHash: null, logoSize: null } : {}),
       };
-      await prisma.merchantBrand.upsert({ where: { merchantId: principal.merchantId }, create: { merchantId: principal.merchantId, ...data }, update: data, select: { merchantId: true } });
+      await save(principal.merchantId, data);
       return settings(principal.merchantId);
     },
 
@@ -202,7 +214,7 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
       requireOwner(principal);
       const logo = checkLogo(bytes);
       const data = { logo: new Uint8Array(logo.bytes), logoType: logo.type, logoHash: logo.hash, logoSize: logo.bytes.length };
-      await prisma.merchantBrand.upsert({ where: { merchantId: principal.merchantId }, create: { merchantId: principal.merchantId, ...data }, update: data, select: { merchantId: true } });
+      await save(principal.merchantId, data);
       return settings(principal.merchantId);
     },
 

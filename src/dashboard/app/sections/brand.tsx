@@ -1,0 +1,229 @@
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, ERROR_FIELDS, gql, mutate } from "../api.ts";
+import { CardForm } from "../forms.tsx";
+import { freshAccessToken, refresh, type Session } from "../session.ts";
+import { ErrorNote, Loading, PageHeader, announce, useQuery } from "../ui.tsx";
+
+const BRAND_FIELDS = "displayName merchantName accentColor supportEmail logoUrl logoType logoSize";
+const BRAND = `query DashboardBrand { brand { ${BRAND_FIELDS} } }`;
+const UPDATE = `mutation DashboardUpdateBrand($input: UpdateBrandInput!) { updateBrand(input: $input) { ${ERROR_FIELDS} ... on Brand { ${BRAND_FIELDS} } } }`;
+
+interface Brand {
+  displayName: string | null;
+  merchantName: string;
+  accentColor: string | null;
+  supportEmail: string | null;
+  logoUrl: string | null;
+  logoType: string | null;
+  logoSize: number | null;
+}
+
+/** The gateway's rules, repeated here so the owner sees them while typing (the gateway checks again). */
+const MAX_LOGO_BYTES = 256 * 1024;
+const MIN_CONTRAST = 4.5;
+const COLOR = /^#[0-9a-fA-F]{6}$/;
+
+/** WCAG 2 contrast ratio of #rrggbb against white: the checkout puts white text on the accent colour. */
+export function contrastWithWhite(hex: string): number {
+  const channel = (i: number) => {
+    const c = parseInt(hex.slice(1 + 2 * i, 3 + 2 * i), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  return 1.05 / (0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2) + 0.05);
+}
+
+function contrastMessage(color: string): { ok: boolean; text: string } | null {
+  if (color.trim() === "") return null;
+  if (!COLOR.test(color.trim())) return { ok: false, text: "Write the colour as #rrggbb, e.g. #1a56db." };
+  const ratio = Math.floor(contrastWithWhite(color.trim()) * 100) / 100;
+  return ratio >= MIN_CONTRAST
+    ? { ok: true, text: `Contrast with white text ${ratio.toFixed(2)}:1: readable (at least ${MIN_CONTRAST}:1 is needed).` }
+    : { ok: false, text: `Contrast with white text ${ratio.toFixed(2)}:1: too light, at least ${MIN_CONTRAST}:1 is needed. Choose a darker colour.` };
+}
+
+/** PUT /v1/brand/logo with the file's bytes as they are (the gateway reads the type from them), as the signed-in user. */
+async function uploadLogo(file: File): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const token = await freshAccessToken();
+    if (!token) throw new ApiError("You are signed out", "invalid_token");
+    const response = await fetch("/v1/brand/logo", { method: "PUT", headers: { authorization: `Bearer ${token}`, "content-type": file.type || "application/octet-stream" }, body: file });
+    if (response.status === 401 && attempt === 0 && (await refresh().catch(() => false))) continue;
+    if (response.ok) return;
+    const body = (await response.json().catch(() => null)) as { message?: string; code?: string } | null;
+    throw new ApiError(body?.message ?? `The logo was not saved (HTTP ${response.status})`, body?.code ?? "http_error");
+  }
+}
+
+/** Brand: how the merchant appears on its payers' checkout and payment-link pages. Owners edit; everyone else reads. */
+export function BrandSettings({ session }: { session: Session }) {
+  const brand = useQuery<{ brand: Brand }>(BRAND);
+  const owner = session.user.role === "owner";
+  return (
+    <section>
+      <PageHeader title="Brand" />
+      <p class="muted">Your name, logo, colour and support e-mail on the pages where payers pay you (hosted checkout and payment links), in test and live mode.</p>
+      <ErrorNote message={brand.error} />
+      {brand.loading && !brand.data && <Loading />}
+      {brand.data &&
+        (owner ? <BrandForm brand={brand.data.brand} onSaved={(saved) => brand.setData(() => ({ brand: saved }))} /> : <BrandReadOnly brand={brand.data.brand} />)}
+    </section>
+  );
+}
+
+function LogoImage({ src, name }: { src: string; name: string }) {
+  return <img class="brand-logo" src={src} alt={`${name} logo`} />;
+}
+
+function BrandReadOnly({ brand }: { brand: Brand }) {
+  const name = brand.displayName ?? brand.merchantName;
+  return (
+    <>
+      <p class="hint" id="brand-read-only">
+        Only an owner can change the brand.
+      </p>
+      <dl class="card fields" id="brand-fields">
+        <div>
+          <dt>Display name</dt>
+          <dd id="brand-display-name">{name}</dd>
+        </div>
+        <div>
+          <dt>Accent colour</dt>
+          <dd id="brand-accent-color">{brand.accentColor ?? "The page's default"}</dd>
+        </div>
+        <div>
+          <dt>Support e-mail</dt>
+          <dd id="brand-support-email">{brand.supportEmail ?? "None"}</dd>
+        </div>
+        <div>
+          <dt>Logo</dt>
+          <dd>{brand.logoUrl ? <LogoImage src={brand.logoUrl} name={name} /> : "None"}</dd>
+        </div>
+      </dl>
+    </>
+  );
+}
+
+function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) => void }) {
+  const [displayName, setDisplayName] = useState(brand.displayName ?? "");
+  const [accentColor, setAccentColor] = useState(brand.accentColor ?? "");
+  const [supportEmail, setSupportEmail] = useState(brand.supportEmail ?? "");
+  const [file, setFile] = useState<File | null>(null);
+  const [preview, setPreview] = useState<string | null>(null);
+  const [fileProblem, setFileProblem] = useState<string | null>(null);
+  const [removeLogo, setRemoveLogo] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const contrast = contrastMessage(accentColor);
+
+  // The chosen file is shown as a data: URL (the dashboard's CSP allows data: images, not blob:).
+  useEffect(() => {
+    setPreview(null);
+    if (!file) return;
+    const reader = new FileReader();
+    reader.onload = () => setPreview(typeof reader.result === "string" ? reader.result : null);
+    reader.readAsDataURL(file);
+    return () => reader.abort();
+  }, [file]);
+
+  const choose = (chosen: File | null) => {
+    setSaved(false);
+    setFileProblem(null);
+    if (chosen && chosen.size > MAX_LOGO_BYTES) {
+      setFileProblem(`That file is ${Math.ceil(chosen.size / 1024)} KB; a logo may be at most 256 KB.`);
+      setFile(null);
+      return;
+    }
+    setFile(chosen);
+    if (chosen) setRemoveLogo(false);
+  };
+
+  const submit = async () => {
+    setSaved(false);
+    if (fileProblem) throw new ApiError(fileProblem, "validation_failed");
+    // The text first: a refused colour or e-mail then leaves the logo as it was too.
+    let result: Brand = await mutate<Brand & { __typename: "Brand" }>(UPDATE, "updateBrand", {
+      input: { displayName: displayName.trim() || null, accentColor: accentColor.trim() || null, supportEmail: supportEmail.trim() || null, removeLogo: removeLogo && !file },
+    });
+    if (file) {
+      await uploadLogo(file);
+      result = (await gql<{ brand: Brand }>(BRAND)).brand;
+      setFile(null);
+    }
+    setRemoveLogo(false);
+    onSaved(result);
+    setSaved(true);
+    announce("Brand saved");
+  };
+
+  const shownLogo = preview ?? (removeLogo ? null : brand.logoUrl);
+  const pageName = displayName.trim() || brand.merchantName;
+  const swatch = contrast?.ok ? accentColor.trim() : undefined;
+  return (
+    <CardForm
+      title="Brand settings"
+      titleId="brand-title"
+      id="brand-form"
+      submit="Save brand"
+      onSubmit={submit}
+      status={
+        saved ? (
+          <p class="ok" role="status" id="brand-saved">
+            Brand saved.
+          </p>
+        ) : null
+      }
+    >
+      <div class="grid">
+        <div class="field">
+          <label for="brand-display-name">Display name</label>
+          <input id="brand-display-name" type="text" maxLength={100} placeholder={brand.merchantName} aria-describedby="brand-display-name-hint" value={displayName} onInput={(e) => setDisplayName(e.currentTarget.value)} />
+          <p class="hint" id="brand-display-name-hint">
+            Empty: payers see {brand.merchantName}.
+          </p>
+        </div>
+        <div class="field">
+          <label for="brand-support-email">Support e-mail</label>
+          <input id="brand-support-email" type="email" maxLength={254} autoComplete="email" value={supportEmail} onInput={(e) => setSupportEmail(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="brand-accent-color">Accent colour</label>
+          <div class="brand-colour">
+            <input id="brand-accent-color" type="text" maxLength={7} placeholder="#1a56db" autoComplete="off" spellcheck={false} aria-describedby="brand-contrast" value={accentColor} onInput={(e) => setAccentColor(e.currentTarget.value)} />
+            <input
+              id="brand-accent-picker"
+              type="color"
+              aria-label="Pick the accent colour"
+              value={COLOR.test(accentColor.trim()) ? accentColor.trim().toLowerCase() : "#2454d6"}
+              onInput={(e) => setAccentColor(e.currentTarget.value)}
+            />
+          </div>
+          <p id="brand-contrast" class={contrast ? (contrast.ok ? "hint contrast-ok" : "hint contrast-low") : "hint"} aria-live="polite">
+            {contrast?.text ?? "Empty: the page's own blue. Buttons carry white text on this colour."}
+          </p>
+        </div>
+      </div>
+      <fieldset class="field">
+        <legend>Logo</legend>
+        <p class="hint" id="brand-logo-hint">
+          PNG, JPEG or WebP, at most 256 KB. It is stored by the gateway and shown at the top of your payment pages.
+        </p>
+        <input id="brand-logo" type="file" accept="image/png,image/jpeg,image/webp" aria-describedby="brand-logo-hint" onChange={(e) => choose(e.currentTarget.files?.[0] ?? null)} />
+        <ErrorNote message={fileProblem} />
+        {brand.logoUrl && !file && (
+          <div class="checkbox">
+            <label>
+              <input id="brand-remove-logo" type="checkbox" checked={removeLogo} onChange={(e) => setRemoveLogo(e.currentTarget.checked)} /> Remove the logo
+            </label>
+          </div>
+        )}
+      </fieldset>
+      <div class="brand-preview" id="brand-preview" aria-label="Preview">
+        <p class="hint">Preview</p>
+        {shownLogo && <LogoImage src={shownLogo} name={pageName} />}
+        <p class="brand-preview-name">{pageName}</p>
+        <span class="brand-preview-button" style={swatch ? { background: swatch } : undefined}>
+          Pay
+        </span>
+      </div>
+    </CardForm>
+  );
+}
