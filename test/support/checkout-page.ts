@@ -54,12 +54,17 @@ export async function chooseMethod(page: Page, method: "card" | "mpesa") {
   if (await page.locator("#methods").isVisible()) await page.check(`#methods input[value="${method}"]`);
 }
 
-export async function payByCard(page: Page, number: string) {
+/** The card form filled in (any future expiry, any CVC: the sandbox's rules), not sent. */
+export async function fillCard(page: Page, number: string) {
   await chooseMethod(page, "card");
   await page.fill('input[name="card_number"]', number);
   await page.fill('input[name="expiry_month"]', "12");
   await page.fill('input[name="expiry_year"]', String(new Date().getUTCFullYear() + 1));
   await page.fill('input[name="cvc"]', "408");
+}
+
+export async function payByCard(page: Page, number: string) {
+  await fillCard(page, number);
   await page.click('#pay button[type="submit"]');
 }
 
