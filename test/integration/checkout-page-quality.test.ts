@@ -61,7 +61,7 @@ describe("hosted checkout page: headers, Swahili, 360 px, keyboard, axe", () => 
     expect(await html({ "accept-language": "sw;q=0, fr" })).toContain('<html lang="en">');
     expect(await html({ "accept-language": "sw" }, "?lang=en")).toContain('<html lang="en">');
 
-    const sw = await payerBrowser(browser, gw, { locale: "sw-KE" });
+    const sw = await payerBrowser(browser, gw, { locale: "sw-KE", width: 360 });
     const page = await sw.open(path);
     expect(await page.getAttribute("html", "lang")).toBe("sw");
     expect(await page.textContent(".test-ribbon")).toBe("Hali ya majaribio: hakuna pesa halisi inayotumwa");
@@ -70,6 +70,8 @@ describe("hosted checkout page: headers, Swahili, 360 px, keyboard, axe", () => 
     await payByCard(page, "4000 0000 0000 0002");
     await page.waitForSelector("#result.failed");
     expect(await page.textContent("#result")).toContain("kadi imekataliwa na benki iliyoitoa");
+    await expectNoSeriousAxeViolations(page, "declined (Swahili)");
+    await screenshot(page, "swahili");
     await payByCard(page, "4084 0840 8408 4081");
     await page.waitForSelector("#result.completed");
     expect(await page.textContent("#result")).toBe("Malipo yamekamilika. Asante.");
