@@ -1,4 +1,6 @@
 import { currencies, isKnownCurrency } from "../money.ts";
+import { catalogues, format, reasonText, type Language, type Messages } from "./i18n.ts";
+import { baseCss, brandHeader, escapeHtml, readableAccent, supportFooter, type PageBrand } from "./layout.ts";
 
 /** One try at paying a checkout transaction (issue 25): a card charge or an STK push. */
 export interface CheckoutAttemptView {
@@ -45,21 +47,22 @@ export interface CheckoutView {
   /** The sandbox's card form, whose test cards the page lists in test mode. */
   sandbox: boolean;
   failureReason: string | null;
+  /** The failure's code when the transaction failed: `abandoned` when it expired unpaid (the page's final "expired" state). */
+  failureCode?: string | null;
   /** The merchant's callback_url with the reference appended: where the payer goes once the payment is settled. */
   returnUrl: string | null;
 }
 
+
 export interface CheckoutPageOptions {
   /** The payer is back from the provider's page and its answer is not in yet: say so, and look again shortly. */
   confirming?: boolean;
-  /** Shown above the result, e.g. that the provider could not be reached. */
-  notice?: string;
+  /** Shown above the result, e.g. that the provider could not be reached (a catalogue key, so it is translated). */
+  notice?: "notConfirmed";
   /** The response's CSP nonce, on the page's inline script and style (no 'unsafe-inline'). */
   nonce?: string;
+  lang?: Language;
 }
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 /** Minor units to a display string with the currency's exponent, without floating point. */
 export function formatAmount(amount: bigint, currency: string): string {
@@ -70,110 +73,354 @@ export function formatAmount(amount: bigint, currency: string): string {
   return `${currency} ${whole}.${(amount % unit).toString().padStart(exponent, "0")}`;
 }
 
-/** What a settled payment's page says: the outcome in words, with the provider's reason for a failure. */
-function settledText(view: CheckoutView): string {
-  if (view.status === "completed") return "Payment completed. Thank you.";
-  return view.failureReason ? `This payment did not go through: ${view.failureReason}.` : "This payment did not go through.";
-}
+/** JSON inside a <script> element: nothing in it can close the element (`<` as \u003c, still the same string). */
+const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, "\\u003c");
 
-/** The hosted checkout page: amount, merchant, and a card form that posts to /pay. */
+const attemptsLeftText = (t: Messages, n: number) => (n === 1 ? t.attemptsLeftOne : format(t.attemptsLeft, { n }));
+
+/**
+ * The hosted checkout page: the merchant's brand, the amount, and every way to pay it (M-Pesa first where it is
+ * offered: most Kenyan payers pay by M-Pesa). A settled or expired payment shows its outcome and no form; a pending
+ * one shows where its latest attempt stands (waiting on the phone, or failed with another try offered). The
+ * script follows the payment live through /status.
+ */
 export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutPageOptions = {}): string {
+  const lang = options.lang ?? "en";
+  const { messages: t, errors } = catalogues[lang];
   const nonce = options.nonce ? ` nonce="${escapeHtml(options.nonce)}"` : "";
-  const backLink = view?.returnUrl ? `<a id="return" href="${escapeHtml(view.returnUrl)}">Return to ${escapeHtml(view.merchantName)}</a>` : "";
+  const brand: PageBrand = view?.brand ?? { displayName: view?.merchantName ?? "", accentColor: null, logoUrl: null, supportEmail: null };
+  const merchant = brand.displayName || view?.merchantName || "";
+  const other: Language = lang === "en" ? "sw" : "en";
+  const checkoutPath = view ? `/payment/checkout/${encodeURIComponent(view.reference)}` : "";
+  const amount = view ? formatAmount(view.amount, view.currency) : "";
+  const backLink = view?.returnUrl ? `<a id="return" href="${escapeHtml(view.returnUrl)}">${escapeHtml(format(t.returnTo, { merchant }))}</a>` : "";
   const testMode = view?.mode === "test";
-  const body = !view
-    ? `<h1>Payment not found</h1><p>This payment link is not valid.</p>`
-    : `${testMode ? `<p class="test-ribbon" role="note">Test mode: no real money moves</p>` : ""}
-  <p class="merchant">${escapeHtml(view.merchantName)}</p>
-  <h1 id="amount">${escapeHtml(formatAmount(view.amount, view.currency))}</h1>
+  const attempt = view?.attempt ?? null;
+  const expired = view?.status === "failed" && view.failureCode === "abandoned";
+
+  let body: string;
+  let script = "";
+  if (!view) {
+    body = `<h1>${escapeHtml(t.notFoundTitle)}</h1><p id="result">${escapeHtml(t.notFoundText)}</p>`;
+  } else {
+    const heading = `${testMode ? `<p class="test-ribbon" role="note">${escapeHtml(t.testMode)}</p>` : ""}
+  ${brandHeader(brand, t, lang, `${checkoutPath}?lang=${other}`)}
+  <h1 id="amount">${escapeHtml(amount)}</h1>
   ${view.description ? `<p class="description">${escapeHtml(view.description)}</p>` : ""}
-  ${options.notice ? `<p id="notice">${escapeHtml(options.notice)}</p>` : ""}
+  ${options.notice ? `<p id="notice">${escapeHtml(t[options.notice])}</p>` : ""}`;
+    const reason = reasonText(lang, view.failureCode ?? null, view.failureReason);
+    const methods = { mpesa: view.methods.mpesa, card: view.methods.card || view.acceptsCards };
+    if (view.status !== "pending") {
+      body = expired
+        ? `${heading}<h2 id="expired">${escapeHtml(t.expiredTitle)}</h2><p id="result" class="failed expired">${escapeHtml(format(t.expiredText, { merchant }))}</p>${backLink}`
+        : `${heading}<p id="result" class="${view.status === "completed" ? "completed" : "failed"}">${escapeHtml(
+            view.status === "completed" ? t.completed : reason ? format(t.failedBecause, { reason }) : t.failed,
+          )}</p>${backLink}`;
+    } else if (view.hosted) {
+      body = `${heading}<p id="result" class="${options.confirming ? "pending" : ""}" role="status">${escapeHtml(options.confirming ? t.confirming : t.hostedUnavailable)}</p>`;
+    } else if (!methods.card && !methods.mpesa) {
+      body = `${heading}<p id="result">${escapeHtml(t.noMethods)}</p>`;
+    } else {
+      // Where the latest attempt stands decides what shows first; the script then follows it live.
+      const waiting = attempt?.status === "pending";
+      const failedAttempt = attempt?.status === "failed" ? attempt : null;
+      const chosen: "mpesa" | "card" = failedAttempt && methods[failedAttempt.method] ? failedAttempt.method : methods.mpesa ? "mpesa" : "card";
+      const retrying = failedAttempt?.method === "mpesa" && methods.mpesa;
+      const attemptReason = failedAttempt ? reasonText(lang, failedAttempt.code, failedAttempt.reason) : null;
+      const resultText = waiting
+        ? attempt.method === "mpesa"
+          ? format(attempt.detail ? t.checkPhoneText : t.checkPhoneTextNoPhone, { phone: attempt.detail ?? "", amount })
+          : t.inProgress
+        : failedAttempt
+          ? attemptReason
+            ? format(t.attemptFailed, { reason: attemptReason })
+            : t.attemptFailedNoReason
+          : "";
+      const resultClass = waiting ? "pending" : failedAttempt ? "failed" : "";
+      const hide = (shown: boolean) => (shown ? "" : " hidden");
+      body = `${heading}
+  <section id="waiting" aria-labelledby="waiting-title"${hide(waiting && attempt.method === "mpesa")}>
+    <div class="spinner" aria-hidden="true"></div>
+    <h2 id="waiting-title" tabindex="-1">${escapeHtml(t.checkPhone)}</h2>
+  </section>
+  <p id="result" role="status" aria-live="polite" class="${resultClass}">${escapeHtml(resultText)}</p>
+  <p id="attempts-left" class="attempts">${failedAttempt ? escapeHtml(attemptsLeftText(t, view.attemptsLeft)) : ""}</p>
+  <div id="retry"${hide(!waiting && !!retrying)}>
+    <button type="button" id="try-again">${escapeHtml(t.tryAgain)}</button>
+    <button type="button" id="another-number" class="secondary">${escapeHtml(t.anotherNumber)}</button>
+  </div>
   ${
-    view.status !== "pending"
-      ? `<p id="result" class="${view.status}">${escapeHtml(settledText(view))}</p>${backLink}`
-      : view.hosted
-        ? options.confirming
-          ? `<p id="result" class="pending">We are confirming your payment. This page updates by itself.</p>`
-          : `<p id="result">The payment page could not be opened. Please try again in a moment.</p>`
-      : !view.acceptsCards
-        ? `<p id="result">Card payments are not available for this payment.</p>`
-        : `<form id="pay">
-    <label>Card number <input name="card_number" inputmode="numeric" autocomplete="cc-number" required></label>
-    <div class="row">
-      <label>Month <input name="expiry_month" inputmode="numeric" placeholder="MM" required></label>
-      <label>Year <input name="expiry_year" inputmode="numeric" placeholder="YYYY" required></label>
-      <label>CVC <input name="cvc" inputmode="numeric" autocomplete="cc-csc" required></label>
-    </div>
-    <button type="submit">Pay ${escapeHtml(formatAmount(view.amount, view.currency))}</button>
-  </form>
-  ${
-    testMode && view.sandbox
-      ? `<p class="hint">Test cards: 4084 0840 8408 4081 succeeds; 4000 0000 0000 0002 is declined, 4000 0000 0000 9995 has insufficient funds. Any future expiry date and any CVC.</p>`
+    methods.card && methods.mpesa
+      ? `<fieldset id="methods"${hide(!waiting)}><legend>${escapeHtml(t.payWith)}</legend>
+    <label class="method"><input type="radio" name="method" value="mpesa"${chosen === "mpesa" ? " checked" : ""}> ${escapeHtml(t.methodMpesa)}</label>
+    <label class="method"><input type="radio" name="method" value="card"${chosen === "card" ? " checked" : ""}> ${escapeHtml(t.methodCard)}</label>
+  </fieldset>`
       : ""
   }
-  <p id="result" role="status"></p>
-  ${backLink.replace("<a ", "<a hidden ")}
-  <script${nonce}>
-    const form = document.getElementById("pay");
-    const result = document.getElementById("result");
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const data = Object.fromEntries(new FormData(form));
-      form.querySelector("button").disabled = true;
-      let response, answer;
-      try {
-        response = await fetch(location.pathname.replace(/\\/$/, "") + "/pay", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ ...data, expiry_month: Number(data.expiry_month), expiry_year: Number(data.expiry_year) }),
-        });
-        answer = await response.json();
-      } catch {
-        answer = { status: "error", message: "The payment could not be sent. Check your connection and try again." };
-      }
-      const back = document.getElementById("return");
-      if (answer.status === "success") {
-        form.remove();
-        result.className = "completed";
-        result.textContent = "Payment completed. Thank you.";
-        // Back to the merchant's callback_url, with the reference, as Paystack does; the link stays for slow redirects.
-        if (back) {
-          back.hidden = false;
-          setTimeout(() => location.assign(back.href), 1500);
-        }
-      } else if (response && response.status === 409) {
-        // Settled already, or another payment of this transaction is being charged: no second
-        // attempt from here; the page reloads to show how that payment ends.
-        form.remove();
-        result.className = "pending";
-        result.textContent = answer.message + ". This page will refresh shortly.";
-        setTimeout(() => location.reload(), 3000);
-      } else {
-        result.className = "failed";
-        result.textContent = answer.message;
-        form.querySelector("button").disabled = false;
-        if (response && response.status === 402) {
-          form.remove();
-          if (back) back.hidden = false;
-        }
-      }
-    });
-  </script>`
-  }`;
+  ${
+    methods.mpesa
+      ? `<section id="mpesa-panel" aria-label="${escapeHtml(t.methodMpesa)}"${hide(!waiting && chosen === "mpesa" && !retrying)}>
+    <form id="mpesa" novalidate>
+      <label for="phone">${escapeHtml(t.phone)}</label>
+      <input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel" required aria-describedby="phone-hint">
+      <p class="hint" id="phone-hint">${escapeHtml(t.phoneHint)}</p>
+      <button type="submit">${escapeHtml(format(t.payMpesa, { amount }))}</button>
+    </form>
+    ${testMode && view.sandbox ? `<p class="hint" id="phone-test-hint">${escapeHtml(t.testPhones)}</p>` : ""}
+  </section>`
+      : ""
+  }
+  ${
+    methods.card
+      ? `<section id="card-panel" aria-label="${escapeHtml(t.methodCard)}"${hide(!waiting && chosen === "card")}>
+    <form id="pay" novalidate>
+      <label for="card-number">${escapeHtml(t.cardNumber)}</label>
+      <input id="card-number" name="card_number" inputmode="numeric" autocomplete="cc-number" required>
+      <div class="row">
+        <div><label for="expiry-month">${escapeHtml(t.month)}</label><input id="expiry-month" name="expiry_month" inputmode="numeric" autocomplete="cc-exp-month" placeholder="MM" required></div>
+        <div><label for="expiry-year">${escapeHtml(t.year)}</label><input id="expiry-year" name="expiry_year" inputmode="numeric" autocomplete="cc-exp-year" placeholder="YYYY" required></div>
+        <div><label for="cvc">${escapeHtml(t.cvc)}</label><input id="cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required></div>
+      </div>
+      <button type="submit">${escapeHtml(format(t.pay, { amount }))}</button>
+    </form>
+    ${testMode && view.sandbox ? `<p class="hint" id="card-hint">${escapeHtml(t.testCards)}</p>` : ""}
+  </section>`
+      : ""
+  }
+  ${backLink.replace("<a ", "<a hidden ")}`;
+      const data = {
+        t: {
+          completed: t.completed, failed: t.failed, failedBecause: t.failedBecause, attemptFailed: t.attemptFailed,
+          attemptFailedNoReason: t.attemptFailedNoReason, attemptsLeft: t.attemptsLeft, attemptsLeftOne: t.attemptsLeftOne,
+          checkPhoneText: t.checkPhoneText, checkPhoneTextNoPhone: t.checkPhoneTextNoPhone, inProgress: t.inProgress,
+          networkError: t.networkError, expired: `${t.expiredTitle}. ${format(t.expiredText, { merchant })}`, anotherCard: t.anotherCard,
+        },
+        reasons: catalogues[lang].reasons,
+        errors,
+        amount,
+        polling: waiting,
+      };
+      // One script: the client code, called with this page's strings and state (JSON is a JS literal).
+      script = `<script${nonce}>(${CLIENT_SCRIPT})(${scriptJson(data)});</script>`;
+    }
+    body += supportFooter(brand, t);
+  }
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh" content="5">` : ""}
-<title>Checkout</title>
+<title>${escapeHtml(merchant ? `${t.checkoutTitle}: ${merchant}` : t.checkoutTitle)}</title>
 <style${nonce}>
-  body { font-family: system-ui, sans-serif; max-width: 26rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
-  h1 { font-size: 2rem; margin: .25rem 0 1rem; } .merchant { color: #555; margin: 0; }
-  label { display: block; margin: .5rem 0; font-size: .9rem; } input { display: block; width: 100%; padding: .5rem; font-size: 1rem; box-sizing: border-box; }
-  .row { display: flex; gap: .5rem; } button { margin-top: 1rem; width: 100%; padding: .75rem; font-size: 1rem; background: #0a6; color: #fff; border: 0; border-radius: 4px; }
-  .completed { color: #0a6; } .failed { color: #c22; }
-  .test-ribbon { background: #c2410c; color: #fff; font-weight: 600; text-align: center; padding: .4rem; margin: -3rem -1rem 2rem; letter-spacing: .02em; }
-  .hint { color: #555; font-size: .85rem; margin-top: 1rem; } #return { display: inline-block; margin-top: 1rem; } #return[hidden] { display: none; }
+  ${baseCss(readableAccent(brand.accentColor))}
+  #methods { border: 0; padding: 0; margin: 1rem 0 0; display: flex; gap: .5rem; }
+  #methods legend { font-weight: 600; margin-bottom: .25rem; padding: 0; }
+  .method { flex: 1 1 0; margin: 0; display: flex; align-items: center; gap: .5rem; padding: .6rem .75rem; border: 1px solid #767676; border-radius: 4px; cursor: pointer; }
+  .method:has(input:checked) { border: 2px solid var(--accent); }
+  #retry { display: flex; flex-direction: column; }
+  #waiting { text-align: center; margin-top: 1rem; }
+  .spinner { width: 2.5rem; height: 2.5rem; margin: 0 auto; border: 4px solid #d4d4d4; border-top-color: var(--accent); border-radius: 50%; animation: spin 1s linear infinite; }
+  @keyframes spin { to { transform: rotate(360deg); } }
+  @media (prefers-reduced-motion: reduce) { .spinner { animation: none; } }
+  .attempts { color: #444; margin: .25rem 0 0; } .attempts:empty { display: none; } #result { font-weight: 600; } #result.pending { font-weight: 400; text-align: center; } #return { display: inline-block; margin-top: 1rem; }
 </style></head>
 <body>
+  <main>
   ${body}
+  </main>
+  ${script}
 </body></html>`;
 }
+
+/**
+ * The page's one script (plain browser JavaScript, run by the response's nonce). Card: POST /pay. M-Pesa: POST
+ * /mpesa, then GET /status every 2 s while the attempt is pending. Every answer that is not a plain success is
+ * drawn from /status, so the page shows what the gateway recorded (e.g. a card declined with tries left keeps
+ * the form; at the limit the payment's final state). If /status cannot be read, the page reloads instead.
+ */
+const CLIENT_SCRIPT = `(data) => {
+  const t = data.t;
+  const $ = (id) => document.getElementById(id);
+  const result = $("result"), left = $("attempts-left"), waiting = $("waiting"), retry = $("retry"), methods = $("methods");
+  const panels = { mpesa: $("mpesa-panel"), card: $("card-panel") };
+  const cardForm = $("pay"), mpesaForm = $("mpesa"), phoneInput = $("phone");
+  const base = location.pathname.replace(/\\/$/, "").replace(/\\/return$/, "");
+  const fill = (text, values) => text.replace(/\\{(\\w+)\\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+  let timer = null;
+  let lastPhone = "";
+
+  const say = (text, kind) => { result.className = kind || ""; result.textContent = text; };
+  const stop = () => { if (timer) clearTimeout(timer); timer = null; };
+  const buttons = (enabled) => document.querySelectorAll("form button").forEach((b) => { b.disabled = !enabled; });
+  const reasonOf = (a) => ((a && a.code != null && data.reasons[a.code]) || (a && a.reason) || "").replace(/\\.+$/, "") || null;
+  // The gateway's English message, or in Swahili the catalogue's words for the field it names (or the status).
+  const errorText = (status, message) => {
+    const field = /^(\\w+):/.exec(message || "");
+    return (field && data.errors[field[1]]) || data.errors[String(status)] || data.errors.other || message || t.networkError;
+  };
+
+  function chooseMethod(method) {
+    retry.hidden = true;
+    for (const [name, panel] of Object.entries(panels)) if (panel) panel.hidden = name !== method;
+    if (methods) {
+      methods.hidden = false;
+      methods.querySelector('input[value="' + method + '"]').checked = true;
+    }
+  }
+  function hideAll() {
+    for (const panel of Object.values(panels)) if (panel) panel.hidden = true;
+    if (methods) methods.hidden = true;
+    retry.hidden = true;
+    waiting.hidden = true;
+  }
+  // Completed, failed for good or expired: no form any more, and the way back to the merchant.
+  function settle(text, kind) {
+    stop();
+    for (const el of [panels.mpesa, panels.card, methods, retry, waiting]) if (el) el.remove();
+    left.textContent = "";
+    say(text, kind);
+    const back = $("return");
+    if (back) back.hidden = false;
+    return back;
+  }
+
+  async function readStatus() {
+    try {
+      const response = await fetch(base + "/status", { cache: "no-store" });
+      const answer = await response.json();
+      return response.ok && typeof answer.status === "string" ? answer : null;
+    } catch {
+      return null;
+    }
+  }
+  function follow(delay) {
+    stop();
+    timer = setTimeout(async () => {
+      const status = await readStatus();
+      if (status) render(status);
+      else location.reload();
+    }, delay);
+  }
+
+  /** Draws the payment as /status (or /mpesa's 202) tells it. */
+  function render(s) {
+    if (s.status === "completed") {
+      const back = settle(t.completed, "completed");
+      // Back to the merchant's callback_url, with the reference, as Paystack does; the link stays for slow redirects.
+      if (back) setTimeout(() => location.assign(back.href), 1500);
+      return;
+    }
+    if (s.status === "failed") {
+      if (s.failure_code === "abandoned") return void settle(t.expired, "failed expired");
+      const reason = reasonOf({ code: s.failure_code, reason: s.failure_reason });
+      return void settle(reason ? fill(t.failedBecause, { reason }) : t.failed, "failed");
+    }
+    const a = s.attempt;
+    if (a && a.status === "pending") {
+      hideAll();
+      left.textContent = "";
+      if (a.method === "mpesa") {
+        const entering = waiting.hidden;
+        waiting.hidden = false;
+        say(fill(a.detail ? t.checkPhoneText : t.checkPhoneTextNoPhone, { phone: a.detail || "", amount: data.amount }), "pending");
+        if (entering) $("waiting-title").focus();
+      } else {
+        say(t.inProgress, "pending");
+      }
+      return follow(2000);
+    }
+    stop();
+    waiting.hidden = true;
+    buttons(true);
+    if (a && a.status === "failed") {
+      const reason = reasonOf(a);
+      say(reason ? fill(t.attemptFailed, { reason }) : t.attemptFailedNoReason, "failed");
+      left.textContent = s.attempts_left === 1 ? t.attemptsLeftOne : fill(t.attemptsLeft, { n: s.attempts_left });
+      if (a.method === "mpesa" && panels.mpesa) {
+        chooseMethod("mpesa");
+        panels.mpesa.hidden = true;
+        retry.hidden = false;
+        $("try-again").focus();
+      } else if (panels.card) {
+        chooseMethod("card");
+        left.textContent += " " + t.anotherCard;
+        cardForm.querySelector('[name="card_number"]').focus();
+      }
+      return;
+    }
+    chooseMethod(panels.mpesa && !panels.mpesa.hidden ? "mpesa" : panels.card ? "card" : "mpesa");
+  }
+
+  /** A refused payment (409: another attempt in flight, or settled; 402: declined): show what the gateway recorded. */
+  async function afterRefusal(response, answer) {
+    const status = await readStatus();
+    if (status) {
+      if (response.status === 409 && status.status === "pending" && !(status.attempt && status.attempt.status === "pending")) {
+        // The other payment's claim is not visible as an attempt: say so and look again.
+        hideAll();
+        say(t.inProgress, "pending");
+        return follow(2000);
+      }
+      return render(status);
+    }
+    if (response.status === 409) {
+      hideAll();
+      say(t.inProgress, "pending");
+      return void setTimeout(() => location.reload(), 3000);
+    }
+    settle(errorText(response.status, answer.message), "failed");
+  }
+
+  async function send(path, body) {
+    buttons(false);
+    try {
+      const response = await fetch(base + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { response, answer: await response.json() };
+    } catch {
+      return { response: null, answer: { message: t.networkError } };
+    }
+  }
+
+  if (methods) methods.addEventListener("change", (event) => chooseMethod(event.target.value));
+
+  if (cardForm) cardForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const fields = Object.fromEntries(new FormData(cardForm));
+    const { response, answer } = await send("/pay", { ...fields, expiry_month: Number(fields.expiry_month), expiry_year: Number(fields.expiry_year) });
+    if (answer.status === "success") return render({ status: "completed" });
+    if (response && (response.status === 402 || response.status === 409)) return afterRefusal(response, answer);
+    say(response ? errorText(response.status, answer.message) : t.networkError, "failed");
+    buttons(true);
+  });
+
+  async function payByMpesa(phone) {
+    lastPhone = phone;
+    const { response, answer } = await send("/mpesa", { phone });
+    if (response && response.status === 202) return render({ status: "pending", attempt: answer.attempt });
+    if (response && response.status === 409) return afterRefusal(response, answer);
+    buttons(true);
+    say(response ? errorText(response.status, answer.message) : t.networkError, "failed");
+    if (response && response.status === 400) {
+      chooseMethod("mpesa");
+      phoneInput.setAttribute("aria-invalid", "true");
+      phoneInput.focus();
+    }
+  }
+  if (mpesaForm) mpesaForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    phoneInput.removeAttribute("aria-invalid");
+    payByMpesa(phoneInput.value.trim());
+  });
+  if (retry) {
+    $("try-again").addEventListener("click", () => {
+      if (lastPhone) return payByMpesa(lastPhone);
+      chooseMethod("mpesa");
+      phoneInput.focus();
+    });
+    $("another-number").addEventListener("click", () => {
+      chooseMethod("mpesa");
+      phoneInput.value = "";
+      phoneInput.focus();
+    });
+  }
+  // Opened (or reloaded) while an attempt is in flight: follow it.
+  if (data.polling) follow(2000);
+}`;

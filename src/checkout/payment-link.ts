@@ -1,11 +1,12 @@
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors.ts";
 import { currencies, isKnownCurrency } from "../money.ts";
 import type { PaymentLink } from "../db/generated/prisma/client.ts";
 import type { LinkUnavailable } from "../modules/payment-links/service.ts";
-import { cspNonce } from "../security/headers.ts";
 import type { Services } from "../services.ts";
 import { unsafeTextIn } from "../validation.ts";
+import { catalogues, chooseLanguage, format, withLang, type Language, type Messages } from "./i18n.ts";
+import { baseCss, brandHeader, escapeHtml, readableAccent, sendPayerPage, supportFooter, type PageBrand } from "./layout.ts";
 import { formatAmount } from "./page.ts";
 
 /**
@@ -14,9 +15,6 @@ import { formatAmount } from "./page.ts";
  * The POST makes this payer's transaction and sends them on to the hosted checkout with a 303. No API key: the
  * unguessable slug is what the merchant handed out.
  */
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 const exponentOf = (currency: string) => (isKnownCurrency(currency) ? currencies[currency].exponent : 2);
 
@@ -45,64 +43,66 @@ interface LinkPageView {
   link: PaymentLink;
   merchantName: string;
   unavailable: LinkUnavailable | null;
+  brand?: PageBrand;
 }
 
 interface FormState {
+  /** Already in the page's language. */
   error?: string;
   field?: string;
   email?: string;
   amount?: string;
-  testMode?: boolean;
 }
 
-const UNAVAILABLE_TEXT: Record<LinkUnavailable, [string, string]> = {
-  not_found: ["Payment link not found", "This payment link is not valid. Check the link you were given."],
-  inactive: ["This link is no longer active", "The merchant has turned this payment link off. Ask them for a new one."],
-  expired: ["This link has expired", "The time to pay through this link has passed. Ask the merchant for a new one."],
-  paid: ["This link has been paid", "This payment has already been made. Thank you."],
-  busy: ["Another payment is being set up", "Someone is paying through this link right now. Try again in a moment."],
+const UNAVAILABLE_TEXT: Record<LinkUnavailable, [keyof Messages, keyof Messages]> = {
+  not_found: ["linkNotFoundTitle", "linkNotFoundText"],
+  inactive: ["linkInactiveTitle", "linkInactiveText"],
+  expired: ["linkExpiredTitle", "linkExpiredText"],
+  paid: ["linkPaidTitle", "linkPaidText"],
+  busy: ["linkBusyTitle", "linkBusyText"],
 };
 
-export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, state: FormState = {}): string {
+export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, state: FormState = {}, lang: Language = "en"): string {
+  const t = catalogues[lang].messages;
   const reason: LinkUnavailable | null = view ? view.unavailable : "not_found";
+  const brand: PageBrand | null = view ? (view.brand ?? { displayName: view.merchantName, accentColor: null, logoUrl: null, supportEmail: null }) : null;
+  const other: Language = lang === "en" ? "sw" : "en";
+  const header = view && brand ? brandHeader(brand, t, lang, `/pay/${encodeURIComponent(view.link.slug)}?lang=${other}`) : "";
   let body: string;
   if (reason || !view) {
     const [title, text] = UNAVAILABLE_TEXT[reason ?? "not_found"];
-    body = `${view ? `<p class="merchant">${escapeHtml(view.merchantName)}</p>` : ""}<h1 id="title">${escapeHtml(title)}</h1><p id="result" class="${reason}">${escapeHtml(text)}</p>`;
+    body = `${header}<h1 id="title">${escapeHtml(t[title])}</h1><p id="result" class="${reason}">${escapeHtml(t[text])}</p>`;
   } else {
     const { link } = view;
     const open = link.amount === null;
     const errorFor = (field: string) => (state.error && state.field === field ? ` aria-invalid="true" aria-describedby="error"` : "");
-    body = `${link.mode === "test" ? `<p class="test-ribbon" role="note">Test mode: no real money moves</p>` : ""}
-  <p class="merchant">${escapeHtml(view.merchantName)}</p>
-  <h1 id="amount">${open ? "Pay any amount" : escapeHtml(formatAmount(link.amount!, link.currency))}</h1>
+    body = `${link.mode === "test" ? `<p class="test-ribbon" role="note">${escapeHtml(t.testMode)}</p>` : ""}
+  ${header}
+  <h1 id="amount">${open ? escapeHtml(t.anyAmount) : escapeHtml(formatAmount(link.amount!, link.currency))}</h1>
   <p class="description" id="description">${escapeHtml(link.description)}</p>
   ${state.error ? `<p id="error" class="failed" role="alert">${escapeHtml(state.error)}</p>` : ""}
   <form id="pay" method="post" novalidate>
     ${
       open
-        ? `<label for="amount-input">Amount (${escapeHtml(link.currency)})</label>
+        ? `<label for="amount-input">${escapeHtml(format(t.amountLabel, { currency: link.currency }))}</label>
     <input id="amount-input" name="amount" inputmode="decimal" autocomplete="transaction-amount" required aria-describedby="min-amount"${errorFor("amount")} value="${escapeHtml(state.amount ?? "")}" placeholder="${escapeHtml(majorText(link.minAmount, link.currency))}">
-    <p class="hint" id="min-amount">At least ${escapeHtml(formatAmount(link.minAmount, link.currency))}</p>`
+    <p class="hint" id="min-amount">${escapeHtml(format(t.atLeast, { amount: formatAmount(link.minAmount, link.currency) }))}</p>`
         : ""
     }
-    <label for="email">Your e-mail</label>
+    <label for="email">${escapeHtml(t.email)}</label>
     <input id="email" name="email" type="email" autocomplete="email" required${errorFor("email")} value="${escapeHtml(state.email ?? "")}">
-    <p class="hint">Your receipt is sent here.</p>
-    <button type="submit">Continue to payment</button>
+    <p class="hint">${escapeHtml(t.emailHint)}</p>
+    <button type="submit">${escapeHtml(t.continue)}</button>
   </form>`;
   }
+  if (brand) body += supportFooter(brand, t);
+  const title = view ? format(t.linkTitle, { merchant: brand!.displayName }) : t.linkTitleNotFound;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${view ? `Pay ${escapeHtml(view.merchantName)}` : "Payment link"}</title>
+<html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
 <style nonce="${escapeHtml(nonce)}">
-  body { font-family: system-ui, sans-serif; max-width: 26rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; line-height: 1.4; }
-  h1 { font-size: 2rem; margin: .25rem 0 .5rem; overflow-wrap: anywhere; } .merchant { color: #555; margin: 0; } .description { margin: 0 0 1.5rem; overflow-wrap: anywhere; }
-  label { display: block; margin: 1rem 0 .25rem; font-weight: 600; } input { display: block; width: 100%; padding: .6rem; font-size: 1rem; box-sizing: border-box; border: 1px solid #767676; border-radius: 4px; }
-  input:focus, button:focus { outline: 3px solid #1d4ed8; outline-offset: 2px; } input[aria-invalid="true"] { border-color: #b91c1c; }
-  button { margin-top: 1.25rem; width: 100%; padding: .8rem; font-size: 1rem; background: #047857; color: #fff; border: 0; border-radius: 4px; cursor: pointer; }
-  .hint { color: #555; font-size: .85rem; margin: .25rem 0 0; } .failed { color: #b91c1c; } .paid { color: #047857; }
-  .test-ribbon { background: #c2410c; color: #fff; font-weight: 600; text-align: center; padding: .4rem; margin: -3rem -1rem 2rem; letter-spacing: .02em; }
+  ${baseCss(readableAccent(brand?.accentColor))}
+  .paid { color: #047857; }
 </style></head>
 <body>
   <main>
@@ -113,12 +113,12 @@ export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, 
 
 export function registerPaymentLinkRoutes(app: FastifyInstance, services: Services) {
   const links = services.paymentLinks;
-  const sendPage = (reply: FastifyReply, status: number, view: LinkPageView | null, state?: FormState) => {
-    // As the checkout page: its one style runs by a nonce fresh to this response, no script at all, nothing from other hosts.
-    const nonce = cspNonce();
-    reply.header("cache-control", "no-store").header("x-frame-options", "DENY");
-    reply.header("content-security-policy", `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`);
-    return reply.code(status).type("text/html; charset=utf-8").send(renderPaymentLinkPage(view, nonce, state));
+  type LinkRequest = FastifyRequest<{ Params: { slug: string }; Querystring: { lang?: string } }>;
+  // As the checkout page's headers (a nonce CSP; this page has no script at all), in the payer's language, with the merchant's brand.
+  const sendPage = async (request: LinkRequest, reply: FastifyReply, status: number, view: LinkPageView | null, state?: FormState) => {
+    const { lang } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
+    if (view) view.brand = await services.brand.checkoutBrand(view.link.merchantId);
+    return sendPayerPage(reply, status, (nonce) => renderPaymentLinkPage(view, nonce, state, lang));
   };
   const statusOf = (reason: LinkUnavailable | null) => (reason === null ? 200 : reason === "not_found" ? 404 : reason === "busy" ? 409 : 410);
 
@@ -128,19 +128,21 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
       done(null, Object.fromEntries(new URLSearchParams(body as string)));
     });
 
-    scope.get<{ Params: { slug: string } }>("/pay/:slug", { config: { auth: "none", rateLimit: "none" } }, async (request, reply) => {
+    scope.get<{ Params: { slug: string }; Querystring: { lang?: string } }>("/pay/:slug", { config: { auth: "none", rateLimit: "none" } }, async (request, reply) => {
       const view = await links.pageView(request.params.slug);
-      return sendPage(reply, statusOf(view ? view.unavailable : "not_found"), view);
+      return sendPage(request, reply, statusOf(view ? view.unavailable : "not_found"), view);
     });
 
     // What makes a transaction spends the caller's budget (its IP's: a payer has no credential).
-    scope.post<{ Params: { slug: string } }>("/pay/:slug", { config: { auth: "none", rateLimit: "caller" } }, async (request, reply) => {
+    scope.post<{ Params: { slug: string }; Querystring: { lang?: string } }>("/pay/:slug", { config: { auth: "none", rateLimit: "caller" } }, async (request, reply) => {
       const form = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
       const view = await links.pageView(request.params.slug);
-      if (!view || view.unavailable) return sendPage(reply, statusOf(view ? view.unavailable : "not_found"), view);
+      if (!view || view.unavailable) return sendPage(request, reply, statusOf(view ? view.unavailable : "not_found"), view);
       const email = typeof form.email === "string" ? form.email : "";
       const typed = typeof form.amount === "string" ? form.amount : "";
       const state: FormState = { email, amount: typed };
+      const { lang, chosen } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
+      const t = catalogues[lang].messages;
       try {
         const bad = unsafeTextIn(form, "");
         if (bad) throw bad;
@@ -150,15 +152,26 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
         }
         const result = await links.pay(request.params.slug, { email, amount });
         if ("unavailable" in result) {
-          return sendPage(reply, statusOf(result.unavailable), { ...view, unavailable: result.unavailable });
+          return sendPage(request, reply, statusOf(result.unavailable), { ...view, unavailable: result.unavailable });
         }
-        return reply.header("cache-control", "no-store").redirect(`/payment/checkout/${encodeURIComponent(result.reference)}`, 303);
+        // On to the checkout, in the language the payer chose here.
+        return reply.header("cache-control", "no-store").redirect(withLang(`/payment/checkout/${encodeURIComponent(result.reference)}`, lang, chosen), 303);
       } catch (error) {
         // The payer's own mistake: the form again, saying what to fix, with what they typed.
         if (error instanceof GatewayError && error.code === "validation_failed") {
           const field = error.field === "amount" || error.field === "email" ? error.field : undefined;
-          const message = field === "email" ? "Enter a valid e-mail address." : error.message.replace(/^amount: /, "Amount: ");
-          return sendPage(reply, 400, view, { ...state, error: message, ...(field ? { field } : {}) });
+          const minimum = formatAmount(view.link.minAmount, view.link.currency);
+          const message =
+            field === "email"
+              ? t.badEmail
+              : field !== "amount"
+                ? error.message
+                : typed.trim() === ""
+                  ? t.amountMissing
+                  : error.message.startsWith("amount: must be at least")
+                    ? format(t.amountTooSmall, { amount: minimum })
+                    : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
+          return sendPage(request, reply, 400, view, { ...state, error: message, ...(field ? { field } : {}) });
         }
         throw error;
       }

@@ -1,10 +1,11 @@
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors.ts";
 import { intField, required, stringField } from "../rest/params.ts";
-import { cspNonce } from "../security/headers.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
 import { registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
+import { chooseLanguage } from "./i18n.ts";
+import { sendPayerPage } from "./layout.ts";
 import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from "./page.ts";
 
 /**
@@ -16,19 +17,17 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
   // caller's budget: a payer has no credential, so its IP's, which throttles card testing.
   const page = { config: { auth: "none", rateLimit: "none" } } as const;
   const payment = { config: { auth: "none", rateLimit: "caller" } } as const;
-  const sendPage = async (reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
+  type PageRequest = FastifyRequest<{ Params: { reference: string }; Querystring: { lang?: string } }>;
+  const sendPage = async (request: PageRequest, reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
     if (view) view.brand = await services.brand.checkoutBrand(view.merchantId);
-    // The page's one script and style run by a nonce fresh to this response: injected markup cannot run.
-    const nonce = cspNonce();
-    reply.header("cache-control", "no-store").header("x-frame-options", "DENY");
-    reply.header(
-      "content-security-policy",
-      `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
-    );
-    return reply.code(view ? 200 : 404).type("text/html; charset=utf-8").send(renderCheckoutPage(view, { ...options, nonce }));
+    // Why it failed decides the page's final state (`abandoned`: expired unpaid); the view carries the reason only.
+    if (view?.status === "failed" && view.failureCode === undefined) view.failureCode = (await services.transactions.checkoutStatus(view.reference))?.failure_code ?? null;
+    // English or Swahili: the page's switch (?lang=) first, then the browser's Accept-Language.
+    const { lang } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
+    return sendPayerPage(reply, view ? 200 : 404, (nonce) => renderCheckoutPage(view, { ...options, nonce, lang }));
   };
 
-  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference", page, async (request, reply) => {
+  app.get<{ Params: { reference: string }; Querystring: { lang?: string } }>("/payment/checkout/:reference", page, async (request, reply) => {
     // A reference no transaction can have (control characters, absurd length) is simply not found.
     const reference = request.params.reference;
     const view = unsafeTextIn(reference, "reference") ? null : await services.transactions.checkoutView(reference);
@@ -40,24 +39,24 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
       });
       if (providerPage) return reply.header("cache-control", "no-store").redirect(providerPage, 303);
     }
-    return sendPage(reply, view);
+    return sendPage(request, reply, view);
   });
 
   /** The payer is back from the provider's page (Paystack's callback_url): ask the provider, record, show the result. */
-  app.get<{ Params: { reference: string } }>("/payment/checkout/:reference/return", payment, async (request, reply) => {
+  app.get<{ Params: { reference: string }; Querystring: { lang?: string } }>("/payment/checkout/:reference/return", payment, async (request, reply) => {
     const reference = request.params.reference;
-    if (unsafeTextIn(reference, "reference")) return sendPage(reply, null);
-    let notice: string | undefined;
+    if (unsafeTextIn(reference, "reference")) return sendPage(request, reply, null);
+    let notice: CheckoutPageOptions["notice"];
     try {
       await services.transactions.verifyHostedPaymentByReference(reference, "payer return");
     } catch (error) {
       request.log.warn({ reference, err: (error as Error).message }, "payment verification on return failed");
-      notice = "We could not confirm your payment with the provider yet.";
+      notice = "notConfirmed";
     }
     const view = await services.transactions.checkoutView(reference);
     // Settled, and the merchant gave a callback_url: the payer goes straight back there, as Paystack would send them.
     if (view?.returnUrl && view.status !== "pending") return reply.header("cache-control", "no-store").redirect(view.returnUrl, 303);
-    return sendPage(reply, view, { confirming: true, ...(notice ? { notice } : {}) });
+    return sendPage(request, reply, view, { confirming: true, ...(notice ? { notice } : {}) });
   });
 
   registerCheckoutAttemptRoutes(app, services); // M-Pesa from the page, and the status it polls (attempt-routes.ts)
