@@ -321,9 +321,10 @@ with the gateway's signer and sender (\`webhookHeaders\`, \`postOutbound\`) at t
 limits, 5 in flight per endpoint and 50 per instance. Rates count arrivals at the receiver, first to last (the runner's
 2 s poll before its first claim is left out and shown apart). Two merchants: one with 10 endpoints (1,000 events, 50 in
 flight), one with a single endpoint (10,000 events, 5 in flight). CPU per delivery: the gateway process's CPU time
-(/proc) from the backlog's insert to its last row settled, and the bare loop's own, over the deliveries. Then GET /api/transactions/verify under wrk, idle and
-while a second backlog drains. Goals (issue 27): the drain >= 0.5x of the bare loop; API p99 during the drain <= 2x of idle.
-\`node --import tsx bench/webhook-drain.ts --write\` (about 2 minutes).`,
+(/proc) from the backlog's insert to its last row settled, and the bare loop's own, over the deliveries. Then GET
+/api/transactions/verify under wrk, idle and while a second backlog drains. Goals (issue 27): the drain >= 0.5x of the
+bare loop; API p99 during the drain <= 2x of idle. \`node --import tsx bench/webhook-drain.ts --write\` (4 to 8 minutes
+on a busy machine).`,
         table,
         "",
       );
