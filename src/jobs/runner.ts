@@ -134,7 +134,9 @@ export function createJobRunner(options: JobRunnerOptions) {
   async function reschedule(row: ClaimedRow, retryInMs: number, error: string | undefined, countAttempt: boolean) {
     const runAt = new Date(Date.now() + Math.max(0, retryInMs));
     await requeueClaimed(prisma, row.id, workerId, runAt, error, countAttempt);
-    wakeUpAt(runAt.getTime());
+    // A deferred job (no capacity here now) is claimed again by the follow-ups as capacity frees, or at the next
+    // poll; waking a pass for each would claim every free slot, only to defer those too, again and again.
+    if (countAttempt) wakeUpAt(runAt.getTime());
   }
 
   const jobOf = (row: ClaimedRow): ClaimedJob => ({ id: row.id, kind: row.kind, attempt: row.attempts, createdAt: row.created_at });

@@ -28,13 +28,26 @@ export interface DeliveryFilters {
 }
 
 const MAX_ENDPOINTS_PER_MODE = 16;
-/** Deliveries to one endpoint at once, per instance, and how many more may wait here for a turn. */
+/** Deliveries to one endpoint at once, per instance. */
 const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
-const MAX_WAITING_PER_ENDPOINT = 10;
-/** Runner slots for deliveries: a slow endpoint holds at most 15 of them, so the others keep flowing. */
-const DELIVERY_CONCURRENCY = 50;
 /**
- * Deliveries handed over together (a claim of 50 runs as 5 batches): each batch costs 3 statements whatever its
+ * How many more may wait here for a turn: 10, or as many as the endpoint's recent latency says get their turn
+ * within TURN_WAIT_BUDGET_MS, up to 95. A fast endpoint keeps a deep queue, so a backlog to it never waits on the
+ * database between batches; a slow one (10 s timeouts) keeps 10, whose wait (20 s) stays well inside the job lease.
+ */
+const MIN_WAITING_PER_ENDPOINT = 10;
+const MAX_WAITING_PER_ENDPOINT = 95;
+const TURN_WAIT_BUDGET_MS = 5_000;
+/** POSTs in flight at once per instance, all endpoints together. */
+const MAX_SENDING = 50;
+/**
+ * Runner slots for deliveries: several times the POSTs in flight, so the next batches are claimed and loaded while
+ * others post and settle, and the senders do not wait on the database. One endpoint holds at most 100 of them (in
+ * flight and waiting), a slow one 15, so the others keep flowing.
+ */
+const DELIVERY_CONCURRENCY = 4 * MAX_SENDING;
+/**
+ * Deliveries handed over together (a claim of 200 runs as 20 batches): each batch costs 3 statements whatever its
  * size, and batches settle one by one, so the slowest delivery of a batch holds only its own batch's slots.
  */
 const DELIVERY_BATCH_SIZE = 10;
@@ -156,9 +169,24 @@ export function createWebhookService(deps: {
   const reader = deps.read?.prisma ?? prisma;
   const scope = scopeOf;
   const { merchantUrls } = deps;
-  const slots = new Map<number, { inFlight: number; waiting: (() => void)[] }>();
+  /** Per endpoint with deliveries here: in flight, waiting, and its recent latency (a moving average). */
+  const slots = new Map<number, { inFlight: number; waiting: { resolve: (turn: boolean) => void; since: number }[]; latencyMs?: number }>();
 
-  /** A turn to send to this endpoint: now, after a short local wait, or false when too many already wait. */
+  function waitingAllowed(latencyMs: number | undefined): number {
+    if (latencyMs === undefined) return MIN_WAITING_PER_ENDPOINT;
+    const withinBudget = Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * TURN_WAIT_BUDGET_MS) / Math.max(1, latencyMs));
+    return Math.min(MAX_WAITING_PER_ENDPOINT, Math.max(MIN_WAITING_PER_ENDPOINT, withinBudget));
+  }
+
+  function noteLatency(endpointId: number, latencyMs: number) {
+    const slot = slots.get(endpointId);
+    if (slot) slot.latencyMs = slot.latencyMs === undefined ? latencyMs : 0.8 * slot.latencyMs + 0.2 * latencyMs;
+  }
+
+  /**
+   * A turn to send to this endpoint: now, after a local wait, or false when too many already wait or the wait ran
+   * past TURN_WAIT_BUDGET_MS (the endpoint slowed down after they queued): the job is deferred, well inside its lease.
+   */
   async function takeTurn(endpointId: number): Promise<boolean> {
     let slot = slots.get(endpointId);
     if (!slot) slots.set(endpointId, (slot = { inFlight: 0, waiting: [] }));
@@ -166,19 +194,36 @@ export function createWebhookService(deps: {
       slot.inFlight++;
       return true;
     }
-    if (slot.waiting.length >= MAX_WAITING_PER_ENDPOINT) return false;
-    await new Promise<void>((resolve) => slot.waiting.push(resolve));
-    return true;
+    if (slot.waiting.length >= waitingAllowed(slot.latencyMs)) return false;
+    return new Promise<boolean>((resolve) => slot.waiting.push({ resolve, since: performance.now() }));
   }
 
-  /** Hands the turn to the next waiting delivery, if any. */
+  /** Hands the turn to the next waiting delivery, if any; those that waited too long are deferred. */
   function endTurn(endpointId: number) {
     const slot = slots.get(endpointId);
     if (!slot) return;
+    const now = performance.now();
+    while (slot.waiting.length && now - slot.waiting[0]!.since > TURN_WAIT_BUDGET_MS) slot.waiting.shift()!.resolve(false);
     const next = slot.waiting.shift();
-    if (next) return next();
+    if (next) return next.resolve(true);
     slot.inFlight--;
     if (slot.inFlight === 0) slots.delete(endpointId);
+  }
+
+  /** The instance-wide limit on POSTs in flight, taken after the endpoint's turn (so no cycle of waits). */
+  let sending = 0;
+  const waitingToSend: (() => void)[] = [];
+  async function takeSendSlot(): Promise<void> {
+    if (sending < MAX_SENDING) {
+      sending++;
+      return;
+    }
+    await new Promise<void>((resolve) => waitingToSend.push(resolve));
+  }
+  function endSendSlot() {
+    const next = waitingToSend.shift();
+    if (next) next();
+    else sending--;
   }
 
   /** HTTPS in live mode; loopback and private networks only in test mode with ALLOW_PRIVATE_URLS. */
@@ -226,9 +271,15 @@ export function createWebhookService(deps: {
     const now = new Date();
     let result;
     try {
-      const body = webhookBody(event);
-      const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(now.getTime() / 1000), body, secrets: secretsOf(endpoint) });
-      result = await merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers);
+      await takeSendSlot();
+      try {
+        const body = webhookBody(event);
+        const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(Date.now() / 1000), body, secrets: secretsOf(endpoint) });
+        result = await merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers);
+        noteLatency(endpoint.id, result.latencyMs);
+      } finally {
+        endSendSlot();
+      }
     } finally {
       endTurn(endpoint.id);
     }
