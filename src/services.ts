@@ -146,7 +146,7 @@ export function createServices(deps: ServiceDeps) {
     momo,
     callbackUrls,
     callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, reconciliations, logger }),
-    webhooks: createWebhookService({ prisma, read, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
+    webhooks: createWebhookService({ prisma, sql: deps.sql, read, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }
 

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { PrismaClient } from "../db/database.ts";
 import type { Logger } from "../logger.ts";
-import { claimDue, completeClaimed, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
+import { claimDue, completeClaimed, completeClaimedMany, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
 
 /**
  * The one durable job runner. Jobs live in the `jobs` table, so a job enqueued in the same database
@@ -26,9 +26,17 @@ export interface ClaimedJob {
 /** Nothing: done (the job is deleted). `retryInMs`: run again later; `countAttempt: false` when it never really ran. */
 export type JobOutcome = void | { retryInMs: number; error?: string; countAttempt?: boolean };
 
-export interface JobDefinition<P = any> {
+/** A job of a batch: its payload and its claim. */
+export interface BatchJob<P> {
+  payload: P;
+  job: ClaimedJob;
+}
+
+/** A batch's answer for one job: an outcome as `run` returns it, or the Error it failed with (as if `run` threw). */
+export type BatchOutcome = JobOutcome | Error;
+
+interface JobDefinitionBase<P> {
   kind: string;
-  run(payload: P, job: ClaimedJob): Promise<JobOutcome>;
   /** Jobs of this kind running at once in one instance (default 10). */
   concurrency?: number;
   /** A job that throws this many times is kept as failed (default 10); an explicit retry is the handler's call. */
@@ -36,6 +44,25 @@ export interface JobDefinition<P = any> {
   /** Called once when a job gives up after throwing maxAttempts times. */
   onGiveUp?(payload: P, job: ClaimedJob, error: string): Promise<void>;
 }
+
+/** A kind whose jobs run one by one. */
+export interface JobDefinition<P = any> extends JobDefinitionBase<P> {
+  run(payload: P, job: ClaimedJob): Promise<JobOutcome>;
+}
+
+/**
+ * A kind whose jobs run in batches: the jobs of one claim, at most `batchSize` together, one outcome per job in
+ * their order (a throw fails them all). A batch's done jobs are deleted in one statement, so a kind with many
+ * small jobs (webhook deliveries) spends a few statements per batch, not per job.
+ */
+export interface BatchJobDefinition<P = any> extends JobDefinitionBase<P> {
+  runBatch(jobs: BatchJob<P>[]): Promise<BatchOutcome[]>;
+  /** Jobs handed to one runBatch call at most (default: the kind's concurrency). */
+  batchSize?: number;
+}
+
+type AnyJobDefinition = JobDefinition | BatchJobDefinition;
+const isBatch = (definition: AnyJobDefinition): definition is BatchJobDefinition => "runBatch" in definition;
 
 export interface JobRunnerOptions {
   prisma: PrismaClient;
@@ -56,16 +83,17 @@ export function errorBackoffMs(attempt: number): number {
 
 export function createJobRunner(options: JobRunnerOptions) {
   const { prisma, logger, leaseMs } = options;
-  const definitions = new Map<string, JobDefinition>();
+  const definitions = new Map<string, AnyJobDefinition>();
   const inFlight = new Map<string, number>();
   /** Kinds whose last claim filled every free slot: more may be due as soon as one finishes. */
   const saturated = new Set<string>();
-  /** Jobs running in this instance, with their rows (to release them at shutdown). */
-  const running = new Map<Promise<void>, ClaimedRow>();
+  /** Jobs running in this instance (one job, or a batch), with their rows (to release them at shutdown). */
+  const running = new Map<Promise<void>, ClaimedRow[]>();
+  /** Per kind, jobs that settled with progress since its last claim: what a follow-up claims. */
+  const credit = new Map<string, number>();
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   let started = false;
   let passing = false;
-  let again = false;
   let pollTimer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
   let wakeAt = Infinity;
@@ -106,67 +134,136 @@ export function createJobRunner(options: JobRunnerOptions) {
   async function reschedule(row: ClaimedRow, retryInMs: number, error: string | undefined, countAttempt: boolean) {
     const runAt = new Date(Date.now() + Math.max(0, retryInMs));
     await requeueClaimed(prisma, row.id, workerId, runAt, error, countAttempt);
-    wakeUpAt(runAt.getTime());
+    // A deferred job (no capacity here now) is claimed again by the follow-ups as capacity frees, or at the next
+    // poll; waking a pass for each would claim every free slot, only to defer those too, again and again.
+    if (countAttempt) wakeUpAt(runAt.getTime());
   }
 
-  async function execute(definition: JobDefinition, row: ClaimedRow) {
-    const job: ClaimedJob = { id: row.id, kind: row.kind, attempt: row.attempts, createdAt: row.created_at };
-    let outcome: JobOutcome;
-    try {
-      outcome = await definition.run(row.payload, job);
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+  const jobOf = (row: ClaimedRow): ClaimedJob => ({ id: row.id, kind: row.kind, attempt: row.attempts, createdAt: row.created_at });
+  const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+  /** False for a deferral (`countAttempt: false`): the job could not run yet, so its slot freed up for nothing. */
+  const progressed = (outcome: BatchOutcome) => outcome instanceof Error || !outcome || outcome.countAttempt !== false;
+
+  /** Settles a job that is not done (retry, or failed for good); true when it is done, for the caller to delete. */
+  async function settle(definition: AnyJobDefinition, row: ClaimedRow, outcome: BatchOutcome): Promise<boolean> {
+    if (outcome instanceof Error) {
+      const message = outcome.message;
       if (row.attempts >= (definition.maxAttempts ?? 10)) {
         logger.error({ jobId: String(row.id), kind: row.kind, attempts: row.attempts, err: message }, "job failed for good");
         await failClaimed(prisma, row.id, workerId, message);
-        await definition.onGiveUp?.(row.payload, job, message);
+        await definition.onGiveUp?.(row.payload, jobOf(row), message);
       } else {
         logger.warn({ jobId: String(row.id), kind: row.kind, attempt: row.attempts, err: message }, "job failed; will retry");
         await reschedule(row, errorBackoffMs(row.attempts), message, true);
       }
-      return;
+      return false;
     }
-    if (outcome) await reschedule(row, outcome.retryInMs, outcome.error, outcome.countAttempt ?? true);
-    else await completeClaimed(prisma, row.id, workerId);
+    if (outcome) {
+      await reschedule(row, outcome.retryInMs, outcome.error, outcome.countAttempt ?? true);
+      return false;
+    }
+    return true;
   }
 
-  function start(definition: JobDefinition, row: ClaimedRow) {
-    inFlight.set(definition.kind, (inFlight.get(definition.kind) ?? 0) + 1);
-    const done: Promise<void> = execute(definition, row)
-      .catch((error: unknown) => logger.error({ err: error, jobId: String(row.id), kind: row.kind }, "job bookkeeping failed; its lease will expire"))
-      .finally(() => {
+  /** Runs one job and settles it; returns how many jobs made progress (0 or 1). */
+  async function execute(definition: JobDefinition, row: ClaimedRow): Promise<number> {
+    let outcome: BatchOutcome;
+    try {
+      outcome = await definition.run(row.payload, jobOf(row));
+    } catch (error) {
+      outcome = asError(error);
+    }
+    if (await settle(definition, row, outcome)) await completeClaimed(prisma, row.id, workerId);
+    return progressed(outcome) ? 1 : 0;
+  }
+
+  /** Runs a batch and settles it: retries one by one (rare), every done job in one DELETE. Returns how many made progress. */
+  async function executeBatch(definition: BatchJobDefinition, rows: ClaimedRow[]): Promise<number> {
+    let outcomes: BatchOutcome[];
+    try {
+      outcomes = await definition.runBatch(rows.map((row) => ({ payload: row.payload, job: jobOf(row) })));
+      if (outcomes.length !== rows.length) throw new Error(`runBatch of ${definition.kind} answered ${outcomes.length} outcomes for ${rows.length} jobs`);
+    } catch (error) {
+      outcomes = rows.map(() => asError(error));
+    }
+    const done: bigint[] = [];
+    await Promise.all(rows.map(async (row, i) => void ((await settle(definition, row, outcomes[i])) && done.push(row.id))));
+    await completeClaimedMany(prisma, done, workerId);
+    return outcomes.filter(progressed).length;
+  }
+
+  /** The rows of one claim, as the units that run: one job each, or batches of at most batchSize. */
+  function units(definition: AnyJobDefinition, rows: ClaimedRow[]): ClaimedRow[][] {
+    if (!isBatch(definition)) return rows.map((row) => [row]);
+    const size = Math.max(1, definition.batchSize ?? definition.concurrency ?? 10);
+    const out: ClaimedRow[][] = [];
+    for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+    return out;
+  }
+
+  const runUnit = (definition: AnyJobDefinition, rows: ClaimedRow[]) => (isBatch(definition) ? executeBatch(definition, rows) : execute(definition, rows[0]!));
+
+  function start(definition: AnyJobDefinition, rows: ClaimedRow[]) {
+    const { kind } = definition;
+    inFlight.set(kind, (inFlight.get(kind) ?? 0) + rows.length);
+    const done: Promise<void> = runUnit(definition, rows)
+      .catch((error: unknown) => {
+        logger.error({ err: error, jobIds: rows.map((r) => String(r.id)), kind }, "job bookkeeping failed; its lease will expire");
+        return 0;
+      })
+      .then((progress) => {
         running.delete(done);
-        inFlight.set(definition.kind, (inFlight.get(definition.kind) ?? 1) - 1);
-        if (saturated.has(definition.kind)) trigger();
+        inFlight.set(kind, (inFlight.get(kind) ?? rows.length) - rows.length);
+        // More of this kind are likely due: claim as many as just made progress, this kind only.
+        if (saturated.has(kind) && progress > 0) {
+          credit.set(kind, (credit.get(kind) ?? 0) + progress);
+          trigger(kind);
+        }
       });
-    running.set(done, row);
+    running.set(done, rows);
   }
 
-  async function pass() {
+  /**
+   * Claims for every kind (`kinds` undefined: the poll, a nudge, a retry falling due) as many as it has free
+   * slots, or, for a follow-up after jobs settled, for those kinds only as many as made progress: a deferred
+   * job freed its slot only to wait again, and claiming on it at once would churn the queue.
+   */
+  async function pass(kinds: Set<string> | undefined) {
     for (const definition of definitions.values()) {
-      const free = (definition.concurrency ?? 10) - (inFlight.get(definition.kind) ?? 0);
-      if (free <= 0) continue;
-      const rows = await claim(definition.kind, free);
-      if (rows.length === free) saturated.add(definition.kind);
-      else saturated.delete(definition.kind);
-      for (const row of rows) start(definition, row);
+      const { kind } = definition;
+      if (kinds && !kinds.has(kind)) continue;
+      const free = (definition.concurrency ?? 10) - (inFlight.get(kind) ?? 0);
+      const limit = kinds ? Math.min(free, credit.get(kind) ?? 0) : free;
+      if (limit <= 0) continue;
+      credit.delete(kind);
+      const rows = await claim(kind, limit);
+      if (rows.length === limit) saturated.add(kind);
+      else saturated.delete(kind);
+      for (const unit of units(definition, rows)) start(definition, unit);
     }
   }
 
-  /** Runs a claiming pass now, or right after the current one (passes never overlap). */
-  function trigger() {
+  /** Kinds asked for since the last pass; all of them when `passAll`. */
+  const asked = new Set<string>();
+  let passAll = false;
+
+  /** Runs a claiming pass (over every kind, or one kind) now, or right after the current one (passes never overlap). */
+  function trigger(kind?: string) {
     if (!started) return;
-    if (passing) {
-      again = true;
-      return;
-    }
+    if (kind === undefined) passAll = true;
+    else asked.add(kind);
+    if (passing) return;
     passing = true;
     void (async () => {
       try {
-        do {
-          again = false;
-          await pass();
-        } while (again && started);
+        while (started && (passAll || asked.size)) {
+          // Between claims the event loop serves whatever else waits (API requests): a backlog never starves them.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          const kinds = passAll ? undefined : new Set(asked);
+          passAll = false;
+          asked.clear();
+          await pass(kinds);
+        }
       } catch (error) {
         logger.error({ err: error }, "claiming jobs failed; will try again at the next poll");
       } finally {
@@ -178,7 +275,7 @@ export function createJobRunner(options: JobRunnerOptions) {
   return {
     workerId,
 
-    register<P>(definition: JobDefinition<P>) {
+    register<P>(definition: JobDefinition<P> | BatchJobDefinition<P>) {
       if (definitions.has(definition.kind)) throw new Error(`job kind ${definition.kind} is registered twice`);
       definitions.set(definition.kind, definition);
     },
@@ -187,7 +284,7 @@ export function createJobRunner(options: JobRunnerOptions) {
     start() {
       if (started) return;
       started = true;
-      pollTimer = setInterval(trigger, options.pollIntervalMs);
+      pollTimer = setInterval(() => trigger(), options.pollIntervalMs);
       pollTimer.unref();
       trigger();
     },
@@ -204,7 +301,7 @@ export function createJobRunner(options: JobRunnerOptions) {
         if (kinds && !kinds.includes(definition.kind)) continue;
         const rows = await claim(definition.kind, 1000);
         claimed += rows.length;
-        await Promise.all(rows.map((row) => execute(definition, row)));
+        await Promise.all(units(definition, rows).map((unit) => runUnit(definition, unit)));
       }
       return claimed;
     },
@@ -217,6 +314,8 @@ export function createJobRunner(options: JobRunnerOptions) {
      */
     async stop(options: { releaseAt?: number | undefined } = {}) {
       started = false;
+      passAll = false;
+      asked.clear();
       if (pollTimer) clearInterval(pollTimer);
       if (wakeTimer) clearTimeout(wakeTimer);
       wakeAt = Infinity;
@@ -227,7 +326,7 @@ export function createJobRunner(options: JobRunnerOptions) {
           ? new Promise<never>(() => {})
           : new Promise<void>((resolve) => {
               releaseTimer = setTimeout(() => {
-                const rows = [...running.values()];
+                const rows = [...running.values()].flat();
                 if (rows.length) logger.warn({ jobs: rows.map((r) => String(r.id)) }, "shutting down: releasing jobs still running");
                 void Promise.allSettled(rows.map((row) => requeueClaimed(prisma, row.id, workerId, new Date(), "released at shutdown", false))).then(() => resolve());
               }, Math.max(0, options.releaseAt! - Date.now()));

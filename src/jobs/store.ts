@@ -148,6 +148,12 @@ export async function completeClaimed(prisma: PrismaClient, id: bigint, workerId
   await prisma.$executeRaw`DELETE FROM jobs WHERE id = ${id} AND locked_by = ${workerId}`;
 }
 
+/** Claimed jobs are done: deleted in one statement, those `workerId` still holds (none: no statement). */
+export async function completeClaimedMany(prisma: PrismaClient, ids: bigint[], workerId: string): Promise<void> {
+  if (!ids.length) return;
+  await prisma.$executeRaw`DELETE FROM jobs WHERE id = ANY(${ids.map(String)}::bigint[]) AND locked_by = ${workerId}`;
+}
+
 // --- Reads for operators (CLI, metrics) -------------------------------------------------------------------
 
 export interface QueueGaugeRow {

@@ -3,7 +3,8 @@ import type { WebhookConfig } from "../../config.ts";
 import type { PrismaClient, Reader } from "../../db/database.ts";
 import type { Mode, Prisma, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
 import { NotFoundError, ValidationError } from "../../errors.ts";
-import type { JobRunner } from "../../jobs/runner.ts";
+import type { Sql } from "../../db/sql.ts";
+import type { BatchJob, BatchOutcome, JobOutcome, JobRunner } from "../../jobs/runner.ts";
 import { cancel, enqueueJobs } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/encryption.ts";
@@ -27,11 +28,30 @@ export interface DeliveryFilters {
 }
 
 const MAX_ENDPOINTS_PER_MODE = 16;
-/** Deliveries to one endpoint at once, per instance, and how many more may wait here for a turn. */
+/** Deliveries to one endpoint at once, per instance. */
 const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
-const MAX_WAITING_PER_ENDPOINT = 10;
-/** Runner slots for deliveries: a slow endpoint holds at most 15 of them, so the others keep flowing. */
-const DELIVERY_CONCURRENCY = 50;
+/**
+ * How many more may wait here for a turn: 10, or as many as the endpoint's recent latency says get their turn
+ * within TURN_WAIT_BUDGET_MS, up to 95. A fast endpoint keeps a deep queue, so a backlog to it never waits on the
+ * database between batches; a slow one (10 s timeouts) keeps 10, whose wait (20 s) stays well inside the job lease.
+ */
+const MIN_WAITING_PER_ENDPOINT = 10;
+const MAX_WAITING_PER_ENDPOINT = 95;
+const TURN_WAIT_BUDGET_MS = 5_000;
+/** POSTs in flight at once per instance, all endpoints together. */
+const MAX_SENDING = 50;
+/**
+ * Runner slots for deliveries: several times the POSTs in flight, so the next batches are claimed and loaded while
+ * others post and settle, and the senders do not wait on the database. One endpoint holds at most 100 of them (in
+ * flight and waiting), a slow one 15, so the others keep flowing.
+ */
+const DELIVERY_CONCURRENCY = 4 * MAX_SENDING;
+/**
+ * Deliveries handed over together (a claim of 200 runs as 8 batches): each batch costs 4 statements whatever its
+ * size (claim, load, record, delete), and batches settle one by one, so the slowest delivery of a batch holds only
+ * its own batch's slots. 25 measured best in bench/webhook-drain.ts (10: more statements; 50: fewer batches in turn).
+ */
+const DELIVERY_BATCH_SIZE = 25;
 /** An endpoint that has failed every attempt for this long is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 /** After a rotation the previous secret keeps signing this long, so receivers can switch over. */
@@ -52,8 +72,89 @@ function parseEventId(value: string, field: string): bigint {
   return BigInt(value);
 }
 
+/** What one attempt needs of a delivery, its endpoint and its event. */
+interface DeliveryToSend {
+  id: bigint;
+  status: string;
+  attempts: number;
+  mode: Mode;
+  endpoint: Pick<WebhookEndpoint, "id" | "merchantId" | "mode" | "url" | "enabled" | "failingSince" | "secretEncrypted" | "previousSecretEncrypted" | "previousSecretExpiresAt">;
+  event: { id: bigint; type: string; createdAt: Date; payload: unknown };
+}
+
+/** A delivery the receiver acknowledged, for the batch's one recording statement. */
+interface Succeeded {
+  succeeded: true;
+  delivery: DeliveryToSend;
+  attempts: number;
+  statusCode: number | null;
+  latencyMs: number;
+  at: Date;
+}
+
+interface DeliveryRow {
+  id: string;
+  status: string;
+  attempts: number;
+  mode: Mode;
+  endpoint_id: number;
+  merchant_id: number;
+  endpoint_mode: Mode;
+  url: string;
+  enabled: boolean;
+  failing_since: Date | string | null;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: Date | string | null;
+  event_id: string;
+  type: string;
+  event_created_at: Date | string;
+  payload: unknown;
+}
+
+/** A batch's deliveries with their endpoints and events, only the columns an attempt needs (int8 as text: drivers differ). */
+const LOAD_DELIVERIES = `SELECT d.id::text AS id, d.status::text AS status, d.attempts, d.mode::text AS mode,
+    ep.id AS endpoint_id, ep.merchant_id, ep.mode::text AS endpoint_mode, ep.url, ep.enabled, ep.failing_since,
+    ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at,
+    ev.id::text AS event_id, ev.type, ev.created_at AS event_created_at, ev.payload
+  FROM webhook_deliveries d
+  JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+  JOIN events ev ON ev.id = d.event_id
+  WHERE d.id = ANY($1::bigint[])`;
+
+/** The batch's successes in one statement; only pending rows, so a delivery is marked succeeded once. */
+const RECORD_SUCCESSES = `UPDATE webhook_deliveries d SET status = 'succeeded', attempts = s.attempts, last_status_code = s.status_code,
+    last_latency_ms = s.latency_ms, last_error = NULL, delivered_at = s.at, next_attempt_at = NULL, updated_at = s.at
+  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[], $5::timestamptz[]) AS s(id, attempts, status_code, latency_ms, at)
+  WHERE d.id = s.id AND d.status = 'pending'`;
+
+const time = (value: Date | string) => (value instanceof Date ? value : new Date(value));
+
+function deliveryFromRow(row: DeliveryRow): DeliveryToSend {
+  return {
+    id: BigInt(row.id),
+    status: row.status,
+    attempts: row.attempts,
+    mode: row.mode,
+    endpoint: {
+      id: row.endpoint_id,
+      merchantId: row.merchant_id,
+      mode: row.endpoint_mode,
+      url: row.url,
+      enabled: row.enabled,
+      failingSince: row.failing_since === null ? null : time(row.failing_since),
+      secretEncrypted: row.secret_encrypted,
+      previousSecretEncrypted: row.previous_secret_encrypted,
+      previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : time(row.previous_secret_expires_at),
+    },
+    event: { id: BigInt(row.event_id), type: row.type, createdAt: time(row.event_created_at), payload: row.payload },
+  };
+}
+
 export function createWebhookService(deps: {
   prisma: PrismaClient;
+  /** Plain SQL on the same database, for the delivery batch's statements. */
+  sql: Sql;
   /** The reader for the lists (a replica when there is one); the primary when unset. */
   read?: Reader;
   secrets: SecretBox;
@@ -69,9 +170,24 @@ export function createWebhookService(deps: {
   const reader = deps.read?.prisma ?? prisma;
   const scope = scopeOf;
   const { merchantUrls } = deps;
-  const slots = new Map<number, { inFlight: number; waiting: (() => void)[] }>();
+  /** Per endpoint with deliveries here: in flight, waiting, and its recent latency (a moving average). */
+  const slots = new Map<number, { inFlight: number; waiting: { resolve: (turn: boolean) => void; since: number }[]; latencyMs?: number }>();
 
-  /** A turn to send to this endpoint: now, after a short local wait, or false when too many already wait. */
+  function waitingAllowed(latencyMs: number | undefined): number {
+    if (latencyMs === undefined) return MIN_WAITING_PER_ENDPOINT;
+    const withinBudget = Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * TURN_WAIT_BUDGET_MS) / Math.max(1, latencyMs));
+    return Math.min(MAX_WAITING_PER_ENDPOINT, Math.max(MIN_WAITING_PER_ENDPOINT, withinBudget));
+  }
+
+  function noteLatency(endpointId: number, latencyMs: number) {
+    const slot = slots.get(endpointId);
+    if (slot) slot.latencyMs = slot.latencyMs === undefined ? latencyMs : 0.8 * slot.latencyMs + 0.2 * latencyMs;
+  }
+
+  /**
+   * A turn to send to this endpoint: now, after a local wait, or false when too many already wait or the wait ran
+   * past TURN_WAIT_BUDGET_MS (the endpoint slowed down after they queued): the job is deferred, well inside its lease.
+   */
   async function takeTurn(endpointId: number): Promise<boolean> {
     let slot = slots.get(endpointId);
     if (!slot) slots.set(endpointId, (slot = { inFlight: 0, waiting: [] }));
@@ -79,19 +195,36 @@ export function createWebhookService(deps: {
       slot.inFlight++;
       return true;
     }
-    if (slot.waiting.length >= MAX_WAITING_PER_ENDPOINT) return false;
-    await new Promise<void>((resolve) => slot.waiting.push(resolve));
-    return true;
+    if (slot.waiting.length >= waitingAllowed(slot.latencyMs)) return false;
+    return new Promise<boolean>((resolve) => slot.waiting.push({ resolve, since: performance.now() }));
   }
 
-  /** Hands the turn to the next waiting delivery, if any. */
+  /** Hands the turn to the next waiting delivery, if any; those that waited too long are deferred. */
   function endTurn(endpointId: number) {
     const slot = slots.get(endpointId);
     if (!slot) return;
+    const now = performance.now();
+    while (slot.waiting.length && now - slot.waiting[0]!.since > TURN_WAIT_BUDGET_MS) slot.waiting.shift()!.resolve(false);
     const next = slot.waiting.shift();
-    if (next) return next();
+    if (next) return next.resolve(true);
     slot.inFlight--;
     if (slot.inFlight === 0) slots.delete(endpointId);
+  }
+
+  /** The instance-wide limit on POSTs in flight, taken after the endpoint's turn (so no cycle of waits). */
+  let sending = 0;
+  const waitingToSend: (() => void)[] = [];
+  async function takeSendSlot(): Promise<void> {
+    if (sending < MAX_SENDING) {
+      sending++;
+      return;
+    }
+    await new Promise<void>((resolve) => waitingToSend.push(resolve));
+  }
+  function endSendSlot() {
+    const next = waitingToSend.shift();
+    if (next) next();
+    else sending--;
   }
 
   /** HTTPS in live mode; loopback and private networks only in test mode with ALLOW_PRIVATE_URLS. */
@@ -108,15 +241,28 @@ export function createWebhookService(deps: {
   }
 
   /** The secrets that sign now: the current one, and the previous one for a day after a rotation. */
-  function signingSecrets(endpoint: WebhookEndpoint, now: Date): string[] {
+  function signingSecrets(endpoint: Pick<WebhookEndpoint, "secretEncrypted" | "previousSecretEncrypted" | "previousSecretExpiresAt">, now: Date): string[] {
     const current = secrets.decrypt(endpoint.secretEncrypted);
     const previousValid = endpoint.previousSecretEncrypted && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now;
     return previousValid ? [current, secrets.decrypt(endpoint.previousSecretEncrypted!)] : [current];
   }
 
-  async function deliver({ deliveryId }: { deliveryId: number }) {
-    const delivery = await prisma.webhookDelivery.findUnique({ where: { id: BigInt(deliveryId) }, include: { endpoint: true, event: true } });
-    if (!delivery || delivery.status !== "pending") return;
+  /** The signing secrets of an endpoint, decrypted once per batch (a batch's deliveries to one endpoint share them). */
+  function secretsCache(now: Date) {
+    const cache = new Map<number, string[]>();
+    return (endpoint: DeliveryToSend["endpoint"]) => {
+      let found = cache.get(endpoint.id);
+      if (!found) cache.set(endpoint.id, (found = signingSecrets(endpoint, now)));
+      return found;
+    };
+  }
+
+  /**
+   * One attempt of one delivery: a success comes back as what to record (the batch records them all in one
+   * statement); anything else is settled here, one delivery at a time, as it is rare (disabled endpoint, a
+   * failure and its retry, giving up, no turn free).
+   */
+  async function attempt(delivery: DeliveryToSend, secretsOf: (endpoint: DeliveryToSend["endpoint"]) => string[]): Promise<JobOutcome | Succeeded> {
     const { endpoint, event } = delivery;
     if (!endpoint.enabled) {
       await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { status: "failed", lastError: "endpoint disabled", nextAttemptAt: null } });
@@ -126,20 +272,21 @@ export function createWebhookService(deps: {
     const now = new Date();
     let result;
     try {
-      const body = webhookBody(event);
-      const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(now.getTime() / 1000), body, secrets: signingSecrets(endpoint, now) });
-      result = await merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers);
+      await takeSendSlot();
+      try {
+        const body = webhookBody(event);
+        const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(Date.now() / 1000), body, secrets: secretsOf(endpoint) });
+        result = await merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers);
+        noteLatency(endpoint.id, result.latencyMs);
+      } finally {
+        endSendSlot();
+      }
     } finally {
       endTurn(endpoint.id);
     }
     const attempts = delivery.attempts + 1;
+    if (result.ok) return { succeeded: true, delivery, attempts, statusCode: result.statusCode, latencyMs: result.latencyMs, at: new Date() };
     const outcome = { attempts, lastStatusCode: result.statusCode, lastLatencyMs: result.latencyMs, lastError: result.error };
-    if (result.ok) {
-      await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { ...outcome, status: "succeeded", deliveredAt: new Date(), nextAttemptAt: null } });
-      deps.onAttempt?.("succeeded", event.createdAt);
-      if (endpoint.failingSince) await prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { failingSince: null } });
-      return;
-    }
     const failingSince = endpoint.failingSince ?? now;
     if (!endpoint.failingSince) await prisma.webhookEndpoint.updateMany({ where: { id: endpoint.id, failingSince: null }, data: { failingSince: now } });
     const schedule = config.retrySchedule[delivery.mode];
@@ -162,7 +309,51 @@ export function createWebhookService(deps: {
     return { retryInMs, error: result.error ?? undefined };
   }
 
-  deps.jobs.register<{ deliveryId: number }>({ kind: WEBHOOK_DELIVERY_JOB, concurrency: DELIVERY_CONCURRENCY, run: deliver });
+  /**
+   * A batch of delivery jobs (the runner's claim): one statement loads them with their endpoints and events, each
+   * is posted (at most 5 at once per endpoint, across batches), one statement records the successes, and the
+   * runner deletes their jobs in one more. A crash before that leaves the jobs to be claimed again when their
+   * lease ends: the event goes out again with the same webhook-id (at-least-once; receivers dedupe on it).
+   */
+  async function deliverBatch(jobs: BatchJob<{ deliveryId: number }>[]): Promise<BatchOutcome[]> {
+    const rows = await deps.sql.query<DeliveryRow>(LOAD_DELIVERIES, [jobs.map((j) => String(j.payload.deliveryId))]);
+    const byId = new Map(rows.map((row) => [row.id, deliveryFromRow(row)]));
+    const secretsOf = secretsCache(new Date());
+    const results = await Promise.all(
+      jobs.map(async ({ payload }): Promise<JobOutcome | Succeeded | Error> => {
+        const delivery = byId.get(String(payload.deliveryId));
+        // Gone (its endpoint deleted) or no longer pending (a resend's new round owns it): nothing to do.
+        if (!delivery || delivery.status !== "pending") return;
+        try {
+          return await attempt(delivery, secretsOf);
+        } catch (error) {
+          return error instanceof Error ? error : new Error(String(error));
+        }
+      }),
+    );
+    const succeeded = results.filter((r): r is Succeeded => !!r && "succeeded" in r);
+    if (succeeded.length) {
+      try {
+        await deps.sql.query(RECORD_SUCCESSES, [
+          succeeded.map((s) => String(s.delivery.id)),
+          succeeded.map((s) => s.attempts),
+          succeeded.map((s) => s.statusCode),
+          succeeded.map((s) => s.latencyMs),
+          succeeded.map((s) => s.at.toISOString()),
+        ]);
+      } catch (error) {
+        // Sent but not recorded: their jobs run again (at-least-once), as after a crash.
+        const failed = error instanceof Error ? error : new Error(String(error));
+        return results.map((r) => (r && "succeeded" in r ? failed : r));
+      }
+      for (const s of succeeded) deps.onAttempt?.("succeeded", s.delivery.event.createdAt);
+      const recovered = [...new Set(succeeded.filter((s) => s.delivery.endpoint.failingSince).map((s) => s.delivery.endpoint.id))];
+      if (recovered.length) await prisma.webhookEndpoint.updateMany({ where: { id: { in: recovered } }, data: { failingSince: null } });
+    }
+    return results.map((r) => (r && "succeeded" in r ? undefined : r));
+  }
+
+  deps.jobs.register<{ deliveryId: number }>({ kind: WEBHOOK_DELIVERY_JOB, concurrency: DELIVERY_CONCURRENCY, batchSize: DELIVERY_BATCH_SIZE, runBatch: deliverBatch });
 
   return {
     /** Creates an endpoint; the signing secret is in the answer this once and never again. */

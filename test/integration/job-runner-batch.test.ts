@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.ts";
+import { createJobRunner, type JobRunner } from "../../src/jobs/runner.ts";
+import { enqueueJobs } from "../../src/jobs/store.ts";
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
+
+/**
+ * Batch kinds on the one job runner (issue 27): a claim's jobs handed to runBatch together, the done ones deleted
+ * in one statement, retries and failures settled per job as `run`'s are; a follow-up claim after a batch settles
+ * is for that kind only. Statements are counted as the gateway sends them (its onQuery), no runner of its own.
+ */
+let gw: TestGateway;
+const runners: JobRunner[] = [];
+const statements: string[] = [];
+const prisma = () => gw.gateway.db.prisma;
+const logger = createLogger("silent");
+const count = (pattern: RegExp) => statements.filter((s) => pattern.test(s)).length;
+const CLAIM = /UPDATE jobs SET status = 'running'/;
+const DELETE = /DELETE FROM jobs/;
+
+/** A runner whose poll never comes during a test: every claim after the first pass is a follow-up. */
+function runner(pollIntervalMs = 600_000) {
+  const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs, leaseMs: 60_000 });
+  runners.push(r);
+  return r;
+}
+
+beforeAll(async () => {
+  gw = await startTestGateway({ env: { JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false" }, onQuery: (sql) => statements.push(sql) });
+});
+
+afterAll(async () => {
+  for (const r of runners) await r.stop();
+  await gw?.close();
+});
+
+describe("job runner: batch kinds", () => {
+  it("settles each job of a batch by its own outcome: done deleted in one statement, retry, deferral, error, give-up", async () => {
+    const r = runner();
+    const gaveUp: number[] = [];
+    r.register<{ n: number }>({
+      kind: "b.mixed",
+      maxAttempts: 1,
+      runBatch: async (jobs) => {
+        expect(jobs.every(({ job }) => job.kind === "b.mixed" && job.attempt === 1)).toBe(true);
+        return jobs.map(({ payload: { n } }) =>
+          n < 3 ? undefined : n === 3 ? { retryInMs: 60_000, error: "later" } : n === 4 ? { retryInMs: 60_000, countAttempt: false } : new Error(`broke ${n}`),
+        );
+      },
+      onGiveUp: async ({ n }) => void gaveUp.push(n),
+    });
+    await enqueueJobs(prisma(), [0, 1, 2, 3, 4, 5].map((n) => ({ kind: "b.mixed", payload: { n } })));
+    statements.length = 0;
+    expect(await r.runDueJobs(["b.mixed"])).toBe(6);
+    const left = await prisma().job.findMany({ where: { kind: "b.mixed" }, orderBy: { id: "asc" } });
+    expect(left.map((j) => [(j.payload as { n: number }).n, j.status, j.attempts, j.lastError])).toEqual([
+      [3, "queued", 1, "later"],
+      [4, "queued", 0, null],
+      [5, "failed", 1, "broke 5"],
+    ]);
+    expect(gaveUp).toEqual([5]);
+    expect(count(DELETE)).toBe(1);
+  });
+
+  it("a batch that throws fails every job in it (retried with backoff); batches are at most batchSize", async () => {
+    const r = runner();
+    const sizes: number[] = [];
+    r.register({
+      kind: "b.throws",
+      batchSize: 2,
+      runBatch: async (jobs) => {
+        sizes.push(jobs.length);
+        throw new Error("database gone");
+      },
+    });
+    await enqueueJobs(prisma(), [1, 2, 3].map((n) => ({ kind: "b.throws", payload: { n } })));
+    expect(await r.runDueJobs(["b.throws"])).toBe(3);
+    expect(sizes.sort()).toEqual([1, 2]);
+    const left = await prisma().job.findMany({ where: { kind: "b.throws" } });
+    expect(left).toHaveLength(3);
+    for (const job of left) {
+      expect(job).toMatchObject({ status: "queued", attempts: 1, lastError: "database gone", lockedBy: null });
+      expect(job.runAt.getTime()).toBeGreaterThan(Date.now() + 500);
+    }
+    await prisma().job.deleteMany({ where: { kind: "b.throws" } });
+  });
+
+  it("drains a backlog batch after batch, each settled batch claiming again for its own kind only", async () => {
+    const r = runner();
+    const batches: number[][] = [];
+    r.register<{ n: number }>({
+      kind: "b.backlog",
+      concurrency: 2,
+      runBatch: async (jobs) => {
+        batches.push(jobs.map((j) => j.payload.n));
+        return jobs.map(() => undefined);
+      },
+    });
+    // Idle kinds: the old runner ran a claim for each of them after every job that finished.
+    for (let i = 0; i < 5; i++) r.register({ kind: `b.idle-${i}`, run: async () => undefined });
+    await enqueueJobs(prisma(), [1, 2, 3, 4, 5, 6].map((n) => ({ kind: "b.backlog", payload: { n } })));
+    statements.length = 0;
+    r.start();
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: "b.backlog" } })) === 0, "the backlog to drain");
+    await waitUntil(() => count(CLAIM) === 9, () => `9 claims, got ${count(CLAIM)}`);
+    expect(batches.flat().sort()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(batches.every((b) => b.length === 2)).toBe(true);
+    // The first pass: one claim per kind (6). Then one per settled batch, of b.backlog alone: 2 more full, 1 empty.
+    await expectNothingMoreWithin(200, () => count(CLAIM), "no claim after the backlog drained");
+    expect(count(CLAIM)).toBe(6 + 3);
+    expect(count(DELETE)).toBe(3);
+  });
+
+  it("a batch whose jobs were all deferred (countAttempt: false) claims nothing more until the next poll", async () => {
+    const r = runner();
+    let runs = 0;
+    r.register({
+      kind: "b.defer",
+      concurrency: 2,
+      runBatch: async (jobs) => {
+        runs++;
+        return jobs.map(() => ({ retryInMs: 60_000, countAttempt: false }));
+      },
+    });
+    await enqueueJobs(prisma(), [1, 2, 3, 4].map((n) => ({ kind: "b.defer", payload: { n } })));
+    statements.length = 0;
+    r.start();
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: "b.defer", status: "queued", attempts: 0, runAt: { gt: new Date() } } })) === 2, "two jobs deferred");
+    // Its slots are free and two more are due, but a deferral made no progress: claiming on it would only churn.
+    await expectNothingMoreWithin(300, () => count(CLAIM), "no follow-up claim after a batch that only deferred");
+    expect(count(CLAIM)).toBe(1);
+    expect(runs).toBe(1);
+    await r.stop();
+    await prisma().job.deleteMany({ where: { kind: "b.defer" } });
+  });
+});
