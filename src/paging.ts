@@ -124,7 +124,12 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const limit = `${param(paging.limit)}::int`;
   const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
   let ids: string;
-  if (extra || !aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
+  if (extra) {
+    // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them.
+    // `OFFSET 0` keeps the planner from walking the list's index in order, testing each row against the
+    // search until it has a page: it guesses a search matches many rows, and for a rare term it reads them all.
+    ids = `SELECT id FROM (SELECT id, created_at FROM ${list.table} WHERE ${rows} OFFSET 0) matched ${order} OFFSET ${offset}`;
+  } else if (!aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else {
     ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
