@@ -48,6 +48,12 @@ export interface CountedList {
   createdAt?: { gte?: Date; lt?: Date };
   /** Conditions the rollups do not keep (a search, a transaction id): the total is then counted from the indexes. */
   extra?: (param: (value: unknown) => string) => string;
+  /**
+   * With `extra`: find its matches through their own indexes first, then take the newest (the default). False:
+   * walk the list's index newest first, testing each row, which is cheaper while the merchant has few rows
+   * (listRowCount) and a search's index holds every merchant's rows.
+   */
+  matchesFirst?: boolean;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -124,12 +130,13 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const limit = `${param(paging.limit)}::int`;
   const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
   let ids: string;
-  if (extra) {
+  if (extra && list.matchesFirst !== false) {
     // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them.
     // `OFFSET 0` keeps the planner from walking the list's index in order, testing each row against the
     // search until it has a page: it guesses a search matches many rows, and for a rare term it reads them all.
     ids = `SELECT id FROM (SELECT id, created_at FROM ${list.table} WHERE ${rows} OFFSET 0) matched ${order} OFFSET ${offset}`;
-  } else if (!aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
+  } else if (extra || !aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
+    // (A search walking the list: the per-day counts do not know which rows it matches.)
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else {
     ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
@@ -140,6 +147,17 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
       ${order} OFFSET (SELECT (${offset} - before)::bigint FROM start)`;
   }
   return { params, total: `(${total})::int`, ids };
+}
+
+/** How many rows a merchant's list has in all (its rollup): one probe of list_counts. */
+export async function listRowCount(db: RawQuery, table: CountedList["table"], merchantId: number, mode: string): Promise<number> {
+  const [row] = await db.$queryRawUnsafe<{ n: number }[]>(
+    `SELECT coalesce(sum(n), 0)::int AS n FROM list_counts WHERE list = $1 AND merchant_id = $2 AND mode = $3::"Mode" AND day = '-infinity'`,
+    table,
+    merchantId,
+    mode,
+  );
+  return row!.n;
 }
 
 /** What runs a list's statement: Prisma's client (or a transaction's), or the plain-SQL runner. */

@@ -200,9 +200,10 @@ describe("deep pages equal a plain OFFSET query", () => {
       const r = await customers.listCustomers(mine, { page, limit });
       return { ids: r.items.map((c) => c.id), total: r.total };
     });
-    for (const [search, pattern] of [["anna", "%anna%"], ["KAMAU3", "%kamau3%"], ["2547000001", "%2547000001%"], ["cust14", "%cust14%"], ["n_m", "%n\\_m%"]]) {
+    const searches = async (how: string) => {
+      for (const [search, pattern] of [["anna", "%anna%"], ["KAMAU3", "%kamau3%"], ["2547000001", "%2547000001%"], ["cust14", "%cust14%"], ["n_m", "%n\\_m%"]]) {
       await expectSamePages(
-        `search ${search}`,
+        `search ${search} (${how})`,
         "customers",
         `${scope()} AND (first_name ILIKE $1 OR last_name ILIKE $1 OR email ILIKE $1 OR phone ILIKE $1)`,
         [pattern],
@@ -211,8 +212,19 @@ describe("deep pages equal a plain OFFSET query", () => {
           return { ids: r.items.map((c) => c.id), total: r.total };
         },
       );
-    }
-    // "%" is a character to find, not a wildcard: no customer has one.
-    expect((await customers.listCustomers(mine, { search: "%" })).total).toBe(0);
+      }
+      // "%" is a character to find, not a wildcard: no customer has one.
+      expect((await customers.listCustomers(mine, { search: "%" })).total).toBe(0);
+    };
+    // 1,500 customers: the search walks them newest first.
+    await searches("walking the list");
+    // Past 2,000 the trigram indexes find the matches first: the same pages and totals.
+    await exec(
+      `INSERT INTO customers (merchant_id, mode, email, first_name, last_name, phone, created_at)
+       SELECT $1::int, 'test', 'more' || i || '@example.org', 'Zed', 'Mwangi', '+2541' || lpad(i::text, 8, '0'), now() - i * interval '1 second'
+       FROM generate_series(1, 1000) i`,
+      [me.id],
+    );
+    await searches("matches first");
   });
 });

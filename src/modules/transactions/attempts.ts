@@ -4,8 +4,7 @@ import type { JobDefinition } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { CollectionCallback, CollectionOutcome, MomoConnector } from "../../providers/types.ts";
-import { CARD_CHARGE_LEASE_MS } from "./card.ts";
-import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "./context.ts";
+import { alreadySettled, asProviderError, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
 import { claimForAttempt, findExpiredCheckouts, releaseClaim } from "./store.ts";
 
 /**
@@ -23,14 +22,6 @@ const EXPIRY_SCHEDULE_KEY = { schedule: "checkout_expiry" } as const;
 const EXPIRY_BATCH = 100;
 const MAX_QUERY_BACKOFF_MS = 60_000;
 const MPESA_CURRENCY = "KES";
-
-export interface CheckoutSettings {
-  /** Failed attempts a hosted-checkout payment takes before it fails (CHECKOUT_MAX_ATTEMPTS). */
-  maxAttempts: number;
-  /** An unpaid hosted-checkout payment fails as `abandoned` this long after it was created (CHECKOUT_EXPIRY_MS). */
-  expiryMs: number;
-}
-export const DEFAULT_CHECKOUT_SETTINGS: CheckoutSettings = { maxAttempts: 3, expiryMs: 24 * 3_600_000 };
 
 export type AttemptMethod = "card" | "mpesa";
 export type AttemptStatus = "pending" | "succeeded" | "failed";

@@ -7,8 +7,6 @@ import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "
 
 /** A payer's card payment on the gateway's own checkout page, and the claim that admits one charge at a time. */
 
-/** How long a checkout card charge holds its transaction by default; longer than any connector's charge timeout. */
-export const CARD_CHARGE_LEASE_MS = 2 * 60_000;
 export const PAYMENT_IN_PROGRESS = "A payment for this transaction is in progress";
 
 function validateCard(card: CardDetails): CardDetails {

@@ -10,11 +10,21 @@ import type { Connectors } from "../../providers/index.ts";
 import type { Connector, MomoConnector } from "../../providers/types.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
-import type { CheckoutSettings } from "./attempts.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-machine.ts";
 import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./state-machine.ts";
 import { createTransactionStore, type TransactionStore } from "./store.ts";
+
+/** How long a checkout card charge holds its transaction by default; longer than any connector's charge timeout. */
+export const CARD_CHARGE_LEASE_MS = 2 * 60_000;
+
+export interface CheckoutSettings {
+  /** Failed attempts a hosted-checkout payment takes before it fails (CHECKOUT_MAX_ATTEMPTS). */
+  maxAttempts: number;
+  /** An unpaid hosted-checkout payment fails as `abandoned` this long after it was created (CHECKOUT_EXPIRY_MS). */
+  expiryMs: number;
+}
+export const DEFAULT_CHECKOUT_SETTINGS: CheckoutSettings = { maxAttempts: 3, expiryMs: 24 * 3_600_000 };
 
 /** What every flow of the payments core (card.ts, hosted.ts, collections.ts, ...) shares: deps, store, transition. */
 

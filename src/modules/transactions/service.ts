@@ -79,8 +79,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 export type TransactionService = ReturnType<typeof createTransactionService>;
 
 // What other modules, tests and benchmarks import from here, wherever it now lives.
-export { CARD_CHARGE_LEASE_MS, PAYMENT_IN_PROGRESS } from "./card.ts";
-export { ATTEMPT_QUERY_JOB, CHECKOUT_EXPIRY_JOB, type AttemptView, type CheckoutSettings } from "./attempts.ts";
+export { PAYMENT_IN_PROGRESS } from "./card.ts";
+export { CARD_CHARGE_LEASE_MS, type CheckoutSettings } from "./context.ts";
+export { ATTEMPT_QUERY_JOB, CHECKOUT_EXPIRY_JOB, type AttemptView } from "./attempts.ts";
 export { type ProviderPayment, type StkCollectionInput } from "./collections.ts";
 export {
   momoConnectorOf,
