@@ -76,7 +76,7 @@ export const DAY_SKIP_FROM = 1000;
  * newest day first, find the UTC day its first row falls in, and the index is entered at the end of that day
  * with the offset left within it. Same order and rows as `ORDER BY created_at DESC, id DESC OFFSET`.
  */
-export function listStatements(list: CountedList, paging: Paging): { params: unknown[]; total: string; ids: string } {
+export function listStatements(list: CountedList, paging: Paging): { params: unknown[]; cte: string; total: string; ids: string } {
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
   const scope = `merchant_id = ${param(list.merchantId)} AND mode = ${param(list.mode)}::"Mode"`;
@@ -114,8 +114,12 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
     return window;
   };
   const aligned = (!gte || gte.getTime() === from!.getTime()) && (!lt || lt.getTime() === to!.getTime());
+  // A search that finds its matches first does so once, for its total and its page: `cte` goes before the statement.
+  const matchesFirst = Boolean(extra) && list.matchesFirst !== false;
+  const cte = matchesFirst ? `WITH matched AS MATERIALIZED (SELECT id, created_at FROM ${list.table} WHERE ${rows}) ` : "";
   let total: string;
-  if (extra || (from && to && from >= to)) total = count(rows);
+  if (matchesFirst) total = `(SELECT count(*) FROM matched)`;
+  else if (extra || (from && to && from >= to)) total = count(rows);
   else if (!gte && !lt) total = `(SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${rollup} AND day = '-infinity')`;
   else {
     const parts = [`(SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${rollup} AND ${days()})`];
@@ -130,11 +134,11 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const limit = `${param(paging.limit)}::int`;
   const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
   let ids: string;
-  if (extra && list.matchesFirst !== false) {
-    // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them.
-    // `OFFSET 0` keeps the planner from walking the list's index in order, testing each row against the
+  if (matchesFirst) {
+    // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them. The
+    // materialized CTE keeps the planner from walking the list's index in order, testing each row against the
     // search until it has a page: it guesses a search matches many rows, and for a rare term it reads them all.
-    ids = `SELECT id FROM (SELECT id, created_at FROM ${list.table} WHERE ${rows} OFFSET 0) matched ${order} OFFSET ${offset}`;
+    ids = `SELECT id FROM matched ${order} OFFSET ${offset}`;
   } else if (extra || !aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
     // (A search walking the list: the per-day counts do not know which rows it matches.)
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
@@ -146,7 +150,7 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
         AND created_at < (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start)
       ${order} OFFSET (SELECT (${offset} - before)::bigint FROM start)`;
   }
-  return { params, total: `(${total})::int`, ids };
+  return { params, cte, total: `(${total})::int`, ids };
 }
 
 /** How many rows a merchant's list has in all (its rollup): one probe of list_counts. */
@@ -165,8 +169,8 @@ export type RawQuery = { $queryRawUnsafe<T = unknown>(query: string, ...values: 
 
 /** The page's ids, newest first, and the exact total, in one statement (listStatements). */
 export async function pageOfIds<Id>(db: RawQuery, list: CountedList, paging: Paging): Promise<{ total: number; ids: Id[] }> {
-  const { params, total, ids } = listStatements(list, paging);
-  const [row] = await db.$queryRawUnsafe<{ total: number; ids: Id[] }[]>(`SELECT ${total} AS total, ARRAY(${ids}) AS ids`, ...params);
+  const { params, cte, total, ids } = listStatements(list, paging);
+  const [row] = await db.$queryRawUnsafe<{ total: number; ids: Id[] }[]>(`${cte}SELECT ${total} AS total, ARRAY(${ids}) AS ids`, ...params);
   return { total: Number(row!.total), ids: row!.ids };
 }
 

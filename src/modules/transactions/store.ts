@@ -281,9 +281,9 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     paging: Paging,
     summary: boolean,
   ): Promise<[Transaction[], number]> {
-    const { params, total, ids } = listStatements(countedList(where, search), paging);
+    const { params, cte, total, ids } = listStatements(countedList(where, search), paging);
     const rows = await sql.query<{ total: number } & ({ id: null } | TransactionRow)>(
-      `SELECT counted.total, page.* FROM (SELECT ${total} AS total) counted
+      `${cte}SELECT counted.total, page.* FROM (SELECT ${total} AS total) counted
        LEFT JOIN LATERAL (
          SELECT ${summary ? TRANSACTION_SUMMARY_COLUMNS : TRANSACTION_COLUMNS} FROM transactions WHERE id IN (${ids})
        ) page ON true
@@ -420,8 +420,8 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
       // The page's ids and the total as the plain-SQL page finds them, then those rows with their relations.
       const list = countedList(statusDateWhere(principal, input), parseTransactionSearch(input.search));
       const paging = resolvePaging(input);
-      const { params, total, ids } = listStatements(list, paging);
-      const [page] = await sql.query<{ total: number; ids: number[] }>(`SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
+      const { params, cte, total, ids } = listStatements(list, paging);
+      const [page] = await sql.query<{ total: number; ids: number[] }>(`${cte}SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
       const items = page!.ids.length ? await prisma.transaction.findMany({ ...query, where: { id: { in: page!.ids } }, orderBy: newestFirst }) : [];
       return toPage(items as Transaction[], page!.total, paging);
     },
@@ -455,8 +455,8 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     /** How many of the caller's transactions match the filters (the connection's totalCount). */
     async count(principal: Principal, filters: TransactionFilters): Promise<number> {
       // With a one-row page, so the statement uses every parameter (paging.ts countRows).
-      const { params, total, ids } = listStatements(countedList(statusDateWhere(principal, filters), parseTransactionSearch(filters.search)), { page: 1, limit: 1 });
-      const [row] = await sql.query<{ total: number }>(`SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
+      const { params, cte, total, ids } = listStatements(countedList(statusDateWhere(principal, filters), parseTransactionSearch(filters.search)), { page: 1, limit: 1 });
+      const [row] = await sql.query<{ total: number }>(`${cte}SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
       return row!.total;
     },
 
