@@ -97,6 +97,7 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   if (gte) rows += ` AND created_at >= ${param(gte)}::timestamptz`;
   if (lt) rows += ` AND created_at < ${param(lt)}::timestamptz`;
   const extra = list.extra?.(param);
+  const unsearched = rows;
   if (extra) rows += ` AND (${extra})`;
 
   // The whole UTC days of the window, [from, to); the edges outside them are counted from the index.
@@ -114,12 +115,18 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
     return window;
   };
   const aligned = (!gte || gte.getTime() === from!.getTime()) && (!lt || lt.getTime() === to!.getTime());
-  // A search that finds its matches first does so once, for its total and its page: `cte` goes before the statement.
-  const matchesFirst = Boolean(extra) && list.matchesFirst !== false;
-  const cte = matchesFirst ? `WITH matched AS MATERIALIZED (SELECT id, created_at FROM ${list.table} WHERE ${rows}) ` : "";
+  // A search finds its matches once, for its total and its page (`cte` goes before the statement): through the
+  // search's own indexes, or (matchesFirst false) by reading the merchant's rows and testing each. The fences (a
+  // materialized CTE, OFFSET 0) keep the planner to that choice: its guess of a search's matches swings with the
+  // statistics, and a wrong guess reads every merchant's rows, or all of this one's.
+  const cte = !extra
+    ? ""
+    : list.matchesFirst === false
+      ? `WITH matched AS MATERIALIZED (SELECT id, created_at FROM (SELECT * FROM ${list.table} WHERE ${unsearched} OFFSET 0) mine WHERE ${extra}) `
+      : `WITH matched AS MATERIALIZED (SELECT id, created_at FROM ${list.table} WHERE ${rows}) `;
   let total: string;
-  if (matchesFirst) total = `(SELECT count(*) FROM matched)`;
-  else if (extra || (from && to && from >= to)) total = count(rows);
+  if (extra) total = `(SELECT count(*) FROM matched)`;
+  else if (from && to && from >= to) total = count(rows);
   else if (!gte && !lt) total = `(SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${rollup} AND day = '-infinity')`;
   else {
     const parts = [`(SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${rollup} AND ${days()})`];
@@ -134,13 +141,12 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const limit = `${param(paging.limit)}::int`;
   const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
   let ids: string;
-  if (matchesFirst) {
+  if (extra) {
     // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them. The
     // materialized CTE keeps the planner from walking the list's index in order, testing each row against the
     // search until it has a page: it guesses a search matches many rows, and for a rare term it reads them all.
     ids = `SELECT id FROM matched ${order} OFFSET ${offset}`;
-  } else if (extra || !aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
-    // (A search walking the list: the per-day counts do not know which rows it matches.)
+  } else if (!aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else {
     ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
