@@ -232,7 +232,12 @@ describe("payment link page /pay/<slug>", () => {
     await page.getByLabel("What is it for?").fill("Catering deposit");
     await page.getByLabel("Amount", { exact: true }).fill("1,250.50");
     await page.getByLabel(/Reusable/).check();
+    // The gateway's answer first, so a failure says which side it is on (twice a CI run waited in vain for the link).
+    const answered = page.waitForResponse((r) => r.url().endsWith("/graphql") && (r.request().postData() ?? "").includes("DashboardCreatePaymentLink"));
     await page.getByRole("button", { name: "Create link" }).click();
+    const answer = await answered;
+    const answerText = await answer.text();
+    expect(JSON.parse(answerText).data?.createPaymentLink?.__typename, answerText).toBe("PaymentLink");
     const url = (await page.locator("#payment-link-url").textContent())!;
     expect(url).toMatch(/\/pay\/[0-9A-Za-z]{24}$/);
     await page.getByRole("button", { name: "Copy link" }).click();
