@@ -42,6 +42,7 @@ import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
 import { graphiqlCsp, registerSecurityHeaders } from "./security/headers.ts";
 import { enforceRoutePolicies } from "./route-policy.ts";
 import { createServices, type Services } from "./services.ts";
+import { createForeground } from "./jobs/foreground.ts";
 import { serveCliHandoff } from "./cli/handoff.ts";
 import { assertSafeText } from "./validation.ts";
 
@@ -164,7 +165,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const secrets = new SecretBox(encryptionKey);
   const redis = RedisConnections.fromConfig(config, logger);
   const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats, readStats: db.readStats });
-  const services = createServices({ prisma: db.prisma, sql: db.sql, read: db.read, secrets, encryptionKey, config, redis, logger, metrics });
+  const foreground = createForeground();
+  const services = createServices({ prisma: db.prisma, sql: db.sql, read: db.read, secrets, encryptionKey, config, redis, logger, metrics, foreground });
   if (config.jobs.enabled) services.jobs.start();
   if (config.jobs.enabled) await services.reconciliations.scheduleDaily();
   if (config.jobs.enabled) await services.retention.scheduleHourly();
@@ -251,6 +253,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   let draining = false;
   app.addHook("onRequest", async (request, reply) => {
+    foreground.requestArrived();
     reply.header("x-request-id", request.id);
     // While draining, no connection is kept for another request: the client (or balancer) opens a new one elsewhere.
     if (draining) reply.header("connection", "close");

@@ -2,6 +2,7 @@ import type { Config } from "./config.ts";
 import type { PrismaClient, Reader, Sql } from "./db/database.ts";
 import type { RedisConnections } from "./infra/redis.ts";
 import { createJobRunner } from "./jobs/runner.ts";
+import type { Foreground } from "./jobs/foreground.ts";
 import type { Logger } from "./logger.ts";
 import { createCallbackService } from "./modules/callbacks/service.ts";
 import { createCallbackUrls } from "./modules/callbacks/urls.ts";
@@ -41,6 +42,8 @@ export interface ServiceDeps {
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
+  /** The API's load in this process, for the job runner to step back while it is busy (the server's; none for the CLI). */
+  foreground?: Foreground;
   /** Counts status changes, webhook attempts and refused sign-ins when set (the server's /metrics). */
   metrics?: GatewayMetrics;
 }
@@ -54,7 +57,7 @@ export function createServices(deps: ServiceDeps) {
   const publisher = createEventPublisher(deps.redis);
   const { metrics } = deps;
   const read = deps.read ?? { prisma, sql: deps.sql };
-  const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs });
+  const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs, foreground: deps.foreground });
   const connectors = createConnectors({
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
     mpesaCertPath: config.momo.mpesaCertPath,

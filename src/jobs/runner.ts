@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { PrismaClient } from "../db/database.ts";
 import type { Logger } from "../logger.ts";
-import { claimDue, completeClaimed, completeClaimedMany, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
+import type { Foreground } from "./foreground.ts";
+import { claimDue, completeClaimed, completeClaimedMany, deferClaimedMany, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
 
 /**
  * The one durable job runner. Jobs live in the `jobs` table, so a job enqueued in the same database
@@ -71,7 +72,12 @@ export interface JobRunnerOptions {
   pollIntervalMs: number;
   /** How long a claimed job is this instance's; longer than any job can take. */
   leaseMs: number;
+  /** Whether the API is busy in this process: while it is, each kind runs at most 1/BUSY_SHARE of its concurrency. */
+  foreground?: Foreground;
 }
+
+/** While the API is busy, background work keeps this fraction (1/8) of its slots, at least one per kind. */
+const BUSY_SHARE = 8;
 
 const MAX_BACKOFF_MS = 60 * 60_000;
 
@@ -91,6 +97,8 @@ export function createJobRunner(options: JobRunnerOptions) {
   const running = new Map<Promise<void>, ClaimedRow[]>();
   /** Per kind, jobs that settled with progress since its last claim: what a follow-up claims. */
   const credit = new Map<string, number>();
+  /** Kinds whose last pass was held to the busy share. */
+  const throttled = new Set<string>();
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   let started = false;
   let passing = false;
@@ -141,6 +149,7 @@ export function createJobRunner(options: JobRunnerOptions) {
 
   const jobOf = (row: ClaimedRow): ClaimedJob => ({ id: row.id, kind: row.kind, attempt: row.attempts, createdAt: row.created_at });
   const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+  const isDeferral = (outcome: BatchOutcome): outcome is { retryInMs: number; countAttempt: false } => !!outcome && !(outcome instanceof Error) && outcome.countAttempt === false && !outcome.error;
   /** False for a deferral (`countAttempt: false`): the job could not run yet, so its slot freed up for nothing. */
   const progressed = (outcome: BatchOutcome) => outcome instanceof Error || !outcome || outcome.countAttempt !== false;
 
@@ -187,7 +196,11 @@ export function createJobRunner(options: JobRunnerOptions) {
       outcomes = rows.map(() => asError(error));
     }
     const done: bigint[] = [];
-    await Promise.all(rows.map(async (row, i) => void ((await settle(definition, row, outcomes[i])) && done.push(row.id))));
+    // Jobs that could not run yet (no turn free) go back together, due with the latest of their retries.
+    const deferred = rows.filter((_, i) => isDeferral(outcomes[i]));
+    const deferUntil = Math.max(0, ...outcomes.filter(isDeferral).map((outcome) => outcome.retryInMs));
+    await Promise.all(rows.map(async (row, i) => void (!isDeferral(outcomes[i]) && (await settle(definition, row, outcomes[i])) && done.push(row.id))));
+    await deferClaimedMany(prisma, deferred.map((row) => row.id), workerId, new Date(Date.now() + deferUntil));
     await completeClaimedMany(prisma, done, workerId);
     return outcomes.filter(progressed).length;
   }
@@ -229,11 +242,17 @@ export function createJobRunner(options: JobRunnerOptions) {
    * job freed its slot only to wait again, and claiming on it at once would churn the queue.
    */
   async function pass(kinds: Set<string> | undefined) {
+    const busy = options.foreground?.busy() ?? false;
     for (const definition of definitions.values()) {
       const { kind } = definition;
       if (kinds && !kinds.has(kind)) continue;
-      const free = (definition.concurrency ?? 10) - (inFlight.get(kind) ?? 0);
-      const limit = kinds ? Math.min(free, credit.get(kind) ?? 0) : free;
+      const concurrency = definition.concurrency ?? 10;
+      const slots = busy ? Math.max(1, Math.ceil(concurrency / BUSY_SHARE)) : concurrency;
+      const free = slots - (inFlight.get(kind) ?? 0);
+      // Once the API is no longer busy, a kind held back claims every free slot at once, not only its credit.
+      const limit = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;
+      if (busy && slots < concurrency) throttled.add(kind);
+      else throttled.delete(kind);
       if (limit <= 0) continue;
       credit.delete(kind);
       const rows = await claim(kind, limit);

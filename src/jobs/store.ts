@@ -136,6 +136,14 @@ export async function requeueClaimed(prisma: PrismaClient, id: bigint, workerId:
       WHERE id = ${id} AND locked_by = ${workerId}`;
 }
 
+/** Claimed jobs that could not run yet go back in the queue, due at `runAt`, their attempt not counted: one statement. */
+export async function deferClaimedMany(prisma: PrismaClient, ids: bigint[], workerId: string, runAt: Date): Promise<void> {
+  if (!ids.length) return;
+  await prisma.$executeRaw`
+      UPDATE jobs SET status = 'queued', run_at = ${runAt}, last_error = NULL, locked_by = NULL, attempts = attempts - 1, updated_at = ${new Date()}
+      WHERE id = ANY(${ids.map(String)}::bigint[]) AND locked_by = ${workerId}`;
+}
+
 /** Keeps a claimed job as failed for good (an operator's to look at), while `workerId` still holds it. */
 export async function failClaimed(prisma: PrismaClient, id: bigint, workerId: string, error: string): Promise<void> {
   await prisma.$executeRaw`

@@ -32,8 +32,10 @@ const MAX_ENDPOINTS_PER_MODE = 16;
 const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
 /**
  * How many more may wait here for a turn: 10, or as many as the endpoint's recent latency says get their turn
- * within TURN_WAIT_BUDGET_MS, up to 95. A fast endpoint keeps a deep queue, so a backlog to it never waits on the
- * database between batches; a slow one (10 s timeouts) keeps 10, whose wait (20 s) stays well inside the job lease.
+ * within TURN_WAIT_BUDGET_MS, up to 95 (half the runner's slots), or up to all of them while no other endpoint has
+ * deliveries here (a backlog to one endpoint is then never deferred, only to be claimed again). A fast endpoint
+ * keeps a deep queue, so a backlog to it never waits on the database between batches; a slow one (10 s timeouts)
+ * keeps 10, whose wait (20 s) stays well inside the job lease.
  */
 const MIN_WAITING_PER_ENDPOINT = 10;
 const MAX_WAITING_PER_ENDPOINT = 95;
@@ -170,18 +172,21 @@ export function createWebhookService(deps: {
   const reader = deps.read?.prisma ?? prisma;
   const scope = scopeOf;
   const { merchantUrls } = deps;
-  /** Per endpoint with deliveries here: in flight, waiting, and its recent latency (a moving average). */
-  const slots = new Map<number, { inFlight: number; waiting: { resolve: (turn: boolean) => void; since: number }[]; latencyMs?: number }>();
+  /** Per endpoint with deliveries here: in flight and waiting. */
+  const slots = new Map<number, { inFlight: number; waiting: { resolve: (turn: boolean) => void; since: number }[] }>();
+  /** Per endpoint this instance has posted to, its recent latency (a moving average), kept while its queue is empty. */
+  const latencies = new Map<number, number>();
 
-  function waitingAllowed(latencyMs: number | undefined): number {
+  function waitingAllowed(latencyMs: number | undefined, alone: boolean): number {
     if (latencyMs === undefined) return MIN_WAITING_PER_ENDPOINT;
     const withinBudget = Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * TURN_WAIT_BUDGET_MS) / Math.max(1, latencyMs));
-    return Math.min(MAX_WAITING_PER_ENDPOINT, Math.max(MIN_WAITING_PER_ENDPOINT, withinBudget));
+    const cap = alone ? DELIVERY_CONCURRENCY - MAX_IN_FLIGHT_PER_ENDPOINT : MAX_WAITING_PER_ENDPOINT;
+    return Math.min(cap, Math.max(MIN_WAITING_PER_ENDPOINT, withinBudget));
   }
 
   function noteLatency(endpointId: number, latencyMs: number) {
-    const slot = slots.get(endpointId);
-    if (slot) slot.latencyMs = slot.latencyMs === undefined ? latencyMs : 0.8 * slot.latencyMs + 0.2 * latencyMs;
+    const previous = latencies.get(endpointId);
+    latencies.set(endpointId, previous === undefined ? latencyMs : 0.8 * previous + 0.2 * latencyMs);
   }
 
   /**
@@ -195,7 +200,7 @@ export function createWebhookService(deps: {
       slot.inFlight++;
       return true;
     }
-    if (slot.waiting.length >= waitingAllowed(slot.latencyMs)) return false;
+    if (slot.waiting.length >= waitingAllowed(latencies.get(endpointId), slots.size === 1)) return false;
     return new Promise<boolean>((resolve) => slot.waiting.push({ resolve, since: performance.now() }));
   }
 
