@@ -137,7 +137,7 @@ describe("job runner: batch kinds", () => {
     await prisma().job.deleteMany({ where: { kind: "b.defer" } });
   });
 
-  it("while the API is busy a kind runs an eighth of its concurrency; once it is not, every free slot is claimed at once", async () => {
+  it("while the API is busy a kind runs a twentieth of its concurrency; once it is not, every free slot is claimed at once", async () => {
     let apiBusy = true;
     const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs: 600_000, leaseMs: 60_000, foreground: { requestArrived: () => undefined, busy: () => apiBusy } });
     runners.push(r);
@@ -146,23 +146,23 @@ describe("job runner: batch kinds", () => {
     const gates: (() => void)[] = [];
     r.register({
       kind: "b.busy",
-      concurrency: 16,
+      concurrency: 40,
       run: async () => {
         running++;
         if (!open) await new Promise<void>((resolve) => gates.push(resolve));
         running--;
       },
     });
-    await enqueueJobs(prisma(), Array.from({ length: 40 }, (_, n) => ({ kind: "b.busy", payload: { n } })));
+    await enqueueJobs(prisma(), Array.from({ length: 80 }, (_, n) => ({ kind: "b.busy", payload: { n } })));
     r.start();
-    await waitUntil(() => running === 2, () => `2 running (16 / 8), got ${running}`);
+    await waitUntil(() => running === 2, () => `2 running (40 / 20), got ${running}`);
     // One finishes while the API is still busy: its follow-up takes its place, no more.
     gates.shift()!();
     await waitUntil(() => gates.length === 2, () => `its place taken, ${gates.length} waiting`);
     expect(await expectNothingMoreWithin(200, () => running, "no more than the busy share")).toBe(2);
     apiBusy = false;
     gates.shift()!();
-    await waitUntil(() => running === 16, () => `all 16 slots claimed after the API went quiet, got ${running}`);
+    await waitUntil(() => running === 40, () => `all 40 slots claimed after the API went quiet, got ${running}`);
     open = true;
     gates.splice(0).forEach((release) => release());
     await waitUntil(async () => (await prisma().job.count({ where: { kind: "b.busy" } })) === 0, "the rest to run", 20_000);
