@@ -11,7 +11,7 @@
  * Each list runs for the small merchant, then the big one (adjacent, so drift hits both alike): a warm-up run, then
  * the measured one. Ratios: big / small req/s (goal >= 0.5x) and page=5000 / page=5 (goal >= 0.3x), issue 27.
  *
- *   node --import tsx bench/scale.ts [--rows 1000000] [--side-rows N] [--others 0] [--seconds 10] [--warmup 3] [--write]
+ *   node --import tsx bench/scale.ts [--rows 1000000] [--side-rows N] [--others 0] [--seconds 10] [--warmup 3] [--only <list name part>] [--write]
  *
  * `--write` records the table in bench/README.md, section "Data growth": the first run recorded there is kept as the
  * "before" table, later runs replace the "latest" one.
@@ -308,6 +308,9 @@ async function main() {
   const OTHERS = Number(argument("--others") ?? 0);
   const SECONDS = Number(argument("--seconds") ?? 10);
   const WARMUP = Number(argument("--warmup") ?? 3);
+  // Only the lists whose name contains this (e.g. "customers ?search"), to look at one; not with --write.
+  const ONLY = argument("--only");
+  if (ONLY !== undefined && process.argv.includes("--write")) throw new Error("--only measures part of the table: not with --write");
   const SMALL = 200;
   const write = process.argv.includes("--write");
   for (const [name, v] of Object.entries({ ROWS, SIDE_ROWS, OTHERS, SECONDS, WARMUP })) {
@@ -426,6 +429,7 @@ async function main() {
     const rows: { name: string; small?: Measured; big: Measured }[] = [];
     const smallOps = opsFor("small");
     for (const [i, op] of opsFor("big").entries()) {
+      if (ONLY !== undefined && !op.name.includes(ONLY)) continue;
       const small = op.bigOnly ? undefined : await measure(smallMerchant.keys.test, smallOps[i]!);
       const big = await measure(bigMerchant.keys.test, op);
       rows.push({ name: op.name, small, big });
@@ -435,8 +439,8 @@ async function main() {
 
     // --- Report
     const cell = (m: Measured | undefined) => (m ? `${fmt(m.result.rps)} (${fmt(m.result.p50, 1)} / ${fmt(m.result.p99, 1)})` : "");
-    const page5 = rows.find((r) => r.name.endsWith("?page=5"))!.big.result.rps;
-    const page5000 = rows.find((r) => r.name.endsWith("?page=5000"))!.big.result.rps;
+    const page5 = rows.find((r) => r.name.endsWith("?page=5"))?.big.result.rps ?? Number.NaN;
+    const page5000 = rows.find((r) => r.name.endsWith("?page=5000"))?.big.result.rps ?? Number.NaN;
     const sideNote = SIDE_ROWS === ROWS ? "" : ` (customers, payouts, refunds, deliveries, balance transactions: ${fmt(SIDE_ROWS)})`;
     const lines = [
       `${fmt(SMALL)} rows against ${fmt(ROWS)} rows for one merchant${sideNote}${OTHERS ? `, ${fmt(OTHERS)} more transactions across 10 other merchants` : ""}; wrk 1 thread, 32 connections, ${SECONDS} s after a ${WARMUP} s warm-up, small then big for each list; gateway (compiled build, NODE_ENV=production) on one throwaway PostgreSQL ${pgVersion} (fsync off); Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, loaded in ${fmt(loadSeconds)} s (big merchant's transactions ${fmt(loadTimes["b: transactions"]!, 1)} s), run took ${fmt((Date.now() - started) / 1000)} s`,
