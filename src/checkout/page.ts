@@ -48,7 +48,7 @@ export interface CheckoutView {
   sandbox: boolean;
   failureReason: string | null;
   /** The failure's code when the transaction failed: `abandoned` when it expired unpaid (the page's final "expired" state). */
-  failureCode?: string | null;
+  failureCode: string | null;
   /** The merchant's callback_url with the reference appended: where the payer goes once the payment is settled. */
   returnUrl: string | null;
 }
@@ -108,7 +108,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
   <h1 id="amount">${escapeHtml(amount)}</h1>
   ${view.description ? `<p class="description">${escapeHtml(view.description)}</p>` : ""}
   ${options.notice ? `<p id="notice">${escapeHtml(t[options.notice])}</p>` : ""}`;
-    const reason = reasonText(lang, view.failureCode ?? null, view.failureReason);
+    const reason = reasonText(lang, view.failureCode, view.failureReason);
     const methods = { mpesa: view.methods.mpesa, card: view.methods.card || view.acceptsCards };
     if (view.status !== "pending") {
       body = expired

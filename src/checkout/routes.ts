@@ -20,8 +20,6 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
   type PageRequest = FastifyRequest<{ Params: { reference: string }; Querystring: { lang?: string } }>;
   const sendPage = async (request: PageRequest, reply: FastifyReply, view: CheckoutView | null, options: CheckoutPageOptions = {}) => {
     if (view) view.brand = await services.brand.checkoutBrand(view.merchantId);
-    // Why it failed decides the page's final state (`abandoned`: expired unpaid); the view carries the reason only.
-    if (view?.status === "failed" && view.failureCode === undefined) view.failureCode = (await services.transactions.checkoutStatus(view.reference))?.failure_code ?? null;
     // English or Swahili: the page's switch (?lang=) first, then the browser's Accept-Language.
     const { lang } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
     return sendPayerPage(reply, view ? 200 : 404, (nonce) => renderCheckoutPage(view, { ...options, nonce, lang }));

@@ -68,6 +68,7 @@ export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "check
         status: t.status,
         description: t.description,
         mode: t.mode,
+        failureCode: row.failureCode,
         failureReason: t.failureReason,
         returnUrl: t.callbackUrl ? payerReturnUrl(t.callbackUrl, t.reference) : null,
         sandbox: t.channel !== null && isTestProvider(t.channel.provider),
