@@ -25,7 +25,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { freePort } from "../test/support/local-server.ts";
 import { startPostgres } from "../test/support/postgres.ts";
-import { writeReadmeSection } from "./readme.ts";
+import { replaceReadmeSection } from "./readme.ts";
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const argument = (name: string) => {
@@ -128,7 +128,7 @@ export function writeBeforeAfterSection(heading: string, tag: string, intro: str
     parts.push(`**Latest**:`, "", `<!-- ${tag}:start -->`, table, `<!-- ${tag}:end -->`);
   }
   parts.push("", reading || notes);
-  writeReadmeSection(heading, parts.join("\n"));
+  replaceReadmeSection(heading, parts.join("\n"));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
