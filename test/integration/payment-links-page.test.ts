@@ -211,12 +211,13 @@ describe("payment link page /pay/<slug>", () => {
     await until(() => offHost.length, (n) => n === 0);
   });
 
-  async function signedIn(user: { email: string; password: string }): Promise<Page> {
+  async function signedIn(user: { email: string; password: string }, prepare?: (page: Page) => Promise<void>): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(20_000);
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(gw.url).origin });
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
+    await prepare?.(page);
     recordPageErrors(page, errors);
     await page.goto(`${gw.url}/dashboard/payment-links`);
     await page.getByLabel("E-mail").fill(user.email);
@@ -227,9 +228,35 @@ describe("payment link page /pay/<slug>", () => {
   }
 
   it("the dashboard's Request a payment creates a link to copy, lists it, and deactivates it; a viewer only reads", async () => {
-    const page = await signedIn(await gw.createUser(merchantId, "owner"));
-    await page.getByRole("button", { name: "Request a payment" }).click();
+    // The merchant's name (the header's viewer query) is held back until the user is typing, as on a slow machine.
+    let releaseViewer!: () => void;
+    const viewerHeld = new Promise<void>((resolve) => (releaseViewer = resolve));
+    const page = await signedIn(await gw.createUser(merchantId, "owner"), (p) =>
+      p.route("**/graphql", async (route) => {
+        if ((route.request().postData() ?? "").includes("DashboardViewer")) await viewerHeld;
+        await route.fallback();
+      }),
+    );
+    // The form gives its amount the focus as it opens, in the same task: a field the user goes to at once keeps the
+    // focus (when the form focused the amount after the next paint, a late paint moved the focus away mid-typing).
+    const focused = await page.evaluate(async () => {
+      document.getElementById("request-payment")!.click();
+      let description: HTMLElement | null = null;
+      for (let i = 0; i < 20 && !description; i++) description = await Promise.resolve(document.getElementById("link-description"));
+      const first = document.activeElement?.id;
+      description!.focus();
+      await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      return { first, after: document.activeElement?.id };
+    });
+    expect(focused).toEqual({ first: "link-amount", after: "link-description" });
     await page.getByLabel("What is it for?").fill("Catering deposit");
+    // The name arriving now changes the title, not the focus (it used to move it to the page's heading: CI runs
+    // saw "Create link" do nothing, a field's text typed into the heading, the required field left empty).
+    releaseViewer();
+    await page.locator("#merchant-name", { hasText: "Mama Mboga Ltd" }).waitFor();
+    await page.waitForFunction(() => document.title.endsWith("Mama Mboga Ltd"));
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("link-description");
     await page.getByLabel("Amount", { exact: true }).fill("1,250.50");
     await page.getByLabel(/Reusable/).check();
     // The gateway's answer first, so a failure says which side it is on (twice a CI run waited in vain for the link).

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useLayoutEffect, useRef } from "preact/hooks";
 import { ErrorNote, useAction } from "./ui.tsx";
 
 /**
@@ -59,9 +59,13 @@ export function CardForm({
   );
 }
 
-/** A ref for the field that takes focus when its form opens. */
+/**
+ * A ref for the field that takes focus when its form opens. In a layout effect, in the same task as the form's
+ * first render: an effect runs after the next paint, and when that came late (a busy machine) it took the focus
+ * from the field the user had already clicked into and was typing in.
+ */
 export function useFocusOnMount<T extends HTMLElement>() {
   const ref = useRef<T>(null);
-  useEffect(() => ref.current?.focus(), []);
+  useLayoutEffect(() => ref.current?.focus(), []);
   return ref;
 }

@@ -79,11 +79,15 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   );
   useEffect(() => {
     if (route === "/" || !NAV.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/overview", true);
-    const section = NAV.find(([path]) => route.startsWith(path));
-    document.title = `${section ? section[1] : "Dashboard"} · ${viewer.data?.viewer.name ?? "Payment gateway"}`;
-    // After a client-side navigation, move focus to the new page's heading (as a page load would).
+    // After a client-side navigation, move focus to the new page's heading (as a page load would). On a change
+    // of route only: when the merchant's name arrived later (it is in the title), this took the focus from
+    // whatever field the user was typing in.
     if (!firstRoute.current) document.querySelector<HTMLElement>("main h1")?.focus();
     firstRoute.current = false;
+  }, [route]);
+  useEffect(() => {
+    const section = NAV.find(([path]) => route.startsWith(path));
+    document.title = `${section ? section[1] : "Dashboard"} · ${viewer.data?.viewer.name ?? "Payment gateway"}`;
   }, [route, viewer.data]);
 
   const changeMode = async (mode: Mode) => {
