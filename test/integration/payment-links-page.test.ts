@@ -211,7 +211,7 @@ describe("payment link page /pay/<slug>", () => {
     await until(() => offHost.length, (n) => n === 0);
   });
 
-  async function signedIn(user: { email: string; password: string }, prepare?: (page: Page) => Promise<void>): Promise<Page> {
+  async function signedIn(user: { email: string; password: string }, prepare?: (page: Page) => Promise<unknown>): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(20_000);
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(gw.url).origin });

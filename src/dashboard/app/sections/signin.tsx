@@ -1,4 +1,5 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
+import { useFocusOnMount } from "../forms.tsx";
 import { AuthError, signIn, type Mode } from "../session.ts";
 import { ErrorNote } from "../ui.tsx";
 
@@ -8,8 +9,7 @@ export function SignIn({ notice }: { notice?: string | null }) {
   const [mode, setMode] = useState<Mode>("test");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const emailRef = useRef<HTMLInputElement>(null);
-  useEffect(() => emailRef.current?.focus(), []);
+  const emailRef = useFocusOnMount<HTMLInputElement>();
 
   const submit = async (event: Event) => {
     event.preventDefault();
