@@ -299,7 +299,7 @@ async function main() {
       return found;
     };
     const shutdown = new AbortController();
-    const contextFor = (p: Principal | null): GraphQLContext => ({ principal: p, prisma: gw.db.prisma, services: gw.services, shutdownSignal: shutdown.signal });
+    const contextFor = (p: Principal | null): GraphQLContext => ({ principal: p, prisma: gw.db.prisma, services: gw.services, shutdownSignal: shutdown.signal, log: createLogger("silent") });
     /** What the Fastify route handler and the auth hook do, without HTTP and Fastify. */
     const handlerWork = async (r: CompiledRoute, restRequest: RestRequest) => {
       const p = await gw.services.merchants.authenticate(apiKey);

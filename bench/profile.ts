@@ -66,6 +66,24 @@ function summarize(profile: CpuProfile) {
   const pct = (t: number) => ((100 * t) / total).toFixed(1).padStart(5);
   console.log(`\nTop frames by self time (${operation}, ${(total / 1e6).toFixed(1)} s sampled):`);
   for (const [name, time] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`${pct(time)} %  ${name}`);
+  // Inclusive time of the gateway's own functions (a frame counted once per sample however deep it recurs):
+  // which of our steps the self times above add up under.
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const inclusive = new Map<string, number>();
+  for (const [id, time] of selfTime) {
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
+      if (!/\/(dist|src)\//.test(url) || url.includes("node_modules/")) continue;
+      const name = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      inclusive.set(name, (inclusive.get(name) ?? 0) + time);
+    }
+  }
+  console.log("\nThe gateway's own functions by inclusive time:");
+  for (const [name, time] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`${pct(time)} %  ${name}`);
   console.log("\nSelf time by package:");
   for (const [owner, time] of [...owners].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${pct(time)} %  ${owner}`);
 }

@@ -1,4 +1,5 @@
 import type { KeyMode } from "./security/api-keys.ts";
+import type { IdempotencyScope } from "./idempotency/scope.ts";
 
 export type UserRole = "owner" | "developer" | "viewer";
 
@@ -19,6 +20,8 @@ export interface Principal {
   /** The API key (id and visible prefix); null for a user. */
   keyId: number | null;
   keyPrefix: string | null;
+  /** The Idempotency-Key its request holds, if any: what that request creates records its recovery point there. */
+  idempotency?: IdempotencyScope | undefined;
 }
 
 /** viewer reads; developer also writes in test mode; owner writes in both modes. */

@@ -19,7 +19,7 @@ import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGateway
 import type { GraphQLContext } from "./graphql/context.ts";
 import { createOperationAuthorizer } from "./graphql/authorize.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
-import { runWithRequestLog, useRefusalLog, yogaLogging } from "./graphql/logging.ts";
+import { runWithRequestLog, useErrorLog, useRefusalLog, yogaLogging } from "./graphql/logging.ts";
 import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
@@ -29,7 +29,6 @@ import { fingerprintKeyFrom, registerIdempotency } from "./idempotency/hooks.ts"
 import { createMetrics } from "./metrics/registry.ts";
 import { registerMetricsRoutes } from "./metrics/routes.ts";
 import { registerOpenApiRoutes } from "./openapi/routes.ts";
-import { runInIdempotencyScope } from "./idempotency/scope.ts";
 import { createIdempotencyStore } from "./idempotency/store.ts";
 import { RedisConnections } from "./infra/redis.ts";
 import { redactCallbackToken, type Logger } from "./logger.ts";
@@ -210,12 +209,18 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   // Aborted first on close: open subscriptions end, so WebSocket and SSE connections close cleanly.
   const shutdown = new AbortController();
-  const contextFor = (principal: Principal | null): GraphQLContext => ({
+  const contextFor = (principal: Principal | null, log: Logger): GraphQLContext => ({
     principal,
     prisma: db.prisma,
     services,
     shutdownSignal: shutdown.signal,
+    log,
   });
+  // A request holding an Idempotency-Key carries its claim on its principal to the services (src/idempotency/scope.ts).
+  const callerOf = (request: FastifyRequest): Principal | null => {
+    const claim = request.principal && idempotency.scopeOf(request);
+    return claim ? { ...request.principal!, idempotency: claim } : request.principal;
+  };
 
   const yoga: YogaServerInstance<{ req: FastifyRequest; reply: FastifyReply }, GraphQLContext> = createYoga({
     schema,
@@ -231,11 +236,14 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     renderGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
-    plugins: [...graphqlHardening(config.graphql), subscriptionReady(), useRefusalLog()],
+    plugins: [...graphqlHardening(config.graphql), subscriptionReady(), useRefusalLog(), useErrorLog()],
     // Client mistakes at info, typed error results at debug, only the unexpected at error; with the request id.
     logging: yogaLogging(logger),
     // Over HTTP the principal comes from the request's key; over WebSocket from connection_init.
-    context: (initial) => contextFor((initial as { principal?: Principal }).principal ?? initial.req.principal),
+    context: (initial) => {
+      const { principal, req } = initial as { principal?: Principal; req?: FastifyRequest };
+      return contextFor(principal ?? (req ? callerOf(req) : null), (req?.log as Logger | undefined) ?? logger);
+    },
   });
 
   app.decorateRequest("principal", null);
@@ -330,9 +338,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     const accept = withoutMultipart(req.headers.accept);
     if (accept === "") return sendError(reply, new GatewayError("not_acceptable"));
     if (accept !== undefined) req.headers.accept = accept;
-    const response = await runWithRequestLog(req.log as Logger, () =>
-      runInIdempotencyScope(idempotency.scopeOf(req), () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply })),
-    );
+    const response = await runWithRequestLog(req.log as Logger, () => yoga.handleNodeRequestAndResponse(req, reply, { req, reply }));
     // yoga answers an Accept it cannot serve with an empty 406; say why, in the envelope.
     if (response.status === 406) return sendError(reply, new GatewayError("not_acceptable"));
     response.headers.forEach((value, key) => {
@@ -394,7 +400,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
         };
         assertSafeText(restRequest);
         const data = await runWithRequestLog(request.log as Logger, () =>
-          runInIdempotencyScope(idempotency.scopeOf(request), () => runOperation(schema, route, route.variables(restRequest), contextFor(request.principal))),
+          runOperation(schema, route, route.variables(restRequest), contextFor(callerOf(request), request.log as Logger)),
         );
         const { statusCode = 200, body } = route.respond(data, restRequest);
         reply.code(statusCode).type("application/json; charset=utf-8");

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { principalScope, requestFingerprint, fingerprintKeyFrom } from "../../src/idempotency/hooks.ts";
-import { runInIdempotencyScope } from "../../src/idempotency/scope.ts";
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
 import { SecretBox } from "../../src/security/encryption.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -47,7 +46,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     return { merchant, channelId: channel.body.channel.id as number };
   }
 
-  /** Claims `key` for the request as the preHandler does, and returns the scope the route would run in. */
+  /** Claims `key` for the request as the preHandler does, and returns the claim the route's principal would carry. */
   async function claimAsRoute(merchantId: number, key: string, url: string, body: unknown) {
     const principal = principalScope(await principalOf(merchantId));
     const claim = await store().claim({ merchantId, mode: "test", principal, key, fingerprint: requestFingerprint(fingerprintKeyFrom(Buffer.from(gw.database.encryptionKeyHex, "hex")), "POST", url, body) });
@@ -62,7 +61,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     const body = { amount: 250000, email: "crash@payers.test", description: "crashed after commit" };
     const scope = await claimAsRoute(merchant.id, key, INITIALIZE, body);
     // The attempt commits its transaction, then "dies" before its response is stored.
-    const committed = await runInIdempotencyScope(scope, async () => gw.gateway.services.transactions.initialize(await principalOf(merchant.id), body));
+    const committed = await gw.gateway.services.transactions.initialize({ ...(await principalOf(merchant.id)), idempotency: scope }, body);
     const record = await prisma().idempotencyKey.findFirstOrThrow({ where: { key } });
     expect(record).toMatchObject({ status: "in_flight", recoveryPoint: `transaction:${committed.id}` });
 
@@ -104,14 +103,12 @@ describe("Idempotency-Key recovery after a crash", () => {
     const key = `key-${randomUUID()}`;
     const body = { amount: 5000, phone_number: "254708374149", reference: "ORDER-9", payment_channel_id: channelId };
     const scope = await claimAsRoute(merchant.id, key, "/v1/collections/stk", body);
-    const { transaction } = await runInIdempotencyScope(scope, async () =>
-      gw.gateway.services.transactions.startStkCollection(await principalOf(merchant.id), {
-        amount: body.amount,
-        phoneNumber: body.phone_number,
-        reference: body.reference,
-        paymentChannelId: body.payment_channel_id,
-      }),
-    );
+    const { transaction } = await gw.gateway.services.transactions.startStkCollection({ ...(await principalOf(merchant.id)), idempotency: scope }, {
+      amount: body.amount,
+      phoneNumber: body.phone_number,
+      reference: body.reference,
+      paymentChannelId: body.payment_channel_id,
+    });
     await leaseRunOut(key);
     const retry = await api.post("/v1/collections/stk", body, { "idempotency-key": key });
     expect(retry.status, retry.text).toBe(201);
@@ -125,17 +122,37 @@ describe("Idempotency-Key recovery after a crash", () => {
     const key = `key-${randomUUID()}`;
     const body = { amount: 10000, phone_number: "254708374149", payment_channel_id: channelId };
     const scope = await claimAsRoute(merchant.id, key, PAYOUTS, body);
-    const payout = await runInIdempotencyScope(scope, async () =>
-      gw.gateway.services.payouts.createPayout(await principalOf(merchant.id), {
-        amount: body.amount,
-        phoneNumber: body.phone_number,
-        paymentChannelId: body.payment_channel_id,
-      }),
-    );
+    const payout = await gw.gateway.services.payouts.createPayout({ ...(await principalOf(merchant.id)), idempotency: scope }, {
+      amount: body.amount,
+      phoneNumber: body.phone_number,
+      paymentChannelId: body.payment_channel_id,
+    });
     await leaseRunOut(key);
     const retry = await api.post(PAYOUTS, body, { "idempotency-key": key });
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.data).toMatchObject({ id: payout.id, reference: payout.reference });
+    expect(await prisma().payout.count({ where: { merchantId: merchant.id } })).toBe(1);
+  });
+
+  it("over GraphQL too: a payout committed before the crash is the retried mutation's answer, and is not sent again", async () => {
+    const { merchant, channelId } = await merchantWithChannel();
+    const api = apiClient(gw.url, merchant.testKey);
+    const key = `key-${randomUUID()}`;
+    const body = {
+      query: `mutation($input: CreatePayoutInput!) { createPayout(input: $input) { __typename ... on Payout { id reference } } }`,
+      variables: { input: { amount: "15000", phoneNumber: "254708374149", paymentChannelId: channelId } },
+    };
+    const scope = await claimAsRoute(merchant.id, key, "/graphql", body);
+    const payout = await gw.gateway.services.payouts.createPayout({ ...(await principalOf(merchant.id)), idempotency: scope }, {
+      amount: 15000n,
+      phoneNumber: "254708374149",
+      paymentChannelId: channelId,
+    });
+    expect(await prisma().idempotencyKey.findFirstOrThrow({ where: { key } })).toMatchObject({ recoveryPoint: `payout:${payout.id}` });
+    await leaseRunOut(key);
+    const retry = await api.post("/graphql", body, { "idempotency-key": key });
+    expect(retry.body.errors, retry.text).toBeUndefined();
+    expect(retry.body.data.createPayout).toMatchObject({ __typename: "Payout", reference: payout.reference });
     expect(await prisma().payout.count({ where: { merchantId: merchant.id } })).toBe(1);
   });
 

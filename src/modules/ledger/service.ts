@@ -125,7 +125,7 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
         throw new GatewayError("forbidden", "Adjustments are made by a signed-in owner (recorded as its author); an API key or another role cannot make them");
       }
       const scope = scopeOf(principal);
-      const recovered = await recoveredObject("adjustment", (id) => store.findBalanceTransaction(prisma, scope, BigInt(id)));
+      const recovered = await recoveredObject(principal, "adjustment", (id) => store.findBalanceTransaction(prisma, scope, BigInt(id)));
       if (recovered) return recovered;
       const channelId = parseChannelId(input.paymentChannelId, "payment_channel_id");
       if (channelId === null) throw new ValidationError("payment_channel_id", "is required");
@@ -150,7 +150,7 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
           note,
           createdBy: principal.userId,
         });
-        await recordRecoveryPoint(tx, "adjustment", Number(entryId));
+        await recordRecoveryPoint(tx, principal, "adjustment", Number(entryId));
         return entryId;
       });
       return prisma.ledgerEntry.findUniqueOrThrow({ where: { id } });

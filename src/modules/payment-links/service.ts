@@ -82,7 +82,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
     urlOf,
 
     async createLink(principal: Principal, input: PaymentLinkInput): Promise<PaymentLink> {
-      const recovered = await recoveredObject("payment_link", (id) => store.findScoped(prisma, principal, id));
+      const recovered = await recoveredObject(principal, "payment_link", (id) => store.findScoped(prisma, principal, id));
       if (recovered) return recovered;
       const open = input.amount === undefined || input.amount === null;
       const amount = open ? null : parseAmount(input.amount);
@@ -118,7 +118,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
       };
       return prisma.$transaction(async (tx) => {
         const link = await store.create(tx, data);
-        await recordRecoveryPoint(tx, "payment_link", link.id);
+        await recordRecoveryPoint(tx, principal, "payment_link", link.id);
         return link;
       });
     },

@@ -198,7 +198,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
     async createPayout(principal: Principal, input: PayoutInput): Promise<Payout> {
       // An interrupted earlier attempt of this Idempotency-Keyed request committed it: never send it twice.
-      const recovered = await recoveredObject("payout", (id) => store.findScoped(prisma, principal, { id }));
+      const recovered = await recoveredObject(principal, "payout", (id) => store.findScoped(prisma, principal, { id }));
       if (recovered) return recovered;
       const amount = parseAmount(input.amount);
       const phoneNumber = normalizeMsisdn(input.phoneNumber);
@@ -227,7 +227,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
             channelId: channel.id,
             providerRequestId: randomUUID(),
         });
-        await recordRecoveryPoint(tx, "payout", row.id);
+        await recordRecoveryPoint(tx, principal, "payout", row.id);
         await enqueue(tx, PAYOUT_QUERY_JOB, { payoutId: row.id }, { runAt: new Date(Date.now() + deps.resultOverdueMs) });
         return row;
       });

@@ -172,7 +172,7 @@ export function createRefundService(deps: RefundServiceDeps) {
 
   return {
     async createRefund(principal: Principal, input: RefundInput): Promise<Refund> {
-      const recovered = await recoveredObject("refund", (id) => store.findScoped(prisma, principal, { id }));
+      const recovered = await recoveredObject(principal, "refund", (id) => store.findScoped(prisma, principal, { id }));
       if (recovered) return recovered;
       const amount = parseRefundAmount(input.amount);
       const reason = input.reason ?? null;
@@ -205,7 +205,7 @@ export function createRefundService(deps: RefundServiceDeps) {
           customerNote,
         });
         if ("refund" in reserved) {
-          await recordRecoveryPoint(tx, "refund", reserved.refund.id);
+          await recordRecoveryPoint(tx, principal, "refund", reserved.refund.id);
           await enqueue(tx, REFUND_CHECK_JOB, { refundId: reserved.refund.id }, { runAt: new Date(Date.now() + rail.checkAfterMs) });
         }
         return reserved;

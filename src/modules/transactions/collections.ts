@@ -143,6 +143,7 @@ export function createCollectionFlow(ctx: FlowContext) {
           },
           {
             announce: true,
+            keyedBy: principal,
             jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: new Date(Date.now() + deps.collection.reconcileAfterMs) }],
           },
         ),

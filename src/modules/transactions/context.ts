@@ -141,6 +141,6 @@ export function createFlowContext(deps: TransactionServiceDeps): FlowContext {
     transition: (request) => transitionTransaction(stateMachine, request),
     checkoutUrl,
     returnUrl: (reference) => `${checkoutUrl(reference)}/return`,
-    recoveredTransaction: (principal) => recoveredObject("transaction", (id) => store.findInScope(principal, id)),
+    recoveredTransaction: (principal) => recoveredObject(principal, "transaction", (id) => store.findInScope(principal, id)),
   };
 }

@@ -113,7 +113,7 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
     hosted?.checkPayment({ amount, currency });
 
     const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl, clientReference, metadata };
-    if (!hosted && !inIdempotencyScope()) {
+    if (!hosted && !inIdempotencyScope(principal)) {
       // The common case, in one statement: the payer's customer (found or created) and the row.
       const transaction = await store.insertCheckout(principal, fields);
       afterCreate(ctx.stateMachine, { transaction, event: null, jobsQueued: 0 });
@@ -140,13 +140,13 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
       // Row and its verification job first, then the provider: whatever happens at Paystack is found again.
       const verifyAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
       const created = await deps.prisma.$transaction((tx) =>
-        insertPendingTransaction(tx, row, { announce: false, jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: verifyAt }] }),
+        insertPendingTransaction(tx, row, { announce: false, keyedBy: principal, jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: verifyAt }] }),
       );
       afterCreate(ctx.stateMachine, created);
       return hostedFlow.openHostedPayment(created.transaction, channel, hosted);
     }
     // Under an Idempotency-Key the row and its recovery point commit together (src/idempotency).
-    const created = await deps.prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false }));
+    const created = await deps.prisma.$transaction((tx) => insertPendingTransaction(tx, row, { announce: false, keyedBy: principal }));
     afterCreate(ctx.stateMachine, created);
     return created.transaction;
   };

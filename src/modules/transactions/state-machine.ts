@@ -1,5 +1,5 @@
 import type { Event, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
-import { recordRecoveryPoint } from "../../idempotency/scope.ts";
+import { recordRecoveryPoint, type MaybeKeyed } from "../../idempotency/scope.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
@@ -111,6 +111,8 @@ export interface NewTransactionOptions {
   announce: boolean;
   /** Jobs about the new row (e.g. its reconciliation), queued in the same database transaction. */
   jobs?: (transaction: Transaction) => JobRequest[];
+  /** The caller whose request made it: under an Idempotency-Key, the row is that key's recovery point. */
+  keyedBy?: MaybeKeyed;
 }
 
 /**
@@ -124,7 +126,7 @@ export async function insertPendingTransaction(
   options: NewTransactionOptions,
 ): Promise<{ transaction: Transaction; event: Event | null; jobsQueued: number }> {
   const transaction = await createPending(tx, data);
-  await recordRecoveryPoint(tx, "transaction", transaction.id);
+  if (options.keyedBy) await recordRecoveryPoint(tx, options.keyedBy, "transaction", transaction.id);
   const jobs = options.jobs?.(transaction) ?? [];
   await enqueueJobs(tx, jobs);
   let jobsQueued = jobs.length;
