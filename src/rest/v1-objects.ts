@@ -93,10 +93,8 @@ export function v1ListRoute<Data>(o: V1Object<Data> & { summary: string; filters
         ... on ${o.type}Page { total page limit pages items { ${o.fields} } }
       }
     }`,
-    variables: ({ query }) => ({
-      ...pageVariables(query),
-      ...Object.fromEntries(filters.map(([name]) => [name, typeof query[name] === "string" ? query[name] : undefined])),
-    }),
+    variables: ({ query }) =>
+      Object.assign(pageVariables(query), Object.fromEntries(filters.map(([name]) => [name, typeof query[name] === "string" ? query[name] : undefined]))),
     respond: (data) => {
       const p = data[field]!;
       return { body: { status: "success", data: p.items.map(o.toV1), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };

@@ -1,7 +1,7 @@
 import { intField, required, stringField } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 import { NotFoundError } from "../../errors.ts";
-import { outcomeOf, type OutcomeFields } from "../transactions/routes.ts";
+import { withOutcome, type OutcomeFields } from "../transactions/routes.ts";
 import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, refundedFields, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
@@ -170,16 +170,18 @@ export const momoRoutes: RestRoute[] = [
     respond: ({ stkStatus: t }) => ({
       body: {
         status: "success",
-        transaction: {
-          id: t.databaseId,
-          reference: t.reference,
-          amount: t.amount,
-          phone_number: t.phoneNumber,
-          status: t.status,
-          payment_method: t.paymentMethod,
-          created_at: t.createdAt,
-          ...outcomeOf(t),
-        },
+        transaction: withOutcome(
+          {
+            id: t.databaseId,
+            reference: t.reference,
+            amount: t.amount,
+            phone_number: t.phoneNumber,
+            status: t.status,
+            payment_method: t.paymentMethod,
+            created_at: t.createdAt,
+          },
+          t,
+        ),
       },
     }),
   }),

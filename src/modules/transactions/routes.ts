@@ -32,20 +32,28 @@ export interface OutcomeFields {
 
 export const outcomeFieldsSelection = "currency clientReference providerReference failureCode failureReason amountRefunded";
 
-/** Added after the published fields (legacy clients ignore extra keys): always present, null when unknown. */
-export const outcomeOf = (t: OutcomeFields) => ({
-  currency: t.currency,
-  client_reference: t.clientReference,
-  provider_reference: t.providerReference,
-  failure_code: t.failureCode,
-  failure_reason: t.failureReason,
-  // Refunds never change a completed payment's status (legacy clients keep working): these say how much went back.
-  amount_refunded: t.amountRefunded,
-  refunded: t.amountRefunded > 0 && t.amountRefunded >= t.amount,
-});
+/**
+ * Adds the outcome fields after the published ones (legacy clients ignore extra keys): always present, null when
+ * unknown. Assigned onto the caller's object rather than spread into it: V8 (Node 20) copies a spread that adds
+ * keys to an object literal (`{ ...a, ...b }`) property by property through its slow path, about 6 us an object,
+ * which for a page of 20 cost more than the page's SQL (bench/README.md).
+ */
+export function withOutcome<T extends object>(item: T, t: OutcomeFields) {
+  return Object.assign(item, {
+    currency: t.currency,
+    client_reference: t.clientReference,
+    provider_reference: t.providerReference,
+    failure_code: t.failureCode,
+    failure_reason: t.failureReason,
+    // Refunds never change a completed payment's status (legacy clients keep working): these say how much went back.
+    amount_refunded: t.amountRefunded,
+    refunded: t.amountRefunded > 0 && t.amountRefunded >= t.amount,
+  });
+}
 
 type ListedTransaction = TransactionFields & OutcomeFields & { paymentMethod: string | null };
-const listItem = (t: ListedTransaction) => ({ ...summary(t), payment_method: t.paymentMethod, ...outcomeOf(t) });
+const listItem = (t: ListedTransaction) =>
+  withOutcome({ id: t.databaseId, reference: t.reference, amount: t.amount, status: t.status, created_at: t.createdAt, payment_method: t.paymentMethod }, t);
 
 export const transactionRoutes = [
   defineRoute<{
@@ -144,7 +152,7 @@ export const transactionRoutes = [
     }`,
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ transaction: t }) => {
-      const transaction = { ...listItem(t), metadata: t.metadata };
+      const transaction = Object.assign(listItem(t), { metadata: t.metadata });
       // The documented body repeats "status": "success" first, the transaction status last, so a legacy
       // client's JSON parser (last key wins) reads the transaction status. JSON.stringify cannot emit
       // a duplicate key, hence the hand-built text.
@@ -181,7 +189,7 @@ export const transactionRoutes = [
         }
       }
     }`,
-    variables: ({ query }) => ({ ...pageVariables(query), search: stringParam(query, "search") }),
+    variables: ({ query }) => Object.assign(pageVariables(query), { search: stringParam(query, "search") }),
     respond: ({ transactionsPage: p }) => ({
       body: { status: "success", data: p.items.map(listItem), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
     }),
