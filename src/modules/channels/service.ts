@@ -130,17 +130,39 @@ export function decodeCallbackToken(segment: string): string | null {
 }
 
 /**
- * Channels read on the two hottest money paths, kept for a second: every STK result finds its channel by
- * callback token and every checkout card payment by id, channels change rarely, and each of those requests
- * does only two or three other statements. A change made through this instance clears them at once; one made
- * through another instance (new credentials, a deactivation) reaches these paths here within
- * RECENT_CHANNEL_TTL_MS. Only channels that exist are kept (an unknown token or id always asks the database),
- * so the size is bounded by the channels there are.
+ * Channels read on the hottest money paths, kept for a second: every STK result finds its channel by callback
+ * token, every checkout card payment by id, and every initialize (and payment link) resolves the channel it names
+ * or the merchant's default, with the merchant's currency. Channels change rarely, and each of those requests does
+ * only one to three other statements (initialize's resolution was a quarter of its CPU, in the gateway and in
+ * PostgreSQL alike: bench/README.md). A change made through this instance clears them at once; one made through
+ * another instance (new credentials, a deactivation, a new default) reaches these paths here within
+ * RECENT_CHANNEL_TTL_MS. Only channels that exist, and resolutions that found an active one, are kept (an unknown
+ * token or id, or a merchant with no usable channel, always asks the database), so the size is bounded by the
+ * channels there are (twice, per mode, for a resolution naming none).
  */
 const RECENT_CHANNEL_TTL_MS = 1_000;
 
+export interface PaymentChannelResolution {
+  channel: PaymentChannel;
+  defaultCurrency: string;
+}
+
 class RecentChannels {
   readonly #entries = new Map<string, { channel: PaymentChannel; until: number }>();
+  readonly #resolutions = new Map<string, { resolution: PaymentChannelResolution; until: number }>();
+  #generation = 0;
+
+  /** What resolvePaymentChannelAndCurrency found for this merchant, mode and channel id (or none: the default). */
+  resolution(key: `${number}:${string}:${number | "default"}`, find: () => Promise<PaymentChannelResolution>): Promise<PaymentChannelResolution> {
+    const entry = this.#resolutions.get(key);
+    if (entry && entry.until > Date.now()) return Promise.resolve(entry.resolution);
+    const generation = this.#generation;
+    return find().then((resolution) => {
+      // Read before a change this instance made meanwhile (clear() ran): answered, but not kept.
+      if (generation === this.#generation) this.#resolutions.set(key, { resolution, until: Date.now() + RECENT_CHANNEL_TTL_MS });
+      return resolution;
+    });
+  }
 
   get(key: `token:${string}` | `id:${number}`): PaymentChannel | null {
     const entry = this.#entries.get(key);
@@ -160,6 +182,8 @@ class RecentChannels {
 
   clear(): void {
     this.#entries.clear();
+    this.#resolutions.clear();
+    this.#generation++;
   }
 }
 
@@ -217,6 +241,19 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
     return channel;
   }
 
+  async function resolveUncached(merchantId: number, mode: Principal["mode"], channelId: number | null): Promise<PaymentChannelResolution> {
+    const [row] = await sql.query<ChannelRow & { defaultCurrency: string; id: number | null }>(PAYMENT_CHANNEL_AND_CURRENCY, [merchantId, mode, channelId]);
+    if (!row) throw new NotFoundError("Merchant");
+    const { defaultCurrency, ...columns } = row;
+    if (columns.id === null) {
+      if (channelId != null) throw new NotFoundError(`Payment channel ${channelId}`);
+      throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
+    }
+    const channel = channelFromRow({ ...columns, id: columns.id });
+    if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channelId} is inactive`);
+    return { channel: assertUsable(channel, "payment_channel_id"), defaultCurrency };
+  }
+
   return {
     /**
      * A new channel is active and the merchant's default; the previous default loses the flag in the
@@ -227,6 +264,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
       const provider = validateProviderForMode(principal, input.provider);
       const configEncrypted = secrets.encryptJson(validateConfig(provider, input.config));
       const fees = validateFeeSchedule(input);
+      // The new channel is the merchant's default: a resolution kept for "the default" is then out of date.
       return prisma.$transaction(async (tx) => {
         await lockMerchant(tx, principal.merchantId);
         await clearDefault(tx, principal);
@@ -242,7 +280,7 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
             callbackToken: randomBytes(24).toString("base64url"),
           },
         });
-      });
+      }).finally(() => recent.clear());
     },
 
     listChannels(principal: Principal, options: { activeOnly?: boolean | null } = {}): Promise<PaymentChannel[]> {
@@ -330,22 +368,13 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
       return assertUsable(fallback, "payment_channel_id");
     },
 
-    /** resolvePaymentChannel and the merchant's default currency in one statement (initialize's hot path). */
-    async resolvePaymentChannelAndCurrency(principal: Principal, channelId?: number | null): Promise<{ channel: PaymentChannel; defaultCurrency: string }> {
-      const [row] = await sql.query<ChannelRow & { defaultCurrency: string; id: number | null }>(PAYMENT_CHANNEL_AND_CURRENCY, [
-        principal.merchantId,
-        principal.mode,
-        channelId ?? null,
-      ]);
-      if (!row) throw new NotFoundError("Merchant");
-      const { defaultCurrency, ...columns } = row;
-      if (columns.id === null) {
-        if (channelId != null) throw new NotFoundError(`Payment channel ${channelId}`);
-        throw new ValidationError("payment_channel_id", "is required: the merchant has no active default payment channel");
-      }
-      const channel = channelFromRow({ ...columns, id: columns.id });
-      if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channelId} is inactive`);
-      return { channel: assertUsable(channel, "payment_channel_id"), defaultCurrency };
+    /**
+     * resolvePaymentChannel and the merchant's default currency in one statement (initialize's hot path), kept for a
+     * second (RecentChannels); a refusal (no such channel, an inactive one) is never kept.
+     */
+    resolvePaymentChannelAndCurrency(principal: Principal, channelId?: number | null): Promise<PaymentChannelResolution> {
+      const { merchantId, mode } = principal;
+      return recent.resolution(`${merchantId}:${mode}:${channelId ?? "default"}`, () => resolveUncached(merchantId, mode, channelId ?? null));
     },
 
     /** The decrypted credentials; only connectors should need them, and they must never be logged. */
