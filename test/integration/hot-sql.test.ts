@@ -103,7 +103,7 @@ describe("the hot paths' plain SQL", () => {
   it("a summary page equals Prisma's page selecting the same fields", async () => {
     const select = {
       id: true, reference: true, amount: true, amountRefunded: true, currency: true, status: true, paymentMethod: true, email: true,
-      clientReference: true, providerReference: true, failureCode: true, failureReason: true, createdAt: true,
+      clientReference: true, providerReference: true, failureCode: true, failureReason: true, createdAt: true, metadata: true,
     } as const;
     for (const input of [{ page: 1, limit: 5 }, { page: 1, limit: 100, status: "completed" as const }]) {
       const mine = await gw.gateway.services.transactions.listPage(principal, input, {}, { summary: true });
@@ -143,6 +143,49 @@ describe("the hot paths' plain SQL", () => {
       const conditional = await page(`{ transactionsPage { ... on TransactionPage { items { reference description @include(if: true) } } } }`);
       expect(conditional.summary).toBe(false);
       expect(conditional.items[0]).toMatchObject({ description: "Described" });
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it("a transaction by reference reads only the summary columns when that is all it selects (REST verify), and every column otherwise", async () => {
+    const statements: string[] = [];
+    const counted = await startTestGateway({ onQuery: (sql) => statements.push(sql) });
+    try {
+      const merchant = await counted.createMerchant();
+      const client = apiClient(counted.url, merchant.testKey);
+      await client.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+      const metadata = { order: 7, lines: [{ sku: "A-1" }], note: "ünïcödé" };
+      const init = await client.post("/api/transactions/initialize", { amount: 4300, email: "verify@example.com", description: "Described", reference: "ORDER-7", metadata });
+      const reference = init.body.reference as string;
+      const byReference = () => statements.filter((sql) => /FROM transactions WHERE reference = \$1 AND merchant_id = \$2/.test(sql));
+      const read = async (send: () => Promise<{ status: number; text: string; body: any }>) => {
+        statements.length = 0;
+        const res = await send();
+        expect(res.status, res.text).toBe(200);
+        expect(byReference()).toHaveLength(1);
+        return { body: res.body, summary: !byReference()[0]!.includes("description") };
+      };
+      // REST verify: the summary columns, and the same body as ever (metadata included).
+      const verify = await read(() => client.get(`/api/transactions/verify/${reference}`));
+      expect(verify.summary).toBe(true);
+      expect(verify.body.transaction).toMatchObject({ reference, amount: 4300, status: "pending", client_reference: "ORDER-7", metadata });
+      // The summary read equals Prisma's row selecting the same fields.
+      const principal = { merchantId: merchant.id, mode: "test" as const, role: "owner" as const, userId: null, keyId: null, keyPrefix: null };
+      const mine = await counted.gateway.services.transactions.getByReference(principal, reference, {}, { summary: true });
+      const select = Object.fromEntries(["id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference", "failureCode", "failureReason", "createdAt", "metadata"].map((f) => [f, true]));
+      expect(mine).toEqual(await counted.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference }, select }));
+      // A field beyond the summary, beside the union's error fragment: every column.
+      const query = (fields: string) => `{ transaction(reference: "${reference}") { __typename ... on Error { code message } ... on Transaction { ${fields} } } }`;
+      const full = await read(() => client.post("/graphql", { query: query("reference description") }));
+      expect(full.summary).toBe(false);
+      expect(full.body.data.transaction).toMatchObject({ reference, description: "Described" });
+      const summary = await read(() => client.post("/graphql", { query: query("reference amount metadata") }));
+      expect(summary.summary).toBe(true);
+      expect(summary.body.data.transaction).toMatchObject({ reference, amount: 4300, metadata });
+      // Another merchant's reference is still not found through the summary read.
+      const other = await counted.createMerchant();
+      expect((await apiClient(counted.url, other.testKey).get(`/api/transactions/verify/${reference}`)).status).toBe(404);
     } finally {
       await counted.close();
     }

@@ -25,8 +25,9 @@ export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "check
     },
 
     /** `query` carries the relations a GraphQL selection needs, so one read serves it. */
-    async getByReference(principal: Principal, reference: string, query: TransactionQuery = {}): Promise<Transaction> {
-      const transaction = await store.findByReference(principal, reference, query);
+    /** With `summary`, only the summary fields (rows.ts) are read, for a selection that reads no others. */
+    async getByReference(principal: Principal, reference: string, query: TransactionQuery = {}, options: { summary?: boolean } = {}): Promise<Transaction> {
+      const transaction = options.summary ? await store.findSummaryByReference(principal, reference) : await store.findByReference(principal, reference, query);
       if (!transaction) throw new NotFoundError("Transaction");
       return transaction;
     },

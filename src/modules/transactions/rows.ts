@@ -82,13 +82,14 @@ export function transactionFromRow(row: TransactionRow): Transaction {
 }
 
 /**
- * The fields a list row usually needs (the REST list's and the dashboard table's): for a page of 20, the
- * embedded PGlite formats these in the gateway's own thread instead of all 27 columns (bench/README.md).
- * One fixed set rather than one per GraphQL selection, so the statements prepared per connection stay few.
+ * The fields a list row or a verify usually needs (the REST list's and verify's, the dashboard table's): for a page
+ * of 20, the embedded PGlite formats these in the gateway's own thread instead of all 28 columns, and the pg driver
+ * parses half the columns (bench/README.md). One fixed set rather than one per GraphQL selection, so the statements
+ * prepared per connection stay few.
  */
 export const TRANSACTION_SUMMARY_FIELDS = [
   "id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference",
-  "failureCode", "failureReason", "createdAt",
+  "failureCode", "failureReason", "createdAt", "metadata",
 ] as const satisfies readonly TransactionField[];
 
 export const TRANSACTION_SUMMARY_COLUMNS = selectList(TRANSACTION_SUMMARY_FIELDS);

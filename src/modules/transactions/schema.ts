@@ -84,9 +84,12 @@ const TransactionPage = offsetPageType("TransactionPage", Transaction);
  */
 const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded"]);
 
-/** Whether the page's items select summary fields only, so the page can read only those columns. */
-function selectsSummaryOnly(info: GraphQLResolveInfo): boolean {
-  const fields = selectedFieldNames(info, ["items"]);
+/**
+ * Whether the transaction (at `path` below the current field: the page's items) is selected for summary fields
+ * only, so its row can be read for those columns alone.
+ */
+function selectsSummaryOnly(info: GraphQLResolveInfo, path: readonly string[]): boolean {
+  const fields = selectedFieldNames(info, path, "Transaction");
   return fields !== null && [...fields].every((field) => SUMMARY_FIELDS.has(field));
 }
 
@@ -114,7 +117,9 @@ builder.queryFields((t) => {
     errors: { types: businessErrors },
     args: { reference: t.arg.string({ required: true }) },
     resolve: (_root, { reference }, ctx, info) =>
-      ctx.services.transactions.getByReference(ctx.principal!, reference, queryFromInfo({ context: ctx, info, typeName: "Transaction" }) as object),
+      selectsSummaryOnly(info, [])
+        ? ctx.services.transactions.getByReference(ctx.principal!, reference, {}, { summary: true })
+        : ctx.services.transactions.getByReference(ctx.principal!, reference, queryFromInfo({ context: ctx, info, typeName: "Transaction" }) as object),
   }),
 
   transactionsPage: t.field({
@@ -128,7 +133,7 @@ builder.queryFields((t) => {
     },
     resolve: (_root, args, ctx, info) =>
       ctx.services.transactions.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object, {
-        summary: selectsSummaryOnly(info),
+        summary: selectsSummaryOnly(info, ["items"]),
       }),
   }),
 

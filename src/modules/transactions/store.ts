@@ -11,6 +11,7 @@ import {
   TRANSACTION_SUMMARY_COLUMNS,
   transactionFromRow,
   transactionSummaryFromRow,
+  type TransactionSummaryRow,
   type TransactionRow,
 } from "./rows.ts";
 
@@ -108,6 +109,7 @@ export interface ChargeClaim {
 const selectWhere = (condition: string) => `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${condition}`;
 const BY_ID = selectWhere("id = $1");
 const BY_REFERENCE_IN_SCOPE = selectWhere(`reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`);
+const SUMMARY_BY_REFERENCE_IN_SCOPE = `SELECT ${TRANSACTION_SUMMARY_COLUMNS} FROM transactions WHERE reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`;
 const BY_REFERENCE = selectWhere("reference = $1");
 const BY_COLLECTION_REQUEST = selectWhere("channel_id = $1 AND checkout_request_id = $2");
 
@@ -329,6 +331,12 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
      * The caller's transaction by reference, within its merchant and mode (verify: one plain-SQL statement);
      * with Prisma when `query` asks for relations, so one read serves the GraphQL selection.
      */
+    /** The same with the summary fields alone (rows.ts): REST verify's read. */
+    async findSummaryByReference(principal: Principal, reference: string): Promise<Transaction | null> {
+      const [row] = await sql.query<TransactionSummaryRow>(SUMMARY_BY_REFERENCE_IN_SCOPE, [reference, principal.merchantId, principal.mode]);
+      return row ? transactionSummaryFromRow(row) : null;
+    },
+
     async findByReference(principal: Principal, reference: string, query: TransactionQuery = {}): Promise<Transaction | null> {
       if (selectsColumnsOnly(query)) return findOne(sql, BY_REFERENCE_IN_SCOPE, [reference, principal.merchantId, principal.mode]);
       return (await prisma.transaction.findFirst({ ...query, where: { reference, merchantId: principal.merchantId, mode: principal.mode } })) as Transaction | null;
