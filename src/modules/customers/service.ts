@@ -6,6 +6,7 @@ import { Prisma, type Customer } from "../../db/generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError, isUniqueViolation } from "../../errors.ts";
 import { listRowCount, pageOfIds, resolvePaging, toPage, type Page } from "../../paging.ts";
 import { optionalText } from "../../validation.ts";
+import { createTrigramStatistics, indexedPart, SEARCHED_COLUMNS, type SearchedColumn } from "./search.ts";
 
 export type { Customer };
 
@@ -41,9 +42,13 @@ function validateCustomer(principal: Principal, input: CustomerInput) {
   };
 }
 
+/** An ILIKE pattern matching `text` anywhere, its own % and _ taken literally. */
+const likeAnywhere = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
 /** `reader`: where the list reads (a replica when there is one). */
 export function createCustomerService(prisma: PrismaClient, reader: PrismaClient = prisma) {
   const scope = scopeOf;
+  const trigramStatistics = createTrigramStatistics(reader);
 
   return {
     async createCustomer(principal: Principal, input: CustomerInput): Promise<Customer> {
@@ -69,10 +74,12 @@ export function createCustomerService(prisma: PrismaClient, reader: PrismaClient
       }
       // Without a search the total is the rollups' (list_counts); a search's matches are found and counted
       // through the trigram indexes on each column (ILIKE '%term%', the term's % and _ taken literally).
-      const pattern = search ? `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+      const pattern = search ? likeAnywhere(search) : null;
       // A merchant with few customers is searched by walking them newest first; the trigram indexes hold every
       // merchant's customers, whose common trigrams (a shared domain) cost more than a short walk.
       const matchesFirst = pattern ? (await listRowCount(reader, "customers", principal.merchantId, principal.mode)) > SEARCH_WALK_UP_TO : true;
+      // Through the indexes, each column is asked for the part of the term without the trigrams most rows share (search.ts).
+      const common = pattern && matchesFirst ? await trigramStatistics.common() : new Map<SearchedColumn, ReadonlySet<string>>();
       const { total, ids } = await pageOfIds<number>(
         reader,
         {
@@ -84,7 +91,12 @@ export function createCustomerService(prisma: PrismaClient, reader: PrismaClient
             ? {
                 extra: (param) => {
                   const like = param(pattern);
-                  return `first_name ILIKE ${like} OR last_name ILIKE ${like} OR email ILIKE ${like} OR phone ILIKE ${like}`;
+                  return SEARCHED_COLUMNS.map((column) => {
+                    const part = indexedPart(search!, common.get(column) ?? new Set());
+                    if (part === search) return `${column} ILIKE ${like}`;
+                    // `|| ''` keeps the whole term out of the index condition: it is tested on the rows the part finds.
+                    return `(${column} ILIKE ${param(likeAnywhere(part))} AND (${column} || '') ILIKE ${like})`;
+                  }).join(" OR ");
                 },
               }
             : {}),
