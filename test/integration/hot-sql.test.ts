@@ -114,13 +114,22 @@ describe("the hot paths' plain SQL", () => {
     }
   });
 
-  it("GraphQL pages read only the summary columns when that is all the items select, and every column otherwise", async () => {
+  /** A gateway of its own, whose statements are recorded: which columns a read asks for. */
+  describe("with the statements recorded", () => {
     const statements: string[] = [];
-    const counted = await startTestGateway({ onQuery: (sql) => statements.push(sql) });
-    try {
-      const merchant = await counted.createMerchant();
-      const client = apiClient(counted.url, merchant.testKey);
+    let counted: TestGateway;
+    let merchant: Awaited<ReturnType<TestGateway["createMerchant"]>>;
+    let client: ReturnType<typeof apiClient>;
+
+    beforeAll(async () => {
+      counted = await startTestGateway({ onQuery: (sql) => statements.push(sql) });
+      merchant = await counted.createMerchant();
+      client = apiClient(counted.url, merchant.testKey);
       await client.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    });
+    afterAll(() => counted?.close());
+
+    it("GraphQL pages read only the summary columns when that is all the items select, and every column otherwise", async () => {
       await client.post("/api/transactions/initialize", { amount: 4200, email: "sel@example.com", description: "Described" });
       const page = async (query: string) => {
         statements.length = 0;
@@ -143,18 +152,9 @@ describe("the hot paths' plain SQL", () => {
       const conditional = await page(`{ transactionsPage { ... on TransactionPage { items { reference description @include(if: true) } } } }`);
       expect(conditional.summary).toBe(false);
       expect(conditional.items[0]).toMatchObject({ description: "Described" });
-    } finally {
-      await counted.close();
-    }
-  });
+    });
 
-  it("a transaction by reference reads only the summary columns when that is all it selects (REST verify), and every column otherwise", async () => {
-    const statements: string[] = [];
-    const counted = await startTestGateway({ onQuery: (sql) => statements.push(sql) });
-    try {
-      const merchant = await counted.createMerchant();
-      const client = apiClient(counted.url, merchant.testKey);
-      await client.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+    it("a transaction by reference reads only the summary columns when that is all it selects (REST verify), and every column otherwise", async () => {
       const metadata = { order: 7, lines: [{ sku: "A-1" }], note: "ünïcödé" };
       const init = await client.post("/api/transactions/initialize", { amount: 4300, email: "verify@example.com", description: "Described", reference: "ORDER-7", metadata });
       const reference = init.body.reference as string;
@@ -186,9 +186,7 @@ describe("the hot paths' plain SQL", () => {
       // Another merchant's reference is still not found through the summary read.
       const other = await counted.createMerchant();
       expect((await apiClient(counted.url, other.testKey).get(`/api/transactions/verify/${reference}`)).status).toBe(404);
-    } finally {
-      await counted.close();
-    }
+    });
   });
 
   it("initialize links a returning payer's customer without changing it, and creates one for a new payer", async () => {
