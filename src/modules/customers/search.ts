@@ -14,7 +14,7 @@ import type { RawQuery } from "../../paging.ts";
  */
 
 /** A trigram in at least this share of a column's rows is left out of the index condition. */
-export const COMMON_TRIGRAM_SHARE = 0.05;
+const COMMON_TRIGRAM_SHARE = 0.05;
 /** How long the statistics read from the database are used before they are read again. */
 const STATISTICS_TTL_MS = 60_000;
 
@@ -118,5 +118,3 @@ export function createTrigramStatistics(db: RawQuery) {
     },
   };
 }
-
-export type TrigramStatistics = ReturnType<typeof createTrigramStatistics>;

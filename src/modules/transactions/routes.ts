@@ -52,8 +52,7 @@ export function withOutcome<T extends object>(item: T, t: OutcomeFields) {
 }
 
 type ListedTransaction = TransactionFields & OutcomeFields & { paymentMethod: string | null };
-const listItem = (t: ListedTransaction) =>
-  withOutcome({ id: t.databaseId, reference: t.reference, amount: t.amount, status: t.status, created_at: t.createdAt, payment_method: t.paymentMethod }, t);
+const listItem = (t: ListedTransaction) => withOutcome(Object.assign(summary(t), { payment_method: t.paymentMethod }), t);
 
 export const transactionRoutes = [
   defineRoute<{
