@@ -11,8 +11,8 @@ export interface Principal {
   merchantId: number;
   mode: KeyMode;
   /**
-   * What the caller may do. An API key is the merchant's own server acting for it, so it is an owner;
-   * a user has the role they were given.
+   * What the caller may do (src/authorization.ts): a user's role, or the role an API key was given at creation
+   * (at most its creator's). A user's is read afresh on every request, so a change of role applies at once.
    */
   role: UserRole;
   /** The signed-in user (bearer token); null for an API key. */
@@ -22,15 +22,6 @@ export interface Principal {
   keyPrefix: string | null;
   /** The Idempotency-Key its request holds, if any: what that request creates records its recovery point there. */
   idempotency?: IdempotencyScope | undefined;
-}
-
-/** viewer reads; developer also writes in test mode; owner writes in both modes. */
-export function canWrite(principal: Principal): boolean {
-  return principal.role === "owner" || (principal.role === "developer" && principal.mode === "test");
-}
-
-export function isOwner(principal: Principal): boolean {
-  return principal.role === "owner";
 }
 
 /**
@@ -54,14 +45,26 @@ export interface Authenticator {
    * or one that cannot be valid: the request then spends its IP's budget.
    */
   budget(credential: Credential): Promise<string | undefined>;
-  /** The principal, or null for a missing, unknown, revoked, expired or tampered-with credential. */
+  /**
+   * The principal, or null for a missing, unknown, revoked, expired or tampered-with credential, or a disabled
+   * user's token. A user's role is the one they have now, not the one their token was issued with.
+   */
   authenticate(credential: Credential): Promise<Principal | null>;
 }
 
 export function createAuthenticator(deps: {
   apiKeys: { authenticate(key: string | undefined): Promise<Principal | null>; looksValid(key: string): boolean };
   accessTokens: { verify(token: string): Promise<Principal | null> };
+  /** The signed-in user's merchant and role now (null: disabled or gone); a token's own claims may be stale. */
+  userStates: { current(userId: number): Promise<{ merchantId: number; role: UserRole } | null> };
 }): Authenticator {
+  async function verifyUser(token: string): Promise<Principal | null> {
+    const claimed = await deps.accessTokens.verify(token);
+    if (!claimed || claimed.userId === null) return null;
+    const state = await deps.userStates.current(claimed.userId);
+    if (!state || state.merchantId !== claimed.merchantId) return null;
+    return state.role === claimed.role ? claimed : { ...claimed, role: state.role };
+  }
   return {
     async budget(credential) {
       if (!credential) return undefined;
@@ -71,7 +74,7 @@ export function createAuthenticator(deps: {
     },
     authenticate(credential) {
       if (!credential) return Promise.resolve(null);
-      return "apiKey" in credential ? deps.apiKeys.authenticate(credential.apiKey) : deps.accessTokens.verify(credential.bearer);
+      return "apiKey" in credential ? deps.apiKeys.authenticate(credential.apiKey) : verifyUser(credential.bearer);
     },
   };
 }

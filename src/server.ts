@@ -4,7 +4,7 @@ import { STATUS_CODES } from "node:http";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
-import { createAuthenticator, type Principal } from "./auth.ts";
+import { createAuthenticator, credentialFrom, type Principal } from "./auth.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
 import { registerPaymentLinkRoutes } from "./checkout/payment-link.ts";
 import { registerBrandRoutes } from "./modules/brand/routes.ts";
@@ -24,6 +24,8 @@ import { maskError } from "./graphql/mask-errors.ts";
 import { schema } from "./graphql/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
+import { LiveConnections } from "./graphql/live-connections.ts";
+import { expiryOf } from "./modules/users/tokens.ts";
 import { subscriptionReady } from "./graphql/ready.ts";
 import { fingerprintKeyFrom, registerIdempotency } from "./idempotency/hooks.ts";
 import { createMetrics } from "./metrics/registry.ts";
@@ -176,6 +178,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const authenticator = createAuthenticator({
     apiKeys: { authenticate: (key) => services.merchants.authenticate(key), looksValid: looksLikeApiKey },
     accessTokens: services.tokens,
+    userStates: services.userStates,
   });
   const rateLimiter = config.rateLimit.enabled
     ? await createRateLimiter({ perKeyPerMinute: config.rateLimit.perKeyPerMinute, perIpPerMinute: config.rateLimit.perIpPerMinute, redis, logger, onRefused: metrics.rateLimited })
@@ -209,13 +212,36 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
 
   // Aborted first on close: open subscriptions end, so WebSocket and SSE connections close cleanly.
   const shutdown = new AbortController();
-  const contextFor = (principal: Principal | null, log: Logger): GraphQLContext => ({
+  const contextFor = (principal: Principal | null, log: Logger, signal: AbortSignal = shutdown.signal): GraphQLContext => ({
     principal,
     prisma: db.prisma,
     services,
-    shutdownSignal: shutdown.signal,
+    shutdownSignal: signal,
     log,
   });
+  // A user disabled, demoted or given a new password, a key revoked (here or on another instance): its sockets and
+  // SSE streams end at once. After a Redis reconnect (changes may have been missed) every connection checks again.
+  const live = new LiveConnections();
+  services.userStates.onChanged((userId) => (userId === "all" ? live.recheckAll() : live.end(`user:${userId}`, "Forbidden: the user was disabled or changed")));
+  services.keyCache.onRevoked((keyId) => live.end(`key:${keyId}`, "Forbidden: the API key was revoked"));
+  /**
+   * An SSE subscription's signal: ends with the server, or when its principal changes (registered in `live` until
+   * the response closes). Other requests share the server's signal.
+   */
+  const streamSignalFor = (req: FastifyRequest | undefined, reply: FastifyReply | undefined, principal: Principal | null): AbortSignal => {
+    if (!req || !reply || !principal || !(req.headers.accept ?? "").includes("text/event-stream")) return shutdown.signal;
+    const ended = new AbortController();
+    const unregister = live.add(principal, {
+      end: () => ended.abort(),
+      recheck: () =>
+        void authenticator.authenticate(credentialFrom(req.headers["x-api-key"] as string | undefined, req.headers.authorization, true)).then(
+          (now) => now || ended.abort(),
+          () => ended.abort(),
+        ),
+    });
+    reply.raw.once("close", unregister);
+    return AbortSignal.any([shutdown.signal, ended.signal]);
+  };
   // A request holding an Idempotency-Key carries its claim on its principal to the services (src/idempotency/scope.ts).
   const callerOf = (request: FastifyRequest): Principal | null => {
     const claim = request.principal && idempotency.scopeOf(request);
@@ -241,8 +267,10 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     logging: yogaLogging(logger),
     // Over HTTP the principal comes from the request's key; over WebSocket from connection_init.
     context: (initial) => {
-      const { principal, req } = initial as { principal?: Principal; req?: FastifyRequest };
-      return contextFor(principal ?? (req ? callerOf(req) : null), (req?.log as Logger | undefined) ?? logger);
+      const { principal, req, reply } = initial as { principal?: Principal; req?: FastifyRequest; reply?: FastifyReply };
+      if (principal) return contextFor(principal, (req?.log as Logger | undefined) ?? logger);
+      const caller = req ? callerOf(req) : null;
+      return contextFor(caller, (req?.log as Logger | undefined) ?? logger, streamSignalFor(req, reply, caller));
     },
   });
 
@@ -369,6 +397,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       yoga,
       authenticate: budgetedAuthentication(rateLimiter, authenticator),
       chargeOperation: (budget) => chargeOperation(rateLimiter, budget),
+      reauthenticate: (credential) => authenticator.authenticate(credential),
+      expiresAt: (credential) => (credential && "bearer" in credential ? expiryOf(credential.bearer) : undefined),
+      live,
       keepAliveMs: config.graphql.wsKeepAliveMs,
       fanout: subscriptions,
     })),

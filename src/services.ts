@@ -23,6 +23,7 @@ import { createTransactionService } from "./modules/transactions/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
 import { setPasswordHashCost } from "./modules/users/passwords.ts";
 import { createUserService } from "./modules/users/service.ts";
+import { createUserStates } from "./modules/users/user-states.ts";
 import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
@@ -117,9 +118,12 @@ export function createServices(deps: ServiceDeps) {
   const reconciliations = createReconciliationService({ prisma, read, channels, connectors, transactions, callbackUrls, jobs, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
   setPasswordHashCost(config.auth.passwordHashCost);
+  const userStates = createUserStates({ prisma, ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger });
+  const keyCache = createApiKeyCache({ ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger });
   const users = createUserService({
     prisma,
     tokens,
+    userStates,
     refreshTokenTtlMs: config.auth.refreshTokenTtlMs,
     loginLimiter: createLoginLimiter({
       failuresPerEmail: config.auth.loginFailuresPerEmail,
@@ -133,9 +137,11 @@ export function createServices(deps: ServiceDeps) {
     publisher,
     tokens,
     users,
+    userStates,
+    keyCache,
     jobs,
     connectors,
-    merchants: createMerchantService(prisma, { keyCache: createApiKeyCache({ ttlMs: config.apiKeyCacheTtlMs, redis: deps.redis, logger }) }),
+    merchants: createMerchantService(prisma, { keyCache }),
     brand: createBrandService({ prisma, sql: deps.sql }),
     channels,
     customers,

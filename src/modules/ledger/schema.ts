@@ -103,7 +103,6 @@ builder.mutationField("createAdjustment", (t) =>
     description:
       "Corrects a channel's balance with a new entry (available <-> adjustments), never an edit. A signed-in owner only " +
       "(recorded as its author): an API key or another role gets forbidden. Honours Idempotency-Key.",
-    authScopes: { owner: true },
     errors: { types: businessErrors },
     args: { input: t.arg({ type: CreateAdjustmentInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.ledger.createAdjustment(ctx.principal!, input),

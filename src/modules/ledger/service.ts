@@ -1,4 +1,5 @@
-import { isOwner, scopeOf, type Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
+import { allows } from "../../authorization.ts";
 import type { Reader } from "../../db/database.ts";
 import type { LedgerEntry, PrismaClient } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
@@ -121,7 +122,7 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
      * an interrupted attempt returns the entry that attempt committed.
      */
     async createAdjustment(principal: Principal, input: AdjustmentInput): Promise<LedgerEntry> {
-      if (!isOwner(principal) || principal.userId === null) {
+      if (!allows(principal, "signed_in_owner")) {
         throw new GatewayError("forbidden", "Adjustments are made by a signed-in owner (recorded as its author); an API key or another role cannot make them");
       }
       const scope = scopeOf(principal);

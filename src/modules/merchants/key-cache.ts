@@ -17,6 +17,8 @@ export interface ApiKeyCache {
   set(hash: string, principal: Principal): void;
   /** Drops a revoked key here and tells every other instance to. */
   revoked(keyId: number): Promise<void>;
+  /** Called with a key's id on every revocation seen here (this instance's or another's): its connections close. */
+  onRevoked(listener: (keyId: number) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -27,12 +29,15 @@ export function createApiKeyCache(options: { ttlMs: number; redis?: RedisConnect
   const { ttlMs, redis, logger } = options;
   const entries = new Map<string, { principal: Principal; expiresAt: number }>();
 
+  const listeners = new Set<(keyId: number) => void>();
   const drop = (keyId: number) => {
     for (const [hash, entry] of entries) if (entry.principal.keyId === keyId) entries.delete(hash);
+    for (const listener of listeners) listener(keyId);
   };
 
   let subscriber: ReturnType<RedisConnections["client"]> | undefined;
-  if (redis && ttlMs > 0) {
+  // Subscribed even with the cache off (ttlMs 0): open connections of a revoked key close on every instance.
+  if (redis) {
     subscriber = redis.client("api-key-revocations");
     subscriber.subscribe(CHANNEL).catch((error: Error) => logger?.warn({ err: error.message }, "could not subscribe to API key revocations"));
     subscriber.on("message", (channel: string, message: string) => {
@@ -61,8 +66,13 @@ export function createApiKeyCache(options: { ttlMs: number; redis?: RedisConnect
       drop(keyId);
       if (redis) await redis.client("pubsub-publish").publish(CHANNEL, String(keyId));
     },
+    onRevoked(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async close() {
       entries.clear();
+      listeners.clear();
     },
   };
 }

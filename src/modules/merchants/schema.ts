@@ -6,6 +6,12 @@ export const ModeEnum = builder.enumType("Mode", {
   values: ["test", "live"] as const,
 });
 
+/** A user's role, and an API key's (src/authorization.ts has what each may do). */
+export const UserRoleEnum = builder.enumType("UserRole", {
+  description: "viewer reads; developer also changes test-mode data; owner does everything (live mode, payouts; signed in: users, brand).",
+  values: ["owner", "developer", "viewer"] as const,
+});
+
 builder.prismaNode("Merchant", {
   id: { field: "id" },
   // A merchant may only ever load itself through node(id).
@@ -39,6 +45,7 @@ const ApiKey = builder.prismaObject("ApiKey", {
     databaseId: t.exposeInt("id"),
     prefix: t.exposeString("prefix", { description: "The key's first characters (sk_test_Ab12Cd34); not enough to authenticate." }),
     mode: t.expose("mode", { type: ModeEnum }),
+    role: t.expose("role", { type: UserRoleEnum, description: "What the key may do (the README's authorization table): at most the role of whoever made it." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
   }),
@@ -66,10 +73,14 @@ builder.queryField("apiKeys", (t) =>
 builder.mutationFields((t) => ({
   createApiKey: t.field({
     type: CreatedApiKey,
-    description: "A new secret key in the caller's mode (live keys: owners only).",
+    description:
+      "A new secret key in the caller's mode, made by a signed-in user (owners; developers in test mode). Its role is at most the creator's, and the creator's when not given.",
     errors: { types: businessErrors },
-    resolve: async (_root, _args, ctx) => {
-      const key = await ctx.services.merchants.createKey(ctx.principal!.merchantId, ctx.principal!.mode);
+    args: { role: t.arg({ type: UserRoleEnum, required: false }) },
+    resolve: async (_root, { role }, ctx) => {
+      const principal = ctx.principal!;
+      // The table lets only signed-in users here (never a key), so there is always a creator.
+      const key = await ctx.services.merchants.createKey(principal.merchantId, principal.mode, { role, creator: { userId: principal.userId!, role: principal.role } });
       return { apiKey: { id: key.id }, secret: key.plaintext };
     },
   }),

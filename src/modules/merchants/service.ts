@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Principal } from "../../auth.ts";
+import type { Principal, UserRole } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
 import { generateApiKey, hashApiKey, looksLikeApiKey, type KeyMode } from "../../security/api-keys.ts";
@@ -14,9 +14,12 @@ const merchantInput = z.object({
     .default("KES"),
 });
 
+const ROLE_RANK: Record<UserRole, number> = { viewer: 0, developer: 1, owner: 2 };
+
 export interface IssuedKey {
   id: number;
   mode: KeyMode;
+  role: UserRole;
   prefix: string;
   /** Shown once; only its hash is stored. */
   plaintext: string;
@@ -25,10 +28,10 @@ export interface IssuedKey {
 /** `keyCache` keeps verified keys in process (see key-cache.ts); without it every request looks its key up. */
 export function createMerchantService(prisma: PrismaClient, options: { keyCache?: ApiKeyCache } = {}) {
   const { keyCache } = options;
-  async function issueKey(db: Pick<PrismaClient, "apiKey">, merchantId: number, mode: KeyMode): Promise<IssuedKey> {
+  async function issueKey(db: Pick<PrismaClient, "apiKey">, merchantId: number, mode: KeyMode, role: UserRole = "owner", createdBy: number | null = null): Promise<IssuedKey> {
     const key = generateApiKey(mode);
-    const row = await db.apiKey.create({ data: { merchantId, mode, prefix: key.prefix, hash: key.hash }, select: { id: true } });
-    return { id: row.id, mode, prefix: key.prefix, plaintext: key.plaintext };
+    const row = await db.apiKey.create({ data: { merchantId, mode, role, createdBy, prefix: key.prefix, hash: key.hash }, select: { id: true } });
+    return { id: row.id, mode, role, prefix: key.prefix, plaintext: key.plaintext };
   }
 
   return {
@@ -54,15 +57,24 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
     listMerchants() {
       return prisma.merchant.findMany({
         orderBy: { id: "asc" },
-        include: { apiKeys: { orderBy: { id: "asc" }, select: { prefix: true, mode: true, revokedAt: true } } },
+        include: { apiKeys: { orderBy: { id: "asc" }, select: { prefix: true, mode: true, role: true, revokedAt: true } } },
       });
     },
 
-    async createKey(merchantId: number, mode: KeyMode): Promise<IssuedKey> {
+    /**
+     * A new key of one mode. `creator` is the signed-in user making it (the API): the key's role is at most theirs.
+     * The operator's CLI passes none and may give any role (owner by default).
+     */
+    async createKey(merchantId: number, mode: KeyMode, options: { role?: UserRole | null; creator?: { userId: number; role: UserRole } } = {}): Promise<IssuedKey> {
       if (!(await prisma.merchant.findUnique({ where: { id: merchantId }, select: { id: true } }))) {
         throw new NotFoundError(`Merchant ${merchantId}`);
       }
-      return issueKey(prisma, merchantId, mode);
+      const { creator } = options;
+      const role = options.role ?? creator?.role ?? "owner";
+      if (creator && ROLE_RANK[role] > ROLE_RANK[creator.role]) {
+        throw new ValidationError("role", `must be at most your own role (${creator.role}): a key never does more than whoever made it`);
+      }
+      return issueKey(prisma, merchantId, mode, role, creator?.userId ?? null);
     },
 
     /**
@@ -86,11 +98,11 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
       if (cached) return cached;
       const key = await prisma.apiKey.findUnique({
         where: { hash },
-        select: { id: true, merchantId: true, mode: true, prefix: true, revokedAt: true },
+        select: { id: true, merchantId: true, mode: true, role: true, prefix: true, revokedAt: true },
       });
       if (!key || key.revokedAt) return null;
-      // A key is the merchant's own server acting for it: it may do everything in its mode.
-      const principal: Principal = { merchantId: key.merchantId, mode: key.mode, role: "owner", userId: null, keyId: key.id, keyPrefix: key.prefix };
+      // A key acts only in its mode, with the role it was given (src/authorization.ts).
+      const principal: Principal = { merchantId: key.merchantId, mode: key.mode, role: key.role, userId: null, keyId: key.id, keyPrefix: key.prefix };
       keyCache?.set(hash, principal);
       return principal;
     },

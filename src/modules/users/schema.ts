@@ -2,13 +2,9 @@ import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { GatewayError } from "../../errors.ts";
 import type { GraphQLContext } from "../../graphql/context.ts";
-import { changeOwnPassword, changeUserRole, disableUser, USER_ROLES } from "./service.ts";
+import { UserRoleEnum } from "../merchants/schema.ts";
 
 /** The merchant's team: who is signed in, and (owners) who else can sign in. */
-const UserRoleEnum = builder.enumType("UserRole", {
-  description: "viewer reads; developer also changes test-mode data; owner does everything (live mode, payouts, users).",
-  values: USER_ROLES,
-});
 
 builder.prismaNode("User", {
   id: { field: "id" },
@@ -33,7 +29,6 @@ builder.queryFields((t) => ({
   users: t.prismaField({
     type: ["User"],
     description: "Everyone who can sign in to this merchant. Owners only.",
-    authScopes: { owner: true },
     resolve: (query, _root, _args, ctx) => ctx.prisma.user.findMany({ ...query, where: { merchantId: ctx.principal!.merchantId }, orderBy: { id: "asc" } }),
   }),
 }));
@@ -50,7 +45,6 @@ builder.mutationField("createUser", (t) =>
   t.prismaField({
     type: "User",
     description: "Adds a person to the merchant's team. Owners only.",
-    authScopes: { owner: true },
     errors: { types: businessErrors },
     args: { input: t.arg({ type: CreateUserInput, required: true }) },
     resolve: async (query, _root, { input }, ctx) => {
@@ -60,7 +54,7 @@ builder.mutationField("createUser", (t) =>
   }),
 );
 
-/** The acting user; an API key (owner scope) acts as no user, so it can manage everyone. */
+/** The acting user (the table lets only signed-in owners manage the team). */
 const actorOf = (ctx: GraphQLContext) => ({ merchantId: ctx.principal!.merchantId, userId: ctx.principal!.userId ?? -1 });
 
 const ChangeUserRoleInput = builder.inputType("ChangeUserRoleInput", {
@@ -74,11 +68,10 @@ builder.mutationField("changeUserRole", (t) =>
   t.prismaField({
     type: "User",
     description: "Gives another user of the team a new role (not yourself). It applies from the user's next token refresh (within ACCESS_TOKEN_TTL_SECONDS). Owners only.",
-    authScopes: { owner: true },
     errors: { types: businessErrors },
     args: { input: t.arg({ type: ChangeUserRoleInput, required: true }) },
     resolve: async (query, _root, { input }, ctx) => {
-      const user = await changeUserRole(ctx.prisma, actorOf(ctx), input.id, input.role);
+      const user = await ctx.services.users.changeRole(actorOf(ctx), input.id, input.role);
       return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
     },
   }),
@@ -88,11 +81,10 @@ builder.mutationField("disableUser", (t) =>
   t.prismaField({
     type: "User",
     description: "Stops another user of the team from signing in and ends its sessions (not yourself). Owners only.",
-    authScopes: { owner: true },
     errors: { types: businessErrors },
     args: { id: t.arg.int({ required: true, description: "The user's databaseId." }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const user = await disableUser(ctx.prisma, actorOf(ctx), id);
+      const user = await ctx.services.users.disable(actorOf(ctx), id);
       return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
     },
   }),
@@ -109,14 +101,11 @@ builder.mutationField("changePassword", (t) =>
   t.prismaField({
     type: "User",
     description: "The signed-in user's own password, in either mode and whatever the role; needs the current one.",
-    // Every signed-in user, viewers and developers in live mode included: not the Mutation type's writer scope.
-    skipTypeScopes: true,
-    authScopes: { merchant: true },
     errors: { types: businessErrors },
     args: { input: t.arg({ type: ChangePasswordInput, required: true }) },
     resolve: async (query, _root, { input }, ctx) => {
       if (ctx.principal!.userId == null) throw new GatewayError("forbidden", "Only a signed-in user has a password to change; an API key has none");
-      const user = await changeOwnPassword(ctx.prisma, { merchantId: ctx.principal!.merchantId, userId: ctx.principal!.userId }, input.currentPassword, input.newPassword);
+      const user = await ctx.services.users.changePassword({ merchantId: ctx.principal!.merchantId, userId: ctx.principal!.userId }, input.currentPassword, input.newPassword);
       return ctx.prisma.user.findUniqueOrThrow({ ...query, where: { id: user.id } });
     },
   }),

@@ -8,6 +8,7 @@ import type { KeyMode } from "../../security/api-keys.ts";
 import type { LoginLimiter } from "./login-limiter.ts";
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hashPassword, unknownUserHash, verifyPassword } from "./passwords.ts";
 import { generateRefreshToken, hashRefreshToken, type AccessTokens } from "./tokens.ts";
+import type { UserStates } from "./user-states.ts";
 
 export const USER_ROLES: readonly UserRole[] = ["owner", "developer", "viewer"];
 
@@ -36,11 +37,6 @@ const loginInput = z.object({
   merchant_id: z.number({ error: "must be a merchant id (a positive integer)" }).int("must be a merchant id (a positive integer)").positive("must be a merchant id (a positive integer)").optional(),
 });
 
-/**
- * The most users one e-mail may be checked against in one sign-in without a merchant_id. Their hashes are
- * verified side by side (scrypt runs on libuv's pool), so a few accounts cost about the time of one.
- */
-const MAX_LOGIN_CANDIDATES = 8;
 
 const refreshInput = z.object({
   refresh_token: z.string({ error: "is required" }).min(1, "is required").max(200, "is not a refresh token"),
@@ -92,6 +88,8 @@ export interface UserServiceDeps {
   tokens: AccessTokens;
   loginLimiter: LoginLimiter;
   refreshTokenTtlMs: number;
+  /** Told of every disable, role and password change: instances drop the user's state and close its connections. */
+  userStates: UserStates;
 }
 
 /**
@@ -100,7 +98,7 @@ export interface UserServiceDeps {
  * (OAuth 2.0 Security Best Current Practice, section 4.14).
  */
 export function createUserService(deps: UserServiceDeps) {
-  const { prisma, tokens, loginLimiter } = deps;
+  const { prisma, tokens, loginLimiter, userStates } = deps;
   const invalidToken = () => new GatewayError("invalid_token", "The refresh token is invalid, expired or already used; sign in again");
 
   async function session(user: { id: number; email: string; role: UserRole; merchantId: number }, familyId: string, sessionMode: KeyMode, db: Pick<PrismaClient, "refreshToken"> = prisma): Promise<Session> {
@@ -130,45 +128,53 @@ export function createUserService(deps: UserServiceDeps) {
     },
 
     /**
-     * A wrong e-mail and a wrong password are the same 401 after the same work (an unknown e-mail is
-     * checked against a dummy hash); both count against the e-mail's and the IP's failure budgets.
+     * A wrong e-mail and a wrong password are the same 401 after the same work (an unknown e-mail is checked
+     * against a dummy hash). Failures count against the e-mail's budget (whoever else signs in meanwhile: a
+     * success never resets it), every attempt against the IP's.
      *
-     * E-mail is unique per merchant, so one address may be a user at several. `merchant_id` names the one;
-     * without it the password decides: the user whose password it is signs in. Only when it is the password
-     * of several (one person, one password, two merchants) is merchant_id required, and only someone who
-     * knows that password learns so; nobody learns from the answer whether an address exists anywhere.
+     * E-mail is unique per merchant, so one address may be a user at several. Without `merchant_id` the sign-in
+     * checks a password only when the address has one user; with several it asks for the merchant first, before
+     * and whatever the password, so the answer never depends on another merchant's users' passwords (a merchant
+     * adding a user with someone else's address learns nothing by guessing through it).
      */
     async login(input: unknown, ip: string): Promise<Session> {
       const { email: presented, password, mode: sessionMode, merchant_id: merchantId } = parse(loginInput, input);
       const address = presented.trim().toLowerCase();
-      const refused = await loginLimiter.attempt(address, ip);
-      if (refused) throw rateLimitError(refused);
-      const candidates = await prisma.user.findMany({
-        // A disabled user signs in as if unknown.
-        where: { email: address, disabledAt: null, ...(merchantId === undefined ? {} : { merchantId }) },
-        orderBy: { id: "asc" },
-        take: MAX_LOGIN_CANDIDATES,
-      });
-      const hashes = candidates.length ? candidates.map((user) => user.passwordHash) : [await unknownUserHash()];
-      const verdicts = await Promise.all(hashes.map((hash) => verifyPassword(password, hash)));
-      const matches = candidates.filter((_, i) => verdicts[i]);
-      if (matches.length === 0) throw new GatewayError("invalid_credentials");
-      if (matches.length > 1) {
-        throw new ValidationError(
-          "merchant_id",
-          `this e-mail and password sign in to several merchants (${matches.map((user) => user.merchantId).join(", ")}); say which one`,
-        );
+      const attempt = await loginLimiter.attempt(address, ip);
+      if ("refused" in attempt) throw rateLimitError(attempt.refused);
+      // From here every way out settles the attempt (the finally below), so its in-flight mark is always given back.
+      try {
+        const candidates = await prisma.user.findMany({
+          // A disabled user signs in as if unknown.
+          where: { email: address, disabledAt: null, ...(merchantId === undefined ? {} : { merchantId }) },
+          orderBy: { id: "asc" },
+          take: 2,
+        });
+        if (candidates.length > 1) {
+          throw new ValidationError("merchant_id", "this e-mail signs in to more than one merchant; say which one (merchant_id)");
+        }
+        const user = candidates[0];
+        const valid = await verifyPassword(password, user?.passwordHash ?? (await unknownUserHash()));
+        await attempt.done(!valid || !user);
+        if (!valid || !user) throw new GatewayError("invalid_credentials");
+        return session(user, randomUUID(), sessionMode);
+      } finally {
+        await attempt.done(false); // a no-op once settled; otherwise (a database error) not a failure
       }
-      await loginLimiter.succeeded(address, ip);
-      return session(matches[0]!, randomUUID(), sessionMode);
     },
 
     async refresh(input: unknown): Promise<Session> {
       const { refresh_token, mode: requestedMode } = parse(refreshInput, input);
       const hash = hashRefreshToken(refresh_token);
       const outcome = await prisma.$transaction(async (tx) => {
+        const found = await tx.refreshToken.findUnique({ where: { hash }, select: { userId: true } });
+        if (!found) return null;
+        // The user's row is locked (shared) before the token is used: a disable or password change locks it too
+        // (its UPDATE comes first), so either it waits for this refresh and then revokes the token this inserts,
+        // or this waits for it and sees the user disabled, or its own token revoked. Nothing slips between them.
+        await tx.$queryRaw`SELECT id FROM users WHERE id = ${found.userId} FOR SHARE`;
         const token = await tx.refreshToken.findUnique({ where: { hash }, include: { user: true } });
-        if (!token || token.revokedAt || token.expiresAt <= new Date()) return null;
+        if (!token || token.revokedAt || token.expiresAt <= new Date() || token.user.disabledAt) return null;
         // Using the token up is a conditional update, so of two concurrent refreshes one wins and the
         // other is reuse: exactly one new token per old one.
         const used = await tx.refreshToken.updateMany({ where: { id: token.id, usedAt: null, revokedAt: null }, data: { usedAt: new Date() } });
@@ -182,6 +188,27 @@ export function createUserService(deps: UserServiceDeps) {
         throw invalidToken();
       }
       return outcome.session;
+    },
+
+    /** Gives another user of the team a new role; it applies at once, on every instance and open connection. */
+    async changeRole(actor: Actor, userId: number, role: string) {
+      const user = await changeUserRole(prisma, actor, userId, role);
+      await userStates.changed(userId);
+      return user;
+    },
+
+    /** Disables another user of the team: its sessions end and its open connections close, on every instance. */
+    async disable(actor: Actor, userId: number) {
+      const user = await disableUser(prisma, actor, userId);
+      await userStates.changed(userId);
+      return user;
+    },
+
+    /** The signed-in user's own password: every session of the user ends and its open connections close. */
+    async changePassword(actor: Actor, currentPassword: string, password: string) {
+      const user = await changeOwnPassword(prisma, actor, currentPassword, password);
+      await userStates.changed(actor.userId);
+      return user;
     },
 
     /** Ends the session the refresh token belongs to (every token of its family); unknown tokens are a 401. */
@@ -220,7 +247,7 @@ async function otherTeamMember(prisma: PrismaClient, actor: Actor, userId: numbe
   return user;
 }
 
-/** Takes effect at the user's next token refresh (access tokens carry the role, for ACCESS_TOKEN_TTL_SECONDS at most). */
+/** Takes effect at once: every request checks the user's current role (user-states.ts), whatever its token says. */
 export async function changeUserRole(prisma: PrismaClient, actor: Actor, userId: number, role: string) {
   const parsed = roleInput.safeParse(role);
   if (!parsed.success) throw new ValidationError("role", parsed.error.issues[0]!.message);
@@ -229,12 +256,13 @@ export async function changeUserRole(prisma: PrismaClient, actor: Actor, userId:
 }
 
 /**
- * The user can no longer sign in, and every session it has ends (its refresh tokens are revoked); an access token
- * already issued lapses within ACCESS_TOKEN_TTL_SECONDS. Disabling twice is the same as once.
+ * The user can no longer sign in, every session it has ends (its refresh tokens are revoked) and its access tokens
+ * are refused from now on (user-states.ts). Disabling twice is the same as once.
  */
 export async function disableUser(prisma: PrismaClient, actor: Actor, userId: number) {
   const user = await otherTeamMember(prisma, actor, userId, "disable");
   if (user.disabledAt) return user;
+  // The user's row first (its lock orders this against a refresh in flight: see refresh), then its tokens.
   return prisma.$transaction(async (tx) => {
     const disabled = await tx.user.update({ where: { id: userId }, data: { disabledAt: new Date() }, select: teamMember });
     await tx.refreshToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });

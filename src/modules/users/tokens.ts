@@ -1,5 +1,5 @@
 import { createHash, hkdfSync, randomBytes } from "node:crypto";
-import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import type { Principal, UserRole } from "../../auth.ts";
 import type { KeyMode } from "../../security/api-keys.ts";
 
@@ -64,6 +64,16 @@ export function createAccessTokens(key: Uint8Array, ttlSeconds: number) {
 }
 
 export type AccessTokens = ReturnType<typeof createAccessTokens>;
+
+/** When a token says it expires (epoch ms), read without verifying it: only to time a check that verifies. */
+export function expiryOf(token: string): number | undefined {
+  try {
+    const { exp } = decodeJwt(token);
+    return typeof exp === "number" ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Refresh tokens are opaque and random; only their SHA-256 is stored (256 bits: no brute force). */
 export function generateRefreshToken(): { plaintext: string; hash: string } {
