@@ -171,8 +171,9 @@ export function authorizationTableMarkdown(): string {
   const rule = `|${" --- |".repeat(3 + PRINCIPAL_KINDS.length)}`;
   const rows = (Object.keys(PERMISSIONS) as Permission[]).map((permission) => {
     const operations = Object.entries(OPERATIONS)
-      .flatMap(([, fields]) => Object.entries(fields).filter(([, p]) => p === permission).map(([name]) => `\`${name}\``))
-      .sort();
+      .flatMap(([, fields]) => Object.entries(fields).filter(([, p]) => p === permission).map(([name]) => name))
+      .sort()
+      .map((name) => `\`${name}\``);
     const cells = PRINCIPAL_KINDS.map((kind) => {
       const modes = PERMISSIONS[permission].allows[kind] ?? [];
       return modes.length === 2 ? "test, live" : modes.length === 1 ? modes[0] : "-";
