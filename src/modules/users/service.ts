@@ -169,10 +169,11 @@ export function createUserService(deps: UserServiceDeps) {
       const outcome = await prisma.$transaction(async (tx) => {
         const found = await tx.refreshToken.findUnique({ where: { hash }, select: { userId: true } });
         if (!found) return null;
-        // The user's row is locked (shared) before the token is used: a disable or password change locks it too
-        // (its UPDATE comes first), so either it waits for this refresh and then revokes the token this inserts,
-        // or this waits for it and sees the user disabled, or its own token revoked. Nothing slips between them.
-        await tx.$queryRaw`SELECT id FROM users WHERE id = ${found.userId} FOR SHARE`;
+        // The user's row is locked before the token is used: a disable or password change locks it too (its UPDATE
+        // comes first), so either it waits for this refresh and then revokes the token this inserts, or this waits
+        // for it and sees the user disabled, or its own token revoked. Nothing slips between them. Not FOR SHARE:
+        // share locks of busy refreshes overlap and would starve the revocation's UPDATE; this one queues fairly.
+        await tx.$queryRaw`SELECT id FROM users WHERE id = ${found.userId} FOR NO KEY UPDATE`;
         const token = await tx.refreshToken.findUnique({ where: { hash }, include: { user: true } });
         if (!token || token.revokedAt || token.expiresAt <= new Date() || token.user.disabledAt) return null;
         // Using the token up is a conditional update, so of two concurrent refreshes one wins and the
