@@ -40,6 +40,8 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().trim().min(1).default("0.0.0.0"),
   PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  /** Origins (scheme://host[:port], comma-separated) whose browsers may call /graphql from another origin; none by default. */
+  CORS_ORIGINS: optionalString.refine((v) => v === undefined || corsOrigins(v) !== null, "must be comma-separated origins such as https://shop.example (scheme, host and port only)"),
   DATABASE_URL: optionalString.pipe(
     z
       .string()
@@ -153,6 +155,13 @@ const envSchema = z.object({
   EVENT_RETENTION_DAYS: positiveDays(90),
 });
 
+/** CORS_ORIGINS's origins, each exactly as a browser sends it in Origin; null when one is not an origin. */
+function corsOrigins(value: string): string[] | null {
+  const origins = value.split(",").map((o) => o.trim()).filter(Boolean);
+  const valid = origins.every((o) => URL.canParse(o) && /^https?:$/.test(new URL(o).protocol) && new URL(o).origin === o);
+  return valid ? origins : null;
+}
+
 /** DATABASE_READ_URL's URLs; null when one is not a postgres URL or one is named twice. */
 function readUrls(value: string): string[] | null {
   const urls = value.split(",").map((u) => u.trim()).filter(Boolean);
@@ -201,6 +210,8 @@ export interface Config {
   host: string;
   /** Base of every URL the gateway hands out (checkout pages, provider callbacks); no trailing slash. */
   publicBaseUrl: string;
+  /** Cross-origin callers of /graphql (CORS); empty: none (the dashboard is served from the gateway's own origin). */
+  corsOrigins: string[];
   databaseUrl: string | undefined;
   /** Replicas for reads that may lag (src/db/replicas.ts): none without DATABASE_READ_URL. */
   readReplicas: { urls: string[]; maxLagMs: number };
@@ -371,6 +382,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+    corsOrigins: e.CORS_ORIGINS === undefined ? [] : corsOrigins(e.CORS_ORIGINS)!,
     databaseUrl: e.DATABASE_URL,
     readReplicas: { urls: e.DATABASE_READ_URL ? readUrls(e.DATABASE_READ_URL)! : [], maxLagMs: e.DATABASE_READ_MAX_LAG_MS },
     dataDir: e.DATA_DIR,

@@ -261,6 +261,15 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     // GraphiQL's scripts and styles from the package, inline: no CDN, so it works on a machine with no internet.
     renderGraphiQL,
     landingPage: false,
+    // No origin is trusted by default (yoga's default reflects any Origin): only CORS_ORIGINS, and without cookies,
+    // as every credential here is a header (X-API-Key, Authorization) a page must send deliberately.
+    // Decided per request: an origin not listed gets no CORS header at all (a list answers it "null", which a
+    // sandboxed page's own Origin, "null", would match).
+    cors: (request) => {
+      const origin = request.headers.get("origin");
+      if (!origin || !config.corsOrigins.includes(origin)) return false;
+      return { origin: [origin], credentials: false, methods: ["GET", "POST"], allowedHeaders: ["content-type", "x-api-key", "authorization", "idempotency-key"] };
+    },
     maskedErrors: { maskError },
     plugins: [...graphqlHardening(config.graphql), subscriptionReady(), useRefusalLog(), useErrorLog()],
     // Client mistakes at info, typed error results at debug, only the unexpected at error; with the request id.
@@ -404,7 +413,9 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
       fanout: subscriptions,
     })),
   });
-  app.route({ url: "/graphql", method: ["POST", "OPTIONS"], config: graphqlPolicy, handler: handleGraphql });
+  app.route({ url: "/graphql", method: "POST", config: graphqlPolicy, handler: handleGraphql });
+  // A CORS preflight carries no credential (browsers never send one): answered by yoga's CORS policy, spending the IP's budget.
+  app.route({ url: "/graphql", method: "OPTIONS", config: { auth: "none", rateLimit: "caller" }, handler: handleGraphql });
 
   registerCheckoutRoutes(app, services);
   registerPaymentLinkRoutes(app, services);
