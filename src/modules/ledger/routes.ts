@@ -6,6 +6,7 @@ import { intParam, stringParam } from "../../rest/params.ts";
 import { defineRoute, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
+import { CSV_RULES } from "./csv.ts";
 import { BALANCE_TRANSACTION_TYPES } from "./postings.ts";
 import { parseBalanceTransactionType } from "./service.ts";
 
@@ -155,8 +156,7 @@ const csvDoc: RouteDoc = {
   summary: "The balance transactions as CSV (all matching, streamed)",
   description:
     "Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. " +
-    "RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR is prefixed " +
-    "with ' so spreadsheets do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.",
+    `${CSV_RULES} Same filters as GET /v1/balance/transactions, no paging.`,
   tag: "Balances",
   query: { ...dates, type: typeQuery, payment_channel_id: channelQuery },
   contentType: "text/csv",

@@ -6,6 +6,7 @@ import { pageVariables, stringParam } from "../../rest/params.ts";
 import { restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
+import { CSV_RULES } from "../ledger/csv.ts";
 import { TRANSACTION_CSV_COLUMNS } from "./export.ts";
 
 const CSV_PATH = "/v1/reports/transactions.csv";
@@ -15,9 +16,7 @@ const csvDoc: RouteDoc = {
   operationId: "exportTransactions",
   summary: "The transactions as CSV (all matching, streamed)",
   description:
-    `Columns: ${TRANSACTION_CSV_COLUMNS.join(", ")}; newest first. RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). ` +
-    "A text cell starting with =, +, -, @, tab or CR is prefixed with ' so spreadsheets do not run it as a formula; numbers are left as numbers. " +
-    "Same filters as GET /api/transactions/list, no paging.",
+    `Columns: ${TRANSACTION_CSV_COLUMNS.join(", ")}; newest first. ${CSV_RULES} Same filters as GET /api/transactions/list, no paging.`,
   tag: "Transactions",
   query: {
     ...filters,
