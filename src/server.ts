@@ -35,6 +35,7 @@ import { redactCallbackToken, type Logger } from "./logger.ts";
 import { budgetedAuthentication, requestBudgets } from "./rate-limit/hook.ts";
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, restRoutePolicy, runOperation, type RestRequest } from "./rest/route-table.ts";
+import { refuseDeepJson } from "./rest/json-depth.ts";
 import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
@@ -249,6 +250,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.decorateRequest("principal", null);
   // Fastify parses text/plain bodies by default; the API takes JSON only, so they get the documented 415.
   app.removeContentTypeParser("text/plain");
+  // A JSON body nested deeper than MAX_JSON_DEPTH is a 400 before it is parsed (src/rest/json-depth.ts).
+  refuseDeepJson(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof GatewayError ? error : (fastifyErrorToGateway(error) ?? toGatewayError(error));
