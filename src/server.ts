@@ -35,6 +35,7 @@ import { redactCallbackToken, type Logger } from "./logger.ts";
 import { budgetedAuthentication, requestBudgets } from "./rate-limit/hook.ts";
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, restRoutePolicy, runOperation, type RestRequest } from "./rest/route-table.ts";
+import { createExportSlots } from "./rest/export-slots.ts";
 import { refuseDeepJson } from "./rest/json-depth.ts";
 import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
@@ -383,8 +384,10 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerBrandRoutes(app, services);
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
-  registerLedgerReportRoutes(app, services);
-  registerTransactionReportRoutes(app, services);
+  // Full CSV exports at once, per merchant and per instance (EXPORTS_PER_MERCHANT, EXPORTS_PER_INSTANCE).
+  const exportSlots = createExportSlots(config.exports);
+  registerLedgerReportRoutes(app, services, exportSlots);
+  registerTransactionReportRoutes(app, services, exportSlots);
   registerOpenApiRoutes(app);
   metrics.attach({ fanout: () => subscriptions.stats() });
   const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);

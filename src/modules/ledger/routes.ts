@@ -1,8 +1,8 @@
-import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { dateTime, envelope, int, list, obj, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { intParam, stringParam } from "../../rest/params.ts";
+import type { ExportSlots } from "../../rest/export-slots.ts";
 import { defineRoute, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
@@ -172,15 +172,11 @@ export const ledgerReportDocs: DocumentedRoute[] = [{ method: "GET", path: CSV_P
  * with a year of data. Credentials as every /v1 read (an API key or a signed-in user, so the dashboard can
  * download it); the filters are checked before the first byte, so a bad one is the usual 400 envelope.
  */
-export function registerLedgerReportRoutes(app: FastifyInstance, services: Pick<Services, "ledger">): void {
+export function registerLedgerReportRoutes(app: FastifyInstance, services: Pick<Services, "ledger">, exports: ExportSlots): void {
   app.get(CSV_PATH, { config: restRoutePolicy({ method: "GET", path: CSV_PATH }) }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
     assertSafeText({ query });
     const exported = services.ledger.exportCsv(request.principal!, filterVariables(query));
-    reply
-      .type("text/csv; charset=utf-8")
-      .header("content-disposition", `attachment; filename="${exported.filename}"`)
-      .header("cache-control", "no-store");
-    return reply.send(Readable.from(exported.chunks, { objectMode: false }));
+    return exports.send(reply, request.principal!, exported);
   });
 }

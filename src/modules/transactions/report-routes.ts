@@ -1,8 +1,8 @@
-import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { pageQuery, str } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { pageVariables, stringParam } from "../../rest/params.ts";
+import type { ExportSlots } from "../../rest/export-slots.ts";
 import { restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
@@ -33,16 +33,12 @@ export const transactionReportDocs: DocumentedRoute[] = [{ method: "GET", path: 
  * GET /v1/reports/transactions.csv: a plain route because its answer is a stream, not one GraphQL result.
  * Credentials as every /v1 read (an API key or a signed-in user, so the dashboard can download it).
  */
-export function registerTransactionReportRoutes(app: FastifyInstance, services: Pick<Services, "transactions">): void {
+export function registerTransactionReportRoutes(app: FastifyInstance, services: Pick<Services, "transactions">, exports: ExportSlots): void {
   app.get(CSV_PATH, { config: restRoutePolicy({ method: "GET", path: CSV_PATH }) }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
     assertSafeText({ query });
     const { status, dateFrom, dateTo } = pageVariables(query);
     const exported = services.transactions.exportCsv(request.principal!, { status, dateFrom, dateTo, search: stringParam(query, "search") });
-    reply
-      .type("text/csv; charset=utf-8")
-      .header("content-disposition", `attachment; filename="${exported.filename}"`)
-      .header("cache-control", "no-store");
-    return reply.send(Readable.from(exported.chunks, { objectMode: false }));
+    return exports.send(reply, request.principal!, exported);
   });
 }
