@@ -79,6 +79,10 @@ const envSchema = z.object({
   RATE_LIMIT_ENABLED: booleanFlag,
   RATE_LIMIT_PER_MINUTE: positiveInt(100),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt(30),
+  /** Full CSV exports (GET /v1/reports/*.csv) one merchant may stream at once from one instance; beyond: 429 with Retry-After. */
+  EXPORTS_PER_MERCHANT: positiveInt(2),
+  /** Full CSV exports one instance streams at once, all merchants together; beyond: 429 with Retry-After. */
+  EXPORTS_PER_INSTANCE: positiveInt(4),
   GRAPHQL_MAX_DEPTH: positiveInt(8),
   GRAPHQL_MAX_COST: positiveInt(5000),
   GRAPHQL_MAX_ALIASES: positiveInt(15),
@@ -231,6 +235,13 @@ export interface Config {
     perKeyPerMinute: number;
     /** Requests per minute per client IP without a valid key (key guessing). */
     perIpPerMinute: number;
+  };
+  /** Concurrent full CSV exports, counted per instance (src/rest/export-slots.ts). */
+  exports: {
+    /** EXPORTS_PER_MERCHANT: one merchant's (both modes) at once. */
+    perMerchant: number;
+    /** EXPORTS_PER_INSTANCE: everyone's at once. */
+    perInstance: number;
   };
   graphql: {
     maxDepth: number;
@@ -396,6 +407,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perKeyPerMinute: e.RATE_LIMIT_PER_MINUTE,
       perIpPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
     },
+    exports: { perMerchant: e.EXPORTS_PER_MERCHANT, perInstance: e.EXPORTS_PER_INSTANCE },
     graphql: {
       maxDepth: e.GRAPHQL_MAX_DEPTH,
       maxCost: e.GRAPHQL_MAX_COST,

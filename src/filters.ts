@@ -12,11 +12,20 @@ export interface StatusDateFilters {
 const statuses: readonly TransactionStatus[] = ["pending", "completed", "failed"];
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** A calendar date YYYY-MM-DD (UTC) that exists: 2024-02-30 and 2024-13-45 are rejected. */
-function parseDay(value: string, field: string): Date {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
-  const date = match ? new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]))) : null;
-  if (!date || date.toISOString().slice(0, 10) !== value) throw new ValidationError(field, "must be a date in YYYY-MM-DD format");
+/**
+ * The days a date filter may name, both ends included. 0001-01-01 is PostgreSQL's first day (it has no year 0);
+ * 9999-12-30 is the last whose next midnight (a date_to's exclusive end) still has a four-digit year, which
+ * the drivers can send: 9999-12-31 and year 10000 are refused rather than failing in the database.
+ */
+export const FIRST_DAY = "0001-01-01";
+export const LAST_DAY = "9999-12-30";
+
+/** A calendar date YYYY-MM-DD (UTC) that exists, between FIRST_DAY and LAST_DAY: 2024-02-30 and 2024-13-45 are rejected. */
+export function parseDay(value: string, field: string): Date {
+  // Not Date.UTC: it reads the years 0 to 99 as 1900 to 1999.
+  const date = /^\d{4}-\d{2}-\d{2}$/.test(value) ? new Date(`${value}T00:00:00.000Z`) : null;
+  if (!date || Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value) throw new ValidationError(field, "must be a date in YYYY-MM-DD format");
+  if (value < FIRST_DAY || value > LAST_DAY) throw new ValidationError(field, `must be between ${FIRST_DAY} and ${LAST_DAY}`);
   return date;
 }
 

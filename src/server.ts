@@ -37,6 +37,8 @@ import { redactCallbackToken, type Logger } from "./logger.ts";
 import { budgetedAuthentication, requestBudgets } from "./rate-limit/hook.ts";
 import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./rate-limit/limiter.ts";
 import { compileRoutes, restRoutePolicy, runOperation, type RestRequest } from "./rest/route-table.ts";
+import { createExportSlots } from "./rest/export-slots.ts";
+import { refuseDeepJson } from "./rest/json-depth.ts";
 import { restRoutes } from "./rest/routes.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
@@ -286,6 +288,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   app.decorateRequest("principal", null);
   // Fastify parses text/plain bodies by default; the API takes JSON only, so they get the documented 415.
   app.removeContentTypeParser("text/plain");
+  // A JSON body nested deeper than MAX_JSON_DEPTH is a 400 before it is parsed (src/rest/json-depth.ts).
+  refuseDeepJson(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof GatewayError ? error : (fastifyErrorToGateway(error) ?? toGatewayError(error));
@@ -422,8 +426,10 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerBrandRoutes(app, services);
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
-  registerLedgerReportRoutes(app, services);
-  registerTransactionReportRoutes(app, services);
+  // Full CSV exports at once, per merchant and per instance (EXPORTS_PER_MERCHANT, EXPORTS_PER_INSTANCE).
+  const exportSlots = createExportSlots(config.exports);
+  registerLedgerReportRoutes(app, services, exportSlots);
+  registerTransactionReportRoutes(app, services, exportSlots);
   registerOpenApiRoutes(app);
   metrics.attach({ fanout: () => subscriptions.stats() });
   const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);

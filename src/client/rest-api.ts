@@ -529,7 +529,7 @@ export interface paths {
         };
         /**
          * The balance transactions as CSV (all matching, streamed)
-         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR is prefixed with ' so spreadsheets do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
+         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
          */
         get: operations["exportBalanceTransactions"];
         put?: never;
@@ -549,7 +549,7 @@ export interface paths {
         };
         /**
          * The transactions as CSV (all matching, streamed)
-         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at; newest first. RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR is prefixed with ' so spreadsheets do not run it as a formula; numbers are left as numbers. Same filters as GET /api/transactions/list, no paging.
+         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at; newest first. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /api/transactions/list, no paging.
          */
         get: operations["exportTransactions"];
         put?: never;

@@ -23,7 +23,7 @@ function isAlive(pid: number): boolean {
 }
 
 export function lockDataDir(dataDir: string): DataDirLock {
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, "gateway.pid");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

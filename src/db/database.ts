@@ -8,6 +8,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
+import { makeDataDirPrivate, restrictDataDir } from "./data-dir-permissions.ts";
 import { PrismaClient, type Prisma } from "./generated/prisma/client.ts";
 import { applyMigrations, type SqlConnection } from "./migrate.ts";
 import { openReadReplicas, type ReadStats } from "./replicas.ts";
@@ -134,6 +135,9 @@ function recordStatements(pool: pg.Pool, onStatement: (text: string, values: rea
 }
 
 async function openPglite(dataDir: string, logger: Logger, options: OpenOptions): Promise<Database> {
+  // Owner-only before the lock file or any database file is written (src/db/data-dir-permissions.ts).
+  const corrected = makeDataDirPrivate(dataDir);
+  if (corrected > 0) logger.info({ dataDir, corrected }, `DATA_DIR: ${corrected} entries other users could read or change were made owner-only (0700/0600)`);
   const lock = lockDataDir(dataDir);
   let pglite: PGlite | undefined;
   try {
@@ -150,6 +154,8 @@ async function openPglite(dataDir: string, logger: Logger, options: OpenOptions)
       const applied = await applyMigrations(conn);
       if (applied.length) logger.info({ applied }, "applied database migrations");
     }
+    // PGlite writes some files with modes of its own (0666 when it creates the database), whatever the umask.
+    restrictDataDir(dataDir);
     const prisma = createClient(new PrismaPGlite(pglite), options);
     await prisma.$connect();
     const db = pglite;
@@ -166,6 +172,7 @@ async function openPglite(dataDir: string, logger: Logger, options: OpenOptions)
         try {
           await prisma.$disconnect();
           await db.close();
+          restrictDataDir(dataDir);
         } finally {
           lock.release();
         }

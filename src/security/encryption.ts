@@ -50,7 +50,7 @@ export function loadOrCreateKeyFile(dataDir: string): Buffer {
     if (!/^[0-9a-f]{64}$/i.test(hex)) throw new Error(`${path} does not hold a 64-character hex key`);
     return Buffer.from(hex, "hex");
   }
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
   writeFileSync(path, `${key.toString("hex")}\n`, { mode: 0o600, flag: "wx" });
   chmodSync(path, 0o600);

@@ -1,13 +1,44 @@
 import { describe, expect, it } from "vitest";
 import { csvLine, csvText } from "../../src/modules/ledger/csv.ts";
 
-describe("the balance-transactions CSV's cells", () => {
+/** The cells a spreadsheet would make of one CSV field's value when it splits on `separator` (quotes ignored, as a mis-set locale does). */
+function cellsSplitOn(value: string, separator: string): string[] {
+  return value.split(separator).map((cell) => cell.replace(/^[\s"]+/, ""));
+}
+
+describe("the CSV exports' cells", () => {
   it("neutralises a text cell that a spreadsheet would run as a formula", () => {
-    for (const start of ["=", "+", "-", "@", "\t"]) expect(csvText(`${start}SUM(A1:A9)`)).toBe(`'${start}SUM(A1:A9)`);
+    for (const start of ["=", "+", "-", "@"]) expect(csvText(`${start}SUM(A1:A9)`)).toBe(`'${start}SUM(A1:A9)`);
+    // A tab is a separator too, so the cell is also quoted.
+    expect(csvText("\tSUM(A1:A9)")).toBe(`"'\tSUM(A1:A9)"`);
     // CR both neutralised and quoted (RFC 4180: a field holding CR is quoted).
     expect(csvText("\rcmd")).toBe(`"'\rcmd"`);
     expect(csvText("plain text")).toBe("plain text");
     expect(csvText("a=b")).toBe("a=b");
+    expect(csvText("a - b + c")).toBe("a - b + c");
+  });
+
+  it("neutralises a formula character after any separator a spreadsheet may split on, and quotes the cell", () => {
+    expect(csvText("x;=1+1")).toBe(`"x;'=1+1"`);
+    expect(csvText("x,=1+1")).toBe(`"x,'=1+1"`);
+    expect(csvText("x|@SUM(A1)")).toBe(`"x|'@SUM(A1)"`);
+    expect(csvText("x\t-2")).toBe(`"x\t'-2"`);
+    expect(csvText("x\n+cmd")).toBe(`"x\n'+cmd"`);
+    // Spaces and quotes between the separator and the formula do not hide it.
+    expect(csvText('x; "=HYPERLINK(1)')).toBe(`"x; ""'=HYPERLINK(1)"`);
+    expect(csvText("x;;=1")).toBe(`"x;;'=1"`);
+    // A separator alone is quoted, nothing else changes.
+    expect(csvText("a;b|c")).toBe(`"a;b|c"`);
+  });
+
+  it("leaves no cell starting with a formula character whichever separator the spreadsheet splits on", () => {
+    const hostile = ["x;=1+1", "a,b;-c|+d\t@e", '"; =cmd|\' /c calc\'!A0', "ok\r\n=2", "=1;=2,=3|=4"];
+    for (const value of hostile) {
+      const written = csvText(value);
+      for (const separator of [",", ";", "|", "\t", "\n"]) {
+        for (const cell of cellsSplitOn(written, separator)) expect(cell, `${JSON.stringify(value)} split on ${JSON.stringify(separator)}`).not.toMatch(/^[=+\-@]/);
+      }
+    }
   });
 
   it("quotes a field holding a comma, a quote, CR or LF, doubling its quotes", () => {

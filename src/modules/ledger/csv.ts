@@ -1,18 +1,37 @@
 /**
- * CSV for spreadsheets: RFC 4180 (comma-separated, CRLF line ends, a field with a comma, a double quote, CR or LF
- * quoted, its quotes doubled) and formula neutralisation (OWASP's CSV injection advice): a text cell starting
- * with =, +, -, @, tab or CR would be read as a formula by Excel, LibreOffice or Google Sheets, so it is
- * prefixed with a single quote. Numbers are written as numbers (a negative amount keeps its minus and still
- * sums): only text cells are neutralised, and a numeric cell is never text a payer or merchant wrote.
+ * CSV for spreadsheets, the one cell writer every export uses: RFC 4180 (comma-separated, CRLF line ends, a
+ * field with a separator, a double quote, CR or LF quoted, its quotes doubled) and formula neutralisation
+ * (OWASP's CSV injection advice). A text cell starting with =, +, -, @, tab or CR would be read as a formula
+ * by Excel, LibreOffice or Google Sheets, so it is prefixed with a single quote. A spreadsheet set to another
+ * separator (semicolon locales, or a tab or pipe chosen on import) splits `x;=1+1` into `x` and `=1+1`, quotes
+ * or not, so the same quote also goes before a formula character that follows any of , ; | tab CR LF (spaces
+ * and double quotes in between do not count). Numbers are written as numbers (a negative amount keeps its
+ * minus and still sums): only text cells are neutralised, and a numeric cell is never text a payer or
+ * merchant wrote.
  */
 export type CsvCell = string | number | bigint | null;
 
-const FORMULA_START = /^[=+\-@\t\r]/;
-const NEEDS_QUOTES = /[",\r\n]/;
+/** The rules above as the reports' OpenAPI descriptions state them. */
+export const CSV_RULES =
+  "RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, " +
+  "tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), " +
+  "gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers.";
+
+const FORMULA_CHARACTERS = new Set(["=", "+", "-", "@", "\t", "\r"]);
+/** Where a spreadsheet may start a new cell: the separators of the common locales and imports, and line ends. */
+const SEPARATORS = new Set([",", ";", "|", "\t", "\r", "\n"]);
+const NEEDS_QUOTES = /[",;|\t\r\n]/;
 
 /** One text cell: neutralised, then quoted when it must be. */
 export function csvText(value: string): string {
-  const safe = FORMULA_START.test(value) ? `'${value}` : value;
+  let safe = "";
+  let cellStart = true;
+  for (const char of value) {
+    if (cellStart && FORMULA_CHARACTERS.has(char)) safe += "'";
+    safe += char;
+    if (SEPARATORS.has(char)) cellStart = true;
+    else if (char !== " " && char !== '"') cellStart = false;
+  }
   return NEEDS_QUOTES.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 

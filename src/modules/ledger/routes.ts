@@ -1,11 +1,12 @@
-import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { dateTime, envelope, int, list, obj, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { intParam, stringParam } from "../../rest/params.ts";
+import type { ExportSlots } from "../../rest/export-slots.ts";
 import { defineRoute, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
+import { CSV_RULES } from "./csv.ts";
 import { BALANCE_TRANSACTION_TYPES } from "./postings.ts";
 import { parseBalanceTransactionType } from "./service.ts";
 
@@ -155,8 +156,7 @@ const csvDoc: RouteDoc = {
   summary: "The balance transactions as CSV (all matching, streamed)",
   description:
     "Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. " +
-    "RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR is prefixed " +
-    "with ' so spreadsheets do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.",
+    `${CSV_RULES} Same filters as GET /v1/balance/transactions, no paging.`,
   tag: "Balances",
   query: { ...dates, type: typeQuery, payment_channel_id: channelQuery },
   contentType: "text/csv",
@@ -172,15 +172,11 @@ export const ledgerReportDocs: DocumentedRoute[] = [{ method: "GET", path: CSV_P
  * with a year of data. Credentials as every /v1 read (an API key or a signed-in user, so the dashboard can
  * download it); the filters are checked before the first byte, so a bad one is the usual 400 envelope.
  */
-export function registerLedgerReportRoutes(app: FastifyInstance, services: Pick<Services, "ledger">): void {
+export function registerLedgerReportRoutes(app: FastifyInstance, services: Pick<Services, "ledger">, exports: ExportSlots): void {
   app.get(CSV_PATH, { config: restRoutePolicy({ method: "GET", path: CSV_PATH }) }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
     assertSafeText({ query });
     const exported = services.ledger.exportCsv(request.principal!, filterVariables(query));
-    reply
-      .type("text/csv; charset=utf-8")
-      .header("content-disposition", `attachment; filename="${exported.filename}"`)
-      .header("cache-control", "no-store");
-    return reply.send(Readable.from(exported.chunks, { objectMode: false }));
+    return exports.send(reply, request.principal!, exported);
   });
 }

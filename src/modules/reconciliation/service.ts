@@ -2,6 +2,7 @@ import type { Principal } from "../../auth.ts";
 import type { PrismaClient, Reader } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Reconciliation } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { FIRST_DAY } from "../../filters.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
@@ -50,6 +51,7 @@ export function dayBounds(date: unknown, field = "date"): { date: string; from: 
   if (typeof date !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new ValidationError(field, "must be a day as YYYY-MM-DD (UTC)");
   const from = new Date(`${date}T00:00:00.000Z`);
   if (Number.isNaN(from.getTime()) || from.toISOString().slice(0, 10) !== date) throw new ValidationError(field, "is not a calendar day");
+  if (date < FIRST_DAY) throw new ValidationError(field, `must not be before ${FIRST_DAY}`);
   if (from.getTime() > Date.now()) throw new ValidationError(field, "must not be in the future");
   return { date, from, to: new Date(from.getTime() + 86_400_000) };
 }

@@ -1,11 +1,12 @@
-import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { pageQuery, str } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { pageVariables, stringParam } from "../../rest/params.ts";
+import type { ExportSlots } from "../../rest/export-slots.ts";
 import { restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
+import { CSV_RULES } from "../ledger/csv.ts";
 import { TRANSACTION_CSV_COLUMNS } from "./export.ts";
 
 const CSV_PATH = "/v1/reports/transactions.csv";
@@ -15,9 +16,7 @@ const csvDoc: RouteDoc = {
   operationId: "exportTransactions",
   summary: "The transactions as CSV (all matching, streamed)",
   description:
-    `Columns: ${TRANSACTION_CSV_COLUMNS.join(", ")}; newest first. RFC 4180 (CRLF, fields with a comma, quote, CR or LF quoted, quotes doubled). ` +
-    "A text cell starting with =, +, -, @, tab or CR is prefixed with ' so spreadsheets do not run it as a formula; numbers are left as numbers. " +
-    "Same filters as GET /api/transactions/list, no paging.",
+    `Columns: ${TRANSACTION_CSV_COLUMNS.join(", ")}; newest first. ${CSV_RULES} Same filters as GET /api/transactions/list, no paging.`,
   tag: "Transactions",
   query: {
     ...filters,
@@ -34,16 +33,12 @@ export const transactionReportDocs: DocumentedRoute[] = [{ method: "GET", path: 
  * GET /v1/reports/transactions.csv: a plain route because its answer is a stream, not one GraphQL result.
  * Credentials as every /v1 read (an API key or a signed-in user, so the dashboard can download it).
  */
-export function registerTransactionReportRoutes(app: FastifyInstance, services: Pick<Services, "transactions">): void {
+export function registerTransactionReportRoutes(app: FastifyInstance, services: Pick<Services, "transactions">, exports: ExportSlots): void {
   app.get(CSV_PATH, { config: restRoutePolicy({ method: "GET", path: CSV_PATH }) }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
     assertSafeText({ query });
     const { status, dateFrom, dateTo } = pageVariables(query);
     const exported = services.transactions.exportCsv(request.principal!, { status, dateFrom, dateTo, search: stringParam(query, "search") });
-    reply
-      .type("text/csv; charset=utf-8")
-      .header("content-disposition", `attachment; filename="${exported.filename}"`)
-      .header("cache-control", "no-store");
-    return reply.send(Readable.from(exported.chunks, { objectMode: false }));
+    return exports.send(reply, request.principal!, exported);
   });
 }

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { GatewayError } from "../../errors.ts";
+import { jsonNestedDeeperThan } from "../../rest/json-depth.ts";
 import type { InboundConnector, ProviderNotification } from "../types.ts";
 
 /** Paystack's webhooks are small; anything larger is not one. */
@@ -17,9 +18,12 @@ export function paystackSignatureValid(rawBody: Buffer, header: unknown, secretK
 /** A webhook whose signature verifies, as the event it names; null when the signature does not verify. */
 export function readPaystackNotification(rawBody: Buffer, signature: unknown, secretKey: string): ProviderNotification | null {
   if (!paystackSignatureValid(rawBody, signature, secretKey)) return null;
+  const raw = rawBody.toString("utf8");
+  // Nested deeper than any webhook: unreadable, before it is parsed (src/rest/json-depth.ts).
+  if (jsonNestedDeeperThan(raw)) return { kind: "other", event: "unreadable" };
   let body: any;
   try {
-    body = JSON.parse(rawBody.toString("utf8"));
+    body = JSON.parse(raw);
   } catch {
     return { kind: "other", event: "unreadable" };
   }
