@@ -26,6 +26,7 @@ import { createUserService } from "./modules/users/service.ts";
 import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
+import { createPushLimiter } from "./rate-limit/pushes.ts";
 import type { SecretBox } from "./security/encryption.ts";
 import type { GatewayMetrics } from "./metrics/registry.ts";
 import { createMerchantUrls } from "./security/outbound.ts";
@@ -38,7 +39,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "apiKeyCacheTtlMs" | "auth" | "retention">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -94,6 +95,7 @@ export function createServices(deps: ServiceDeps) {
     },
     hosted: { verifyAfterMs: config.paystack.verifyAfterMs, abandonAfterMs: config.paystack.abandonAfterMs },
     stkCallbackUrl: (channel) => callbackUrls.of(channel).collection ?? "",
+    pushLimits: createPushLimiter({ ...config.pushLimits, redis: deps.redis, onRefused: metrics?.rateLimited }),
   });
   const payouts = createPayoutService({
     prisma,
