@@ -26,17 +26,29 @@ function majorText(amount: bigint, currency: string): string {
   return `${amount / unit}.${(amount % unit).toString().padStart(exponent, "0")}`;
 }
 
-/** What the payer typed ("1500", "1,500.5") in minor units, exactly (no floating point); a 400 naming `amount` otherwise. */
+/** The refusal of a comma that is not a thousands separator ("1,50"): a decimal comma would silently be read as 150. */
+export const AMOUNT_SEPARATOR_PROBLEM = "use a point for decimals and commas only between groups of three digits";
+
+/**
+ * What the payer typed ("1500", "1,500.5") in minor units, exactly (no floating point); a 400 naming `amount` otherwise.
+ * The pages write amounts as Kenya does in both their languages: `.` for decimals, `,` between thousands. A comma
+ * anywhere else ("1,50", "1.500,50") is refused rather than guessed at.
+ */
 export function parseMajorAmount(text: unknown, currency: string): bigint {
   const exponent = exponentOf(currency);
-  const value = typeof text === "string" ? text.trim().replace(/,/g, "") : "";
+  const value = typeof text === "string" ? text.trim() : "";
   if (value === "") throw new GatewayError("validation_failed", "amount: enter the amount to pay", { field: "amount" });
-  const match = new RegExp(`^(\\d{1,12})(?:\\.(\\d{1,${Math.max(exponent, 1)}}))?$`).exec(value);
-  if (!match || (exponent === 0 && match[2] !== undefined)) {
+  const example = exponent ? "1,500.50" : "1,500";
+  const match = /^(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?$/.exec(value);
+  if (!match && value.includes(",") && /^[\d.,]+$/.test(value)) {
+    throw new GatewayError("validation_failed", `amount: ${AMOUNT_SEPARATOR_PROBLEM}, e.g. ${example}`, { field: "amount" });
+  }
+  const whole = match?.[1]!.replace(/,/g, "") ?? "";
+  const decimals = match?.[2];
+  if (!match || whole.length > 12 || (decimals !== undefined && (exponent === 0 || decimals.length > exponent))) {
     throw new GatewayError("validation_failed", `amount: enter a number such as ${exponent ? "150.00" : "150"}`, { field: "amount" });
   }
-  const fraction = (match[2] ?? "").padEnd(exponent, "0");
-  return BigInt(match[1]!) * 10n ** BigInt(exponent) + BigInt(fraction || "0");
+  return BigInt(whole) * 10n ** BigInt(exponent) + BigInt((decimals ?? "").padEnd(exponent, "0") || "0");
 }
 
 interface LinkPageView {
@@ -170,7 +182,9 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
                   ? t.amountMissing
                   : error.message.startsWith("amount: must be at least")
                     ? format(t.amountTooSmall, { amount: minimum })
-                    : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
+                    : error.message.includes(AMOUNT_SEPARATOR_PROBLEM)
+                      ? format(t.amountSeparator, { example: exponentOf(view.link.currency) ? "1,500.50" : "1,500" })
+                      : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
           return sendPage(request, reply, 400, view, { ...state, error: message, ...(field ? { field } : {}) });
         }
         throw error;
