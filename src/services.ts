@@ -144,7 +144,7 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
-    paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl }),
+    paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl, payerKey: deps.encryptionKey, payerCookieMs: config.checkout.expiryMs }),
     ledger: createLedgerService({ prisma, read }),
     reconciliations,
     retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),

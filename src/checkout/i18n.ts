@@ -103,6 +103,8 @@ const en = {
   linkPaidText: "This payment has already been made. Thank you.",
   linkBusyTitle: "Another payment is being set up",
   linkBusyText: "Someone is paying through this link right now. Try again in a moment.",
+  linkBeingPaidTitle: "This link is being paid",
+  linkBeingPaidText: "Someone else is paying through this link right now. If their payment does not go through, the link can be paid again: reload this page in a few minutes.",
 };
 
 export type Messages = typeof en;
@@ -178,6 +180,8 @@ const sw: Messages = {
   linkPaidText: "Malipo haya yameshafanyika. Asante.",
   linkBusyTitle: "Malipo mengine yanaandaliwa",
   linkBusyText: "Mtu mwingine analipa kupitia kiungo hiki sasa hivi. Jaribu tena baada ya muda mfupi.",
+  linkBeingPaidTitle: "Kiungo hiki kinalipiwa",
+  linkBeingPaidText: "Mtu mwingine analipa kupitia kiungo hiki sasa hivi. Malipo yake yasipofanikiwa, kiungo kitaweza kulipiwa tena: pakia upya ukurasa huu baada ya dakika chache.",
 };
 
 /**
