@@ -141,6 +141,11 @@ const envSchema = z.object({
   LOGIN_FAILURES_PER_EMAIL: positiveInt(5),
   LOGIN_FAILURES_PER_IP: positiveInt(20),
   LOGIN_FAILURE_WINDOW_SECONDS: positiveInt(900),
+  /** M-Pesa prompts the payer pages (checkout, payment links) may send in PUSH_LIMIT_WINDOW_SECONDS: per phone number, per payment link, per merchant and mode. */
+  PUSH_LIMIT_PER_PHONE: positiveInt(3),
+  PUSH_LIMIT_PER_LINK: positiveInt(100),
+  PUSH_LIMIT_PER_MERCHANT: positiveInt(1000),
+  PUSH_LIMIT_WINDOW_SECONDS: positiveInt(600),
   WEBHOOK_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 0,5s,5m,30m,2h,24h (units ms, s, m, h, d)"),
   /** Test mode only: merchant URLs (webhook endpoints, C2B URLs) may be on loopback or private networks. */
   ALLOW_PRIVATE_URLS: booleanFlag,
@@ -283,6 +288,8 @@ export interface Config {
   checkoutChargeLeaseMs: number;
   /** The hosted checkout's retries and expiry (issue 25). */
   checkout: { maxAttempts: number; expiryMs: number };
+  /** M-Pesa prompts from the payer pages, per phone, link and merchant in a window (src/rate-limit/pushes.ts); always on. */
+  pushLimits: { perPhone: number; perLink: number; perMerchant: number; windowSeconds: number };
   /** Gateway processes on this machine sharing the port (1: this process serves). */
   workers: number;
   /** SIGTERM: serve on with /ready at 503 for drainDelayMs, then finish in-flight work; exit within timeoutMs. */
@@ -451,6 +458,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
     checkout: { maxAttempts: e.CHECKOUT_MAX_ATTEMPTS, expiryMs: e.CHECKOUT_EXPIRY_MS },
+    pushLimits: { perPhone: e.PUSH_LIMIT_PER_PHONE, perLink: e.PUSH_LIMIT_PER_LINK, perMerchant: e.PUSH_LIMIT_PER_MERCHANT, windowSeconds: e.PUSH_LIMIT_WINDOW_SECONDS },
     workers,
     shutdown: { timeoutMs: e.SHUTDOWN_TIMEOUT_MS, drainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS },
     auth: {

@@ -27,6 +27,8 @@ export const errorCatalogue = {
   payment_declined: { status: 402, message: "The payment was declined" },
   unsupported_currency: { status: 400, message: "Currency is not supported" },
   rate_limited: { status: 429, message: "Rate limit exceeded" },
+  mpesa_prompt_limit: { status: 429, message: "Too many M-Pesa prompts were sent to this phone number; try again later" },
+  mpesa_prompt_pending: { status: 409, message: "An M-Pesa prompt sent to this phone number is still waiting for an answer" },
   idempotency_key_in_use: { status: 409, message: "A request with this Idempotency-Key is in progress" },
   idempotency_key_reused: { status: 422, message: "Idempotency-Key was used with a different request" },
   provider_error: { status: 502, message: "The payment provider returned an error" },

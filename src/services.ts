@@ -27,6 +27,7 @@ import { createUserStates } from "./modules/users/user-states.ts";
 import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
 import { createConnectors } from "./providers/index.ts";
+import { createPushLimiter } from "./rate-limit/pushes.ts";
 import type { SecretBox } from "./security/encryption.ts";
 import type { GatewayMetrics } from "./metrics/registry.ts";
 import { createMerchantUrls } from "./security/outbound.ts";
@@ -39,7 +40,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "apiKeyCacheTtlMs" | "auth" | "retention">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -95,6 +96,7 @@ export function createServices(deps: ServiceDeps) {
     },
     hosted: { verifyAfterMs: config.paystack.verifyAfterMs, abandonAfterMs: config.paystack.abandonAfterMs },
     stkCallbackUrl: (channel) => callbackUrls.of(channel).collection ?? "",
+    pushLimits: createPushLimiter({ ...config.pushLimits, redis: deps.redis, onRefused: metrics?.rateLimited }),
   });
   const payouts = createPayoutService({
     prisma,
@@ -148,7 +150,7 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
-    paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl }),
+    paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl, payerKey: deps.encryptionKey, payerCookieMs: config.checkout.expiryMs }),
     ledger: createLedgerService({ prisma, read }),
     reconciliations,
     retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),

@@ -75,6 +75,9 @@ const en = {
   noMethods: "This payment cannot be paid on this page.",
   notConfirmed: "We could not confirm your payment with the provider yet.",
   networkError: "The payment could not be sent. Check your connection and try again.",
+  pushPending: "A payment prompt sent to this number is still waiting. Approve or cancel it on your phone, or wait a few minutes for it to expire, then try again.",
+  pushLimitPhone: "Too many payment prompts were sent to this number. Try again in {minutes} minute(s), or use another number.",
+  pushLimitBusy: "Too many M-Pesa payments are being started here right now. Try again in {minutes} minute(s).",
   returnTo: "Return to {merchant}",
   // Payment links
   linkTitle: "Pay {merchant}",
@@ -88,6 +91,7 @@ const en = {
   badEmail: "Enter a valid e-mail address.",
   amountMissing: "Amount: enter the amount to pay",
   amountFormat: "Amount: enter a number such as {example}",
+  amountSeparator: "Amount: use a point for decimals and commas only between thousands, e.g. {example}",
   amountTooSmall: "Amount: must be at least {amount}",
   linkNotFoundTitle: "Payment link not found",
   linkNotFoundText: "This payment link is not valid. Check the link you were given.",
@@ -99,6 +103,8 @@ const en = {
   linkPaidText: "This payment has already been made. Thank you.",
   linkBusyTitle: "Another payment is being set up",
   linkBusyText: "Someone is paying through this link right now. Try again in a moment.",
+  linkBeingPaidTitle: "This link is being paid",
+  linkBeingPaidText: "Someone else is paying through this link right now. If their payment does not go through, the link can be paid again: reload this page in a few minutes.",
 };
 
 export type Messages = typeof en;
@@ -147,6 +153,9 @@ const sw: Messages = {
   noMethods: "Malipo haya hayawezi kulipwa kwenye ukurasa huu.",
   notConfirmed: "Bado hatujaweza kuthibitisha malipo yako na mtoa huduma.",
   networkError: "Malipo hayakuweza kutumwa. Angalia mtandao wako kisha ujaribu tena.",
+  pushPending: "Ombi la malipo lililotumwa kwa namba hii bado linasubiri. Likubali au ulighairi kwenye simu yako, au subiri dakika chache muda wake uishe, kisha ujaribu tena.",
+  pushLimitPhone: "Maombi mengi mno ya malipo yametumwa kwa namba hii. Jaribu tena baada ya dakika {minutes}, au tumia namba nyingine.",
+  pushLimitBusy: "Malipo mengi mno ya M-Pesa yanaanzishwa hapa sasa hivi. Jaribu tena baada ya dakika {minutes}.",
   returnTo: "Rudi kwa {merchant}",
   linkTitle: "Lipa {merchant}",
   linkTitleNotFound: "Kiungo cha malipo",
@@ -159,6 +168,7 @@ const sw: Messages = {
   badEmail: "Weka barua pepe sahihi.",
   amountMissing: "Kiasi: weka kiasi cha kulipa",
   amountFormat: "Kiasi: weka namba kama {example}",
+  amountSeparator: "Kiasi: tumia nukta kwa desimali na koma kati ya maelfu tu, kwa mfano {example}",
   amountTooSmall: "Kiasi: lazima kiwe angalau {amount}",
   linkNotFoundTitle: "Kiungo cha malipo hakijapatikana",
   linkNotFoundText: "Kiungo hiki cha malipo si sahihi. Angalia kiungo ulichopewa.",
@@ -170,6 +180,8 @@ const sw: Messages = {
   linkPaidText: "Malipo haya yameshafanyika. Asante.",
   linkBusyTitle: "Malipo mengine yanaandaliwa",
   linkBusyText: "Mtu mwingine analipa kupitia kiungo hiki sasa hivi. Jaribu tena baada ya muda mfupi.",
+  linkBeingPaidTitle: "Kiungo hiki kinalipiwa",
+  linkBeingPaidText: "Mtu mwingine analipa kupitia kiungo hiki sasa hivi. Malipo yake yasipofanikiwa, kiungo kitaweza kulipiwa tena: pakia upya ukurasa huu baada ya dakika chache.",
 };
 
 /**

@@ -194,6 +194,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
           attemptFailedNoReason: t.attemptFailedNoReason, attemptsLeft: t.attemptsLeft, attemptsLeftOne: t.attemptsLeftOne,
           checkPhoneText: t.checkPhoneText, checkPhoneTextNoPhone: t.checkPhoneTextNoPhone, inProgress: t.inProgress,
           networkError: t.networkError, expired: `${t.expiredTitle}. ${format(t.expiredText, { merchant })}`, anotherCard: t.anotherCard,
+          pushPending: t.pushPending, pushLimitPhone: t.pushLimitPhone, pushLimitBusy: t.pushLimitBusy,
         },
         reasons: catalogues[lang].reasons,
         errors,
@@ -395,6 +396,13 @@ const CLIENT_SCRIPT = `(data) => {
     lastPhone = phone;
     const { response, answer } = await send("/mpesa", { phone });
     if (response && response.status === 202) return render({ status: "pending", attempt: answer.attempt });
+    // Refused by the prompt limits (or a prompt to this number still waiting): say so, and keep the number form.
+    if (response && (response.status === 429 || answer.code === "mpesa_prompt_pending")) {
+      buttons(true);
+      const minutes = Math.max(1, Math.ceil(Number(response.headers.get("retry-after") || 60) / 60));
+      chooseMethod("mpesa");
+      return say(answer.code === "mpesa_prompt_pending" ? t.pushPending : fill(answer.code === "mpesa_prompt_limit" ? t.pushLimitPhone : t.pushLimitBusy, { minutes }), "failed");
+    }
     if (response && response.status === 409) return afterRefusal(response, answer);
     buttons(true);
     say(response ? errorText(response.status, answer.message) : t.networkError, "failed");

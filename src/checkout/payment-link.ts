@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors.ts";
 import { currencies, isKnownCurrency } from "../money.ts";
-import type { PaymentLink } from "../db/generated/prisma/client.ts";
-import type { LinkUnavailable } from "../modules/payment-links/service.ts";
+import type { LinkUnavailable, LinkPageView as ServiceLinkView } from "../modules/payment-links/service.ts";
 import type { Services } from "../services.ts";
 import { unsafeTextIn } from "../validation.ts";
 import { catalogues, chooseLanguage, format, withLang, type Language, type Messages } from "./i18n.ts";
@@ -26,23 +25,32 @@ function majorText(amount: bigint, currency: string): string {
   return `${amount / unit}.${(amount % unit).toString().padStart(exponent, "0")}`;
 }
 
-/** What the payer typed ("1500", "1,500.5") in minor units, exactly (no floating point); a 400 naming `amount` otherwise. */
+/** The refusal of a comma that is not a thousands separator ("1,50"): a decimal comma would silently be read as 150. */
+export const AMOUNT_SEPARATOR_PROBLEM = "use a point for decimals and commas only between groups of three digits";
+
+/**
+ * What the payer typed ("1500", "1,500.5") in minor units, exactly (no floating point); a 400 naming `amount` otherwise.
+ * The pages write amounts as Kenya does in both their languages: `.` for decimals, `,` between thousands. A comma
+ * anywhere else ("1,50", "1.500,50") is refused rather than guessed at.
+ */
 export function parseMajorAmount(text: unknown, currency: string): bigint {
   const exponent = exponentOf(currency);
-  const value = typeof text === "string" ? text.trim().replace(/,/g, "") : "";
+  const value = typeof text === "string" ? text.trim() : "";
   if (value === "") throw new GatewayError("validation_failed", "amount: enter the amount to pay", { field: "amount" });
-  const match = new RegExp(`^(\\d{1,12})(?:\\.(\\d{1,${Math.max(exponent, 1)}}))?$`).exec(value);
-  if (!match || (exponent === 0 && match[2] !== undefined)) {
+  const example = exponent ? "1,500.50" : "1,500";
+  const match = /^(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?$/.exec(value);
+  if (!match && value.includes(",") && /^[\d.,]+$/.test(value)) {
+    throw new GatewayError("validation_failed", `amount: ${AMOUNT_SEPARATOR_PROBLEM}, e.g. ${example}`, { field: "amount" });
+  }
+  const whole = match?.[1]!.replace(/,/g, "") ?? "";
+  const decimals = match?.[2];
+  if (!match || whole.length > 12 || (decimals !== undefined && (exponent === 0 || decimals.length > exponent))) {
     throw new GatewayError("validation_failed", `amount: enter a number such as ${exponent ? "150.00" : "150"}`, { field: "amount" });
   }
-  const fraction = (match[2] ?? "").padEnd(exponent, "0");
-  return BigInt(match[1]!) * 10n ** BigInt(exponent) + BigInt(fraction || "0");
+  return BigInt(whole) * 10n ** BigInt(exponent) + BigInt((decimals ?? "").padEnd(exponent, "0") || "0");
 }
 
-interface LinkPageView {
-  link: PaymentLink;
-  merchantName: string;
-  unavailable: LinkUnavailable | null;
+interface LinkPageView extends Omit<ServiceLinkView, "ownPending"> {
   brand?: PageBrand;
 }
 
@@ -60,6 +68,7 @@ const UNAVAILABLE_TEXT: Record<LinkUnavailable, [keyof Messages, keyof Messages]
   expired: ["linkExpiredTitle", "linkExpiredText"],
   paid: ["linkPaidTitle", "linkPaidText"],
   busy: ["linkBusyTitle", "linkBusyText"],
+  being_paid: ["linkBeingPaidTitle", "linkBeingPaidText"],
 };
 
 export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, state: FormState = {}, lang: Language = "en"): string {
@@ -120,7 +129,11 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
     if (view) view.brand = await services.brand.checkoutBrand(view.link.merchantId);
     return sendPayerPage(reply, status, (nonce) => renderPaymentLinkPage(view, nonce, state, lang));
   };
-  const statusOf = (reason: LinkUnavailable | null) => (reason === null ? 200 : reason === "not_found" ? 404 : reason === "busy" ? 409 : 410);
+  const statusOf = (reason: LinkUnavailable | null) => (reason === null ? 200 : reason === "not_found" ? 404 : reason === "busy" || reason === "being_paid" ? 409 : 410);
+  const checkoutOf = (request: LinkRequest, reference: string) => {
+    const { lang, chosen } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
+    return withLang(`/payment/checkout/${encodeURIComponent(reference)}`, lang, chosen);
+  };
 
   // Its own plugin scope, for the one form-encoded body the gateway takes (the rest of it speaks JSON only).
   app.register(async (scope) => {
@@ -129,14 +142,18 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
     });
 
     scope.get<{ Params: { slug: string }; Querystring: { lang?: string } }>("/pay/:slug", { config: { auth: "none", rateLimit: "none" } }, async (request, reply) => {
-      const view = await links.pageView(request.params.slug);
+      const view = await links.pageView(request.params.slug, links.payerTokenFrom(request.headers.cookie));
+      // The payer who started this single-use link's pending payment goes straight back to it.
+      if (view?.ownPending) return reply.header("cache-control", "no-store").redirect(checkoutOf(request, view.ownPending), 303);
       return sendPage(request, reply, statusOf(view ? view.unavailable : "not_found"), view);
     });
 
     // What makes a transaction spends the caller's budget (its IP's: a payer has no credential).
     scope.post<{ Params: { slug: string }; Querystring: { lang?: string } }>("/pay/:slug", { config: { auth: "none", rateLimit: "caller" } }, async (request, reply) => {
       const form = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
-      const view = await links.pageView(request.params.slug);
+      const payerToken = links.payerTokenFrom(request.headers.cookie);
+      const view = await links.pageView(request.params.slug, payerToken);
+      if (view?.ownPending) return reply.header("cache-control", "no-store").redirect(checkoutOf(request, view.ownPending), 303);
       if (!view || view.unavailable) return sendPage(request, reply, statusOf(view ? view.unavailable : "not_found"), view);
       const email = typeof form.email === "string" ? form.email : "";
       const typed = typeof form.amount === "string" ? form.amount : "";
@@ -150,10 +167,12 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
         if (amount !== undefined && amount < view.link.minAmount) {
           throw new GatewayError("validation_failed", `amount: must be at least ${formatAmount(view.link.minAmount, view.link.currency)}`, { field: "amount" });
         }
-        const result = await links.pay(request.params.slug, { email, amount });
+        const result = await links.pay(request.params.slug, { email, amount }, payerToken);
         if ("unavailable" in result) {
           return sendPage(request, reply, statusOf(result.unavailable), { ...view, unavailable: result.unavailable });
         }
+        // A single-use link's new payment: this browser is its payer from now on (this link's path only).
+        if (result.payerToken) reply.header("set-cookie", links.payerCookie(view.link.slug, result.payerToken));
         // On to the checkout, in the language the payer chose here.
         return reply.header("cache-control", "no-store").redirect(withLang(`/payment/checkout/${encodeURIComponent(result.reference)}`, lang, chosen), 303);
       } catch (error) {
@@ -170,7 +189,9 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
                   ? t.amountMissing
                   : error.message.startsWith("amount: must be at least")
                     ? format(t.amountTooSmall, { amount: minimum })
-                    : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
+                    : error.message.includes(AMOUNT_SEPARATOR_PROBLEM)
+                      ? format(t.amountSeparator, { example: exponentOf(view.link.currency) ? "1,500.50" : "1,500" })
+                      : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
           return sendPage(request, reply, 400, view, { ...state, error: message, ...(field ? { field } : {}) });
         }
         throw error;

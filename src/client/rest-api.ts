@@ -574,7 +574,7 @@ export interface components {
              * @description Machine-readable: see the error-code table
              * @enum {string}
              */
-            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "partial_refund_unsupported" | "payment_declined" | "unsupported_currency" | "rate_limited" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
+            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "partial_refund_unsupported" | "payment_declined" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
         };
         SuccessEnvelope: {
             /** @constant */

@@ -79,7 +79,7 @@ export function createMetrics(deps: MetricsDeps) {
   });
   const refusals = new Counter({
     name: "gateway_rate_limit_refusals_total",
-    help: "Requests and WebSocket operations refused with 429, by the budget that ran out: api_key, ip, login_email, login_ip.",
+    help: "Requests and WebSocket operations refused with 429, by the budget that ran out: api_key, ip, login_email, login_ip, and M-Pesa prompts from the payer pages: push_phone, push_link, push_merchant.",
     labelNames: ["limiter"] as const,
     registers: [registry],
   });

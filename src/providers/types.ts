@@ -94,6 +94,8 @@ export interface C2bPayment {
 }
 
 export interface MomoConnector {
+  /** True for a simulator that prompts no phone (the built-in sandbox): the payer pages' push limits do not apply. */
+  readonly simulated?: boolean;
   /** Throws a ValidationError naming `amount` when the provider cannot collect it (units, bounds). */
   checkAmount(amount: bigint, currency: string): void;
   stkPush(request: StkPushRequest): Promise<StkPushAccepted>;

@@ -17,7 +17,7 @@ import type { Logger } from "../logger.ts";
 const WINDOW_SECONDS = 60;
 
 /** The budgets that refuse requests (a metrics label: a fixed set). */
-export type LimiterName = "api_key" | "ip" | "login_email" | "login_ip";
+export type LimiterName = "api_key" | "ip" | "login_email" | "login_ip" | "push_phone" | "push_link" | "push_merchant";
 
 export interface RateLimitState {
   /** Which budget this is. */

@@ -122,32 +122,114 @@ describe("payment link page /pay/<slug>", () => {
     expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
   });
 
-  it("a single-use link sends a payer back to its pending transaction instead of making a second", async () => {
+  const postForm = (slug: string, body: string, cookie?: string) =>
+    fetch(`${gw.url}/pay/${slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...(cookie ? { cookie } : {}) }, body, redirect: "manual" });
+  const getPage = (slug: string, cookie?: string) => fetch(`${gw.url}/pay/${slug}`, { headers: cookie ? { cookie } : {}, redirect: "manual" });
+  const BEING_PAID = "This link is being paid";
+
+  it("a single-use link's pending payment: its payer (by cookie) goes back to it, anyone else sees 'being paid'; usable again once it fails, paid once it completes", async () => {
     const link = await createLink({ amount: 1200, description: "Pending once" });
-    const post = () => fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=a%40example.com", redirect: "manual" });
-    const one = await post();
-    const two = await post();
-    expect(one.status).toBe(303);
-    expect(two.headers.get("location")).toBe(one.headers.get("location"));
+    const first = await postForm(link.slug, "email=a%40example.com");
+    expect(first.status).toBe(303);
+    const checkout = first.headers.get("location")!;
+    const reference = checkout.split("/").pop()!;
+    // The payer's token: this link's path only, never to scripts, not sent cross-site.
+    const setCookie = first.headers.get("set-cookie")!;
+    expect(setCookie).toMatch(new RegExp(`^gw_link_payer=[A-Za-z0-9_-]{43}; Path=/pay/${link.slug}; Max-Age=\\d+; HttpOnly; SameSite=Lax$`));
+    const cookie = setCookie.split(";")[0]!;
+
+    // The same payer, on the page or posting the form again, is sent to their own checkout; no second payment.
+    for (const again of [await getPage(link.slug, cookie), await postForm(link.slug, "email=a%40example.com", cookie)]) {
+      expect(again.status).toBe(303);
+      expect(again.headers.get("location")).toBe(checkout);
+    }
+    // Anyone else, or a forged token, sees that the link is being paid, never the payment's reference.
+    for (const other of [await getPage(link.slug), await postForm(link.slug, "email=b%40example.com"), await getPage(link.slug, "gw_link_payer=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")]) {
+      expect(other.status).toBe(409);
+      const html = await other.text();
+      expect(html).toContain(BEING_PAID);
+      expect(html).not.toContain(reference);
+      expect(html).not.toContain("<form");
+      expect(other.headers.get("set-cookie")).toBeNull();
+    }
     expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
+
+    // The payment fails (CHECKOUT_MAX_ATTEMPTS is 1 here): the link takes a payment again, from anyone.
+    expect((await apiClient(gw.url).post(`/payment/checkout/${reference}/pay`, { card_number: "4000000000000002", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "408" })).status).toBe(402);
+    expect((await getPage(link.slug)).status).toBe(200);
+    const second = await postForm(link.slug, "email=b%40example.com");
+    expect(second.status).toBe(303);
+    const secondCheckout = second.headers.get("location")!;
+    expect(secondCheckout).not.toBe(checkout);
+    // Now the first payer is the other one.
+    expect((await getPage(link.slug, cookie)).status).toBe(409);
+    expect((await apiClient(gw.url).post(`/payment/checkout/${secondCheckout.split("/").pop()}/pay`, { card_number: "4084084084084081", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "408" })).status).toBe(200);
+    for (const who of [undefined, cookie, second.headers.get("set-cookie")!.split(";")[0]!]) {
+      const page = await getPage(link.slug, who);
+      expect(page.status).toBe(410);
+      expect(await page.text()).toContain("This link has been paid");
+    }
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(2);
   });
 
   it("payers racing on a single-use link make one transaction between them", async () => {
     const link = await createLink({ amount: 1300, description: "Race" });
-    const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `email=racer${i}%40example.com`, redirect: "manual" }),
-      ),
-    );
-    // Each is sent to the one transaction, or told another payment is being set up; none gets a second.
-    const sent = answers.filter((a) => a.status === 303).map((a) => a.headers.get("location"));
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => postForm(link.slug, `email=racer${i}%40example.com`)));
+    // One is sent to the payment it made; the others are told another payment is being set up, or made.
+    const sent = answers.filter((a) => a.status === 303);
     expect(answers.every((a) => a.status === 303 || a.status === 409), answers.map((a) => a.status).join()).toBe(true);
-    expect(sent.length).toBeGreaterThan(0);
-    expect(new Set(sent).size).toBe(1);
+    expect(sent).toHaveLength(1);
     expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(1);
-    // The claim is released: a later payer is sent to the same pending transaction.
-    const later = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "email=late%40example.com", redirect: "manual" });
-    expect(later.headers.get("location")).toBe(sent[0]);
+    // The claim is released: a later payer is told the link is being paid, its payer is sent back to it.
+    const later = await postForm(link.slug, "email=late%40example.com");
+    expect(later.status).toBe(409);
+    expect(await later.text()).toContain(BEING_PAID);
+    const back = await getPage(link.slug, sent[0]!.headers.get("set-cookie")!.split(";")[0]);
+    expect(back.headers.get("location")).toBe(sent[0]!.headers.get("location"));
+  });
+
+  it("in Chromium: a second browser sees 'being paid' in its language; the first payer's browser reaches its own checkout again", async () => {
+    const link = await createLink({ amount: 1400, description: "Invoice 78" });
+    const first = await browser.newContext({ viewport: { width: 800, height: 740 } });
+    const second = await browser.newContext({ viewport: { width: 800, height: 740 }, locale: "sw", extraHTTPHeaders: { "accept-language": "sw" } });
+    try {
+      const payerPage = await first.newPage();
+      await confineToGateway(payerPage, gw.url, offHost);
+      recordPageErrors(payerPage, errors);
+      await payerPage.goto(`${gw.url}/pay/${link.slug}`);
+      await payerPage.fill('input[name="email"]', "first@example.com");
+      await Promise.all([payerPage.waitForURL(/\/payment\/checkout\//), payerPage.click('button[type="submit"]')]);
+      const checkout = new URL(payerPage.url()).pathname;
+
+      const other = await second.newPage();
+      await confineToGateway(other, gw.url, offHost);
+      recordPageErrors(other, errors);
+      await other.goto(`${gw.url}/pay/${link.slug}`);
+      expect(await other.textContent("h1")).toBe("Kiungo hiki kinalipiwa");
+      expect(await other.textContent("#result")).toContain("Mtu mwingine analipa kupitia kiungo hiki");
+      expect(await other.locator("form").count()).toBe(0);
+      expect(await other.content()).not.toContain(checkout.split("/").pop()!);
+
+      // The first payer opens the link again (e.g. from the message they were sent): straight back to their checkout.
+      await payerPage.goto(`${gw.url}/pay/${link.slug}`);
+      expect(new URL(payerPage.url()).pathname).toBe(checkout);
+      expect(await payerPage.isVisible("#pay, #mpesa")).toBe(true);
+      // Their payment fails: the second browser may now pay through the link.
+      await payerPage.check('#methods input[value="card"]');
+      await payerPage.fill('input[name="card_number"]', "4000000000000002");
+      await payerPage.fill('input[name="expiry_month"]', "12");
+      await payerPage.fill('input[name="expiry_year"]', String(new Date().getUTCFullYear() + 1));
+      await payerPage.fill('input[name="cvc"]', "408");
+      await payerPage.click('#pay button[type="submit"]');
+      await payerPage.waitForSelector("#result.failed");
+      await other.reload();
+      expect(await other.locator('input[name="email"]').count()).toBe(1);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+    expect(offHost).toEqual([]);
+    expect(errors).toEqual([]);
   });
 
   it("an open-amount link refuses less than its minimum and takes what the payer types at or above it", async () => {
@@ -164,6 +246,26 @@ describe("payment link page /pay/<slug>", () => {
     await page.close();
     const reference = await payThroughLink(link.slug, "giver@example.com", "750.50");
     expect(await transaction(reference)).toMatchObject({ status: "completed", amount: 75050 });
+  });
+
+  it("an open amount's comma separates thousands only: 1,50 is refused in the page's language (never read as 150.00), 1,500.50 is 1500.50", async () => {
+    const link = await createLink({ min_amount: 100, description: "Sadaka", reusable: true });
+    for (const [typed, lang, text] of [
+      ["1,50", "en", "Amount: use a point for decimals and commas only between thousands, e.g. 1,500.50"],
+      ["1.500,50", "sw", "Kiasi: tumia nukta kwa desimali na koma kati ya maelfu tu, kwa mfano 1,500.50"],
+    ] as const) {
+      const res = await fetch(`${gw.url}/pay/${link.slug}?lang=${lang}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `amount=${encodeURIComponent(typed)}&email=a%40example.com`, redirect: "manual" });
+      expect(res.status).toBe(400);
+      const html = await res.text();
+      expect(html).toContain(`<p id="error" class="failed" role="alert">${text}</p>`);
+      expect(html).toContain(`value="${typed}"`);
+    }
+    expect((await api.get(`/v1/payment-links/${link.id}`)).body.data.payments_count).toBe(0);
+    for (const [typed, amount] of [["1,500", 150000], ["1,500.50", 150050], ["2500", 250000]] as const) {
+      const res = await fetch(`${gw.url}/pay/${link.slug}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `amount=${encodeURIComponent(typed)}&email=a%40example.com`, redirect: "manual" });
+      expect(res.status, typed).toBe(303);
+      expect((await transaction(res.headers.get("location")!.split("/").pop()!)).amount, typed).toBe(amount);
+    }
   });
 
   it("refuses a bad e-mail with the form again, and answers an unknown slug 404", async () => {

@@ -53,6 +53,13 @@ describe("configuration", () => {
     expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "" }).rateLimit.perKeyPerMinute).toBe(100);
   });
 
+  it("reads the payer pages' M-Pesa prompt limits: 3 per phone, 100 per link, 1000 per merchant in 10 minutes by default", () => {
+    expect(loadConfig({}).pushLimits).toEqual({ perPhone: 3, perLink: 100, perMerchant: 1000, windowSeconds: 600 });
+    const config = loadConfig({ PUSH_LIMIT_PER_PHONE: "5", PUSH_LIMIT_PER_LINK: "20", PUSH_LIMIT_PER_MERCHANT: "200", PUSH_LIMIT_WINDOW_SECONDS: "300", RATE_LIMIT_ENABLED: "false" });
+    expect(config.pushLimits).toEqual({ perPhone: 5, perLink: 20, perMerchant: 200, windowSeconds: 300 });
+    expect(() => loadConfig({ PUSH_LIMIT_PER_PHONE: "0" })).toThrow(/PUSH_LIMIT_PER_PHONE: must be at least 1/);
+  });
+
   it("turns introspection (and field suggestions) off in production unless GRAPHQL_INTROSPECTION says otherwise", () => {
     expect(loadConfig({ NODE_ENV: "production" }).graphql.introspection).toBe(false);
     expect(loadConfig({ NODE_ENV: "production", GRAPHQL_INTROSPECTION: "true" }).graphql.introspection).toBe(true);

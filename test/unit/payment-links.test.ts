@@ -21,8 +21,22 @@ describe("the amount a payer types on an open link", () => {
   });
 
   it("refuses what is not a plain amount, naming the field", () => {
-    for (const [text, currency] of [["", "KES"], ["abc", "KES"], ["1.234", "KES"], ["-5", "KES"], ["1e3", "KES"], ["10.5", "UGX"], [undefined, "KES"]] as const) {
+    for (const [text, currency] of [["", "KES"], ["abc", "KES"], ["1.234", "KES"], ["-5", "KES"], ["1e3", "KES"], ["10.5", "UGX"], [undefined, "KES"], ["1 500", "KES"], ["1,500.", "KES"], [".5", "KES"]] as const) {
       expect(() => parseMajorAmount(text, currency), String(text)).toThrow(/^amount: /);
     }
+  });
+
+  it("reads a comma only as a thousands separator, as the pages write amounts in English and Swahili", () => {
+    expect(parseMajorAmount("1,500", "KES")).toBe(150000n);
+    expect(parseMajorAmount("1,500.50", "KES")).toBe(150050n);
+    expect(parseMajorAmount("12,345,678.90", "KES")).toBe(1234567890n);
+    expect(parseMajorAmount("999,999,999,999.99", "KES")).toBe(99999999999999n);
+    expect(parseMajorAmount("2,500", "UGX")).toBe(2500n);
+    // A decimal comma (or a comma between anything but groups of three) is refused, never read as thousands: 1,50 is not 150.00.
+    for (const [text, currency] of [["1,50", "KES"], ["1,5", "KES"], ["1.500,50", "KES"], ["12,34.5", "KES"], [",500", "KES"], ["1,500,", "KES"], ["1,,500", "KES"], ["1,5000", "KES"], ["10,5", "UGX"]] as const) {
+      expect(() => parseMajorAmount(text, currency), text).toThrow("amount: use a point for decimals and commas only between groups of three digits, e.g. ");
+    }
+    expect(() => parseMajorAmount("1,50", "KES")).toThrow("e.g. 1,500.50");
+    expect(() => parseMajorAmount("1,000,000,000,000", "KES")).toThrow("amount: enter a number such as 150.00");
   });
 });

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentLink } from "../../db/generated/prisma/client.ts";
@@ -40,10 +40,27 @@ export interface PaymentLinkServiceDeps {
   connectors: Connectors;
   transactions: Pick<TransactionService, "initialize">;
   publicBaseUrl: string;
+  /** Signs the token that recognises a single-use link's payer (a key derived from it; never the key itself). */
+  payerKey: Buffer;
+  /** How long the payer's cookie lasts: as long as their checkout payment can stay pending (CHECKOUT_EXPIRY_MS). */
+  payerCookieMs: number;
 }
 
-/** Why the public page cannot take a payment (the page says which); null when it can. */
-export type LinkUnavailable = "not_found" | "inactive" | "expired" | "paid" | "busy";
+const PAYER_COOKIE = "gw_link_payer";
+
+/**
+ * Why the public page cannot take a payment (the page says which); null when it can. `being_paid`: a single-use
+ * link whose payment another payer started is still pending (usable again if it fails or expires).
+ */
+export type LinkUnavailable = "not_found" | "inactive" | "expired" | "paid" | "busy" | "being_paid";
+
+/** The public page's view of a link: `ownPending` is the pending payment this payer started (their token matched). */
+export interface LinkPageView {
+  link: PaymentLink;
+  merchantName: string;
+  unavailable: LinkUnavailable | null;
+  ownPending: string | null;
+}
 
 /** How long a single-use link's claim lasts at most (a crashed instance's claim lapses by itself). */
 const CLAIM_MS = 30_000;
@@ -69,6 +86,20 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
   const { prisma, channels, connectors, transactions } = deps;
   const urlOf = (link: Pick<PaymentLink, "slug">) => `${deps.publicBaseUrl}/pay/${link.slug}`;
 
+  /**
+   * A single-use link's payer is recognised by a token handed to them (a cookie) when their payment was made: an
+   * HMAC of that payment's reference, so nothing is stored and it is worth nothing for any other payment. Later
+   * visitors, who lack it, never learn the reference (their page says "being paid").
+   */
+  const tokenKey = createHmac("sha256", deps.payerKey).update("payment-link-payer-token").digest();
+  const payerTokenOf = (reference: string) => createHmac("sha256", tokenKey).update(reference, "utf8").digest("base64url");
+  const isPayerOf = (reference: string, token: string | undefined) => {
+    if (!token) return false;
+    const expected = Buffer.from(payerTokenOf(reference));
+    const presented = Buffer.from(token);
+    return presented.length === expected.length && timingSafeEqual(presented, expected);
+  };
+
   /** The principal a link's payments are made for: its merchant in its mode, acting as the merchant's own server would. */
   const principalOf = (link: PaymentLink): Principal => ({ merchantId: link.merchantId, mode: link.mode, role: "owner", userId: null, keyId: null, keyPrefix: null });
 
@@ -80,6 +111,21 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
 
   return {
     urlOf,
+
+    /** The payer's token from a request's Cookie header, if it carries one. */
+    payerTokenFrom(cookieHeader: string | undefined): string | undefined {
+      for (const part of (cookieHeader ?? "").split(";")) {
+        const [name, value] = part.trim().split("=", 2);
+        if (name === PAYER_COOKIE && value && /^[A-Za-z0-9_-]{1,100}$/.test(value)) return value;
+      }
+      return undefined;
+    },
+
+    /** The Set-Cookie value handing a single-use link's payer their token: this link's path only, never to scripts. */
+    payerCookie(slug: string, token: string): string {
+      const secure = deps.publicBaseUrl.startsWith("https:") ? "; Secure" : "";
+      return `${PAYER_COOKIE}=${token}; Path=/pay/${slug}; Max-Age=${Math.ceil(deps.payerCookieMs / 1000)}; HttpOnly; SameSite=Lax${secure}`;
+    },
 
     async createLink(principal: Principal, input: PaymentLinkInput): Promise<PaymentLink> {
       const recovered = await recoveredObject(principal, "payment_link", (id) => store.findScoped(prisma, principal, id));
@@ -147,26 +193,38 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
     count: (principal: Principal, filters: LinkFilters) => store.count(prisma, principal, filters),
     paymentCounts: (linkIds: number[]) => store.paymentCounts(prisma, linkIds),
 
-    /** What the public page shows for a slug: the link and its merchant's name, or why it cannot be paid. */
-    async pageView(slug: string): Promise<{ link: PaymentLink; merchantName: string; unavailable: LinkUnavailable | null } | null> {
+    /**
+     * What the public page shows for a slug: the link and its merchant's name, or why it cannot be paid. A single-use
+     * link with a pending payment is "being paid", but for the payer who started it (`payerToken`, their cookie).
+     */
+    async pageView(slug: string, payerToken?: string): Promise<LinkPageView | null> {
       if (!/^[0-9A-Za-z]{1,64}$/.test(slug)) return null;
       const found = await store.findBySlug(prisma, slug);
       if (!found) return null;
       const { merchant, ...link } = found;
       let reason: LinkUnavailable | null = unavailable(link);
-      if (!reason && !link.reusable && (await store.settlingPayments(prisma, link.id)).completed) reason = "paid";
-      return { link, merchantName: merchant.name, unavailable: reason };
+      let ownPending: string | null = null;
+      if (!reason && !link.reusable) {
+        const { completed, pending } = await store.settlingPayments(prisma, link.id);
+        if (completed) reason = "paid";
+        else if (pending && isPayerOf(pending.reference, payerToken)) ownPending = pending.reference;
+        else if (pending) reason = "being_paid";
+      }
+      return { link, merchantName: merchant.name, unavailable: reason, ownPending };
     },
 
     /**
      * One payer's payment through a link: checked, then made by initialize for the link's merchant and mode,
      * then tied to the link. A single-use link already paid refuses; while one of its payments is still
-     * pending, the payer is sent to that one rather than given a second (so it cannot be paid twice), and
-     * while another payer's is being made (the link's claim) this one is asked to try again ("busy").
+     * pending, the payer who started it (`payerToken`) is sent back to it and anyone else is told the link is
+     * being paid (so it is never paid twice, and nobody else can spend or block that payer's attempts); while
+     * another payer's is being made (the link's claim) this one is asked to try again ("busy"). A new single-use
+     * payment answers the token that recognises its payer from then on.
      */
-    async pay(slug: string, input: { email: unknown; amount?: unknown }): Promise<{ reference: string } | { unavailable: LinkUnavailable }> {
-      const view = await this.pageView(slug);
+    async pay(slug: string, input: { email: unknown; amount?: unknown }, payerToken?: string): Promise<{ reference: string; payerToken?: string } | { unavailable: LinkUnavailable }> {
+      const view = await this.pageView(slug, payerToken);
       if (!view) return { unavailable: "not_found" };
+      if (view.ownPending) return { reference: view.ownPending };
       if (view.unavailable) return { unavailable: view.unavailable };
       const { link } = view;
       const email = input.email;
@@ -194,11 +252,16 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
       // One payer at a time makes a single-use link's payment: the check and the creation under one claim.
       const existing = async () => {
         const { completed, pending } = await store.settlingPayments(prisma, link.id);
-        return completed ? ({ unavailable: "paid" } as const) : pending ? { reference: pending.reference } : null;
+        if (completed) return { unavailable: "paid" } as const;
+        if (!pending) return null;
+        return isPayerOf(pending.reference, payerToken) ? { reference: pending.reference } : ({ unavailable: "being_paid" } as const);
       };
       if (!(await store.claim(prisma, link.id, CLAIM_MS))) return (await existing()) ?? { unavailable: "busy" };
       try {
-        return (await existing()) ?? (await create());
+        const found = await existing();
+        if (found) return found;
+        const made = await create();
+        return { ...made, payerToken: payerTokenOf(made.reference) };
       } finally {
         await store.release(prisma, link.id);
       }

@@ -5,7 +5,8 @@ import { enqueue } from "../../jobs/store.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { CollectionCallback, CollectionOutcome, MomoConnector } from "../../providers/types.ts";
 import { alreadySettled, asProviderError, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
-import { claimForAttempt, findExpiredCheckouts, releaseClaim } from "./store.ts";
+import type { PushBudgetName } from "../../rate-limit/pushes.ts";
+import { claimForAttempt, claimForPushUnlessPhoneBusy, findExpiredCheckouts, releaseClaim } from "./store.ts";
 
 /**
  * The payer's attempts on the hosted checkout (issue 25): each card charge or STK push is a row of
@@ -54,6 +55,24 @@ const SETTLE_ATTEMPT = `UPDATE transaction_attempts SET status = $2, code = $3, 
 
 const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
 type Claim = { claimed: true; attemptId: number | null } | { claimed: false; status: string };
+
+const PHONE_BUSY_MESSAGE =
+  "An M-Pesa prompt sent to this phone number is still waiting for an answer: approve or cancel it on the phone, or wait a few minutes for it to expire, then try again";
+
+/** A push refused by the payer pages' limits (rate-limit/pushes.ts): the phone's own budget, or the link's or merchant's. */
+function pushLimitError(budget: PushBudgetName, retryAfterSeconds: number): GatewayError {
+  const wait = retryAfterSeconds >= 120 ? `${Math.ceil(retryAfterSeconds / 60)} minutes` : `${retryAfterSeconds} seconds`;
+  return budget === "phone"
+    ? new GatewayError("mpesa_prompt_limit", `Too many M-Pesa prompts were sent to this phone number; try again in ${wait}`, { retryAfterSeconds })
+    : new GatewayError("rate_limited", `Too many M-Pesa payments were started here; try again in ${wait}`, { retryAfterSeconds });
+}
+
+/** The payment link a checkout payment was made through (its metadata, set by the link service), within its merchant. */
+function linkBudgetOf(t: Transaction): string | null {
+  const metadata = t.metadata as Record<string, unknown> | null;
+  const slug = metadata && typeof metadata === "object" && !Array.isArray(metadata) ? metadata.payment_link : undefined;
+  return typeof slug === "string" ? `${t.merchantId}:${slug}` : null;
+}
 
 export function createAttemptFlow(ctx: FlowContext) {
   const { deps, store } = ctx;
@@ -260,7 +279,26 @@ export function createAttemptFlow(ctx: FlowContext) {
       const { channel, momo } = target;
       const msisdn = toMsisdn(phone)!;
       const token = new Date();
-      const held = await claim(t.id, token, { method: "mpesa", detail: maskMsisdn(msisdn), channelId: channel.id, phoneNumber: phone });
+      const newAttempt = { method: "mpesa" as const, detail: maskMsisdn(msisdn), channelId: channel.id, phoneNumber: phone };
+      // A simulator prompts no phone: only pushes that reach a real one are limited.
+      const limits = momo.simulated ? undefined : deps.pushLimits;
+      let held: Claim;
+      if (!limits) held = await claim(t.id, token, newAttempt);
+      else {
+        const charge = await limits.charge({ phone, link: linkBudgetOf(t), merchant: `${t.merchantId}:${t.mode}` });
+        if (!charge.allowed) throw pushLimitError(charge.budget, charge.retryAfterSeconds);
+        const row = await claimForPushUnlessPhoneBusy(prisma, t.id, token, {
+          merchantId: t.merchantId,
+          cardLapsedBefore: new Date(token.getTime() - cardLeaseMs()),
+          pushLapsedBefore: new Date(token.getTime() - deps.collection.lifetimeMs),
+          attempt: newAttempt,
+        });
+        // Nothing was sent: the budgets get their push back.
+        if (row === "phone_busy" || !row?.claimed) await charge.refund();
+        if (row === "phone_busy") throw new GatewayError("mpesa_prompt_pending", PHONE_BUSY_MESSAGE);
+        if (!row) throw new NotFoundError("Transaction");
+        held = row.claimed ? { claimed: true, attemptId: row.attemptId } : { claimed: false, status: row.status };
+      }
       if (!held.claimed) throw refused(held);
       const attemptId = held.attemptId!;
       // The query job first: whatever happens at the provider from here, the attempt is settled.

@@ -8,6 +8,7 @@ import type { JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { Connector, MomoConnector } from "../../providers/types.ts";
+import type { PushLimiter } from "../../rate-limit/pushes.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
@@ -65,6 +66,8 @@ export interface TransactionServiceDeps {
   checkout?: CheckoutSettings;
   collection: CollectionTiming;
   hosted: HostedTiming;
+  /** What the payer pages' STK pushes spend (per phone, link, merchant); none: unlimited (scripts and unit tests). */
+  pushLimits?: PushLimiter;
   /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */
   stkCallbackUrl(channel: PaymentChannel, momo: MomoConnector): string;
 }

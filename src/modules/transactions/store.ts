@@ -533,6 +533,43 @@ export async function claimForAttempt(
   return row ?? null;
 }
 
+/** Another transaction of the merchant with a push to this number still in its lifetime (pending_push_by_phone index). */
+const PENDING_PUSH_TO_PHONE = `SELECT 1 AS found FROM transaction_attempts a JOIN transactions t ON t.id = a.transaction_id
+  WHERE a.phone_number = $1 AND a.method = 'mpesa' AND a.status = 'pending' AND a.created_at >= $2
+    AND t.merchant_id = $3 AND a.transaction_id <> $4
+  LIMIT 1`;
+
+/**
+ * claimForAttempt for an STK push, unless another transaction of the same merchant has a push to the same number
+ * waiting for its answer ("phone_busy"). The check and the claim run under a transaction-scoped advisory lock on
+ * (merchant, number), so two pushes racing on two instances cannot both pass the check.
+ */
+export async function claimForPushUnlessPhoneBusy(
+  prisma: PrismaClient,
+  id: number,
+  at: Date,
+  options: { merchantId: number; cardLapsedBefore: Date; pushLapsedBefore: Date; attempt: NewAttempt & { phoneNumber: string } },
+): Promise<{ claimed: boolean; status: string; attemptId: number | null } | "phone_busy" | null> {
+  const { attempt } = options;
+  return prisma.$transaction(async (tx) => {
+    await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock($1::int, hashtext($2::text)) IS NULL AS locked`, options.merchantId, `push:${attempt.phoneNumber}`);
+    const busy = await tx.$queryRawUnsafe<unknown[]>(PENDING_PUSH_TO_PHONE, attempt.phoneNumber, options.pushLapsedBefore, options.merchantId, id);
+    if (busy.length > 0) return "phone_busy" as const;
+    const [row] = await tx.$queryRawUnsafe<{ claimed: boolean; status: string; attemptId: number | null }[]>(
+      CLAIM_FOR_ATTEMPT,
+      id,
+      at,
+      options.cardLapsedBefore,
+      options.pushLapsedBefore,
+      attempt.method,
+      attempt.detail,
+      attempt.channelId ?? null,
+      attempt.phoneNumber,
+    );
+    return row ?? null;
+  });
+}
+
 /** Releases the claim an attempt took at `token` (and only that one: a later claim that took over stays). */
 export async function releaseClaim(sql: Sql, id: number, token: Date): Promise<void> {
   await sql.query(`UPDATE transactions SET charge_started_at = NULL WHERE id = $1 AND charge_started_at = $2`, [id, token]);

@@ -28,6 +28,7 @@ export function createSandboxMomo(options: { stkDelayMs: number; record?: Sandbo
   const outcomes = new Map<string, CollectionOutcome>();
 
   return {
+    simulated: true,
     checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
 
     async stkPush(request) {
