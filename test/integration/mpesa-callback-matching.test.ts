@@ -174,6 +174,24 @@ describe("STK callbacks", () => {
   });
 });
 
+describe("C2B confirmations", () => {
+  it("one whose TransAmount is no amount is refused in Daraja's shape, logged, and records nothing", async () => {
+    const row = await prisma().paymentChannel.findUniqueOrThrow({ where: { id: channelId } });
+    const url = `${gw.url}/callbacks/daraja/${Buffer.from(row.callbackToken, "utf8").toString("hex")}/c2b/confirmation`;
+    const base = { TransactionType: "Pay Bill", TransTime: "20260101120000", BusinessShortCode: fake.shortcode, BillRefNumber: "INV-1", MSISDN: PHONE, FirstName: "John" };
+    const amounts: [string, unknown][] = [["abc", "abc"], ["99.999", "99.999"], ["a negative", "-5.00"], ["a number with a fraction of a cent", 10.555], ["none", undefined]];
+    for (const [index, [what, amount]] of amounts.entries()) {
+      const transId = `C2BX00000${index}`;
+      const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...base, TransID: transId, TransAmount: amount }) });
+      expect(res.status, what).toBe(400);
+      expect(await res.json(), what).toMatchObject({ ResultCode: 1, ResultDesc: expect.stringMatching(/^Rejected: TransAmount: /) });
+      expect(await prisma().transaction.count({ where: { providerReference: transId } }), what).toBe(0);
+    }
+    const refused = logLines.filter((l) => l.level === 40 && /provider callback refused as unreadable; not applied/.test(l.msg) && (l as { path?: string }).path === "/c2b/confirmation");
+    expect(refused).toHaveLength(amounts.length);
+  });
+});
+
 /** A B2C (or Reversal) Result body with its ResultParameter `key` changed: a value replaces, undefined drops it. */
 function withParameter<T extends { Result: Record<string, any> }>(body: T, key: string, value: unknown): T {
   const copy = structuredClone(body);
