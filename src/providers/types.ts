@@ -314,6 +314,8 @@ export interface RefundConnector {
   queryStatus(request: RefundRequest): Promise<RefundOutcome>;
   /** How long after sending to ask first (then with doubling waits). */
   readonly checkAfterMs: number;
+  /** What the merchant is told to do about a payment whose receipt was sent for reversal and will not be sent again. */
+  readonly reversedOnceAdvice?: string;
 }
 
 /* ---- Inbound: what a provider posts back to the gateway, at /callbacks/<provider>/<channel token>/<path>. ---- */

@@ -340,7 +340,7 @@ describe("reversal results", () => {
     for (const res of again) {
       expect(res.status, res.text).toBe(409);
       expect(res.body).toMatchObject({ status: "error", code: "transaction_not_refundable" });
-      expect(res.body.message).toContain(`M-Pesa receipt ${payment.receipt} was already sent for reversal`);
+      expect(res.body.message).toContain(`its receipt ${payment.receipt} was already sent for reversal`);
     }
     // Daraja's real Result (the money did go back) arrives later: the failed refund is terminal, nothing is sent.
     expect(await fake.sendReversalResult(refund.providerRequestId)).toEqual({ status: 200, body: ACK });

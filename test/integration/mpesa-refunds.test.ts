@@ -173,7 +173,7 @@ describe("mpesa_reversal (a whole payment)", () => {
       const again = await refund(body);
       expect(again.status, again.text).toBe(409);
       expect(again.body).toMatchObject({ status: "error", code: "transaction_not_refundable" });
-      expect(again.body.message).toContain(`its M-Pesa receipt ${payment.receipt} was already sent for reversal (refund ${res.body.data.reference} asked for it and was reported failed (${code}: ${desc}))`);
+      expect(again.body.message).toContain(`its receipt ${payment.receipt} was already sent for reversal (refund ${res.body.data.reference} asked for it and was reported failed (${code}: ${desc}))`);
       expect(again.body.message).toMatch(/M-Pesa org portal/);
     }
     expect(reversalsOf(payment.receipt)).toHaveLength(1);

@@ -67,11 +67,16 @@ export function resultMismatch(refund: Pick<Refund, "providerRequestId" | "provi
  * "Failed" may be forged or wrong while the money went back, so sending it again could pay the payer twice. The
  * decision is left to a person who can see the provider's own record.
  */
-function reversedOnce(payment: string, receipt: string, failed: { reference: string; failureCode: string | null; failureReason: string | null } | null): GatewayError {
+function reversedOnce(
+  rail: RefundConnector,
+  payment: string,
+  receipt: string,
+  failed: { reference: string; failureCode: string | null; failureReason: string | null } | null,
+): GatewayError {
   const outcome = failed ? `refund ${failed.reference} asked for it and was reported failed (${[failed.failureCode, failed.failureReason].filter(Boolean).join(": ")})` : "another refund asked for it";
   return new GatewayError(
     "transaction_not_refundable",
-    `Transaction ${payment}: its M-Pesa receipt ${receipt} was already sent for reversal (${outcome}); a receipt is sent for reversal only once, so check it in the M-Pesa org portal and settle it there`,
+    `Transaction ${payment}: its receipt ${receipt} was already sent for reversal (${outcome}); a receipt is sent for reversal only once, so ${rail.reversedOnceAdvice ?? "check what became of it with the provider"}`,
   );
 }
 
@@ -244,12 +249,12 @@ export function createRefundService(deps: RefundServiceDeps) {
         // they wait longer than Prisma's defaults (2 s for a connection, 5 s in all) without anything being wrong.
       }, { maxWait: 10_000, timeout: 15_000 }).catch((error: unknown) => {
         // Only a receipt already sent for reversal (a refund of another payment holding the same receipt) gets here.
-        if (isUniqueViolation(error) && choice.reverses) throw reversedOnce(transaction.reference, choice.reverses, null);
+        if (isUniqueViolation(error) && choice.reverses) throw reversedOnce(rail, transaction.reference, choice.reverses, null);
         throw error;
       });
       if ("refused" in reservation) {
         if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
-        if (reservation.refused === "reversal_failed") throw reversedOnce(transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
+        if (reservation.refused === "reversal_failed") throw reversedOnce(rail, transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
         throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
       }
       const refund = reservation.refund;

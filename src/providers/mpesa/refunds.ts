@@ -45,6 +45,7 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
 
   return {
     checkAfterMs: deps.checkAfterMs,
+    reversedOnceAdvice: "check what became of it in the M-Pesa org portal and settle it there",
 
     method(payment, amount, config) {
       const unit = 100n;
