@@ -75,9 +75,12 @@ export interface CollectionCallback {
   /** The provider's id for the request (M-Pesa's CheckoutRequestID). */
   providerRequestId: string;
   outcome: SettledCollectionOutcome;
-  /** Fields the provider echoes back, null when it did not send them; checked against the stored row. */
+  /**
+   * Fields the provider echoes back, null when it did not send them or they could not be read ("abc", 99.999, a
+   * negative): a success is applied only when both are there and match the stored row exactly.
+   */
   amount: bigint | null;
-  /** Digits only, as providers write numbers (254712345678). */
+  /** As the provider wrote it (digits: 254712345678); compared with the stored number after normalisation. */
   phoneNumber: string | null;
 }
 
@@ -200,9 +203,10 @@ export interface PayoutRequest {
 
 /** A provider's result for one payout, parsed by its connector. */
 export interface PayoutResult {
+  /** Our id of the request it answers (Daraja's OriginatorConversationID); null when it names none. */
   providerRequestId: string | null;
   outcome: SettledCollectionOutcome;
-  /** What the provider says it sent, when it says (checked against the row). */
+  /** What the provider says it sent; null when absent or unreadable. A success is applied only with the row's exact amount. */
   amount: bigint | null;
 }
 
@@ -273,10 +277,24 @@ export interface RefundCallbackUrls {
   statusResult: string;
 }
 
-/** A provider's result for one refund (Daraja's Reversal or B2C Result), parsed by its connector; amount in minor units. */
+/**
+ * A provider's result for one refund (Daraja's Reversal or B2C Result, or a status answer about one), parsed by its
+ * connector; amount in minor units. It is applied only when it names the refund's request (our id, or the
+ * provider's conversation id kept while pending) and, when it completes it, carries the refund's exact amount.
+ */
 export interface RefundResult extends PayoutResult {
   /** The provider's own id of the request (Daraja's ConversationID), matched when our request id is not echoed. */
   conversationId: string | null;
+}
+
+/** The rail a refund takes. */
+export interface RefundRail {
+  method: string;
+  /**
+   * The payment's receipt when this rail reverses it whole (M-Pesa's Reversal): the provider is asked to reverse
+   * a receipt at most once, whatever a later result says, which the database holds to (refunds.reversed_receipt).
+   */
+  reverses?: string;
 }
 
 /** What a refund came to, or that it is still on its way. */
@@ -291,13 +309,15 @@ export interface RefundConnector {
    * Throws a ValidationError naming `amount` when the rail cannot move that amount (units, bounds), and a
    * GatewayError when the payment cannot be refunded by the gateway at all (no M-Pesa receipt to reverse).
    */
-  method(payment: RefundedPayment, amount: bigint, config: unknown): { method: string } | { refused: string };
+  method(payment: RefundedPayment, amount: bigint, config: unknown): RefundRail | { refused: string };
   /** Asks the provider to refund. A refusal is a GatewayError other than provider_unavailable; anything else is unknown. */
   send(request: RefundRequest): Promise<RefundOutcome>;
   /** What became of a refund: the reconciler asks, and a refund whose sending was interrupted is asked about, never resent. */
   queryStatus(request: RefundRequest): Promise<RefundOutcome>;
   /** How long after sending to ask first (then with doubling waits). */
   readonly checkAfterMs: number;
+  /** What the merchant is told to do about a payment whose receipt was sent for reversal and will not be sent again. */
+  readonly reversedOnceAdvice?: string;
 }
 
 /* ---- Inbound: what a provider posts back to the gateway, at /callbacks/<provider>/<channel token>/<path>. ---- */

@@ -144,29 +144,53 @@ describe("mpesa_reversal (a whole payment)", () => {
     expect(receiver.received.filter((d) => d.json?.data?.reference === row.reference).map((d) => d.json.type)).toEqual(["refund.completed"]);
   });
 
-  it("R000001 (already reversed) completes it", async () => {
+  it("R000001 (already reversed) carries no Amount, so its Result is not applied; the status query completes it", async () => {
     const payment = await paidPayment(20_000);
     fake.reversalOutcomes.set(payment.receipt, { ResultCode: "R000001", ResultDesc: "The transaction is already reversed" });
     const res = await refund({ transaction: payment.reference });
     expect(res.status, res.text).toBe(201);
+    const { providerRequestId } = await refundRow(res.body.data.id);
+    await until(() => fake.postedResults.find((p) => p.kind === "reversal_result" && (p.body as any).Result.OriginatorConversationID === providerRequestId && p.reply), Boolean);
+    expect((await refundRow(res.body.data.id)).status).toBe("pending");
+    await runRefundCheck(res.body.data.id);
     expect(await settled(res.body.data.id)).toMatchObject({ status: "completed", failureCode: null });
+    expect(reversalsOf(payment.receipt)).toHaveLength(1);
   });
 
   it.each([
     [2001, "The initiator information is invalid."],
     ["R000002", "The OriginalTransactionID is invalid."],
-  ])("ResultCode %s fails it with that code and ResultDesc, and its amount is refundable again", async (code, desc) => {
+  ])("ResultCode %s fails it with that code and ResultDesc; the receipt is never sent for reversal again", async (code, desc) => {
     const payment = await paidPayment(30_000);
     fake.reversalOutcomes.set(payment.receipt, { ResultCode: code, ResultDesc: desc });
     const res = await refund({ transaction: payment.reference });
     expect(res.status, res.text).toBe(201);
-    expect(await settled(res.body.data.id)).toMatchObject({ status: "failed", failureCode: String(code), failureReason: desc });
+    expect(await settled(res.body.data.id)).toMatchObject({ status: "failed", failureCode: String(code), failureReason: desc, reversedReceipt: payment.receipt });
     expect(await eventsOf(res.body.data.id)).toEqual(["refund.failed"]);
     fake.reversalOutcomes.delete(payment.receipt);
+    // Neither the whole payment (a reversal) nor a part of it (B2C) is refunded again: a person decides.
+    for (const body of [{ transaction: payment.reference }, { transaction: payment.reference, amount: 10_000 }]) {
+      const again = await refund(body);
+      expect(again.status, again.text).toBe(409);
+      expect(again.body).toMatchObject({ status: "error", code: "transaction_not_refundable" });
+      expect(again.body.message).toContain(`its receipt ${payment.receipt} was already sent for reversal (refund ${res.body.data.reference} asked for it and was reported failed (${code}: ${desc}))`);
+      expect(again.body.message).toMatch(/M-Pesa org portal/);
+    }
+    expect(reversalsOf(payment.receipt)).toHaveLength(1);
+    expect(await prisma().refund.count({ where: { transactionId: payment.id } })).toBe(1);
+  });
+
+  it("a reversal Daraja refuses at once reversed nothing: the receipt is free and the next refund reverses it", async () => {
+    const payment = await paidPayment(35_000);
+    const refused = await withSwitches({ busy: true }, () => refund({ transaction: payment.reference }));
+    expect(refused.status, refused.text).toBe(201);
+    expect(await refundRow(refused.body.data.id)).toMatchObject({ status: "failed", failureCode: "provider_error", reversedReceipt: null });
     const again = await refund({ transaction: payment.reference });
     expect(again.status, again.text).toBe(201);
-    expect(again.body.data).toMatchObject({ amount: 30_000, method: "mpesa_reversal" });
+    expect(await refundRow(again.body.data.id)).toMatchObject({ method: "mpesa_reversal", reversedReceipt: payment.receipt });
     expect(await settled(again.body.data.id)).toMatchObject({ status: "completed" });
+    // The busy answer came before the fake recorded anything: one accepted reversal.
+    expect([...fake.reversals.values()].filter((r) => r.body.TransactionID === payment.receipt)).toHaveLength(1);
   });
 
   it("one Result delivered 50 times at once: one transition, one event, one webhook", async () => {

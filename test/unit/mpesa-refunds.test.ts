@@ -57,8 +57,8 @@ describe("the M-Pesa refund method", () => {
     throw new Error("did not throw");
   };
 
-  it("the whole payment: mpesa_reversal; a part: mpesa_b2c", () => {
-    expect(rail.method(payment, 150_000n, withInitiator)).toEqual({ method: "mpesa_reversal" });
+  it("the whole payment: mpesa_reversal of its receipt; a part: mpesa_b2c", () => {
+    expect(rail.method(payment, 150_000n, withInitiator)).toEqual({ method: "mpesa_reversal", reverses: payment.providerReference });
     expect(rail.method(payment, 50_000n, withInitiator)).toEqual({ method: "mpesa_b2c" });
   });
 

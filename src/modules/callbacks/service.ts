@@ -173,6 +173,8 @@ export function createCallbackService(deps: CallbackServiceDeps) {
       } catch (error) {
         const refusal = error instanceof GatewayError ? inbound.refuse(error) : null;
         if (!refusal) throw error;
+        // Unreadable (a C2B amount that is no amount, a missing id): nothing applied; support sees why here.
+        logger.warn({ channelId: channel.id, provider: channel.provider, path: match.path, reason: (error as Error).message }, "provider callback refused as unreadable; not applied");
         return refusal;
       }
     },

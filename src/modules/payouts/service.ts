@@ -106,22 +106,31 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   }
 
   /**
-   * A result is applied only when it matches the payout: same request id (a status answer also comes
-   * on the payout's own reference path) and amount.
+   * A result is applied only when it matches the payout field by field: it names the payout's request id (a status
+   * answer also comes on the payout's own reference path, and must name it too), and a success carries the exact
+   * amount; missing or unreadable does not match. Anything else is logged for support and left to the payout's
+   * status query. `asked`: the answer to our own status request, handed over in-process by the connector
+   * (Paystack's verify, the sandbox), which is about the payout we asked of whether or not it repeats its id.
    */
-  async function applyResult(channel: PaymentChannel, result: PayoutResult, reference?: string): Promise<boolean> {
+  async function applyResult(channel: PaymentChannel, result: PayoutResult, reference?: string, asked = false): Promise<boolean> {
     const payout = reference
       ? await store.findByChannelReference(prisma, channel.id, reference)
       : result.providerRequestId
         ? await store.findByProviderRequestId(prisma, channel.id, result.providerRequestId)
         : null;
-    if (!payout || (reference && result.providerRequestId && result.providerRequestId !== payout.providerRequestId)) {
-      logger.warn({ channelId: channel.id, providerRequestId: result.providerRequestId }, "payout result for an unknown payout; not applied");
+    if (!payout) {
+      logger.warn({ channelId: channel.id, reference, providerRequestId: result.providerRequestId }, "payout result for an unknown payout; not applied");
       return false;
     }
-    if (result.outcome.state === "completed" && result.amount !== null && result.amount !== payout.amount) {
-      logger.warn({ reference: payout.reference, expected: String(payout.amount), got: String(result.amount) }, "payout result amount does not match; not applied");
-      return true;
+    const mismatched: string[] = [];
+    if (result.providerRequestId === null ? !asked : result.providerRequestId !== payout.providerRequestId) mismatched.push("request_id");
+    if (result.outcome.state === "completed" && (result.amount === null || result.amount !== payout.amount)) mismatched.push("amount");
+    if (mismatched.length) {
+      logger.warn(
+        { reference: payout.reference, providerRequestId: result.providerRequestId, mismatched, expected: String(payout.amount), got: String(result.amount) },
+        "payout result does not match the payout field by field; not applied, left for the status query",
+      );
+      return false;
     }
     const applied =
       result.outcome.state === "completed"
@@ -131,14 +140,14 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     return true;
   }
 
-  /** A status query's answer: settles the payout when it tells its outcome, else the job asks again later. */
+  /** Our status query's answer, handed over by the connector: settles the payout when it tells its outcome, else the job asks again later. */
   async function applyStatusResult(channel: PaymentChannel, payouts: PayoutConnector, body: unknown, reference: string): Promise<void> {
     const result = payouts.parseStatusResult(body);
     if (!result) {
       logger.info({ reference }, "payout status query did not settle the payout; asking again later");
       return;
     }
-    await applyResult(channel, result, reference);
+    await applyResult(channel, result, reference, true);
   }
 
   /** Asks the provider what became of a payout: Daraja answers later on the status URL, others at once. */

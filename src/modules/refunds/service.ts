@@ -3,7 +3,7 @@ import type { Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
 import type { Reader } from "../../db/database.ts";
 import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
-import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { GatewayError, isUniqueViolation, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
 import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
 import { enqueue, reschedule } from "../../jobs/store.ts";
@@ -45,6 +45,41 @@ export interface RefundServiceDeps extends StatusMachineDeps {
   refundCallbackUrls?(channel: PaymentChannel, reference: string): RefundCallbackUrls | undefined;
 }
 
+/**
+ * The fields of a provider's result that do not match the refund; empty when it may be applied. It must name the
+ * refund's request: our id (Daraja's OriginatorConversationID, which Daraja may replace by its own) or the
+ * provider's conversation id we keep while pending; one present that contradicts the one we keep does not match,
+ * and naming neither never does (a status answer on the refund's own path included). A success must also carry
+ * the refund's exact amount: missing or unreadable does not match.
+ */
+export function resultMismatch(refund: Pick<Refund, "providerRequestId" | "providerReference" | "amount">, result: RefundResult): string[] {
+  const mismatched: string[] = [];
+  const ours = result.providerRequestId !== null && result.providerRequestId === refund.providerRequestId;
+  const theirs = result.conversationId !== null && refund.providerReference !== null && result.conversationId === refund.providerReference;
+  const contradicts = result.conversationId !== null && refund.providerReference !== null && result.conversationId !== refund.providerReference;
+  if (!(ours || theirs) || contradicts) mismatched.push("request_id");
+  if (result.outcome.state === "completed" && (result.amount === null || result.amount !== refund.amount)) mismatched.push("amount");
+  return mismatched;
+}
+
+/**
+ * Why a payment whose receipt was sent for reversal takes no other refund. A reversal is asked for once: a later
+ * "Failed" may be forged or wrong while the money went back, so sending it again could pay the payer twice. The
+ * decision is left to a person who can see the provider's own record.
+ */
+function reversedOnce(
+  rail: RefundConnector,
+  payment: string,
+  receipt: string,
+  failed: { reference: string; failureCode: string | null; failureReason: string | null } | null,
+): GatewayError {
+  const outcome = failed ? `refund ${failed.reference} asked for it and was reported failed (${[failed.failureCode, failed.failureReason].filter(Boolean).join(": ")})` : "another refund asked for it";
+  return new GatewayError(
+    "transaction_not_refundable",
+    `Transaction ${payment}: its receipt ${receipt} was already sent for reversal (${outcome}); a receipt is sent for reversal only once, so ${rail.reversedOnceAdvice ?? "check what became of it with the provider"}`,
+  );
+}
+
 /** `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. */
 function parseRefundAmount(value: unknown): bigint | null {
   if (value === undefined || value === null) return null;
@@ -64,13 +99,15 @@ export function createRefundService(deps: RefundServiceDeps) {
   const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
 
   /** The one place a rail's answer lands: a settled outcome through the status machine; a pending one records the provider's id and note. */
-  async function settle(refund: Refund, outcome: RefundOutcome): Promise<void> {
+  async function settle(refund: Refund, outcome: RefundOutcome, failure: { refusedAtOnce?: boolean } = {}): Promise<void> {
     if (outcome.state === "completed") {
       // A note kept while pending (Paystack's needs-attention) no longer applies.
       const cleared = refund.failureReason !== null ? { failureReason: null } : {};
       await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "completed", changes: { providerReference: outcome.providerReference ?? refund.providerReference, ...cleared } });
     } else if (outcome.state === "failed") {
-      await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "failed", changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null } });
+      // A request the provider refused at once reversed nothing: its receipt may be sent again (cleared in the same statement).
+      const released = failure.refusedAtOnce && refund.reversedReceipt !== null ? { reversedReceipt: null } : {};
+      await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "failed", changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null, ...released } });
     } else {
       const providerReference = outcome.providerReference ?? refund.providerReference;
       const failureReason = outcome.note === undefined ? refund.failureReason : (outcome.note?.slice(0, 500) ?? null);
@@ -113,28 +150,25 @@ export function createRefundService(deps: RefundServiceDeps) {
   /**
    * A provider's result for a refund (Daraja's Reversal or B2C Result, or a status query's answer on the
    * refund's own path), settled through `settle` like every other answer: the status machine's guard makes
-   * a duplicate, however many arrive at once, change nothing. Applied only when it is the refund's: the
-   * same request (our id, or the provider's conversation id it answered with) and amount.
+   * a duplicate, however many arrive at once, change nothing. Applied only when it matches the refund field by
+   * field (resultMismatch); anything else is logged for support and left to the refund.check job's status query.
    */
   async function applyResult(channel: PaymentChannel, result: RefundResult, reference?: string): Promise<boolean> {
     const refund = reference
       ? await store.findByChannelReference(prisma, channel.id, reference)
       : await store.findForResult(prisma, channel.id, { providerRequestId: result.providerRequestId, conversationId: result.conversationId });
-    const sameRequest = (r: Refund) =>
-      (result.providerRequestId === null && result.conversationId === null) ||
-      result.providerRequestId === r.providerRequestId ||
-      (result.conversationId !== null && result.conversationId === r.providerReference);
-    if (!refund || !sameRequest(refund)) {
-      logger.warn({ channelId: channel.id, providerRequestId: result.providerRequestId }, "refund result for an unknown refund; not applied");
+    // Settled already: a duplicate or late answer changes nothing (its conversation id now reads as the reversal's receipt).
+    if (refund && refund.status !== "pending") return true;
+    const mismatched = refund ? resultMismatch(refund, result) : ["refund"];
+    if (mismatched.length) {
+      logger.warn(
+        { channelId: channel.id, reference: refund?.reference ?? reference, providerRequestId: result.providerRequestId, conversationId: result.conversationId, mismatched, resultAmount: String(result.amount) },
+        "refund result does not match the refund field by field; not applied, left for the status query",
+      );
       return false;
     }
-    if (result.amount !== null && result.amount !== refund.amount) {
-      logger.warn({ reference: refund.reference, amount: String(result.amount) }, "refund result amount differs from the refund; not applied");
-      return false;
-    }
-    if (refund.status !== "pending") return true;
     const { outcome } = result;
-    await settle(refund, outcome.state === "completed" ? { state: "completed", providerReference: outcome.providerReference } : outcome);
+    await settle(refund!, outcome.state === "completed" ? { state: "completed", providerReference: outcome.providerReference } : outcome);
     return true;
   }
 
@@ -200,6 +234,8 @@ export function createRefundService(deps: RefundServiceDeps) {
           reference: randomReference("re_"),
           providerRequestId: randomUUID(),
           method: choice.method,
+          // Unique per channel: a second reversal of this receipt cannot even be recorded, let alone sent.
+          reversedReceipt: choice.reverses ?? null,
           reason,
           merchantNote,
           customerNote,
@@ -211,9 +247,14 @@ export function createRefundService(deps: RefundServiceDeps) {
         return reserved;
         // Refunds of one payment queue on its row lock, each holding a pooled connection meanwhile: under a burst
         // they wait longer than Prisma's defaults (2 s for a connection, 5 s in all) without anything being wrong.
-      }, { maxWait: 10_000, timeout: 15_000 });
+      }, { maxWait: 10_000, timeout: 15_000 }).catch((error: unknown) => {
+        // Only a receipt already sent for reversal (a refund of another payment holding the same receipt) gets here.
+        if (isUniqueViolation(error) && choice.reverses) throw reversedOnce(rail, transaction.reference, choice.reverses, null);
+        throw error;
+      });
       if ("refused" in reservation) {
         if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
+        if (reservation.refused === "reversal_failed") throw reversedOnce(rail, transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
         throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
       }
       const refund = reservation.refund;
@@ -224,7 +265,7 @@ export function createRefundService(deps: RefundServiceDeps) {
       } catch (error) {
         // A refusal is final: nothing was sent. Anything else is unknown: stay pending, ask the provider later.
         if (error instanceof GatewayError && error.code !== "provider_unavailable") {
-          await settle(refund, { state: "failed", code: error.code, message: error.message });
+          await settle(refund, { state: "failed", code: error.code, message: error.message }, { refusedAtOnce: true });
         } else {
           logger.warn({ reference: refund.reference, err: (error as Error).message }, "refund outcome unknown; it stays pending until the provider is asked");
         }

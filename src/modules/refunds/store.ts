@@ -38,16 +38,17 @@ export type RefundSnapshot = ReturnType<typeof refundSnapshot>;
 const REFUND_ROWS = tableRows<Refund>("refunds", {
   id: "value", merchantId: "value", mode: "value", reference: "value", transactionId: "value", transactionReference: "value",
   channelId: "value", amount: "bigint", currency: "value", status: "value", method: "value", reason: "value", merchantNote: "value",
-  customerNote: "value", providerRequestId: "value", providerReference: "value", failureCode: "value", failureReason: "value",
+  customerNote: "value", providerRequestId: "value", providerReference: "value", reversedReceipt: "value", failureCode: "value", failureReason: "value",
   createdAt: "time", updatedAt: "time", completedAt: "time",
 });
 
 /** The refunds table's part in the status machine. */
-export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCode" | "failureReason", RefundSnapshot> = {
+export const REFUND_STATUS: StatusTable<Refund, "providerReference" | "failureCode" | "failureReason" | "reversedReceipt", RefundSnapshot> = {
   subject: "refund",
   table: "refunds",
   eventColumn: "refund_id",
-  changeColumns: { providerReference: "provider_reference", failureCode: "failure_code", failureReason: "failure_reason" },
+  // reversed_receipt is cleared only by the failure of a request the provider refused at once (refunds/service.ts).
+  changeColumns: { providerReference: "provider_reference", failureCode: "failure_code", failureReason: "failure_reason", reversedReceipt: "reversed_receipt" },
   ...REFUND_ROWS,
   snapshot: REFUND_SNAPSHOT,
   // A completed refund counts in its transaction's amount_refunded, in the same statement.
@@ -60,7 +61,9 @@ export type NewRefund = Omit<Prisma.RefundUncheckedCreateInput, "transactionId" 
 export type Reservation =
   | { refund: Refund }
   | { refused: "transaction_not_refundable" }
-  | { refused: "amount_exceeds_refundable"; refundable: bigint };
+  | { refused: "amount_exceeds_refundable"; refundable: bigint }
+  /** The payment's receipt was sent for reversal and that reversal failed: it is never sent again, and nothing else is refunded. */
+  | { refused: "reversal_failed"; failed: Pick<Refund, "reference" | "reversedReceipt" | "failureCode" | "failureReason"> };
 
 /**
  * Reserves a refund of a transaction in the caller's database transaction: the transaction's row is
@@ -72,8 +75,15 @@ export type Reservation =
 export async function reserveRefund(tx: Prisma.TransactionClient, transaction: Pick<Transaction, "id">, amount: bigint | null, data: NewRefund): Promise<Reservation> {
   const locked = await lockForRefund(tx, transaction.id);
   if (!locked || locked.status !== "completed" || locked.channelId === null) return { refused: "transaction_not_refundable" };
-  const [used] = await tx.$queryRaw<{ sum: string }[]>`
-    SELECT coalesce(sum(amount), 0)::text AS sum FROM refunds WHERE transaction_id = ${transaction.id} AND status <> 'failed'`;
+  // One statement, so what it counts and the failed reversal it finds are one snapshot.
+  const [used] = await tx.$queryRaw<{ sum: string; failed_reversal: number | null }[]>`
+    SELECT coalesce(sum(amount) FILTER (WHERE status <> 'failed'), 0)::text AS sum,
+           min(id) FILTER (WHERE status = 'failed' AND reversed_receipt IS NOT NULL) AS failed_reversal
+    FROM refunds WHERE transaction_id = ${transaction.id}`;
+  if (used!.failed_reversal !== null) {
+    const failed = await tx.refund.findUniqueOrThrow({ where: { id: used!.failed_reversal }, select: { reference: true, reversedReceipt: true, failureCode: true, failureReason: true } });
+    return { refused: "reversal_failed", failed };
+  }
   const refundable = locked.amount - BigInt(used!.sum);
   const wanted = amount ?? refundable;
   if (wanted <= 0n || wanted > refundable) return { refused: "amount_exceeds_refundable", refundable };

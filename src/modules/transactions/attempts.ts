@@ -6,6 +6,7 @@ import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { CollectionCallback, CollectionOutcome, MomoConnector } from "../../providers/types.ts";
 import { alreadySettled, asProviderError, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
 import type { PushBudgetName } from "../../rate-limit/pushes.ts";
+import { collectionMismatch } from "./collections.ts";
 import { claimForAttempt, claimForPushUnlessPhoneBusy, findExpiredCheckouts, releaseClaim } from "./store.ts";
 
 /**
@@ -175,10 +176,13 @@ export function createAttemptFlow(ctx: FlowContext) {
     if (!attempt) return false;
     if (callback.outcome.state === "completed") {
       const t = await store.findById(attempt.transactionId);
-      const amountOk = callback.amount === null || callback.amount === t?.amount;
-      const phoneOk = callback.phoneNumber === null || !/^\d+$/.test(callback.phoneNumber) || callback.phoneNumber === toMsisdn(attempt.phoneNumber);
-      if (!amountOk || !phoneOk) {
-        logger.warn({ reference: t?.reference, attempt: attempt.id, amountMatches: amountOk, phoneMatches: phoneOk }, "M-Pesa callback does not match its attempt (amount or phone); not applied");
+      const mismatched = t ? collectionMismatch(callback, { amount: t.amount, phoneNumber: attempt.phoneNumber }) : ["transaction"];
+      if (mismatched.length) {
+        // Left for the attempt's status query, which asks the provider itself.
+        logger.warn(
+          { reference: t?.reference, attempt: attempt.id, providerRequestId: callback.providerRequestId, mismatched, callbackAmount: String(callback.amount) },
+          "M-Pesa callback does not match its attempt field by field; not applied, left for the status query",
+        );
         return true;
       }
     }

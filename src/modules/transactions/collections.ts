@@ -3,7 +3,7 @@ import type { PaymentChannel, Transaction } from "../../db/generated/prisma/clie
 import { isUniqueViolation, ValidationError } from "../../errors.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { parseAmount } from "../../money.ts";
-import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
+import { kenyanMobileOrNull, normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { CollectionCallback, CollectionOutcome, SettledCollectionOutcome } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import { asProviderError, connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
@@ -62,6 +62,22 @@ export async function settleCollection(
   return result.applied;
 }
 
+/**
+ * The fields of a collection callback that do not match what was asked for; empty when it may be applied. A
+ * success must carry the amount (exactly the row's, in minor units), the phone (the number pushed to, after
+ * normalisation) and the provider's receipt: one missing or unreadable does not match. A failure carries none of
+ * them; its request id (which found the row) is its match.
+ */
+export function collectionMismatch(callback: CollectionCallback, asked: { amount: bigint; phoneNumber: string | null }): string[] {
+  if (callback.outcome.state !== "completed") return [];
+  const mismatched: string[] = [];
+  if (callback.amount === null || callback.amount !== asked.amount) mismatched.push("amount");
+  const phone = kenyanMobileOrNull(callback.phoneNumber);
+  if (phone === null || asked.phoneNumber === null || phone !== asked.phoneNumber) mismatched.push("phone");
+  if (!callback.outcome.providerReference) mismatched.push("receipt");
+  return mismatched;
+}
+
 export function createCollectionFlow(ctx: FlowContext) {
   const { deps, store, transition } = ctx;
   const { channels, connectors, logger } = deps;
@@ -77,16 +93,14 @@ export function createCollectionFlow(ctx: FlowContext) {
       logger.warn({ channelId: channel.id, providerRequestId: callback.providerRequestId }, "collection callback for an unknown request; not applied");
       return false;
     }
-    if (callback.outcome.state === "completed") {
-      const amountOk = callback.amount === null || callback.amount === transaction.amount;
-      const phoneOk = callback.phoneNumber === null || !/^\d+$/.test(callback.phoneNumber) || callback.phoneNumber === toMsisdn(transaction.phoneNumber);
-      if (!amountOk || !phoneOk) {
-        logger.warn(
-          { reference: transaction.reference, expectedAmount: String(transaction.amount), callbackAmount: String(callback.amount), phoneMatches: phoneOk },
-          "collection callback does not match the transaction (amount or phone); not applied",
-        );
-        return true;
-      }
+    const mismatched = collectionMismatch(callback, transaction);
+    if (mismatched.length) {
+      // Left for the reconciliation's status query, which asks the provider itself.
+      logger.warn(
+        { reference: transaction.reference, providerRequestId: callback.providerRequestId, mismatched, expectedAmount: String(transaction.amount), callbackAmount: String(callback.amount) },
+        "collection callback does not match the transaction field by field; not applied, left for the status query",
+      );
+      return true;
     }
     try {
       await settleCollection(ctx, transaction, callback.outcome, "callback");

@@ -45,6 +45,7 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
 
   return {
     checkAfterMs: deps.checkAfterMs,
+    reversedOnceAdvice: "check what became of it in the M-Pesa org portal and settle it there",
 
     method(payment, amount, config) {
       const unit = 100n;
@@ -60,7 +61,8 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
           );
         }
         if (!canInitiate(config)) throw new GatewayError("transaction_not_refundable", `An M-Pesa payment is refunded by a reversal, which this channel cannot make: ${initiator}`);
-        return { method: MPESA_REVERSAL_METHOD };
+        // Daraja reverses a receipt once: the gateway records it with the refund and never sends it again.
+        return { method: MPESA_REVERSAL_METHOD, reverses: payment.providerReference };
       }
       if (!canInitiate(config)) {
         return { refused: `M-Pesa reverses only a whole payment; part of one is paid back by B2C, which this channel cannot make: ${initiator}` };

@@ -163,7 +163,8 @@ export function parseB2cTimeoutBody(body: unknown): string | null {
 /**
  * A refund's Result: a Reversal Result (`TransactionID` is the reversal's) or a refund's B2C Result, in the
  * B2C Result's shape. ResultCode 0 completes it, and so does `R000001` ("already reversed": the money went
- * back already); anything else fails it with that code and ResultDesc.
+ * back already; it carries no Amount, so the core applies it only once a status answer confirms it); anything
+ * else fails it with that code and ResultDesc.
  */
 export function parseRefundResultBody(body: unknown): RefundResult {
   const parsed = parseB2cResultBody(body);
