@@ -3323,7 +3323,7 @@ export interface operations {
                 "application/json": {
                     /** @description The transaction's reference, or its numeric id */
                     transaction: string | number;
-                    /** @description Minor units; default: all that is still refundable */
+                    /** @description Minor units; leave it out for all that is still refundable (null is refused) */
                     amount?: number;
                     /** @enum {string} */
                     reason?: "requested_by_customer" | "duplicate" | "fraudulent" | "other";

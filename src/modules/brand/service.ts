@@ -10,6 +10,11 @@ import type { Prisma } from "../../db/generated/prisma/client.ts";
 
 /** The largest logo a merchant may upload: a page header image, not a photo. */
 export const MAX_LOGO_BYTES = 256 * 1024;
+/**
+ * The widest and tallest logo, in pixels: a page header needs far less, and a few compressed bytes can claim
+ * 100,000 x 100,000 pixels (40 GB decoded) for every payer's browser to allocate.
+ */
+export const MAX_LOGO_SIDE = 4096;
 export const MAX_DISPLAY_NAME = 100;
 /** WCAG 2's AA threshold for normal text: the page puts white text on the accent colour. */
 export const MIN_CONTRAST = 4.5;
@@ -55,6 +60,59 @@ export function wellFormed(bytes: Uint8Array, type: LogoType): boolean {
   if (type === "image/jpeg") return bytes.length >= 4 && bytes[bytes.length - 2] === 0xff && bytes[bytes.length - 1] === 0xd9;
   // RIFF's size counts everything after its first 8 bytes; the first chunk is the image (lossy, lossless or extended).
   return bytes.length >= 20 && view.getUint32(4, true) === bytes.length - 8 && ["VP8 ", "VP8L", "VP8X"].some((fourcc) => startsWith(bytes, 12, ascii(fourcc)));
+}
+
+/**
+ * The pixel size a well-formed logo declares in its header, read without decoding anything: PNG's IHDR, the
+ * JPEG frame header (SOFn, found by walking the segments before the scan), the WebP bitstream's or VP8X's
+ * canvas size. Null when the header does not say (a JPEG with no frame before its scan, or a height left to a
+ * later DNL marker).
+ */
+export function logoDimensions(bytes: Uint8Array, type: LogoType): { width: number; height: number } | null {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (type === "image/png") return { width: view.getUint32(16), height: view.getUint32(20) }; // IHDR, checked by wellFormed
+  if (type === "image/jpeg") {
+    let offset = 2;
+    while (offset + 4 <= bytes.length) {
+      if (bytes[offset] !== 0xff) return null;
+      const marker = bytes[offset + 1]!;
+      if (marker === 0xff) {
+        offset++; // fill byte
+        continue;
+      }
+      // Markers without a length: TEM and RST0-7.
+      if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+        offset += 2;
+        continue;
+      }
+      if (marker === 0xda || marker === 0xd9) return null; // the scan (or the end) before any frame header
+      const length = view.getUint16(offset + 2);
+      // SOF0-15, except DHT (C4), JPG (C8) and DAC (CC): precision, height, width.
+      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+        if (length < 8 || offset + 9 > bytes.length) return null;
+        const height = view.getUint16(offset + 5);
+        return height === 0 ? null : { width: view.getUint16(offset + 7), height };
+      }
+      if (length < 2) return null;
+      offset += 2 + length;
+    }
+    return null;
+  }
+  // WebP: the first chunk's payload starts at 20 (wellFormed checked its fourcc and that 20 bytes are there).
+  const fourcc = String.fromCharCode(...bytes.subarray(12, 16));
+  if (fourcc === "VP8X" && bytes.length >= 30) {
+    const u24 = (at: number) => bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16);
+    return { width: u24(24) + 1, height: u24(27) + 1 };
+  }
+  if (fourcc === "VP8L" && bytes.length >= 25 && bytes[20] === 0x2f) {
+    const bits = view.getUint32(21, true);
+    return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+  }
+  // Lossy: a 3-byte frame tag, the start code 9d 01 2a, then 14-bit width and height (2 scaling bits each).
+  if (fourcc === "VP8 " && bytes.length >= 30 && bytes[23] === 0x9d && bytes[24] === 0x01 && bytes[25] === 0x2a) {
+    return { width: view.getUint16(26, true) & 0x3fff, height: view.getUint16(28, true) & 0x3fff };
+  }
+  return null;
 }
 
 /** WCAG 2 contrast ratio of a #rrggbb colour against white. */
@@ -104,13 +162,21 @@ function supportEmailOf(value: string | null | undefined): string | null | undef
   return parsed.data;
 }
 
-/** A logo's bytes checked: present, small enough, and really a PNG, JPEG or WebP. */
+/** A logo's bytes checked: present, small enough, really a PNG, JPEG or WebP, and at most MAX_LOGO_SIDE pixels each way. */
 export function checkLogo(bytes: Uint8Array): { bytes: Uint8Array; type: LogoType; hash: string } {
   if (bytes.length === 0) throw new ValidationError("logo", "is empty; upload a PNG, JPEG or WebP image");
   if (bytes.length > MAX_LOGO_BYTES) throw new ValidationError("logo", `is ${bytes.length.toLocaleString("en")} bytes; at most ${MAX_LOGO_BYTES.toLocaleString("en")} bytes (256 KB) is allowed`);
   const type = sniffLogoType(bytes);
   if (!type) throw new ValidationError("logo", "must be a PNG, JPEG or WebP image (GIF, SVG and other formats are not accepted)");
-  if (!wellFormed(bytes, type)) throw new ValidationError("logo", `starts like a ${type.slice(6).toUpperCase()} image but is not a complete, valid one; export it again`);
+  const format = type.slice(6).toUpperCase();
+  if (!wellFormed(bytes, type)) throw new ValidationError("logo", `starts like a ${format} image but is not a complete, valid one; export it again`);
+  // By the header alone, before anything decodes it (only payers' browsers ever do).
+  const size = logoDimensions(bytes, type);
+  if (!size || size.width === 0 || size.height === 0) throw new ValidationError("logo", `is a ${format} image whose header does not give its width and height; export it again`);
+  if (size.width > MAX_LOGO_SIDE || size.height > MAX_LOGO_SIDE) {
+    const side = MAX_LOGO_SIDE.toLocaleString("en");
+    throw new ValidationError("logo", `is ${size.width.toLocaleString("en")}x${size.height.toLocaleString("en")} pixels; at most ${side}x${side} is allowed`);
+  }
   return { bytes, type, hash: createHash("sha256").update(bytes).digest("hex") };
 }
 

@@ -11,17 +11,23 @@ import type { PublishedEvent } from "./publisher.ts";
 import { toPublishedEvent } from "./status-machine.ts";
 import { untilAborted } from "./until-aborted.ts";
 
-/** The transaction as it was when the event happened, rebuilt from the event's snapshot. */
+/**
+ * The transaction as it was when the event happened, rebuilt from the event's snapshot: every column the Transaction
+ * type reads, typed as the model has them (the snapshot crossed Redis as JSON: amounts are numbers, times strings).
+ * Typed without a cast, so a column added to the model must be decided on here. Its relations (refunds, channel,
+ * customer, attempts, events) and `refunded` are read from the database, as they are now.
+ */
 function transactionAsOf(event: PublishedEvent): Transaction {
   const t = (event.payload as { transaction: TransactionSnapshot }).transaction;
-  // Only the fields the Transaction type exposes; bookkeeping columns are not part of an event.
+  const time = (value: string | null | undefined) => (value ? new Date(value) : null);
   return {
     id: t.id,
     merchantId: event.merchantId,
     mode: event.mode,
     reference: t.reference,
-    accessCode: "",
     amount: BigInt(t.amount),
+    // Events recorded before the snapshot carried it: a transaction's own events all precede its refunds.
+    amountRefunded: BigInt(t.amount_refunded ?? 0),
     currency: t.currency,
     status: t.status,
     paymentMethod: t.payment_method,
@@ -35,10 +41,18 @@ function transactionAsOf(event: PublishedEvent): Transaction {
     failureReason: t.failure_reason,
     channelId: t.channel_id,
     customerId: t.customer_id,
+    // Events recorded before metadata existed have no key: null, as for a payment sent without it.
+    metadata: t.metadata ?? null,
     createdAt: new Date(t.created_at),
     updatedAt: new Date(t.updated_at),
-    completedAt: t.completed_at ? new Date(t.completed_at) : null,
-  } as Transaction;
+    completedAt: time(t.completed_at),
+    // Bookkeeping columns: no Transaction field reads them, and an event does not carry them.
+    accessCode: "",
+    chargeStartedAt: null,
+    providerAccessCode: null,
+    providerCheckoutUrl: null,
+    callbackUrl: null,
+  };
 }
 
 const TransactionEvent = builder.objectRef<PublishedEvent>("TransactionEvent").implement({

@@ -2,7 +2,7 @@ import { ValidationError } from "../../errors.ts";
 import { body, envelope, oneOfStrings, schemas, str, int } from "../../openapi/schemas.ts";
 import { intField, required, stringField } from "../../rest/params.ts";
 import { v1CreateRoute, v1GetRoute, v1ListRoute } from "../../rest/v1-objects.ts";
-import { refundReasons } from "./service.ts";
+import { NULL_REFUND_AMOUNT, refundReasons } from "./service.ts";
 
 /** /v1/refunds over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
 interface RefundData {
@@ -62,8 +62,11 @@ function reasonField(body: Record<string, unknown>): string | undefined {
   return value;
 }
 
-/** A positive amount in minor units when given; GraphQL's BigInt would refuse a fraction less clearly. */
+const optional = <K extends string, V>(key: K, value: V | undefined) => (value === undefined ? {} : ({ [key]: value } as Record<K, V>));
+
+/** A positive amount in minor units when given (null is not "all"); GraphQL's BigInt would refuse a fraction less clearly. */
 function amountField(body: Record<string, unknown>): number | undefined {
+  if (body.amount === null) throw new ValidationError("amount", NULL_REFUND_AMOUNT);
   if (typeof body.amount === "number" && !Number.isInteger(body.amount)) {
     throw new ValidationError("amount", "must be an integer in the currency's minor unit (e.g. 1000 for KES 10.00)");
   }
@@ -81,7 +84,7 @@ export const refundRoutes = [
     body: body(
       {
         transaction: { description: "The transaction's reference, or its numeric id", oneOf: [{ type: "string" }, { type: "integer" }] },
-        amount: int("Minor units; default: all that is still refundable", { minimum: 1 }),
+        amount: int("Minor units; leave it out for all that is still refundable (null is refused)", { minimum: 1 }),
         reason: oneOfStrings([...refundReasons]),
         merchant_note: str("At most 255 characters"),
         customer_note: str("At most 255 characters"),
@@ -90,7 +93,8 @@ export const refundRoutes = [
     ),
     input: (body) => ({
       transaction: required(transactionField(body), "transaction"),
-      amount: amountField(body),
+      // Left out, not undefined: the compiled operation would pass an undefined field on as null, which is refused.
+      ...optional("amount", amountField(body)),
       reason: reasonField(body),
       merchantNote: stringField(body, "merchant_note"),
       customerNote: stringField(body, "customer_note"),

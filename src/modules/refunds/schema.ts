@@ -62,7 +62,7 @@ const RefundEvent = statusEventType("RefundEvent", "A refund's status change: re
 const CreateRefundInput = builder.inputType("CreateRefundInput", {
   fields: (t) => ({
     transaction: t.string({ required: true, description: "The transaction's reference, or its numeric id." }),
-    amount: t.field({ type: "BigInt", required: false, description: "Minor units; default: all that is still refundable." }),
+    amount: t.field({ type: "BigInt", required: false, description: "Minor units; leave it out for all that is still refundable (null is refused)." }),
     reason: t.field({ type: RefundReasonEnum, required: false }),
     merchantNote: t.string({ required: false, description: "At most 255 characters." }),
     customerNote: t.string({ required: false, description: "At most 255 characters; shown to the payer where the rail allows." }),

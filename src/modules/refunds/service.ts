@@ -80,9 +80,16 @@ function reversedOnce(
   );
 }
 
-/** `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. */
+/** Said wherever a refund's amount is null (REST and GraphQL alike). */
+export const NULL_REFUND_AMOUNT = "must be a positive integer in minor units, not null; leave it out to refund all that is still refundable";
+
+/**
+ * `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. An
+ * explicit null is refused: money leaves on the caller's word, and null is too easily an unset variable.
+ */
 function parseRefundAmount(value: unknown): bigint | null {
-  if (value === undefined || value === null) return null;
+  if (value === undefined) return null;
+  if (value === null) throw new ValidationError("amount", NULL_REFUND_AMOUNT);
   return parseAmount(value);
 }
 

@@ -42,6 +42,7 @@ const TRANSACTION_SNAPSHOT = defineSnapshot<Transaction>()({
   id: "id",
   reference: "reference",
   amount: ["amount", "amount"],
+  amount_refunded: ["amountRefunded", "amount"],
   currency: "currency",
   status: "status",
   payment_method: "paymentMethod",
