@@ -99,8 +99,9 @@ function serialized<T>(task: () => Promise<T>): Promise<T> {
   return run;
 }
 
-export function signIn(email: string, password: string, mode: Mode): Promise<void> {
-  return serialized(async () => adopt(await postAuth("/v1/auth/login", { email, password, mode })));
+/** `merchantId`: which merchant to sign in to, when the e-mail is a user at several (the server then asks for it). */
+export function signIn(email: string, password: string, mode: Mode, merchantId?: number): Promise<void> {
+  return serialized(async () => adopt(await postAuth("/v1/auth/login", { email, password, mode, ...(merchantId ? { merchant_id: merchantId } : {}) })));
 }
 
 /**
