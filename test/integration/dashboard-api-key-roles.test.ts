@@ -1,6 +1,6 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/browser.ts";
+import { launchChromium, signedInDashboard } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /**
@@ -25,15 +25,7 @@ describe("dashboard API keys: a role per key", () => {
   });
 
   async function keysPage(user: { email: string; password: string }): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(20_000);
-    const page = await context.newPage();
-    page.on("pageerror", (error) => browserErrors.push(error.message));
-    await page.goto(`${gw.url}/dashboard`);
-    await page.getByLabel("E-mail").fill(user.email);
-    await page.getByLabel("Password").fill(user.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.locator("#merchant-name").filter({ hasNotText: "…" }).waitFor();
+    const page = await signedInDashboard(browser, gw.url, user, browserErrors);
     await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "API keys" }).click();
     await page.getByRole("heading", { name: /API keys/, level: 1 }).waitFor();
     return page;

@@ -44,3 +44,20 @@ export function recordPageErrors(page: Page, errors: string[]): void {
     if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) errors.push(message.text());
   });
 }
+
+/**
+ * A new page signed in to the dashboard through its own form, as a person does; the page's errors go to `errors`.
+ * Resolves once the merchant's name is shown (the session is adopted).
+ */
+export async function signedInDashboard(browser: Browser, gatewayUrl: string, user: { email: string; password: string }, errors: string[]): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(20_000);
+  const page = await context.newPage();
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto(`${gatewayUrl}/dashboard`);
+  await page.getByLabel("E-mail").fill(user.email);
+  await page.getByLabel("Password").fill(user.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator("#merchant-name").filter({ hasNotText: "…" }).waitFor();
+  return page;
+}
