@@ -5,8 +5,9 @@ import { apiClient, bearerClient, startTestGateway, type TestGateway, type TestM
 import { solidPng } from "../support/png.ts";
 
 /**
- * A merchant's brand (issue 25): owners set display name, accent colour, support e-mail and a logo over GraphQL
- * and PUT /v1/brand/logo; everyone of the merchant reads it; the logo is served, same-origin and inert, at a
+ * A merchant's brand (issue 25): signed-in owners (never an API key: the brand spans both modes, issue 35) set
+ * display name, accent colour, support e-mail and a logo over GraphQL and PUT /v1/brand/logo; everyone of the
+ * merchant reads it; the logo is served, same-origin and inert, at a
  * path that changes with it; the checkout reads it in one statement without the logo's bytes.
  */
 const Brand = graphql(`
@@ -66,8 +67,10 @@ describe("brand settings", () => {
   };
   const upload = (bytes: Buffer, credential: Record<string, string>, type = "image/png") =>
     apiClient(gw.url).raw("/v1/brand/logo", { method: "PUT", headers: { "content-type": type, ...credential }, body: new Uint8Array(bytes) });
-  const asKey = (m: TestMerchant = merchant) => ({ "x-api-key": m.testKey });
-  const update = async (input: Record<string, unknown>, client = apiClient(gw.url, merchant.testKey)) => {
+  /** A signed-in owner of the merchant, in test mode: who changes the brand. */
+  const asOwner = async (m: TestMerchant = merchant) => ({ authorization: `Bearer ${await gw.signIn(m.id, "owner")}` });
+  const update = async (input: Record<string, unknown>, client?: ReturnType<typeof apiClient>) => {
+    client ??= bearerClient(gw.url, ownerToken);
     const res = await client.graphql(UpdateBrand, { input });
     expect(res.status, res.text).toBe(200);
     return res.body;
@@ -92,7 +95,7 @@ describe("brand settings", () => {
     const set = await update({ displayName: "  Mama's Duka  ", accentColor: "#1A56DB", supportEmail: "help@duka.test" }, bearerClient(gw.url, ownerToken));
     expect(set.data?.updateBrand).toMatchObject({ __typename: "Brand", displayName: "Mama's Duka", accentColor: "#1a56db", supportEmail: "help@duka.test", logoUrl: null });
 
-    const uploaded = await upload(PNG, asKey(), "application/octet-stream");
+    const uploaded = await upload(PNG, await asOwner(), "application/octet-stream");
     expect(uploaded.status, uploaded.text).toBe(200);
     const logoUrl = uploaded.body.data.logo_url as string;
     expect(logoUrl).toMatch(new RegExp(`^/brand/${merchant.id}/logo/[0-9a-f]{64}$`));
@@ -123,20 +126,20 @@ describe("brand settings", () => {
 
     // A new logo is a new URL; the old one is gone.
     // (As curl --data-binary sends it: the declared type is not what decides.)
-    const replaced = await upload(JPEG, asKey(), "application/x-www-form-urlencoded");
+    const replaced = await upload(JPEG, await asOwner(), "application/x-www-form-urlencoded");
     expect(replaced.status, replaced.text).toBe(200);
     expect(replaced.body.data).toMatchObject({ logo_type: "image/jpeg", logo_size: JPEG.length });
     expect(replaced.body.data.logo_url).not.toBe(logoUrl);
     expect((await fetch(`${gw.url}${logoUrl}`)).status).toBe(404);
     const jpeg = await fetch(`${gw.url}${replaced.body.data.logo_url}`);
     expect([jpeg.status, jpeg.headers.get("content-type")]).toEqual([200, "image/jpeg"]);
-    const webp = await upload(WEBP, asKey(), "image/webp");
+    const webp = await upload(WEBP, await asOwner(), "image/webp");
     expect([webp.status, webp.body.data?.logo_type, webp.body.data?.logo_size], webp.text).toEqual([200, "image/webp", WEBP.length]);
   });
 
   it("a field left out is unchanged, an empty one is cleared; removeLogo deletes the logo and its URL", async () => {
     await update({ displayName: "Keep Me", accentColor: "#0b5394", supportEmail: "a@b.test" });
-    const logoUrl = (await upload(PNG, asKey())).body.data.logo_url as string;
+    const logoUrl = (await upload(PNG, await asOwner())).body.data.logo_url as string;
     const partial = await update({ supportEmail: "" });
     expect(partial.data?.updateBrand).toMatchObject({ displayName: "Keep Me", accentColor: "#0b5394", supportEmail: null, logoUrl });
 
@@ -160,15 +163,15 @@ describe("brand settings", () => {
       ["NUL bytes", Buffer.alloc(1000), "image/png", /must be a PNG, JPEG or WebP image/],
     ];
     for (const [name, bytes, type, message] of refusals) {
-      const res = await upload(bytes, asKey(), type);
+      const res = await upload(bytes, await asOwner(), type);
       expect([name, res.status, res.body?.status, res.body?.code], res.text).toEqual([name, 400, "error", "validation_failed"]);
       expect(res.body.message, name).toMatch(/^logo: /);
       expect(res.body.message, name).toMatch(message);
     }
     // Exactly 256 KB is fine; far past the body limit is the 413 envelope, never a 500.
-    const atLimit = await upload(pngOfSize(262_144), asKey());
+    const atLimit = await upload(pngOfSize(262_144), await asOwner());
     expect([atLimit.status, atLimit.body.data.logo_size], atLimit.text).toEqual([200, 262_144]);
-    const absurd = await upload(Buffer.alloc(3 * 1024 * 1024, 0x89), asKey());
+    const absurd = await upload(Buffer.alloc(3 * 1024 * 1024, 0x89), await asOwner());
     expect([absurd.status, absurd.body?.code]).toEqual([413, "payload_too_large"]);
   });
 
@@ -197,13 +200,21 @@ describe("brand settings", () => {
     expect(nul.errors?.[0]?.message).toMatch(/displayName/);
   });
 
-  it("only owners (and API keys) change it: viewers and developers are refused, over GraphQL and the upload", async () => {
+  it("only signed-in owners change it: viewers, developers and API keys of either mode are refused, over GraphQL and the upload", async () => {
+    // Before issue 35 an API key acted as an owner and could change the brand; the brand is the merchant's in both
+    // modes, so now no key can (a test key would change live checkout pages).
     const before = (await apiClient(gw.url, merchant.testKey).graphql(Brand)).body.data?.brand;
-    for (const token of [viewerToken, developerToken]) {
-      const res = await bearerClient(gw.url, token).graphql(UpdateBrand, { input: { displayName: "Hijacked" } });
-      expect(res.body.errors?.[0]?.extensions?.code).toBe("forbidden");
-      const put = await upload(PNG, { authorization: `Bearer ${token}` });
-      expect([put.status, put.body.code]).toEqual([403, "forbidden"]);
+    const refused: [string, Record<string, string>][] = [
+      ["viewer", { authorization: `Bearer ${viewerToken}` }],
+      ["developer", { authorization: `Bearer ${developerToken}` }],
+      ["test key", { "x-api-key": merchant.testKey }],
+      ["live key", { "x-api-key": merchant.liveKey }],
+    ];
+    for (const [who, credential] of refused) {
+      const res = await apiClient(gw.url).graphql(UpdateBrand, { input: { displayName: "Hijacked" } }, credential);
+      expect([who, res.body.errors?.[0]?.extensions?.code], res.text).toEqual([who, "forbidden"]);
+      const put = await upload(PNG, credential);
+      expect([who, put.status, put.body.status, put.body.code], put.text).toEqual([who, 403, "error", "forbidden"]);
     }
     const anonymous = await upload(PNG, {});
     expect([anonymous.status, anonymous.body.code]).toEqual([401, "invalid_api_key"]);
@@ -212,7 +223,7 @@ describe("brand settings", () => {
 
   it("saves a new merchant's first brand from several requests at once, each told the truth", async () => {
     const fresh = await gw.createMerchant("Fresh Shop");
-    const client = apiClient(gw.url, fresh.testKey);
+    const client = bearerClient(gw.url, await gw.signIn(fresh.id, "owner"));
     const names = ["One", "Two", "Three", "Four", "Five"];
     const results = await Promise.all(names.map((displayName) => update({ displayName }, client)));
     expect(results.map((r) => (r.data?.updateBrand as { __typename: string }).__typename)).toEqual(names.map(() => "Brand"));
@@ -220,11 +231,11 @@ describe("brand settings", () => {
   });
 
   it("keeps tenants apart: another merchant sees its own brand and cannot reach this one's logo under its id", async () => {
-    const mine = (await upload(PNG, asKey())).body.data.logo_url as string;
+    const mine = (await upload(PNG, await asOwner())).body.data.logo_url as string;
     await update({ displayName: "Only Mine" });
     const theirs = await apiClient(gw.url, other.testKey).graphql(Brand);
     expect(theirs.body.data?.brand).toMatchObject({ displayName: null, merchantName: "Other Shop", logoUrl: null });
-    await update({ displayName: "Theirs" }, apiClient(gw.url, other.testKey));
+    await update({ displayName: "Theirs" }, bearerClient(gw.url, await gw.signIn(other.id, "owner")));
     expect((await apiClient(gw.url, merchant.testKey).graphql(Brand)).body.data?.brand?.displayName).toBe("Only Mine");
 
     const hash = mine.split("/").pop()!;

@@ -293,7 +293,8 @@ describe("payment channels", () => {
       const m = await gw.createMerchant();
       await createChannel(m.testKey, { name: "Test", provider: "sandbox" });
       // Sandbox channels are test-mode only (hardening issue item 9): live mode gets a real provider's.
-      await createChannel(m.liveKey, { name: "Live", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
+      // Live channels are a signed-in live owner's to create (issue 35).
+      await gw.createLiveChannel(m, { name: "Live", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
       expect((await defaults(m.testKey)).map((c: { name: string }) => c.name)).toEqual(["Test"]);
       expect((await defaults(m.liveKey)).map((c: { name: string }) => c.name)).toEqual(["Live"]);
     });

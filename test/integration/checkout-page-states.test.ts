@@ -12,7 +12,7 @@ import {
   screenshot,
   type PayerBrowser,
 } from "../support/checkout-page.ts";
-import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, bearerClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { solidPng } from "../support/png.ts";
 
 /**
@@ -25,10 +25,11 @@ describe("hosted checkout page: states, retries, expiry, brand", () => {
   let browser: Browser;
   let payer: PayerBrowser;
   let key: string;
+  let merchantId: number;
 
   beforeAll(async () => {
     [browser, gw] = await Promise.all([launchChromium(), startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", CHECKOUT_MAX_ATTEMPTS: "3", SANDBOX_STK_DELAY_MS: "300" } })]);
-    key = (await createSandboxMerchant(gw, "Mama Mboga Ltd")).testKey;
+    ({ testKey: key, id: merchantId } = await createSandboxMerchant(gw, "Mama Mboga Ltd"));
     payer = await payerBrowser(browser, gw, { width: 360 });
   });
   afterAll(async () => {
@@ -121,9 +122,11 @@ describe("hosted checkout page: states, retries, expiry, brand", () => {
 
   it("the merchant's brand on the checkout and the payment-link page: name, logo with alt, accent, support e-mail", async () => {
     const api = apiClient(gw.url, key);
-    const logo = await apiClient(gw.url).raw("/v1/brand/logo", { method: "PUT", headers: { "content-type": "image/png", "x-api-key": key }, body: new Uint8Array(solidPng(96, 48, [0x1a, 0x56, 0xdb])) });
+    // The brand is a signed-in owner's to change (issue 35).
+    const owner = bearerClient(gw.url, await gw.signIn(merchantId, "owner"));
+    const logo = await owner.raw("/v1/brand/logo", { method: "PUT", headers: { "content-type": "image/png" }, body: new Uint8Array(solidPng(96, 48, [0x1a, 0x56, 0xdb])) });
     expect(logo.status, logo.text).toBeLessThan(300);
-    const update = await api.post("/graphql", {
+    const update = await owner.post("/graphql", {
       query: `mutation($input: UpdateBrandInput!) { updateBrand(input: $input) { __typename ... on Brand { logoUrl } } }`,
       variables: { input: { displayName: "Mama Mboga", accentColor: "#1a56db", supportEmail: "help@mamamboga.example" } },
     });

@@ -1,7 +1,7 @@
 import { isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schema } from "../../src/graphql/schema.ts";
-import { apiClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, bearerClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /** Relay global ids and connection cursors a client can get wrong: "not found" or a named validation error, never an internal one. */
 
@@ -127,7 +127,9 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       own.Reconciliation = run.body.data.runReconciliation.id;
     }
     await gw.createUser(a.id, "viewer");
-    own.User = (await gql(a.testKey, `{ users { id } }`)).body.data.users[0].id;
+    // The team is listed to a signed-in owner only (issue 35).
+    const team = await bearerClient(gw.url, await gw.signIn(a.id, "owner")).post("/graphql", { query: `{ users { id } }` });
+    own.User = team.body.data.users[0].id;
     for (let i = 0; i < 3; i++) {
       const link = await gql(a.testKey, `mutation { createPaymentLink(input: { amount: ${100 + i}, description: "Node ids" }) { __typename ... on PaymentLink { id } } }`);
       expect(link.body.data?.createPaymentLink?.__typename, link.text).toBe("PaymentLink");

@@ -79,7 +79,9 @@ async function startWithChannels(env: Record<string, string>) {
     expect(res.status, res.text).toBe(201);
     return res.body.channel.id as number;
   };
-  return { gw, test, live, testChannel: await create(test, "sandbox", {}), liveChannel: await create(live, "mpesa", fake.channelConfig()) };
+  // A live channel is a signed-in live owner's to create (issue 35); the live key registers its URLs.
+  const liveChannel = (await gw.createLiveChannel(merchant, { name: "mpesa", provider: "mpesa", config: fake.channelConfig() })).id;
+  return { gw, test, live, testChannel: await create(test, "sandbox", {}), liveChannel };
 }
 
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoMerchantIfEmpty } from "../../src/demo.ts";
 import { validationError } from "../support/documents.ts";
-import { apiClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, bearerClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /** The sandbox provider simulates payments in test mode only: no live sandbox channel, and none used. */
 
@@ -26,31 +26,25 @@ describe("sandbox channels are test-mode only", () => {
     expect(list.body.channels).toMatchObject([{ provider: "sandbox", is_default: true, is_active: true }]);
   });
 
-  it("a live key cannot create one: 400 envelope naming provider, over REST and GraphQL, and nothing written", async () => {
+  it("live mode cannot create one: a live key is refused (403), a signed-in live owner gets the 400 naming provider, over REST and GraphQL, and nothing written", async () => {
+    // Issue 35: live channels' credentials are a signed-in owner's, never an API key's, whatever the provider.
     const rest = await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
-    expect(rest.status, rest.text).toBe(400);
-    expect(rest.body).toEqual({
-      status: "error",
-      code: "validation_failed",
-      message: "provider: sandbox is for test mode only; with a live key use one of mpesa, paystack",
-    });
-    const gql = await apiClient(gw.url, m.liveKey).post("/graphql", {
-      query: `mutation { createPaymentChannel(input: { name: "Sandbox", provider: "sandbox" }) { __typename ... on ValidationError { field code message } } }`,
-    });
-    expect(gql.body.data.createPaymentChannel).toEqual(validationError("provider", "sandbox is for test mode only; with a live key use one of mpesa, paystack"));
+    expect(rest.status, rest.text).toBe(403);
+    expect(rest.body).toMatchObject({ status: "error", code: "forbidden" });
+    const mutation = `mutation { createPaymentChannel(input: { name: "Sandbox", provider: "sandbox" }) { __typename ... on ValidationError { field code message } } }`;
+    const byKey = await apiClient(gw.url, m.liveKey).post("/graphql", { query: mutation });
+    expect(byKey.body.errors?.[0]?.extensions?.code, byKey.text).toBe("forbidden");
+    // The one who may create live channels is still told sandbox is for test mode only.
+    const gql = await bearerClient(gw.url, await gw.signIn(m.id, "owner", "live")).post("/graphql", { query: mutation });
+    expect(gql.body.data.createPaymentChannel, gql.text).toEqual(validationError("provider", "sandbox is for test mode only; with a live key use one of mpesa, paystack"));
     expect(await liveSandboxRows()).toBe(0);
   });
 
-  it("a test key still can, and a live key can still create a real provider's channel", async () => {
+  it("a test key still can, and a signed-in live owner can still create a real provider's channel", async () => {
     const test = await apiClient(gw.url, m.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     expect(test.status, test.text).toBe(201);
-    const live = await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", {
-      name: "Paystack",
-      provider: "paystack",
-      config: { public_key: "pk_live_abc", secret_key: "sk_live_abc" },
-    });
-    expect(live.status, live.text).toBe(201);
-    expect(live.body.channel.provider).toBe("paystack");
+    const live = await gw.createLiveChannel(m, { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_abc", secret_key: "sk_live_abc" } });
+    expect(live).toMatchObject({ provider: "paystack", is_default: true, is_active: true });
   });
 
   it("a live sandbox row from before the rule is never used: 400 naming payment_channel_id, no payment, no payout", async () => {

@@ -74,8 +74,9 @@ describe("graphql-ws subscriptions sharing one execution per event", () => {
     gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } });
     a = await createSandboxMerchant(gw, "Fan A");
     b = await createSandboxMerchant(gw, "Fan B");
+    // Live channels are a signed-in live owner's to create (issue 35).
     for (const m of [a, b]) {
-      await apiClient(gw.url, m.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
+      await gw.createLiveChannel(m, { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
     }
   });
   afterAll(() => gw?.close());

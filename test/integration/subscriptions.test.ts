@@ -58,8 +58,9 @@ describe("GraphQL subscriptions", () => {
     gw = await startTestGateway();
     a = await createSandboxMerchant(gw, "A");
     b = await createSandboxMerchant(gw, "B");
-    // Sandbox channels are test-mode only (hardening issue item 9); A's live payments come through Paystack.
-    await apiClient(gw.url, a.liveKey).post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
+    // Sandbox channels are test-mode only (hardening issue item 9); A's live payments come through Paystack,
+    // whose channel a signed-in live owner creates (issue 35).
+    await gw.createLiveChannel(a, { name: "Paystack", provider: "paystack", config: { public_key: "pk_live_x", secret_key: "sk_live_x" } });
   });
   afterAll(() => gw?.close());
 

@@ -7,6 +7,7 @@ import { createGateway, type Gateway } from "../../src/server.ts";
 import { createTestDatabase, type TestDatabase } from "./backend.ts";
 import { createResponseValidator, type ResponseValidator } from "./openapi-validation.ts";
 import { parseJsonOrUndefined } from "./json.ts";
+import { graphql } from "../gql/index.ts";
 
 let responseValidator: ResponseValidator | undefined;
 
@@ -17,6 +18,40 @@ export interface TestMerchant {
   liveKey: string;
 }
 
+export type TestRole = "owner" | "developer" | "viewer";
+
+/** A channel as the REST API shows it (GET /api/payment-channels/list): an integer id, snake_case fields. */
+export interface RestChannel {
+  id: number;
+  name: string;
+  provider: string;
+  is_active: boolean;
+  is_default: boolean;
+  created_at: string;
+  fee_percent_bps: number;
+  fee_fixed: number;
+  webhook_url?: string;
+}
+
+/** A channel to create, in the REST body's shape. */
+export interface ChannelInput {
+  name: string;
+  provider: string;
+  config?: Record<string, unknown>;
+  fee_percent_bps?: number;
+  fee_fixed?: number;
+}
+
+const CreateLiveChannel = graphql(`
+  mutation TestGatewayCreateLiveChannel($input: CreatePaymentChannelInput!) {
+    createPaymentChannel(input: $input) {
+      __typename
+      ... on PaymentChannel { databaseId }
+      ... on Error { code message }
+    }
+  }
+`);
+
 export interface TestGateway {
   url: string;
   gateway: Gateway;
@@ -24,7 +59,18 @@ export interface TestGateway {
   /** Seeds a merchant through the service (the testkit way), with one test and one live key. */
   createMerchant(name?: string): Promise<TestMerchant>;
   /** Seeds a user of a merchant through the service; answers the e-mail and password to sign in with. */
-  createUser(merchantId: number, role: "owner" | "developer" | "viewer"): Promise<{ id: number; email: string; password: string }>;
+  createUser(merchantId: number, role: TestRole): Promise<{ id: number; email: string; password: string }>;
+  /**
+   * An access token of a user of the merchant with the role, in the mode, from the real POST /v1/auth/login.
+   * The user is created once per merchant and role and its token reused while it has a minute left: sign-ins
+   * spend the IP's login budget (LOGIN_FAILURES_PER_IP, successes too). Fails unless the sign-in answers 200.
+   */
+  signIn(merchantId: number, role: TestRole, mode?: "test" | "live"): Promise<string>;
+  /**
+   * A live-mode channel created the only way the API allows (issue 35): by a signed-in live owner, over GraphQL
+   * createPaymentChannel (it becomes the live default, as over REST). Answers it as the REST list shows it.
+   */
+  createLiveChannel(merchant: TestMerchant, channel: ChannelInput): Promise<RestChannel>;
   /** REST answers checked against the OpenAPI document so far, and those that contradicted it. */
   openApi: { checked: number; violations: string[] };
   close(): Promise<void>;
@@ -77,6 +123,33 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
   });
   const address = await gateway.app.listen({ port: options.port ?? 0, host: "127.0.0.1" });
   const ownsDatabase = !options.database;
+  const users = new Map<string, Promise<{ email: string; password: string }>>();
+  const tokens = new Map<string, { token: Promise<string>; expiresAt: number }>();
+  const createUser = async (merchantId: number, role: TestRole) => {
+    const credentials = { email: `${role}-${randomBytes(6).toString("hex")}@users.test`, password: `pw-${randomBytes(12).toString("base64url")}` };
+    const user = await gateway.services.users.createUser({ merchantId, role, ...credentials });
+    return { id: user.id, ...credentials };
+  };
+  const signIn = (merchantId: number, role: TestRole, mode: "test" | "live" = "test"): Promise<string> => {
+    const userKey = `${merchantId}:${role}`;
+    const tokenKey = `${userKey}:${mode}`;
+    const cached = tokens.get(tokenKey);
+    if (cached && cached.expiresAt > Date.now() + 60_000) return cached.token;
+    let user = users.get(userKey);
+    if (!user) users.set(userKey, (user = createUser(merchantId, role)));
+    const token = user.then(async ({ email, password }) => {
+      const login = await apiClient(address).post("/v1/auth/login", { email, password, mode, merchant_id: merchantId });
+      if (login.status !== 200) throw new Error(`signing a ${role} of merchant ${merchantId} in to ${mode} mode answered ${login.status}: ${login.text}`);
+      return login.body.data.access_token as string;
+    });
+    // Until the sign-in answers, a concurrent caller shares it; then it is kept until a minute before it expires.
+    tokens.set(tokenKey, { token, expiresAt: Number.POSITIVE_INFINITY });
+    token.then(
+      (access) => tokens.set(tokenKey, { token, expiresAt: expiryOf(access) }),
+      () => tokens.delete(tokenKey),
+    );
+    return token;
+  };
   return {
     url: address,
     gateway,
@@ -89,10 +162,18 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
       });
       return { id: merchant.id, name: merchant.name, testKey: keys.test.plaintext, liveKey: keys.live.plaintext };
     },
-    async createUser(merchantId, role) {
-      const credentials = { email: `${role}-${randomBytes(6).toString("hex")}@users.test`, password: `pw-${randomBytes(12).toString("base64url")}` };
-      const user = await gateway.services.users.createUser({ merchantId, role, ...credentials });
-      return { id: user.id, ...credentials };
+    createUser,
+    signIn,
+    async createLiveChannel(merchant, channel) {
+      const owner = bearerClient(address, await signIn(merchant.id, "owner", "live"));
+      const input = { name: channel.name, provider: channel.provider, config: channel.config ?? null, feePercentBps: channel.fee_percent_bps ?? null, feeFixed: channel.fee_fixed ?? null };
+      const created = await owner.graphql(CreateLiveChannel, { input });
+      const result = created.body.data?.createPaymentChannel;
+      if (result?.__typename !== "PaymentChannel") throw new Error(`creating live channel ${channel.name} answered ${created.status}: ${created.text}`);
+      const list = await apiClient(address, merchant.liveKey).get("/api/payment-channels/list");
+      const listed = (list.body?.channels as RestChannel[] | undefined)?.find((c) => c.id === result.databaseId);
+      if (!listed) throw new Error(`live channel ${result.databaseId} is not in the live key's list: ${list.text}`);
+      return listed;
     },
     async close() {
       await gateway.close();
@@ -107,6 +188,12 @@ export interface HttpResult<T = any> {
   headers: Headers;
   text: string;
   body: T;
+}
+
+/** When an access token (a JWT) expires, epoch ms, read from its payload (the server verified it). */
+function expiryOf(token: string): number {
+  const payload = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8")) as { exp?: number };
+  return typeof payload.exp === "number" ? payload.exp * 1000 : 0;
 }
 
 async function toResult(response: Response): Promise<HttpResult> {
