@@ -38,11 +38,12 @@ export const commands: Record<string, CommandHelp> = {
   },
   "merchant list": { usage: "merchant list", help: "Lists merchants with their keys' visible prefixes (never whole keys).", flags: [] },
   "key create": {
-    usage: "key create --merchant <id> --mode test|live",
+    usage: "key create --merchant <id> --mode test|live [--role owner|developer|viewer]",
     help: "Issues another API key for a merchant and prints it (shown once).",
     flags: [
       ["--merchant <id>", "the merchant's id, as merchant list shows it (required)"],
       ["--mode test|live", "the key's mode (required)"],
+      ["--role owner|developer|viewer", "what the key may do (the README's authorization table; default owner)"],
     ],
   },
   "key revoke": {
@@ -186,8 +187,10 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
       const merchantId = merchantIdOption(values.merchant);
       const mode = required(values, "mode");
       if (mode !== "test" && mode !== "live") throw new UsageError("--mode must be test or live");
-      const key = await merchants.createKey(merchantId, mode);
-      return { merchant_id: merchantId, mode, prefix: key.prefix, key: key.plaintext };
+      const role = values.role ?? "owner";
+      if (role !== "owner" && role !== "developer" && role !== "viewer") throw new UsageError("--role must be owner, developer or viewer");
+      const key = await merchants.createKey(merchantId, mode, { role });
+      return { merchant_id: merchantId, mode, role, prefix: key.prefix, key: key.plaintext };
     }
     case "demo": {
       const demo = (await merchants.listMerchants()).find((m) => m.email === DEMO_MERCHANT.email);

@@ -145,10 +145,16 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       .sort();
     // A new Node type must be added to this test (and be keyed by an Int id: src/graphql/relay.ts).
     expect(Object.keys(own).sort()).toEqual(nodeTypes);
+    const owner = await gw.signIn(a.id, "owner");
     for (const [typename, id] of Object.entries(own)) {
-      const res = await gql(a.testKey, NODE, { id });
+      // A user is the team's, shown to a signed-in owner only (as the users field); everything else to the key.
+      const res = typename === "User" ? await bearerClient(gw.url, owner).post("/graphql", { query: NODE, variables: { id } }) : await gql(a.testKey, NODE, { id });
       expect(res.body, res.text).toEqual({ data: { node: { __typename: typename, id } } });
     }
+    // The same user's node is null to a key and to a viewer: node(id) is no way around the users field's permission.
+    expect((await gql(a.testKey, NODE, { id: own.User })).body).toEqual({ data: { node: null } });
+    const viewer = await gw.signIn(a.id, "viewer");
+    expect((await bearerClient(gw.url, viewer).post("/graphql", { query: NODE, variables: { id: own.User } })).body).toEqual({ data: { node: null } });
   });
 
   it("node(id) is null, without an error, for a missing, foreign or malformed id", async () => {

@@ -36,7 +36,7 @@ describe("sandbox channels are test-mode only", () => {
     expect(byKey.body.errors?.[0]?.extensions?.code, byKey.text).toBe("forbidden");
     // The one who may create live channels is still told sandbox is for test mode only.
     const gql = await bearerClient(gw.url, await gw.signIn(m.id, "owner", "live")).post("/graphql", { query: mutation });
-    expect(gql.body.data.createPaymentChannel, gql.text).toEqual(validationError("provider", "sandbox is for test mode only; with a live key use one of mpesa, paystack"));
+    expect(gql.body.data.createPaymentChannel, gql.text).toEqual(validationError("provider", "sandbox is for test mode only; in live mode use one of mpesa, paystack"));
     expect(await liveSandboxRows()).toBe(0);
   });
 

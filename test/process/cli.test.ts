@@ -53,9 +53,15 @@ describe("operator CLI", () => {
     const { code, output } = await runCli(["key", "create", "--merchant", String(merchantId), "--mode", "test"], database.env);
     expect(code).toBe(0);
     const parsed = JSON.parse(output.trim());
-    expect(parsed).toMatchObject({ merchant_id: merchantId, mode: "test" });
+    expect(parsed).toMatchObject({ merchant_id: merchantId, mode: "test", role: "owner" });
     expect(parsed.key.startsWith(parsed.prefix)).toBe(true);
     extraKey = parsed.key;
+    // A key may be given a lesser role: a viewer key made here reads only (the authorization table).
+    const viewer = await runCli(["key", "create", "--merchant", String(merchantId), "--mode", "test", "--role", "viewer"], database.env);
+    expect(viewer.code, viewer.output).toBe(0);
+    expect(JSON.parse(viewer.output.trim())).toMatchObject({ mode: "test", role: "viewer" });
+    const badRole = await runCli(["key", "create", "--merchant", String(merchantId), "--mode", "test", "--role", "admin"], database.env);
+    expect(badRole.code).toBe(2);
     const unknown = await runCli(["key", "create", "--merchant", "9999", "--mode", "test"], database.env);
     expect(unknown.code).toBe(1);
     expect(unknown.output.trim()).toBe("Merchant 9999 not found");
@@ -147,7 +153,7 @@ describe("operator CLI", () => {
     const flagsOf: Record<string, string[]> = {
       "merchant create": ["--name <name>", "--email <email>", "--currency <code>"],
       "merchant list": [],
-      "key create": ["--merchant <id>", "--mode test|live"],
+      "key create": ["--merchant <id>", "--mode test|live", "--role owner|developer|viewer"],
       "key revoke": ["<prefix>"],
       "user create": ["--merchant <id>", "--email <email>", "--role owner|developer|viewer", "--password-stdin"],
       demo: [],

@@ -39,7 +39,7 @@ builder.queryField("brand", (t) =>
 builder.mutationField("updateBrand", (t) =>
   t.field({
     type: BrandType,
-    description: "Changes the merchant's display name, accent colour or support e-mail, or removes its logo. Owners only (and API keys).",
+    description: "Changes the merchant's display name, accent colour or support e-mail, or removes its logo. Signed-in owners only (never an API key: the brand spans both modes).",
     errors: { types: businessErrors },
     args: { input: t.arg({ type: UpdateBrandInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.brand.update(ctx.principal!, input),

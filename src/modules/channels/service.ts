@@ -82,7 +82,7 @@ function isUsableChannel(channel: Pick<PaymentChannel, "mode" | "provider">): bo
 function validateProviderForMode(principal: Principal, value: string | null | undefined): ProviderName {
   const provider = validateProvider(value);
   if (isTestProviderInLive(principal.mode, provider)) {
-    throw new ValidationError("provider", `${provider} is for test mode only; with a live key use one of ${liveProviderList}`);
+    throw new ValidationError("provider", `${provider} is for test mode only; in live mode use one of ${liveProviderList}`);
   }
   return provider;
 }

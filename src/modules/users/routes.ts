@@ -14,7 +14,7 @@ export const authRouteDocs: DocumentedRoute[] = [
       summary: "Sign a user in: an access token (15 minutes) and a refresh token (30 days)",
       description:
         "Wrong e-mail and wrong password are the same 401. Five failures per e-mail (20 per IP) in 15 minutes give a 429 with Retry-After. " +
-        "An e-mail may be a user at several merchants: the password decides which; merchant_id is needed only when it is the password of several (400 naming merchant_id).",
+        "An e-mail may be a user at several merchants: without merchant_id such an e-mail is asked for it (400 naming merchant_id) before any password is checked.",
       tag: "Auth",
       body: body(
         {

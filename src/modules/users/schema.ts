@@ -1,3 +1,4 @@
+import { allows } from "../../authorization.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { GatewayError } from "../../errors.ts";
@@ -8,7 +9,12 @@ import { UserRoleEnum } from "../merchants/schema.ts";
 
 builder.prismaNode("User", {
   id: { field: "id" },
-  findUnique: (id, ctx) => ({ id: Number.isSafeInteger(Number(id)) ? Number(id) : -1, merchantId: ctx.principal?.merchantId ?? -1 }),
+  // The team is the signed-in owners' to see (the `users` field's permission); anyone else finds only themselves.
+  findUnique: (id, ctx) => {
+    const wanted = Number.isSafeInteger(Number(id)) ? Number(id) : -1;
+    const visible = allows(ctx.principal, "signed_in_owner") || wanted === ctx.principal?.userId;
+    return { id: visible ? wanted : -1, merchantId: ctx.principal?.merchantId ?? -1 };
+  },
   fields: (t) => ({
     databaseId: t.exposeInt("id"),
     email: t.exposeString("email"),
@@ -67,7 +73,7 @@ const ChangeUserRoleInput = builder.inputType("ChangeUserRoleInput", {
 builder.mutationField("changeUserRole", (t) =>
   t.prismaField({
     type: "User",
-    description: "Gives another user of the team a new role (not yourself). It applies from the user's next token refresh (within ACCESS_TOKEN_TTL_SECONDS). Owners only.",
+    description: "Gives another user of the team a new role (not yourself). It applies at once, to tokens already issued and open connections (which close). Signed-in owners only.",
     errors: { types: businessErrors },
     args: { input: t.arg({ type: ChangeUserRoleInput, required: true }) },
     resolve: async (query, _root, { input }, ctx) => {

@@ -72,7 +72,7 @@ function Team({ session }: { session: Session }) {
         )}
       </div>
       <p class="muted">
-        Roles: {ROLES.map((role) => `${role} (${ROLE_WORDS[role]})`).join("; ")}. A new role applies from the user's next token refresh, within minutes;
+        Roles: {ROLES.map((role) => `${role} (${ROLE_WORDS[role]})`).join("; ")}. A new role applies at once;
         disabling signs the user out.
       </p>
       {adding && (
