@@ -1,12 +1,13 @@
 import { createClient, type Client } from "graphql-ws/client";
-import { freshAccessToken, getAccessToken } from "./session.ts";
+import { freshAccessToken, getAccessToken, getSession, onAccessToken } from "./session.ts";
 import { TRANSACTION_FIELDS, type Status, type Transaction } from "./sections/transaction-fields.ts";
 
 /**
  * One graphql-ws connection per signed-in mode, carrying the transactionEvents subscription that the
  * header (announcements) and the transactions table (rows) both listen to, and refundEvents, which a
  * transaction's page (its refunds) and the table (its refund badges) follow. connectionParams is a
- * function, so a reconnect presents the current access token.
+ * function, so a reconnect presents the current access token; each new token of the same mode is also sent on the
+ * open socket (a graphql-ws ping with {Authorization}), as the server closes a socket whose token expired (4401).
  */
 export interface TransactionEvent {
   id: string;
@@ -48,6 +49,11 @@ export function startLive(): () => void {
   connections = 0;
   // "live" once every subscription of this connection listens (a reconnect subscribes them all again).
   const ready = new Set<Field>();
+  let socket: WebSocket | null = null;
+  let socketMode = getSession()?.mode;
+  const stopTokens = onAccessToken((token, mode) => {
+    if (socket?.readyState === WebSocket.OPEN && mode === socketMode) socket.send(JSON.stringify({ type: "ping", payload: { Authorization: `Bearer ${token}` } }));
+  });
   client = createClient({
     url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/graphql`,
     connectionParams: async () => {
@@ -57,6 +63,10 @@ export function startLive(): () => void {
     retryAttempts: Number.POSITIVE_INFINITY,
     shouldRetry: () => getAccessToken() !== null,
     on: {
+      opened: (opened) => {
+        socket = opened as WebSocket;
+        socketMode = getSession()?.mode;
+      },
       connecting: () => setStatus("connecting"),
       connected: () => {
         connections++;
@@ -87,6 +97,7 @@ export function startLive(): () => void {
   );
   const own = client;
   return () => {
+    stopTokens();
     stops.forEach((stop) => stop());
     void own.dispose();
     if (client === own) {

@@ -33,6 +33,13 @@ let refreshTimer: ReturnType<typeof setTimeout> | undefined;
 let queue: Promise<unknown> = Promise.resolve();
 let pendingRefresh: Promise<boolean> | null = null;
 const listeners = new Set<(session: Session | null) => void>();
+const tokenListeners = new Set<(token: string, mode: Mode) => void>();
+
+/** Told of every new access token (a sign-in or a silent refresh): the live connection passes it on before the old one expires. */
+export function onAccessToken(listener: (token: string, mode: Mode) => void): () => void {
+  tokenListeners.add(listener);
+  return () => void tokenListeners.delete(listener);
+}
 
 /** A refused auth request (or another REST error), with the envelope's code. */
 export class AuthError extends Error {
@@ -81,6 +88,7 @@ function adopt(data: TokenResponse) {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(() => void refresh(), Math.max(5, data.expires_in - REFRESH_EARLY_SECONDS) * 1000);
   emit();
+  tokenListeners.forEach((listener) => listener(data.access_token, data.mode));
 }
 
 /** Forgets the session locally (the sign-in screen shows). */
