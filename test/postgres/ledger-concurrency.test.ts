@@ -50,7 +50,7 @@ describe("the ledger under 200 concurrent operations on one channel across two i
     await a?.close();
   });
 
-  it("ledger check is clean and the balances are exact", { timeout: 90_000 }, async () => {
+  it("ledger check is clean and the balances are exact", async () => {
     const instance = (i: number) => (i % 2 ? a : b);
     const other = (i: number) => (i % 2 ? b : a);
 

@@ -73,7 +73,7 @@ describe("WORKERS", () => {
       });
       await gateway.waitFor(/"all gateway workers listening"/);
       [, apiKey] = (await gateway.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/)) as unknown as [string, string];
-    }, 120_000);
+    });
 
     afterAll(async () => {
       if (gateway && gateway.child.exitCode === null && gateway.child.signalCode === null) {

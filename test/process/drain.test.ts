@@ -94,7 +94,7 @@ describe("SIGTERM drains the gateway", () => {
     await database?.drop();
   });
 
-  it("/ready 503 at once, requests still served meanwhile, WebSockets closed with 1001, the in-flight request answered, exit 0", { timeout: 90_000 }, async () => {
+  it("/ready 503 at once, requests still served meanwhile, WebSockets closed with 1001, the in-flight request answered, exit 0", async () => {
     const gateway = await start();
     apiKey = await printedTestKey(gateway);
     expect((await get(`${gateway.url}/ready`)).status).toBe(200);
@@ -160,7 +160,7 @@ describe("SIGTERM drains the gateway", () => {
     expect(verify.body.transaction).toMatchObject({ amount: 4200 });
   });
 
-  it("a job still running near SHUTDOWN_TIMEOUT_MS is released, and the next instance runs it at once (not after its lease)", { timeout: 90_000 }, async () => {
+  it("a job still running near SHUTDOWN_TIMEOUT_MS is released, and the next instance runs it at once (not after its lease)", async () => {
     // The receiver hangs on the first delivery: that delivery job is still running when the deadline nears.
     let hang = true;
     receiver.setResponder(() => (hang ? "hang" : 200));

@@ -100,7 +100,7 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     return byReference;
   }
 
-  it("STK payments: callbacks applied or not at the kill, never half; after restart each completes once, by status query or redelivery", { timeout: 90_000 }, async () => {
+  it("STK payments: callbacks applied or not at the kill, never half; after restart each completes once, by status query or redelivery", async () => {
     const api = apiClient(gateway.url, key);
     const channel = await api.post("/api/payment-channels/create", { name: "M-Pesa", provider: "mpesa", config: fake.b2cChannelConfig(), fee_percent_bps: 120, fee_fixed: 2 });
     expect(channel.status, channel.text).toBe(201);
@@ -143,7 +143,7 @@ describe("the ledger across a gateway crash between a provider's answer and its 
     for (const [reference, ids] of events) expect(ids.size, reference).toBe(1);
   });
 
-  it("M-Pesa reversals: Results applied or not at the kill (killed at the first acknowledged), never half; after restart each refund completes once", { timeout: 90_000 }, async () => {
+  it("M-Pesa reversals: Results applied or not at the kill (killed at the first acknowledged), never half; after restart each refund completes once", async () => {
     expect(payments).toHaveLength(PAYMENTS);
     const api = apiClient(gateway.url, key);
     // Daraja accepts each Reversal and posts its Result only when told; no status query is answered yet.

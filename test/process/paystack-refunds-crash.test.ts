@@ -46,7 +46,7 @@ describe("a Paystack refund across a gateway crash", () => {
     await database?.drop();
   });
 
-  it("kill -9 while POST /refund is in flight: the restarted gateway finds it by listing the payment's refunds and settles it; sent exactly once", { timeout: 60_000 }, async () => {
+  it("kill -9 while POST /refund is in flight: the restarted gateway finds it by listing the payment's refunds and settles it; sent exactly once", async () => {
     const first = await processes.start(env);
     const [, key] = await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/);
     const api = apiClient(first.url, key);

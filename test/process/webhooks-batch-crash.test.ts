@@ -32,7 +32,7 @@ describe("webhook batch across a gateway crash", () => {
     await database?.drop();
   });
 
-  it("kill -9 with a batch half acknowledged: every delivery of it is sent again after the lease and recorded once", { timeout: 60_000 }, async () => {
+  it("kill -9 with a batch half acknowledged: every delivery of it is sent again after the lease and recorded once", async () => {
     const first = await processes.start(env);
     const key = await printedTestKey(first);
     const api = apiClient(first.url, key);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { TestDatabase } from "./backend.ts";
+import { PROCESS_OUTPUT_MS } from "./timing.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -46,7 +47,7 @@ export function runCommand(command: string, args: string[], env: Record<string, 
     child,
     output: () => buffer,
     exited,
-    waitFor(pattern, timeoutMs = 30_000) {
+    waitFor(pattern, timeoutMs = PROCESS_OUTPUT_MS) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = buffer.match(pattern);
@@ -83,7 +84,7 @@ export async function startGatewayProcess(
   command: { command: string; args: string[] } = { command: process.execPath, args: ["--import", "tsx", "src/main.ts"] },
 ): Promise<StartedGatewayProcess> {
   const proc = runCommand(command.command, command.args, { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
-  const match = await proc.waitFor(/"address":"(http:\/\/[^"]+)"/, 60_000);
+  const match = await proc.waitFor(/"address":"(http:\/\/[^"]+)"/);
   return { ...proc, url: match[1]! };
 }
 
