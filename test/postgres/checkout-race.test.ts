@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
-import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
+import { apiClient as plainApiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
+import { retrying } from "../support/retry.ts";
+
+/** Requests retried on 503 + Retry-After as a client does: many at once can find the database busy on a loaded machine. */
+const apiClient = (url: string, key?: string) => retrying(plainApiClient(url, key));
 
 const card = (number: string) => ({ card_number: number, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" });
 const IN_PROGRESS = { status: "error", code: "conflict", message: "A payment for this transaction is in progress" };

@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { channelBalances } from "../../src/modules/ledger/store.ts";
-import { apiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
+import { apiClient as plainApiClient, startTwoInstances, type TestGateway } from "../support/gateway.ts";
 import { runLedgerCheck } from "../support/ledger-check.ts";
 import { until } from "../support/wait.ts";
+import { retrying } from "../support/retry.ts";
+
+/** Requests retried on 503 + Retry-After as a client does: many at once can find the database busy on a loaded machine. */
+const apiClient = (url: string, key?: string) => retrying(plainApiClient(url, key));
 
 /**
  * 200 money operations at once on one channel, spread over two gateway instances on one PostgreSQL: card payments

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient as plainApiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { retrying } from "../support/retry.ts";
+
+/** Requests retried on 503 + Retry-After as a client does: many at once can find the database busy on a loaded machine. */
+const apiClient = (url: string, key?: string) => retrying(plainApiClient(url, key));
 
 const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
 

@@ -2,10 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDaraja } from "../fakes/daraja.ts";
 import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { startDarajaProcesses } from "../support/daraja-processes.ts";
-import { apiClient } from "../support/gateway.ts";
+import { apiClient as plainApiClient } from "../support/gateway.ts";
 import { runLedgerCheck } from "../support/ledger-check.ts";
 import { printedTestKey, type StartedGatewayProcess } from "../support/process.ts";
 import { until } from "../support/wait.ts";
+import { retrying } from "../support/retry.ts";
+
+/** Requests retried on 503 + Retry-After as a client does: many at once can find the database busy on a loaded machine. */
+const apiClient = (url: string, key?: string) => retrying(plainApiClient(url, key));
 
 /**
  * kill -9 of the gateway between a provider's answer and its posting. The posting is written by the same SQL

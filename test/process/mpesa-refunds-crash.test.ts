@@ -124,7 +124,7 @@ describe.each(cases)("an M-Pesa reversal across a gateway crash ($status)", ({ n
     expect((await fake.sendReversalResult(ocid))?.status).toBe(200);
     expect((await api2.get(`/v1/refunds/${refund.reference}`)).body.data).toEqual(done.body.data);
 
-    const [webhook] = await receiver.waitFor(1, 10_000);
+    const [webhook] = await receiver.waitFor(1);
     expect(webhook!.json).toMatchObject({ type: event, data: { reference: refund.reference, status } });
 
     // A quiet period past the next ask (2 × OVERDUE_MS after the first): no second Reversal, no second event.

@@ -33,3 +33,15 @@ export async function retryingUnavailable<T extends Answer>(send: () => Promise<
     await sleep(wait);
   }
 }
+
+/**
+ * The same client (apiClient, bearerClient) with every request sent through retryingUnavailable: for tests that fire
+ * many requests at once, where a busy machine can make the database answer late for some of them.
+ */
+export function retrying<C extends object>(client: C): C {
+  const methods = Object.entries(client).map(([name, method]) => [
+    name,
+    typeof method === "function" ? (...args: unknown[]) => retryingUnavailable(() => (method as (...a: unknown[]) => Promise<Answer>)(...args)) : method,
+  ]);
+  return Object.fromEntries(methods) as C;
+}
