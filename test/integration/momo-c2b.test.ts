@@ -6,6 +6,12 @@ import { setTimeout as delay } from "node:timers/promises";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
+/**
+ * How long the gateway waits for the merchant's validation verdict: enough for the loopback site to answer on a busy
+ * machine (a verdict that came late would be replaced by the fallback), while the slow site's test stays short.
+ */
+const VALIDATION_TIMEOUT_MS = 3_000;
+
 /** The built-in sandbox's magic numbers, and C2B register / validation / confirmation / simulate. */
 let fake: FakeDaraja;
 let gw: TestGateway;
@@ -62,7 +68,7 @@ beforeAll(async () => {
       // The runner works (C2B forwards are jobs); STK reconciliation runs only when a test makes it due.
       JOB_POLL_INTERVAL_MS: "3600000",
       STK_CALLBACK_OVERDUE_MS: "3600000",
-      C2B_VALIDATION_TIMEOUT_MS: "300",
+      C2B_VALIDATION_TIMEOUT_MS: String(VALIDATION_TIMEOUT_MS),
       RATE_LIMIT_ENABLED: "false",
       // The merchant's site is on loopback; a test-mode gateway calls it only with this setting.
       ALLOW_PRIVATE_URLS: "true",
@@ -151,7 +157,7 @@ describe("C2B", () => {
     expect((await fake.postJson(`${gw.url}${path}`, payload)).body).toEqual({ ResultCode: "C2B00012", ResultDesc: "Rejected" });
     merchantSite.validationReply = { ResultCode: "0", ResultDesc: "Accepted" };
     expect((await fake.postJson(`${gw.url}${path}`, payload)).body).toEqual({ ResultCode: "0", ResultDesc: "Accepted" });
-    merchantSite.validationDelayMs = 1000;
+    merchantSite.validationDelayMs = 3 * VALIDATION_TIMEOUT_MS;
     try {
       expect((await fake.postJson(`${gw.url}${path}`, payload)).body).toEqual({ ResultCode: "0", ResultDesc: "Accepted" });
     } finally {
