@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { freePort } from "../support/local-server.ts";
@@ -52,7 +53,7 @@ it("serves and stops on SIGTERM while its stdout pipe is full and unread", async
     child.kill("SIGTERM");
     // Exit 0 is a shutdown that ran and finished (its SHUTDOWN_TIMEOUT_MS deadline would exit 1); a blocked event
     // loop never exits at all, which the bound turns into a failure that says so.
-    const stopped = await Promise.race([exited, new Promise<undefined>((resolve) => setTimeout(resolve, EVENTUALLY_MS).unref())]);
+    const stopped = await Promise.race([exited, sleep(EVENTUALLY_MS, undefined, { ref: false })]);
     expect(stopped, "exited after SIGTERM").toBeDefined();
     expect(stopped!.code).toBe(0);
   } finally {
