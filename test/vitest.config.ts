@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { EVENTUALLY_MS, HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./support/timing.ts";
 
 /**
  * Three projects: `unit` (no server), and the integration suite twice, once on the embedded PGlite and
@@ -11,10 +12,13 @@ export default defineConfig({
   resolve: { alias: { graphql: "graphql/index.js" } },
   test: {
     root: new URL("..", import.meta.url).pathname,
-    // Generous: a process test starts child gateways that compile TypeScript, on a CPU shared with 3 other files.
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    teardownTimeout: 30_000,
+    // Generous (test/support/timing.ts): a process test starts child gateways that compile TypeScript, on a CPU shared
+    // with 3 other files and whatever else the machine runs. A timeout only guards against a hang.
+    testTimeout: TEST_TIMEOUT_MS,
+    hookTimeout: HOOK_TIMEOUT_MS,
+    teardownTimeout: 60_000,
+    // expect.poll waits for an outcome (a page's text, a count) up to this, not vitest's default of one second.
+    expect: { poll: { timeout: EVENTUALLY_MS } },
     pool: "forks",
     // Most of a test file's time is spent waiting on servers, sockets and Chromium, not on the CPU, so several
     // files run at once even on 2 cores (vitest's default would be cores - 1 = 1). Each file has its own

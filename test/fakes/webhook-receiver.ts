@@ -1,5 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { EVENTUALLY_MS } from "../support/timing.ts";
 
 /**
  * A loopback merchant endpoint for webhook tests: records every delivery and answers what the test
@@ -58,7 +59,7 @@ export async function startWebhookReceiver(options: { respond?: WebhookResponder
     url: `http://127.0.0.1:${port}`,
     received,
     /** Resolves with the first n deliveries once they have arrived. */
-    waitFor(n: number, timeoutMs = 5_000): Promise<ReceivedWebhook[]> {
+    waitFor(n: number, timeoutMs = EVENTUALLY_MS): Promise<ReceivedWebhook[]> {
       return new Promise((resolve, reject) => {
         const check = () => {
           if (received.length < n) return;

@@ -4,6 +4,7 @@ import { createLogger } from "../../src/logger.ts";
 import { CARD_CHARGE_LEASE_MS } from "../../src/modules/transactions/service.ts";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type HttpResult, type TestGateway } from "../support/gateway.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 const card = (number: string) => ({ card_number: number, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "408" });
 const SUCCESS = card("4084084084084081");
@@ -190,7 +191,7 @@ describe("checkout payment claim", () => {
         // The other attempt finishes (its claim lapses here and a payment settles it); the refresh shows it.
         await prisma().transaction.update({ where: { id }, data: { chargeStartedAt: null } });
         expect((await pay(reference, SUCCESS)).status).toBe(200);
-        await page.waitForSelector("#result.completed", { timeout: 10_000 });
+        await page.waitForSelector("#result.completed", { timeout: BROWSER_MS });
         expect(await page.textContent("#result")).toBe("Payment completed. Thank you.");
         expect(chargesOf(reference)).toBe(1);
       } finally {

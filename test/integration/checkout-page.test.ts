@@ -5,6 +5,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /** The payer's hosted checkout page in a real Chromium, against the running gateway. */
 describe("hosted checkout page", () => {
@@ -132,7 +133,7 @@ describe("hosted checkout page", () => {
       const page = await browser.newPage();
       await page.goto(`${gw.url}${new URL(init.body.authorization_url).pathname}`);
       await fillCard(page, "4084 0840 8408 4081");
-      await page.waitForURL(`${site}/thanks?**`, { timeout: 10_000 });
+      await page.waitForURL(`${site}/thanks?**`, { timeout: BROWSER_MS });
       const landed = new URL(page.url());
       expect(Object.fromEntries(landed.searchParams)).toEqual({ order: "42", trxref: reference, reference });
       // Coming back to the checkout link shows the outcome and the way back.

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
 import { startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { solidPng } from "../support/png.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The dashboard's Brand page in a real Chromium, confined to the gateway: an owner sees the colour's contrast while
@@ -34,7 +35,7 @@ describe("dashboard brand page", () => {
 
   async function brandPage(user: { email: string; password: string }): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(BROWSER_MS);
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
     recordPageErrors(page, errors);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
 import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, SANDBOX_CHANNEL, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The Overview page in a real Chromium against the running gateway: the landing page after sign-in, its today /
@@ -151,7 +152,7 @@ describe("dashboard overview", () => {
 
   async function signedIn(viewport = { width: 1280, height: 900 }): Promise<Page> {
     const context = await browser.newContext({ viewport, acceptDownloads: true });
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(BROWSER_MS);
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
     recordPageErrors(page, browserErrors);
@@ -169,7 +170,7 @@ describe("dashboard overview", () => {
     const want = expected(days);
     const figures = card(page, days);
     const volume = figures.locator('.stat-volume .amount-line[data-currency="KES"]');
-    await expect.poll(() => volume.getAttribute("data-amount"), { timeout: 5000 }).toBe(String(want.volume));
+    await expect.poll(() => volume.getAttribute("data-amount"), { timeout: BROWSER_MS }).toBe(String(want.volume));
     expect(await figures.locator(".stat-volume .amount-line").count()).toBe(1);
     expect(await volume.textContent()).toBe(`${kes(want.volume)} ${want.count} payment${want.count === 1 ? "" : "s"}`);
     const rate = figures.locator(".stat-rate");
@@ -218,7 +219,7 @@ describe("dashboard overview", () => {
     await pay(3_300, 0);
     await expectFigures(page, 1);
     await expectFigures(page, 30);
-    await expect.poll(() => bars.last().getAttribute("data-value"), { timeout: 5000 }).toBe(String(perDay.get(utcDay(new Date()))! + 3_300));
+    await expect.poll(() => bars.last().getAttribute("data-value"), { timeout: BROWSER_MS }).toBe(String(perDay.get(utcDay(new Date()))! + 3_300));
     await page.context().close();
   });
 
@@ -244,7 +245,7 @@ describe("dashboard overview", () => {
 
     // One balance transaction per completed payment and per completed refund (a declined payment moves nothing).
     const entries = completed.length + refunded.length;
-    await expect.poll(() => page.textContent("#balance-transactions-count"), { timeout: 5000 }).toBe(`${entries} balance transactions`);
+    await expect.poll(() => page.textContent("#balance-transactions-count"), { timeout: BROWSER_MS }).toBe(`${entries} balance transactions`);
     const refundRow = page.locator('#balance-transaction-rows tr[data-type="refund"]');
     expect(await refundRow.locator('[data-label="Amount"]').textContent()).toBe(kes(-refunded[0]!.amount));
     const updating = process.env.UPDATE_SCREENSHOTS && process.env.TEST_BACKEND === "pglite";
@@ -266,7 +267,7 @@ describe("dashboard overview", () => {
 
     // Filtered to refunds: the link carries the filter, and the same URL with the user's session answers that one row.
     await page.getByLabel("Type").selectOption("refund");
-    await expect.poll(() => page.locator("#balance-transaction-rows tr").count(), { timeout: 5000 }).toBe(1);
+    await expect.poll(() => page.locator("#balance-transaction-rows tr").count(), { timeout: BROWSER_MS }).toBe(1);
     const filtered = (await link.getAttribute("href"))!;
     expect(filtered).toBe("/v1/reports/balance-transactions.csv?type=refund");
     const login = await apiClient(gw.url).post("/v1/auth/login", { email: owner.email, password: owner.password });
@@ -285,7 +286,7 @@ describe("dashboard overview", () => {
     const link = page.locator("#transactions-export");
     expect(await link.getAttribute("href")).toBe("/v1/reports/transactions.csv");
     await page.getByLabel("Status").selectOption("completed");
-    await expect.poll(() => link.getAttribute("href"), { timeout: 5000 }).toBe("/v1/reports/transactions.csv?status=completed");
+    await expect.poll(() => link.getAttribute("href"), { timeout: BROWSER_MS }).toBe("/v1/reports/transactions.csv?status=completed");
 
     const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
     expect(download.suggestedFilename()).toBe("transactions-test-completed.csv");

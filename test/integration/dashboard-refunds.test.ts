@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * Refunds in the dashboard, in a real Chromium against the running gateway: an owner refunds part of a paid
@@ -44,7 +45,7 @@ describe("dashboard refunds", () => {
 
   async function signedIn(user: { email: string; password: string }): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(BROWSER_MS);
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);
     recordPageErrors(page, browserErrors);
@@ -105,7 +106,7 @@ describe("dashboard refunds", () => {
     const refundReference = (await pending.getAttribute("data-reference"))!;
     expect(refundReference).toMatch(/^re_/);
     const row = page.locator(`#transaction-refunds tr[data-reference="${refundReference}"]`);
-    await refund(page, "completed").waitFor({ timeout: 5000 });
+    await refund(page, "completed").waitFor({ timeout: BROWSER_MS });
     expect(await refundRows(page).count()).toBe(1);
     expect(await row.locator('[data-label="Status"] .badge').textContent()).toBe("Completed");
     expect(await row.locator('[data-label="Reason"]').textContent()).toBe("Requested by customerTwo mangoes were bruised · To the customer: Sorry about the mangoes");
@@ -146,7 +147,7 @@ describe("dashboard refunds", () => {
     const other = await paid(5_000);
     await listRow(page, other).locator(".badge", { hasText: "Completed" }).waitFor();
     expect((await api.post("/v1/refunds", { transaction: other })).status).toBe(201);
-    await listRow(page, other).locator(".badge", { hasText: /^Refunded$/ }).waitFor({ timeout: 5000 });
+    await listRow(page, other).locator(".badge", { hasText: /^Refunded$/ }).waitFor({ timeout: BROWSER_MS });
     await page.screenshot({ path: `${SHOTS}/21-transactions-refund-badges.png`, fullPage: true });
     await page.context().close();
   });
@@ -158,7 +159,7 @@ describe("dashboard refunds", () => {
     await page.getByRole("button", { name: "Refund", exact: true }).click();
     await page.locator("#refund-form").getByRole("button", { name: "Refund" }).click();
     const row = refund(page, "failed");
-    await row.waitFor({ timeout: 5000 });
+    await row.waitFor({ timeout: BROWSER_MS });
     expect(await row.locator('[data-label="Status"]').textContent()).toBe("FailedThe sandbox fails every refund of this test payment (refund_failed)");
     expect(await page.textContent("#transaction-fields")).not.toContain("Refunded");
     // A failed refund gives its amount back: the action is offered again, for all of it.

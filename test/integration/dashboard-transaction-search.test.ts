@@ -2,6 +2,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The dashboard's transactions view in Chromium: the search box finds a payment by the provider's
@@ -37,7 +38,7 @@ describe("dashboard: transaction search and provider reference", () => {
     const owner = await gw.createUser(merchant.id, "owner");
 
     const context = await browser.newContext();
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(BROWSER_MS);
     const page = await context.newPage();
     const offHost: string[] = [];
     await confineToGateway(page, gw.url, offHost);

@@ -3,6 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The dashboard's Users page in a real Chromium: an owner adds a viewer, changes its role and disables it; a viewer
@@ -33,7 +34,7 @@ describe("dashboard users page", () => {
 
   async function signedIn(user: { email: string; password: string }): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(BROWSER_MS);
     const page = await context.newPage();
     page.on("pageerror", (error) => browserErrors.push(error.message));
     await page.goto(`${gw.url}/dashboard`);

@@ -3,6 +3,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /** GraphiQL at /graphql renders and runs queries with every host but the gateway blocked (no CDN). */
 describe("GraphiQL, offline", () => {
@@ -32,7 +33,7 @@ describe("GraphiQL, offline", () => {
     });
     const response = await page.goto(`${gw.url}/graphql`);
     expect(response?.status()).toBe(200);
-    await page.waitForSelector(".graphiql-container", { timeout: 20_000 });
+    await page.waitForSelector(".graphiql-container", { timeout: BROWSER_MS });
     expect(await page.title()).toBe("Payment gateway · GraphiQL");
 
     // It opens on how to authenticate: the hint in the query, the headers tab shown with the key's header to fill.
@@ -46,7 +47,7 @@ describe("GraphiQL, offline", () => {
     await page.keyboard.press("Backspace");
     await page.keyboard.type(`{"X-API-Key": "${merchant.testKey}"`);
     await page.locator(".graphiql-execute-button").click();
-    await expect.poll(async () => ((await page.locator(".result-window").textContent()) ?? "").replace(/\s+/g, " "), { timeout: 15_000 }).toContain(`"name": "GraphiQL Traders", "mode": "test"`);
+    await expect.poll(async () => ((await page.locator(".result-window").textContent()) ?? "").replace(/\s+/g, " "), { timeout: BROWSER_MS }).toContain(`"name": "GraphiQL Traders", "mode": "test"`);
     mkdirSync("/tmp/graphiql-shots", { recursive: true });
     await page.screenshot({ path: "/tmp/graphiql-shots/graphiql.png" });
     expect(elsewhere).toEqual([]);

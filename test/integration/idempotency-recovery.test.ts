@@ -4,7 +4,7 @@ import { principalScope, requestFingerprint, fingerprintKeyFrom } from "../../sr
 import { createIdempotencyStore } from "../../src/idempotency/store.ts";
 import { SecretBox } from "../../src/security/encryption.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { waitUntil } from "../support/wait.ts";
+import { retryingUnavailable } from "../support/retry.ts";
 
 /**
  * Idempotency-Key records survive a crash without locking clients out: an in-flight claim is a lease
@@ -13,8 +13,12 @@ import { waitUntil } from "../support/wait.ts";
  *
  * "A crashed attempt" is reproduced in this process exactly as the routes run one: the key is claimed in
  * the store, the service runs inside the key's scope and commits, and the response is never recorded.
+ *
+ * The lease is long, so "within the lease" holds however slow the machine, and it runs out when the test moves it
+ * back (as time does after a crash) instead of after a wait; each claim's lease is checked to be LEASE_MS long.
+ * Requests are retried on 503 + Retry-After as a client would (the database overloaded for a moment on a busy machine).
  */
-const LEASE_MS = 800;
+const LEASE_MS = 10 * 60_000;
 const INITIALIZE = "/api/transactions/initialize";
 const PAYOUTS = "/v1/payouts";
 
@@ -28,9 +32,11 @@ describe("Idempotency-Key recovery after a crash", () => {
 
   const prisma = () => gw.gateway.db.prisma;
   const store = () => createIdempotencyStore(prisma(), { leaseMs: LEASE_MS, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) });
-  /** The claim's lease (IDEMPOTENCY_LEASE_MS) has run out, as it does after the instance holding it crashed. */
-  const leaseRunOut = (key: string) =>
-    waitUntil(async () => (await prisma().idempotencyKey.count({ where: { key, lockedUntil: { lt: new Date() } } })) === 1, `the lease on ${key} to run out`, LEASE_MS + 5000);
+  /** The claim's lease (IDEMPOTENCY_LEASE_MS) runs out, as it does that long after the instance holding it crashed. */
+  async function leaseRunOut(key: string) {
+    const moved = await prisma().idempotencyKey.updateMany({ where: { key, status: "in_flight" }, data: { lockedUntil: new Date(Date.now() - 1000) } });
+    expect(moved.count, `the claim on ${key}`).toBe(1);
+  }
 
   /** The principal the merchant's test key authenticates as. */
   async function principalOf(merchantId: number) {
@@ -49,9 +55,14 @@ describe("Idempotency-Key recovery after a crash", () => {
   /** Claims `key` for the request as the preHandler does, and returns the claim the route's principal would carry. */
   async function claimAsRoute(merchantId: number, key: string, url: string, body: unknown) {
     const principal = principalScope(await principalOf(merchantId));
+    const before = Date.now();
     const claim = await store().claim({ merchantId, mode: "test", principal, key, fingerprint: requestFingerprint(fingerprintKeyFrom(Buffer.from(gw.database.encryptionKeyHex, "hex")), "POST", url, body) });
     expect(claim.outcome).toBe("claimed");
     if (claim.outcome !== "claimed") throw new Error("not claimed");
+    // The lease is LEASE_MS from the claim (the database's clock is this machine's; stored to the millisecond).
+    const { lockedUntil } = await prisma().idempotencyKey.findFirstOrThrow({ where: { key } });
+    expect(lockedUntil!.getTime()).toBeGreaterThanOrEqual(before + LEASE_MS - 5);
+    expect(lockedUntil!.getTime()).toBeLessThanOrEqual(Date.now() + LEASE_MS + 5);
     return { claimId: claim.id, recoveryPoint: claim.recoveryPoint };
   }
 
@@ -66,23 +77,23 @@ describe("Idempotency-Key recovery after a crash", () => {
     expect(record).toMatchObject({ status: "in_flight", recoveryPoint: `transaction:${committed.id}` });
 
     const api = apiClient(gw.url, merchant.testKey);
-    const early = await api.post(INITIALIZE, body, { "idempotency-key": key });
+    const early = await retryingUnavailable(() => api.post(INITIALIZE, body, { "idempotency-key": key }));
     expect(early.status).toBe(409);
     expect(early.body).toMatchObject({ status: "error", code: "idempotency_key_in_use" });
 
     await leaseRunOut(key);
-    const retry = await api.post(INITIALIZE, body, { "idempotency-key": key });
+    const retry = await retryingUnavailable(() => api.post(INITIALIZE, body, { "idempotency-key": key }));
     expect(retry.status, retry.text).toBe(200);
     expect(retry.body).toMatchObject({ status: "success", reference: committed.reference, access_code: committed.accessCode });
     expect(retry.body.transaction).toMatchObject({ id: committed.id, amount: 250000, status: "pending" });
     expect(await prisma().transaction.count({ where: { merchantId: merchant.id } })).toBe(1);
 
     // Recorded now: later retries are plain replays of that answer.
-    const again = await api.post(INITIALIZE, body, { "idempotency-key": key });
+    const again = await retryingUnavailable(() => api.post(INITIALIZE, body, { "idempotency-key": key }));
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.body).toEqual(retry.body);
     // A different request under the same key is still refused.
-    expect((await api.post(INITIALIZE, { ...body, amount: 1 }, { "idempotency-key": key })).status).toBe(422);
+    expect((await retryingUnavailable(() => api.post(INITIALIZE, { ...body, amount: 1 }, { "idempotency-key": key }))).status).toBe(422);
   });
 
   it("initialize: an attempt that died before committing anything is simply run by the retry", async () => {
@@ -91,7 +102,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     const body = { amount: 1000, email: "early-crash@payers.test" };
     await claimAsRoute(merchant.id, key, INITIALIZE, body);
     await leaseRunOut(key);
-    const retry = await apiClient(gw.url, merchant.testKey).post(INITIALIZE, body, { "idempotency-key": key });
+    const retry = await retryingUnavailable(() => apiClient(gw.url, merchant.testKey).post(INITIALIZE, body, { "idempotency-key": key }));
     expect(retry.status, retry.text).toBe(200);
     const rows = await prisma().transaction.findMany({ where: { merchantId: merchant.id } });
     expect(rows.map((r) => r.reference)).toEqual([retry.body.reference]);
@@ -110,7 +121,7 @@ describe("Idempotency-Key recovery after a crash", () => {
       paymentChannelId: body.payment_channel_id,
     });
     await leaseRunOut(key);
-    const retry = await api.post("/v1/collections/stk", body, { "idempotency-key": key });
+    const retry = await retryingUnavailable(() => api.post("/v1/collections/stk", body, { "idempotency-key": key }));
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.data).toMatchObject({ id: transaction.id, reference: transaction.reference, checkout_request_id: transaction.checkoutRequestId });
     expect(await prisma().transaction.count({ where: { merchantId: merchant.id } })).toBe(1);
@@ -128,7 +139,7 @@ describe("Idempotency-Key recovery after a crash", () => {
       paymentChannelId: body.payment_channel_id,
     });
     await leaseRunOut(key);
-    const retry = await api.post(PAYOUTS, body, { "idempotency-key": key });
+    const retry = await retryingUnavailable(() => api.post(PAYOUTS, body, { "idempotency-key": key }));
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.data).toMatchObject({ id: payout.id, reference: payout.reference });
     expect(await prisma().payout.count({ where: { merchantId: merchant.id } })).toBe(1);
@@ -150,7 +161,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     });
     expect(await prisma().idempotencyKey.findFirstOrThrow({ where: { key } })).toMatchObject({ recoveryPoint: `payout:${payout.id}` });
     await leaseRunOut(key);
-    const retry = await api.post("/graphql", body, { "idempotency-key": key });
+    const retry = await retryingUnavailable(() => api.post("/graphql", body, { "idempotency-key": key }));
     expect(retry.body.errors, retry.text).toBeUndefined();
     expect(retry.body.data.createPayout).toMatchObject({ __typename: "Payout", reference: payout.reference });
     expect(await prisma().payout.count({ where: { merchantId: merchant.id } })).toBe(1);
@@ -163,7 +174,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     await claimAsRoute(merchant.id, key, INITIALIZE, body);
     await leaseRunOut(key);
     const api = apiClient(gw.url, merchant.testKey);
-    const answers = await Promise.all(Array.from({ length: 20 }, () => api.post(INITIALIZE, body, { "idempotency-key": key })));
+    const answers = await Promise.all(Array.from({ length: 20 }, () => retryingUnavailable(() => api.post(INITIALIZE, body, { "idempotency-key": key }))));
     const ok = answers.filter((a) => a.status === 200);
     expect(answers.every((a) => a.status === 200 || (a.status === 409 && a.body.code === "idempotency_key_in_use"))).toBe(true);
     expect(new Set(ok.map((a) => a.body.reference)).size).toBe(1);

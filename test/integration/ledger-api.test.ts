@@ -408,7 +408,7 @@ describe("GET /v1/reports/balance-transactions.csv", () => {
     expect(records.reduce((sum, r) => sum + Number(r.net), 0)).toBe(expected);
     expect(records.find((r) => r.source_reference === "adj_bulk_2600")!.description).toBe(`'+2600, "bulk"`);
     expect(expected).toBe((await balanceOf(bigApi, channel.body.channel.id)).available);
-  }, 120_000);
+  });
 });
 
 describe("isolation", () => {

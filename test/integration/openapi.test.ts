@@ -5,6 +5,7 @@ import type { Browser } from "playwright-core";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { createResponseValidator } from "../support/openapi-validation.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The OpenAPI document: linted by Redocly's linter (recommended rules), complete against the published
@@ -121,7 +122,7 @@ describe("/docs", () => {
     const res = await page.goto(`${gw.url}/docs`);
     expect(res?.status()).toBe(200);
     expect(res?.headers()["content-security-policy"]).toMatch(/default-src 'self'/);
-    await page.getByRole("heading", { name: /Payment gateway REST API/ }).waitFor({ timeout: 20_000 });
+    await page.getByRole("heading", { name: /Payment gateway REST API/ }).waitFor({ timeout: BROWSER_MS });
     await page.getByRole("heading", { name: "Start a card payment and get its hosted checkout URL" }).waitFor();
     await page.getByRole("heading", { name: "Pay out to a phone (M-Pesa B2C); never sent twice" }).waitFor();
     mkdirSync("/tmp/openapi-shots", { recursive: true });

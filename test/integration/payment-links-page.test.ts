@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /** A payment link's public page in Chromium: payers through /pay/<slug> to the hosted checkout and back to the link's state. */
 describe("payment link page /pay/<slug>", () => {
@@ -315,7 +316,7 @@ describe("payment link page /pay/<slug>", () => {
 
   async function signedIn(user: { email: string; password: string }, prepare?: (page: Page) => Promise<unknown>): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(BROWSER_MS);
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(gw.url).origin });
     const page = await context.newPage();
     await confineToGateway(page, gw.url, offHost);

@@ -4,6 +4,7 @@ import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { freePort } from "../support/local-server.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The payer's side of a paystack channel in a real Chromium: the gateway's checkout link sends the payer
@@ -74,7 +75,7 @@ describe("hosted checkout on a paystack channel", () => {
       expect(await page.textContent("#result")).toBe("We are confirming your payment. This page updates by itself.");
       await fake.pay(reference);
       // The page refreshes itself (every 5 s) and verifies again.
-      await page.waitForFunction(() => document.querySelector("#result")?.textContent === "Payment completed. Thank you.", undefined, { timeout: 15_000 });
+      await page.waitForFunction(() => document.querySelector("#result")?.textContent === "Payment completed. Thank you.", undefined, { timeout: BROWSER_MS });
       await page.close();
     } finally {
       fake.switches.chargeWebhooks = true;

@@ -211,9 +211,9 @@ describe("retention", () => {
 
     expect(during.length).toBeGreaterThan(5);
     // One batch is a few tens of ms; a single statement over 200,000 rows holds a re-claimed key for (nearly) its whole
-    // run (measured: 2.5 s of 2.75 s). The bound allows for a loaded machine (the writer's own worst alone, a quarter
-    // of the run) yet fails that.
-    expect(worst).toBeLessThan(Math.max(500, 3 * baseline, runMs / 4));
+    // run (measured: 2.5 s of 2.75 s). The bound allows for a loaded machine (the writer's own worst alone, half the
+    // run, which a busy machine stretches too) yet fails that.
+    expect(worst).toBeLessThan(Math.max(500, 3 * baseline, runMs / 2));
     // Every key the writer used is kept (claimed again with a new expiry, or claimed afresh); the rest are gone.
     expect(run.deleted.idempotency_keys).toBeGreaterThan(total - used.length - 1);
     expect(await db.idempotencyKey.count({ where: { principal, key: { startsWith: "old-" } } })).toBe(new Set(used).size);

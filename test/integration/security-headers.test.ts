@@ -3,6 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * Issue 21, item 4: the checkout page, GraphiQL and GET / carry nosniff, a Referrer-Policy and a CSP
@@ -87,7 +88,7 @@ describe("security headers on the gateway's pages", () => {
     const path = await checkoutPath();
     const { page, refusals } = await open(path);
     expect(await injectedScriptRuns(page)).toBe(false);
-    await expect.poll(() => refusals.some((r) => /script/i.test(r)), { timeout: 5_000 }).toBe(true);
+    await expect.poll(() => refusals.some((r) => /script/i.test(r)), { timeout: BROWSER_MS }).toBe(true);
     refusals.length = 0; // that refusal was the point; the page's own must be none
     await page.check('#methods input[value="card"]'); // M-Pesa is offered first for KES (issue 25)
     await page.fill('input[name="card_number"]', "4084084084084081");
@@ -95,7 +96,7 @@ describe("security headers on the gateway's pages", () => {
     await page.fill('input[name="expiry_year"]', String(new Date().getUTCFullYear() + 1));
     await page.fill('input[name="cvc"]', "408");
     await page.click('#pay button[type="submit"]');
-    await page.waitForSelector("#result.completed", { timeout: 15_000 });
+    await page.waitForSelector("#result.completed", { timeout: BROWSER_MS });
     expect(await page.evaluate(() => getComputedStyle(document.querySelector("button, #result")!).fontFamily)).toMatch(/system-ui|sans-serif/);
     expect(refusals).toEqual([]);
     await page.close();
@@ -112,7 +113,7 @@ describe("security headers on the gateway's pages", () => {
     for (const script of inline) expect(csp["script-src"]).toContain(`'sha256-${createHash("sha256").update(script).digest("base64")}'`);
 
     const { page, refusals } = await open("/graphql");
-    await page.waitForSelector(".graphiql-container", { timeout: 20_000 });
+    await page.waitForSelector(".graphiql-container", { timeout: BROWSER_MS });
     expect(refusals).toEqual([]);
     expect(await injectedScriptRuns(page)).toBe(false);
     await page.close();

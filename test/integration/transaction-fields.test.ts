@@ -232,7 +232,7 @@ describe("transaction fields, search and the v1 reads", () => {
       expect(gql.body.data!.transaction).toMatchObject({ clientReference: "ORDER-1001", metadata });
 
       expect((await pay(reference)).status).toBe(200);
-      const [delivery] = await receiver.waitFor(1, 10_000);
+      const [delivery] = await receiver.waitFor(1);
       expect(delivery!.json).toMatchObject({ type: "transaction.completed", data: { reference, client_reference: "ORDER-1001", metadata } });
     });
 

@@ -30,7 +30,9 @@ async function endpointsView() {
 beforeAll(async () => {
   receiver = await startWebhookReceiver({ respond: () => 500 });
   gw = await startTestGateway({
-    env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "0,50ms,50ms", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_ENABLED: "false" },
+    // A hanging endpoint is given up on after WEBHOOK_TIMEOUT_MS: far beyond the test's waits, so a fast endpoint served
+    // within them was not waiting behind it, however busy the machine.
+    env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "0,50ms,50ms", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_ENABLED: "false", WEBHOOK_TIMEOUT_MS: "300000" },
   });
   ({ testKey } = await createSandboxMerchant(gw));
   api = apiClient(gw.url, testKey);
@@ -104,7 +106,7 @@ describe("endpoint health", () => {
       const fastId = await createEndpoint(`${receiver.url}/fast`);
       const references: string[] = [];
       for (let i = 0; i < 8; i++) references.push(await pay());
-      const fast = await until(async () => receiver.received.filter((r) => r.path === "/fast"), (r) => r.length === 8, 5000);
+      const fast = await until(async () => receiver.received.filter((r) => r.path === "/fast"), (r) => r.length === 8);
       expect(fast.map((r) => r.json.data.reference).sort()).toEqual([...references].sort());
       // Meanwhile the slow endpoint has exactly its bound in flight; the rest wait their turn.
       await until(async () => slow.received.length, (n) => n >= 5);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { EVENTUALLY_MS } from "../support/timing.ts";
 import { waitUntil } from "../support/wait.ts";
 
 /**
@@ -8,6 +9,15 @@ import { waitUntil } from "../support/wait.ts";
  * seen by the next payment, one made through another instance within the second (plus the time of a request).
  */
 const PAYMENT_CHANNEL_AND_CURRENCY = /FROM merchants m\s+LEFT JOIN LATERAL/;
+
+/**
+ * A change through the other instance shows once the second (RECENT_CHANNEL_TTL_MS) has passed, plus a request or
+ * two; on a busy machine one request may take a second or more, hence the margin. A cache kept as long as the API
+ * keys' (30 s) or until a restart still fails.
+ */
+const SEEN_WITHIN_MS = 10_000;
+/** How long an instance keeps a resolution (RECENT_CHANNEL_TTL_MS in src/modules/channels/service.ts). */
+const RECENT_CHANNEL_TTL_MS = 1_000;
 
 describe("initialize's channel resolution, kept for a second", () => {
   let one: TestGateway;
@@ -47,7 +57,7 @@ describe("initialize's channel resolution, kept for a second", () => {
     const started = Date.now();
     for (;;) {
       if (await until(await initialize(one))) return Date.now() - started;
-      if (Date.now() - started > 10_000) throw new Error("instance one never saw the change");
+      if (Date.now() - started > EVENTUALLY_MS) throw new Error("instance one never saw the change");
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -58,8 +68,18 @@ describe("initialize's channel resolution, kept for a second", () => {
     expect((await initialize(one)).status).toBe(200);
     // The first payment on a channel also has the metrics learn its provider (once per channel, after the answer).
     await waitUntil(() => statements.some((sql) => /"payment_channels"\."provider"/.test(sql)), "the metrics' provider lookup");
-    statements = [];
-    const warm = await initialize(one);
+    // A pair of payments sent within the second: the first resolves (or finds) the channel, the second must find it.
+    // On a busy machine a pair may take longer than the second; such a pair proves nothing, so send another.
+    let warm: Awaited<ReturnType<typeof initialize>> | undefined;
+    const deadline = Date.now() + EVENTUALLY_MS;
+    while (!warm) {
+      const pairStarted = Date.now();
+      expect((await initialize(one)).status).toBe(200);
+      statements = [];
+      const second = await initialize(one);
+      if (Date.now() - pairStarted < RECENT_CHANNEL_TTL_MS) warm = second;
+      else if (Date.now() > deadline) throw new Error(`no two payments within ${RECENT_CHANNEL_TTL_MS} ms in ${EVENTUALLY_MS} ms`);
+    }
     expect(warm.status, warm.text).toBe(200);
     expect(statements.filter((sql) => PAYMENT_CHANNEL_AND_CURRENCY.test(sql))).toEqual([]);
     expect(statements, statements.join("\n---\n")).toHaveLength(1);
@@ -91,9 +111,9 @@ describe("initialize's channel resolution, kept for a second", () => {
     expect(await channelOf((await initialize(one)).body.reference)).toBe(third);
     const fourth = await createChannel(two, "Fourth");
     const tookNewDefault = await initializeUntil(async (res) => res.status === 200 && (await channelOf(res.body.reference)) === fourth);
-    expect(tookNewDefault).toBeLessThan(2_500);
+    expect(tookNewDefault).toBeLessThan(SEEN_WITHIN_MS);
     await deactivate(two, fourth);
     const refusedAfter = await initializeUntil((res) => res.status === 400);
-    expect(refusedAfter).toBeLessThan(2_500);
+    expect(refusedAfter).toBeLessThan(SEEN_WITHIN_MS);
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
+import { LONG_TEST_TIMEOUT_MS } from "../support/timing.ts";
 
 /**
  * Issue 27: the job poller, webhook dispatch and idempotency lookups cost the same with a million finished rows as
@@ -42,7 +43,7 @@ beforeAll(async () => {
   const [key] = await gw.gateway.db.prisma.apiKey.findMany({ where: { merchantId: merchant.id, mode: "test" } });
   await load(gw.database.databaseUrl!, { merchant: merchant.id, principal: `key:${key!.id}`, other: other.id });
   console.log(`loaded ${FINISHED.toLocaleString("en")} failed jobs, delivered deliveries and expired keys in ${Date.now() - started} ms`);
-}, 180_000);
+}, LONG_TEST_TIMEOUT_MS);
 
 afterAll(async () => {
   await gw?.close();
@@ -182,5 +183,5 @@ describe("due work stays constant-time with a million finished rows", () => {
     }
     console.log(report.join("\n"));
     expect(tooMany, tooMany.join("\n\n")).toEqual([]);
-  }, 60_000);
+  });
 });

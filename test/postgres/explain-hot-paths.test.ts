@@ -73,7 +73,7 @@ beforeAll(async () => {
   } finally {
     await db.end();
   }
-}, 120_000);
+});
 
 afterAll(async () => {
   await gw?.close();
@@ -311,5 +311,5 @@ describe("every statement on a hot path uses an index (EXPLAIN over 100,000 rows
     console.log(`${summary.length} statements EXPLAINed:\n${summary.join("\n")}`);
     expect(summary.length).toBeGreaterThan(30);
     expect(failures, failures.join("\n\n")).toEqual([]);
-  }, 90_000);
+  });
 });

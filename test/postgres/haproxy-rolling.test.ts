@@ -12,6 +12,7 @@ import { freePort } from "../support/local-server.ts";
 import { repoRoot, startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { until } from "../support/wait.ts";
+import { LONG_TEST_TIMEOUT_MS } from "../support/timing.ts";
 
 /**
  * The real HAProxy (Debian's package) with deploy/haproxy.cfg in front of three gateway processes on one
@@ -142,7 +143,7 @@ describe("three gateways behind HAProxy", () => {
     const channel = await api("/api/payment-channels/create", { name: "Cards", provider: "sandbox" });
     expect(channel.status).toBe(201);
     channelId = ((await channel.json()) as { channel: { id: number } }).channel.id;
-  }, 120_000);
+  });
 
   afterAll(async () => {
     loadRunning = false;
@@ -199,7 +200,7 @@ describe("three gateways behind HAProxy", () => {
   /** Answered requests (or cut off ones) started in [from, to) that did not get a 200. */
   const failures = (from: number, to = Infinity) => sent.filter((r) => r.endedAt > 0 && r.startedAt >= from && r.startedAt < to && r.status !== 200);
 
-  it("a rolling restart of all three under load loses zero requests; a live subscriber reconnects through HAProxy", { timeout: 150_000 }, async () => {
+  it("a rolling restart of all three under load loses zero requests; a live subscriber reconnects through HAProxy", { timeout: LONG_TEST_TIMEOUT_MS }, async () => {
     // A subscriber as a frontend connects: through the balancer, retrying when its socket drops.
     const closes: number[] = [];
     let connects = 0;
@@ -256,7 +257,7 @@ describe("three gateways behind HAProxy", () => {
     await subscriber.dispose();
   });
 
-  it("kill -9 of one fails only requests in flight on it, loses no acknowledged payment, duplicates none; the others take over its jobs", { timeout: 90_000 }, async () => {
+  it("kill -9 of one fails only requests in flight on it, loses no acknowledged payment, duplicates none; the others take over its jobs", async () => {
     // The victim: an instance holding running jobs (webhook deliveries) right now.
     const pids = new Map(instances.map((instance, i) => [instance!.child.pid!, i]));
     const holder = await until(

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient } from "../support/gateway.ts";
 import { repoRoot, startGatewayProcess, type StartedGatewayProcess } from "../support/process.ts";
+import { LONG_TEST_TIMEOUT_MS } from "../support/timing.ts";
 
 const run = promisify(execFile);
 
@@ -47,7 +48,7 @@ describe("production start", () => {
     expect(npm.output()).toContain('"msg":"shutdown complete"');
     expect(alive(Number(pid))).toBe(false);
     await expect(fetch(`${npm.url}/health`)).rejects.toThrow();
-  }, 90_000);
+  });
 
   it("npm run build compiles to dist/, and node dist/main.js serves the same gateway: migrations, demo key, REST, dashboard", async () => {
     await run("npm", ["run", "build", "--silent"], { cwd: repoRoot, timeout: 120_000 });
@@ -77,5 +78,5 @@ describe("production start", () => {
     } finally {
       await fresh.drop();
     }
-  }, 180_000);
+  }, LONG_TEST_TIMEOUT_MS);
 });

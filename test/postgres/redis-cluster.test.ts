@@ -8,6 +8,7 @@ import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type
 import { runCli } from "../support/process.ts";
 import { startRedisCluster, type RedisCluster } from "../support/redis-cluster.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
+import { EVENTUALLY_MS } from "../support/timing.ts";
 import { until, waitUntil } from "../support/wait.ts";
 
 /**
@@ -16,6 +17,21 @@ import { until, waitUntil } from "../support/wait.ts";
  * a master going down and coming back without being restarted.
  */
 const BUDGET = 10;
+
+/**
+ * The instances keep verified keys this long (API_KEY_CACHE_TTL_MS): far beyond any wait of the test, so a revoked
+ * key refused within EVENTUALLY_MS was dropped by the revocation message, however busy the machine.
+ */
+const KEY_CACHE_TTL_MS = 10 * 60_000;
+
+/**
+ * The rate limiter's Redis commands time out after 1 s (commandTimeout in src/rate-limit/limiter.ts): a request that
+ * waited for a refused command takes at least that. A single request may take as long on a busy machine, so the
+ * typical (median) one must stay below it.
+ */
+const RATE_LIMIT_COMMAND_TIMEOUT_MS = 1000;
+
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
 // The same document as subscriptions-multi.test.ts (so the generated types need no new entry).
 const Everything = graphql(`
@@ -76,7 +92,7 @@ describe("Redis Cluster shared by two instances", () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster();
-    const env = { REDIS_CLUSTER_NODES: cluster.nodes, RATE_LIMIT_PER_MINUTE: String(BUDGET) };
+    const env = { REDIS_CLUSTER_NODES: cluster.nodes, RATE_LIMIT_PER_MINUTE: String(BUDGET), API_KEY_CACHE_TTL_MS: String(KEY_CACHE_TTL_MS) };
     [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
     merchant = await createSandboxMerchant(a, "Clustered");
   });
@@ -149,11 +165,9 @@ describe("Redis Cluster shared by two instances", () => {
   it("an API key revoked on A is refused by B at once", async () => {
     const issued = await a.gateway.services.merchants.createKey(merchant.id, "test");
     expect(await status(a, issued.plaintext)).toBe(200);
-    expect(await status(b, issued.plaintext)).toBe(200); // now in B's cache (30 s)
+    expect(await status(b, issued.plaintext)).toBe(200); // now in B's cache (KEY_CACHE_TTL_MS)
     await a.gateway.services.merchants.revokeKey(issued.prefix);
-    const started = Date.now();
-    await until(() => status(b, issued.plaintext), (s) => s === 401, 2000);
-    expect(Date.now() - started).toBeLessThan(2000);
+    await until(() => status(b, issued.plaintext), (s) => s === 401, EVENTUALLY_MS);
   });
 
   it("a key revoked with the CLI, through the cluster, is refused by both at once", async () => {
@@ -162,8 +176,8 @@ describe("Redis Cluster shared by two instances", () => {
     const env = { ...a.database.env, ENCRYPTION_KEY: a.database.encryptionKeyHex, REDIS_CLUSTER_NODES: cluster.nodes };
     const { code, output } = await runCli(["key", "revoke", issued.prefix], env);
     expect(code, output).toBe(0);
-    // Well within the cache's 30 s lifetime: only the revocation message can have dropped it.
-    await until(() => Promise.all([status(a, issued.plaintext), status(b, issued.plaintext)]), (s) => s.every((x) => x === 401), 2000);
+    // Well within the cache's lifetime (KEY_CACHE_TTL_MS): only the revocation message can have dropped it.
+    await until(() => Promise.all([status(a, issued.plaintext), status(b, issued.plaintext)]), (s) => s.every((x) => x === 401), EVENTUALLY_MS);
   });
 
   it("shares Daraja tokens through the cluster, its compare-and-delete script included", async () => {
@@ -194,22 +208,24 @@ describe("Redis Cluster shared by two instances", () => {
     try {
       await waitUntil(() => reconnected > 0, "B's subscriber connection to move to a surviving master");
       // Without a replica to promote, the others mark it failed after cluster-node-timeout and the cluster is down.
-      await waitUntil(async () => (await cluster.states()).every((s) => s === "fail"), "the cluster to notice", 15_000);
+      await waitUntil(async () => (await cluster.states()).every((s) => s === "fail"), "the cluster to notice");
       expect(await redisReadiness()).toEqual(["degraded", "degraded"]);
 
       // As with a single Redis outage: every request answered, still limited, per instance, in memory.
       const { testKey } = await a.createMerchant();
+      const took: number[] = [];
       for (const gw of [a, b]) {
         for (let i = 0; i < BUDGET; i++) {
           const started = Date.now();
           const res = await apiClient(gw.url, testKey).get("/v1/status");
+          took.push(Date.now() - started);
           expect(res.status).toBe(200);
           expect(remaining(res)).toBe(BUDGET - 1 - i);
-          expect(Date.now() - started, "a refused cluster command fails over at once").toBeLessThan(500);
         }
         expect(await status(gw, testKey)).toBe(429);
       }
-      await waitUntil(() => logsA.count("warn", unreachable) > 0 && logsB.count("warn", unreachable) > 0, "the warnings", 15_000);
+      expect(median(took), `a refused cluster command fails over at once, not after its timeout (took ${took.join(", ")} ms)`).toBeLessThan(RATE_LIMIT_COMMAND_TIMEOUT_MS);
+      await waitUntil(() => logsA.count("warn", unreachable) > 0 && logsB.count("warn", unreachable) > 0, "the warnings");
 
       // Plain PUBLISH is not bound to a slot: events still cross instances, through the surviving masters.
       const during = await payOnA(merchant);
@@ -220,8 +236,8 @@ describe("Redis Cluster shared by two instances", () => {
     }
 
     // Same gateways, not restarted.
-    await until(redisReadiness, (r) => r.every((x) => x === "ok"), 15_000);
-    await waitUntil(() => logsA.count("info", reachableAgain) > 0 && logsB.count("info", reachableAgain) > 0, "the recovery notices", 15_000);
+    await until(redisReadiness, (r) => r.every((x) => x === "ok"));
+    await waitUntil(() => logsA.count("info", reachableAgain) > 0 && logsB.count("info", reachableAgain) > 0, "the recovery notices");
     expect([logsA.count("warn", unreachable), logsB.count("warn", unreachable)]).toEqual([1, 1]);
     expect([logsA.count("info", reachableAgain), logsB.count("info", reachableAgain)]).toEqual([1, 1]);
     const { testKey: afterRecovery } = await a.createMerchant();
@@ -239,6 +255,6 @@ describe("Redis Cluster shared by two instances", () => {
     const issued = await a.gateway.services.merchants.createKey(merchant.id, "test");
     expect(await status(b, issued.plaintext)).toBe(200);
     await a.gateway.services.merchants.revokeKey(issued.prefix);
-    await until(() => status(b, issued.plaintext), (s) => s === 401, 2000);
+    await until(() => status(b, issued.plaintext), (s) => s === 401, EVENTUALLY_MS);
   });
 });

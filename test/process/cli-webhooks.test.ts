@@ -48,7 +48,7 @@ describe("cli webhooks listen and trigger", () => {
     const printed = JSON.parse(trigger.output.trim());
     expect(printed).toEqual({ event: "transaction.completed", reference: expect.any(String) });
 
-    const [delivery] = await receiver.waitFor(1, 15_000);
+    const [delivery] = await receiver.waitFor(1);
     expect(delivery!.path).toBe("/hooks");
     expect(delivery!.json).toMatchObject({ type: "transaction.completed", data: { reference: printed.reference, status: "completed" } });
     expect(new Webhook(secret!).verify(delivery!.body, delivery!.headers)).toEqual(delivery!.json);
@@ -62,7 +62,7 @@ describe("cli webhooks listen and trigger", () => {
       expect(payout.code, payout.output).toBe(0);
       const { reference } = JSON.parse(payout.output.trim());
       expect(reference).toMatch(/^po_/);
-      const payoutDelivery = (await receiver.waitFor(2 + index, 15_000))[1 + index]!;
+      const payoutDelivery = (await receiver.waitFor(2 + index))[1 + index]!;
       expect(payoutDelivery.json).toMatchObject({ type, data: { reference, status: type.split(".")[1] } });
       expect(new Webhook(secret!).verify(payoutDelivery.body, payoutDelivery.headers)).toEqual(payoutDelivery.json);
     }

@@ -4,6 +4,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { expect } from "vitest";
 import { confineToGateway, recordPageErrors } from "./browser.ts";
 import { apiClient, type TestGateway } from "./gateway.ts";
+import { BROWSER_MS } from "./timing.ts";
 
 /** The payer's side of issue 25's checkout in Chromium: opening a checkout, paying by card or M-Pesa, axe. */
 
@@ -25,7 +26,7 @@ export async function payerBrowser(browser: Browser, gw: TestGateway, options: {
     viewport: { width: options.width ?? 800, height: 640 },
     ...(options.locale ? { locale: options.locale, extraHTTPHeaders: { "accept-language": options.locale } } : {}),
   });
-  context.setDefaultTimeout(20_000);
+  context.setDefaultTimeout(BROWSER_MS);
   const offHost: string[] = [];
   const errors: string[] = [];
   return {

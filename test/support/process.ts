@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { onTestFinished } from "vitest";
 import type { TestDatabase } from "./backend.ts";
+import { PROCESS_OUTPUT_MS } from "./timing.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -46,7 +48,7 @@ export function runCommand(command: string, args: string[], env: Record<string, 
     child,
     output: () => buffer,
     exited,
-    waitFor(pattern, timeoutMs = 30_000) {
+    waitFor(pattern, timeoutMs = PROCESS_OUTPUT_MS) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = buffer.match(pattern);
@@ -83,13 +85,24 @@ export async function startGatewayProcess(
   command: { command: string; args: string[] } = { command: process.execPath, args: ["--import", "tsx", "src/main.ts"] },
 ): Promise<StartedGatewayProcess> {
   const proc = runCommand(command.command, command.args, { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
-  const match = await proc.waitFor(/"address":"(http:\/\/[^"]+)"/, 60_000);
-  return { ...proc, url: match[1]! };
+  try {
+    const match = await proc.waitFor(/"address":"(http:\/\/[^"]+)"/);
+    return { ...proc, url: match[1]! };
+  } catch (error) {
+    // Not listening in time: stop it, or it goes on holding its DATA_DIR and fails the next test's start too.
+    proc.child.kill("SIGKILL");
+    throw error;
+  }
 }
 
-/** Runs the operator CLI to completion. */
+/** Runs the operator CLI to completion (killed if its test ends first, so it holds no DATA_DIR into the next test). */
 export async function runCli(args: string[], env: Record<string, string>, stdin?: string) {
   const proc = runEntry("src/cli/main.ts", args, { LOG_LEVEL: "warn", ...env }, stdin);
+  try {
+    onTestFinished(() => void (proc.child.exitCode === null && proc.child.signalCode === null && proc.child.kill("SIGKILL")));
+  } catch {
+    // Not inside a test (a hook): the caller waits for it.
+  }
   const code = await proc.exited;
   return { code, output: proc.output() };
 }

@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { Redis } from "ioredis";
 import { onProcessExit } from "./cleanup-on-exit.ts";
 import { abandonedFolders, bestEffort, freePort, isExecutable, onPath, ownedTempFolder, removeFolderSync } from "./local-server.ts";
+import { EVENTUALLY_MS } from "./timing.ts";
 import { waitUntil } from "./wait.ts";
 
 export interface RedisCluster {
@@ -37,7 +38,8 @@ export interface RedisCluster {
 
 const DIR_PREFIX = "redis-cluster-test-";
 const NODE_TIMEOUT_MS = 2000;
-const START_TIMEOUT_MS = 20_000;
+// Nodes started, the cluster created and every node reporting ok: generous for a busy machine (test/support/timing.ts).
+const START_TIMEOUT_MS = EVENTUALLY_MS;
 
 type Node = { port: number; busPort: number; child: ChildProcess | undefined; exited: Promise<void> };
 const liveClusters = new Set<{ dir: string; nodes: Node[] }>();

@@ -19,6 +19,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { onProcessExit } from "./cleanup-on-exit.ts";
 import { abandonedFolders, bestEffort, freePort, isExecutable, onPath, ownedTempFolder, removeFolderSync, sleep } from "./local-server.ts";
+import { EVENTUALLY_MS } from "./timing.ts";
 
 export type RedisServer = {
   /** `redis://127.0.0.1:<port>` (or TEST_REDIS_URL as given). */
@@ -34,7 +35,8 @@ export type RedisServer = {
 
 const NOT_FOUND = 'redis-server not found: install it with "apt-get install -y redis-server" or set TEST_REDIS_URL';
 const DIR_PREFIX = "redis-test-";
-const START_TIMEOUT_MS = 15_000;
+// A redis-server answering PING after it was spawned: generous for a busy machine (test/support/timing.ts).
+const START_TIMEOUT_MS = EVENTUALLY_MS;
 
 export async function startRedis(): Promise<RedisServer> {
   const external = process.env.TEST_REDIS_URL;

@@ -7,6 +7,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startPostgres, type PostgresServer } from "./postgres.ts";
 import { startRedis, type RedisServer } from "./redis.ts";
+import { EVENTUALLY_MS } from "./timing.ts";
 
 const START_TIMEOUT = 60_000;
 
@@ -124,7 +125,7 @@ describe("startRedis", () => {
       connectTimeout: 1000,
     });
     client.on("error", () => {}); // connection errors are expected while paused
-    await vi.waitFor(() => expect(client?.status).toBe("ready"), { timeout: 10_000, interval: 10 });
+    await vi.waitFor(() => expect(client?.status).toBe("ready"), { timeout: EVENTUALLY_MS, interval: 10 });
     expect(await client.set("greeting", "hello")).toBe("OK");
     expect(await client.get("greeting")).toBe("hello");
     expect(server.url).toBe(`redis://127.0.0.1:${server.port}`);
@@ -141,7 +142,7 @@ describe("startRedis", () => {
       await server.resume();
       expect(await isListening(server.port)).toBe(true);
       // The client reconnects on its own (retryStrategy: every 50 ms).
-      await vi.waitFor(() => expect(redis.status).toBe("ready"), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(() => expect(redis.status).toBe("ready"), { timeout: EVENTUALLY_MS, interval: 20 });
       expect(await redis.set("greeting", "again")).toBe("OK");
       expect(await redis.get("greeting")).toBe("again");
     },

@@ -3,6 +3,7 @@ import { print } from "graphql";
 import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
 import type { Gateway } from "../../src/server.ts";
+import { EVENTUALLY_MS } from "./timing.ts";
 import { waitUntil } from "./wait.ts";
 
 export interface ClosedSocket {
@@ -65,14 +66,14 @@ export function collect<TData, TVars extends Record<string, unknown>>(
     completed: false,
     error: undefined,
     isReady: false,
-    async ready(timeoutMs = 10_000) {
+    async ready(timeoutMs = EVENTUALLY_MS) {
       await until(() => state.isReady || state.completed || state.error !== undefined, timeoutMs, "the ready message");
       if (!state.isReady) throw new Error(`the subscription ended before it was ready: ${JSON.stringify(state.error ?? state.results)}`);
     },
-    waitFor(count, timeoutMs = 10_000) {
+    waitFor(count, timeoutMs = EVENTUALLY_MS) {
       return until(() => state.results.length >= count || state.completed || state.error !== undefined, timeoutMs, `${count} results`);
     },
-    done(timeoutMs = 10_000) {
+    done(timeoutMs = EVENTUALLY_MS) {
       return until(() => state.completed || state.error !== undefined, timeoutMs, "completion");
     },
     dispose: () => unsubscribe(),
@@ -155,12 +156,12 @@ export async function sseSubscribe(httpUrl: string, credential: string | Record<
     events,
     ended: () => ended,
     /** Resolves once the ready message arrived (documents asking `ready: true`): every later event is delivered. */
-    async ready(timeoutMs = 10_000) {
+    async ready(timeoutMs = EVENTUALLY_MS) {
       const isReady = () => events[0]?.event === "next" && isReadyMessage(events[0].data);
       await waitUntil(() => isReady() || events.length > 0 || ended, "the SSE ready message", timeoutMs);
       if (!isReady()) throw new Error(`SSE: the first event is not the ready message; got ${JSON.stringify(events)}`);
     },
-    async waitFor(check: () => boolean, timeoutMs = 10_000) {
+    async waitFor(check: () => boolean, timeoutMs = EVENTUALLY_MS) {
       await waitUntil(check, () => `an SSE condition; got ${JSON.stringify(events)}`, timeoutMs);
     },
     async close() {

@@ -1,10 +1,11 @@
 import { expect } from "vitest";
+import { EVENTUALLY_MS } from "./timing.ts";
 
 /**
  * Polls `read` until `ok` holds and returns that value; fails with the last value seen. For outcomes
  * that arrive asynchronously (webhooks, job runs, provider callbacks), instead of fixed sleeps.
  */
-export async function until<T>(read: () => T | Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+export async function until<T>(read: () => T | Promise<T>, ok: (value: T) => boolean, timeoutMs = EVENTUALLY_MS): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -18,7 +19,7 @@ export async function until<T>(read: () => T | Promise<T>, ok: (value: T) => boo
 }
 
 /** Polls `check` until it holds; fails saying what was awaited (a function: described as things stand then). */
-export async function waitUntil(check: () => boolean | Promise<boolean>, what: string | (() => string), timeoutMs = 10_000): Promise<void> {
+export async function waitUntil(check: () => boolean | Promise<boolean>, what: string | (() => string), timeoutMs = EVENTUALLY_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "string" ? what : what()}`);
