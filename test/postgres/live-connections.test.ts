@@ -3,6 +3,7 @@ import { graphql } from "../gql/index.ts";
 import { apiClient, bearerClient, startTestGateway, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { collect, sseSubscribe, wsClientWith, type ClosedSocket } from "../support/subscriptions.ts";
+import { EVENTUALLY_MS } from "../support/timing.ts";
 import { waitUntil } from "../support/wait.ts";
 
 /**
@@ -23,7 +24,7 @@ const Everything = graphql(`
 `);
 
 /** Generous: the change travels through Redis to the other instance on a machine that may be busy. */
-const CLOSE_WITHIN_MS = 15_000;
+const CLOSE_WITHIN_MS = EVENTUALLY_MS;
 /** Short access tokens for the expiry test; each refresh below comes well before the token in use expires (5 s margin). */
 const TOKEN_TTL_SECONDS = 8;
 const REFRESH_EVERY_MS = 3_000;

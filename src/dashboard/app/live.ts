@@ -76,8 +76,12 @@ export function startLive(): () => void {
     },
   });
   const seen = new Set<string>();
-  stops = FIELDS.map((field) =>
-    client!.subscribe<Record<Field, TransactionEvent & RefundEvent>>(
+  const own = client;
+  let stopped = false;
+  // A socket closed because its token expired (4401: graphql-ws clients never retry it on their own) is opened again
+  // at once: the lazy client reconnects for the new subscription, and connectionParams fetches a fresh token.
+  const subscribe = (field: Field, index: number) => {
+    stops[index] = own.subscribe<Record<Field, TransactionEvent & RefundEvent>>(
       { query: SUBSCRIPTIONS[field] },
       {
         next: (result) => {
@@ -90,13 +94,18 @@ export function startLive(): () => void {
           seen.add(event.id);
           (eventListeners[field] as Set<(event: TransactionEvent & RefundEvent) => void>).forEach((listener) => listener(event));
         },
-        error: () => setStatus("offline"),
+        error: (error) => {
+          setStatus("offline");
+          if ((error as { code?: unknown } | null)?.code === 4401 && getAccessToken() !== null) setTimeout(() => stopped || subscribe(field, index), 0);
+        },
         complete: () => setStatus("offline"),
       },
-    ),
-  );
-  const own = client;
+    );
+  };
+  stops = [];
+  FIELDS.forEach(subscribe);
   return () => {
+    stopped = true;
     stopTokens();
     stops.forEach((stop) => stop());
     void own.dispose();
