@@ -39,8 +39,9 @@ export type PushCharge = { allowed: true; refund(): Promise<void> } | { allowed:
 const METRIC: Record<PushBudgetName, LimiterName> = { phone: "push_phone", link: "push_link", merchant: "push_merchant" };
 
 export function createPushLimiter(options: PushLimiterOptions) {
-  // The request limiter's connection (no offline queue, 1 s command timeout): a dead Redis fails over at once.
-  const client = options.redis?.client("rate-limit", { enableOfflineQueue: false, commandTimeout: 1000 });
+  // A connection of its own, set as the request limiter's (no offline queue, 1 s command timeout): a dead Redis fails
+  // over at once. Not the request limiter's own: created first, it left that one's outage warnings unsaid on a cluster.
+  const client = options.redis?.client("push-limit", { enableOfflineQueue: false, commandTimeout: 1000 });
   const make = (keyPrefix: string, points: number): RateLimiterAbstract => {
     const memory = new RateLimiterMemory({ keyPrefix, points, duration: options.windowSeconds });
     if (!client) return memory;

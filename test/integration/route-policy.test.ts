@@ -15,6 +15,8 @@ const IP_BUDGET = 1000;
 type Contract = "credential" | "payer" | "open";
 
 function contractOf(method: string, path: string): Contract {
+  // A CORS preflight carries no credential (browsers never send one): answered without one, on the IP's budget.
+  if (path === "/graphql" && method === "OPTIONS") return "payer";
   if (path.startsWith("/api/") || path === "/graphql" || (path.startsWith("/v1/") && !path.startsWith("/v1/auth/"))) return "credential";
   if (path.startsWith("/payment/checkout/") && (method === "POST" || path.endsWith("/return"))) return "payer";
   // A payment link's form post makes a transaction: the payer's IP budget, as a card payment.
