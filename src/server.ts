@@ -263,15 +263,16 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
     // GraphiQL's scripts and styles from the package, inline: no CDN, so it works on a machine with no internet.
     renderGraphiQL,
     landingPage: false,
-    // No origin is trusted by default (yoga's default reflects any Origin): only CORS_ORIGINS, and without cookies,
-    // as every credential here is a header (X-API-Key, Authorization) a page must send deliberately.
-    // Decided per request: an origin not listed gets no CORS header at all (a list answers it "null", which a
-    // sandboxed page's own Origin, "null", would match).
-    cors: (request) => {
-      const origin = request.headers.get("origin");
-      if (!origin || !config.corsOrigins.includes(origin)) return false;
-      return { origin: [origin], credentials: false, methods: ["GET", "POST"], allowedHeaders: ["content-type", "x-api-key", "authorization", "idempotency-key"] };
-    },
+    // No origin is trusted by default (yoga's default reflects any Origin), and then no CORS work runs at all. Listed
+    // origins get a header naming themselves, without cookies (every credential here is a header a page sends on
+    // purpose); any other gets none (a list would answer it "null", which a sandboxed page's own Origin matches).
+    cors: config.corsOrigins.length
+      ? (request) => {
+          const origin = request.headers.get("origin");
+          if (!origin || !config.corsOrigins.includes(origin)) return false;
+          return { origin: [origin], credentials: false, methods: ["GET", "POST"], allowedHeaders: ["content-type", "x-api-key", "authorization", "idempotency-key"] };
+        }
+      : false,
     maskedErrors: { maskError },
     plugins: [...graphqlHardening(config.graphql), subscriptionReady(), useRefusalLog(), useErrorLog()],
     // Client mistakes at info, typed error results at debug, only the unexpected at error; with the request id.
