@@ -99,6 +99,12 @@ export interface C2bPayment {
 export interface MomoConnector {
   /** True for a simulator that prompts no phone (the built-in sandbox): the payer pages' push limits do not apply. */
   readonly simulated?: boolean;
+  /** The currency this rail collects in (M-Pesa: KES): the core never names it. */
+  readonly currency: string;
+  /** The verdict the core records when a push outlived its lifetime with no answer, in the provider's own words (M-Pesa: 1019). */
+  readonly expiredPush: { state: "failed"; code: string; message: string };
+  /** The code a C2B validation is rejected with when the merchant registered `Cancelled` and gave no answer (M-Pesa: C2B00016). */
+  readonly c2bDefaultRejectCode: string;
   /** Throws a ValidationError naming `amount` when the provider cannot collect it (units, bounds). */
   checkAmount(amount: bigint, currency: string): void;
   stkPush(request: StkPushRequest): Promise<StkPushAccepted>;

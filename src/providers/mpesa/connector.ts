@@ -221,6 +221,7 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
       return resultCode === "0" ? { state: "completed", providerReference: null, message } : { state: "failed", code: resultCode, message };
     },
 
+    ...wire.MPESA_MOMO_CONSTANTS,
     checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
     parseStkCallback: wire.parseStkCallbackBody,
 

@@ -22,6 +22,13 @@ export function stkPassword(shortcode: string, passkey: string, timestamp: strin
   return Buffer.from(`${shortcode}${passkey}${timestamp}`).toString("base64");
 }
 
+/** M-Pesa's currency, and Daraja's own words for a push that expired unanswered and for a C2B payment refused by default. */
+export const MPESA_CURRENCY = "KES";
+export const STK_EXPIRED = { state: "failed", code: "1019", message: "The STK push expired with no answer from the customer" } as const;
+export const C2B_DEFAULT_REJECT_CODE = "C2B00016";
+/** The momo connector's constants, shared by Daraja's connector and the sandbox that plays it. */
+export const MPESA_MOMO_CONSTANTS = { currency: MPESA_CURRENCY, expiredPush: STK_EXPIRED, c2bDefaultRejectCode: C2B_DEFAULT_REJECT_CODE } as const;
+
 /** Daraja's B2C bounds: whole shillings, KES 10 to 250,000 per payment. */
 export const MIN_B2C_SHILLINGS = 10;
 export const MAX_B2C_SHILLINGS = 250_000;

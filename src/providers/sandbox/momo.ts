@@ -29,6 +29,7 @@ export function createSandboxMomo(options: { stkDelayMs: number; record?: Sandbo
 
   return {
     simulated: true,
+    ...wire.MPESA_MOMO_CONSTANTS,
     checkAmount: (amount, currency) => void wire.toWholeShillings(amount, currency),
 
     async stkPush(request) {
