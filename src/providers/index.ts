@@ -1,9 +1,10 @@
 import type { RedisConnections } from "../infra/redis.ts";
-import { createMpesaConnector } from "./mpesa/connector.ts";
+import type { ProviderCallSink } from "./call-record.ts";
+import { createMpesaConnector } from "./mpesa/index.ts";
 import { createMemoryTokenStore, createRedisTokenStore } from "./mpesa/token-store.ts";
 import { providerEntry, type ProviderName } from "./registry.ts";
-import { createPaystackConnector } from "./paystack/connector.ts";
-import { createSandboxConnector } from "./sandbox/connector.ts";
+import { createPaystackConnector } from "./paystack/index.ts";
+import { createSandboxConnector } from "./sandbox/index.ts";
 import type { Connector } from "./types.ts";
 
 export type Connectors = Record<ProviderName, Connector> & {
@@ -32,6 +33,8 @@ export interface ConnectorOptions {
   reversalResultOverdueMs?: number | undefined;
   /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
   redis?: RedisConnections | undefined;
+  /** Where every provider HTTP exchange is recorded, scrubbed, with the core's call scope (the provider_calls store); none by default. */
+  recordCall?: ProviderCallSink | undefined;
 }
 
 /** Connectors for every provider. */
@@ -39,8 +42,8 @@ export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
   const byName: Record<ProviderName, Connector> = {
     sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs, refundDelayMs: options.sandboxRefundDelayMs }),
-    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath, reversalResultOverdueMs: options.reversalResultOverdueMs }),
-    paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs, refundCheckAfterMs: options.paystackRefundCheckAfterMs }),
+    mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath, reversalResultOverdueMs: options.reversalResultOverdueMs, recordCall: options.recordCall }),
+    paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs, refundCheckAfterMs: options.paystackRefundCheckAfterMs, recordCall: options.recordCall }),
   };
   // Not enumerable: iterating or logging the connectors still shows only connectors.
   return Object.defineProperty(byName, "for", { value: (channel: { provider: string }) => providerEntry(byName, channel.provider) }) as Connectors;

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
+import { createMpesaConnector } from "../../src/providers/mpesa/index.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";

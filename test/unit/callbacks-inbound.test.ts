@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import { GatewayError, ValidationError } from "../../src/errors.ts";
 import { matchCallbackPath } from "../../src/modules/callbacks/service.ts";
 import { readJsonBody } from "../../src/providers/inbound-json.ts";
-import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
+import { createMpesaConnector } from "../../src/providers/mpesa/index.ts";
 import { buildC2bBody, buildStkCallbackBody } from "../../src/providers/mpesa/wire.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
-import { createPaystackConnector } from "../../src/providers/paystack/connector.ts";
-import { createSandboxConnector } from "../../src/providers/sandbox/connector.ts";
+import { createPaystackConnector } from "../../src/providers/paystack/index.ts";
+import { createSandboxConnector } from "../../src/providers/sandbox/index.ts";
 import type { InboundCallback, InboundConnector } from "../../src/providers/types.ts";
 
 /**

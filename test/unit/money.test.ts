@@ -3,7 +3,7 @@ import { formatAmount } from "../../src/checkout/page.ts";
 import { ValidationError } from "../../src/errors.ts";
 import { currencies, isKnownCurrency, MAX_AMOUNT, parseAmount, parseCurrency } from "../../src/money.ts";
 import { MAX_B2C_SHILLINGS, MAX_STK_SHILLINGS, MIN_B2C_SHILLINGS, shillingsToMinor, toB2cShillings, toWholeShillings } from "../../src/providers/mpesa/wire.ts";
-import { createPaystackConnector } from "../../src/providers/paystack/connector.ts";
+import { createPaystackConnector } from "../../src/providers/paystack/index.ts";
 import { connectorCurrencies } from "../../src/providers/registry.ts";
 import { refusal } from "../support/refusal.ts";
 

@@ -43,8 +43,8 @@ describe("the M-Pesa refund method", () => {
   const rail = createMpesaRefunds({
     checkAfterMs: 60_000,
     payouts: { canPayOut: (config) => Boolean((config as { initiator_name?: string }).initiator_name), send: async () => ({ providerConversationId: "" }) },
-    reverse: async () => ({ conversationId: null }),
-    transactionStatus: async () => {},
+    // Only the rail's choice is tested here: nothing is sent to Daraja.
+    client: { request: async () => ({}), securityCredential: () => "" },
   });
   const payment = { reference: "txn_1", amount: 150_000n, currency: "KES", paymentMethod: "momo_stk", providerReference: "RCPT1", phoneNumber: "+254708374149" };
   const withInitiator = { initiator_name: "api" };

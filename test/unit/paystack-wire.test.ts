@@ -1,12 +1,8 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.ts";
-import {
-  createPaystackConnector,
-  readTransactionStatus,
-  readTransferResult,
-  readVerifyResponse,
-} from "../../src/providers/paystack/connector.ts";
+import { createPaystackConnector } from "../../src/providers/paystack/index.ts";
+import { readTransactionStatus, readTransferResult, readVerifyResponse } from "../../src/providers/paystack/wire.ts";
 import { paystackSignatureValid, readPaystackNotification } from "../../src/providers/paystack/inbound.ts";
 import { paystackMerchantNote, readRefundStatus } from "../../src/providers/paystack/refunds.ts";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/errors.ts";
 import { dayBounds } from "../../src/modules/reconciliation/service.ts";
-import { createMpesaConnector } from "../../src/providers/mpesa/connector.ts";
+import { createMpesaConnector } from "../../src/providers/mpesa/index.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { parseAccountBalanceBody, parseAccountBalanceValue } from "../../src/providers/mpesa/wire.ts";
 

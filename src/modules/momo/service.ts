@@ -17,8 +17,10 @@ import type { ChannelService } from "../channels/service.ts";
 import { momoConnectorOf, type TransactionService } from "../transactions/service.ts";
 
 /**
- * What is M-Pesa-specific: C2B registration, the validation relay, confirmations, and C2B simulation.
- * Daraja's callbacks arrive through the generic callback route (modules/callbacks), which hands their
+ * Mobile money's C2B rules, provider-neutral: the merchant's registration, the validation relay, recording
+ * confirmations, and simulation. The provider's side (registering URLs with it, simulating, its payloads and
+ * reply codes) is its connector's (providers/mpesa/c2b.ts for Daraja). Its callbacks arrive through the
+ * generic callback route (modules/callbacks), which hands their
  * outcomes here. Payments themselves are recorded by the payments core (services.transactions), so a
  * callback, a duplicate of it and a reconciliation query racing each other settle a transaction exactly once.
  */
@@ -30,7 +32,7 @@ export interface MomoServiceDeps {
   jobs: JobRunner;
   /** The URL guard and outbound-HTTP rule shared with webhooks: every call to a merchant's URL goes through it. */
   merchantUrls: MerchantUrls;
-  /** The gateway's own callback URLs per channel (its connector lays them out): C2B registration hands them to Daraja. */
+  /** The gateway's own callback URLs per channel (its connector lays them out): C2B registration hands them to the provider. */
   callbackUrls: CallbackUrls;
   config: MomoConfig;
   logger: Logger;
@@ -50,7 +52,6 @@ export interface SimulateC2bInput {
   reference?: string | null;
 }
 
-const CURRENCY = "KES";
 const MERCHANT_FORWARD_TIMEOUT_MS = 10_000;
 export const C2B_FORWARD_JOB = "momo.c2b_forward";
 
@@ -67,7 +68,7 @@ export function createMomoService(deps: MomoServiceDeps) {
   const momoOf = (channel: PaymentChannel): MomoConnector => momoConnectorOf(connectors, channel);
 
   /**
-   * Confirmations are forwarded to the merchant in Daraja's own format, retried by the job runner. Any 2xx
+   * Confirmations are forwarded to the merchant in the provider's own format, retried by the job runner. Any 2xx
    * is delivered, whatever its body (Daraja itself reads no more); anything else, a redirect included, is retried.
    */
   deps.jobs.register<{ url: string; body: unknown; reference: string; mode?: Mode }>({
@@ -84,14 +85,14 @@ export function createMomoService(deps: MomoServiceDeps) {
   });
 
   /** Records the payment once per TransID; the forward to the merchant is queued with the first recording only. */
-  async function recordConfirmation(channel: PaymentChannel, payment: C2bPayment, body: unknown): Promise<Transaction> {
+  async function recordConfirmation(channel: PaymentChannel, momo: MomoConnector, payment: C2bPayment, body: unknown): Promise<Transaction> {
     const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id } });
     const { transaction } = await transactions.recordProviderPayment(
       channel,
       {
         providerReference: payment.transId,
         amount: payment.amount,
-        currency: CURRENCY,
+        currency: momo.currency,
         phoneNumber: payment.phoneNumber,
         clientReference: payment.billRef,
         paymentMethod: "momo_c2b",
@@ -104,7 +105,7 @@ export function createMomoService(deps: MomoServiceDeps) {
   /** Relays the merchant's verdict synchronously; when it does not answer in time, the registered ResponseType decides. */
   async function validateC2b(channel: PaymentChannel, momo: MomoConnector, body: unknown): Promise<C2bDecision> {
     const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id } });
-    const fallback: C2bDecision = registration?.responseType === "Cancelled" ? { accept: false, code: "C2B00016" } : { accept: true };
+    const fallback: C2bDecision = registration?.responseType === "Cancelled" ? { accept: false, code: momo.c2bDefaultRejectCode } : { accept: true };
     if (!registration) return fallback;
     const answer = await merchantUrls.postJson(channel.mode, registration.validationUrl, body, config.c2bValidationTimeoutMs);
     let decision: C2bDecision | null = null;
@@ -121,8 +122,8 @@ export function createMomoService(deps: MomoServiceDeps) {
 
   return {
     /**
-     * Daraja's C2B validation request: the merchant's verdict, relayed synchronously (the connector answers
-     * it in Daraja's reply shape); when the merchant does not answer in time, the registered ResponseType decides.
+     * A C2B validation request: the merchant's verdict, relayed synchronously (the connector answers it in the
+     * provider's reply shape); when the merchant does not answer in time, the registered ResponseType decides.
      */
     async relayC2bValidation(channel: PaymentChannel, body: unknown): Promise<C2bDecision> {
       return validateC2b(channel, momoOf(channel), body);
@@ -130,7 +131,7 @@ export function createMomoService(deps: MomoServiceDeps) {
 
     /** A C2B payment made: recorded once per TransID, and forwarded to the merchant's confirmation URL. */
     async recordC2bConfirmation(channel: PaymentChannel, payment: C2bPayment, body: unknown): Promise<void> {
-      await recordConfirmation(channel, payment, body);
+      await recordConfirmation(channel, momoOf(channel), payment, body);
     },
 
     async registerC2bUrls(principal: Principal, input: C2bUrlsInput) {
@@ -143,14 +144,14 @@ export function createMomoService(deps: MomoServiceDeps) {
       const momo = momoOf(channel);
       const own = deps.callbackUrls.of(channel);
       if (!own.c2bConfirmation || !own.c2bValidation) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) takes no C2B payments`);
-      // Daraja calls the gateway; the gateway relays to the merchant's URLs stored here.
+      // The provider calls the gateway; the gateway relays to the merchant's URLs stored here.
       await momo.registerC2bUrls({ config: channels.readChannelConfig(channel), confirmationUrl: own.c2bConfirmation, validationUrl: own.c2bValidation, responseType: type });
       const data = { confirmationUrl, validationUrl, responseType: type };
       await prisma.momoC2bRegistration.upsert({ where: { channelId: channel.id }, create: { channelId: channel.id, ...data }, update: data });
       return data;
     },
 
-    /** Sandbox channels only (the sandbox provider, or an mpesa channel in Daraja's sandbox environment). */
+    /** Sandbox channels only (the connector says which: the sandbox provider, an mpesa channel in Daraja's sandbox). */
     async simulateC2b(principal: Principal, input: SimulateC2bInput) {
       const amount = parseAmount(input.amount);
       const phoneNumber = toMsisdn(normalizeMsisdn(input.phoneNumber));
@@ -164,21 +165,21 @@ export function createMomoService(deps: MomoServiceDeps) {
       const simulated = await momo.simulateC2b({
         config: channelConfig,
         amount,
-        currency: CURRENCY,
+        currency: momo.currency,
         phoneNumber,
         billRef: reference,
-        // The simulator plays Daraja: it is answered in Daraja's reply format, as a real validation request is.
+        // The simulator plays the provider: it is answered in the provider's reply format, as a real validation request is.
         deliverValidation: async (body) => {
           momo.parseC2bPayment(body);
           return momo.c2bValidationReply(await validateC2b(channel, momo, body));
         },
         deliverConfirmation: async (body) => {
-          await recordConfirmation(channel, momo.parseC2bPayment(body), body);
+          await recordConfirmation(channel, momo, momo.parseC2bPayment(body), body);
         },
       });
-      // The merchant's validation URL refused it: M-Pesa sends no confirmation and records nothing.
+      // The merchant's validation URL refused it: the provider sends no confirmation and records nothing.
       if (simulated?.rejected) return { amount, phoneNumber, reference, status: "failed" as const, transaction: null };
-      // Daraja confirms asynchronously: wait briefly for its confirmation before answering.
+      // The provider confirms asynchronously: wait briefly for its confirmation before answering.
       let found: Transaction | null = null;
       for (let i = 0; i < 30 && !found?.completedAt; i++) {
         found = await transactions.findSimulatedC2b(channel, { clientReference: reference, amount, since: startedAt });

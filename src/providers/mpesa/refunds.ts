@@ -1,7 +1,8 @@
 import { GatewayError, ValidationError } from "../../errors.ts";
 import { toMsisdn } from "../../phone.ts";
 import type { PayoutConnector, RefundConnector, RefundRequest } from "../types.ts";
-import type { MpesaConfig } from "./connector.ts";
+import type { DarajaClient, MpesaConfig } from "./client.ts";
+import { askTransactionStatus } from "./payouts.ts";
 import * as wire from "./wire.ts";
 
 /**
@@ -20,12 +21,8 @@ export interface MpesaRefundDeps {
   checkAfterMs: number;
   /** B2C: the partial path sends and asks through the payouts connector. */
   payouts: Pick<PayoutConnector, "canPayOut" | "send">;
-  /** POSTs a Reversal request (the connector adds the SecurityCredential); resolves once Daraja accepted it. */
-  reverse(config: MpesaConfig, body: Record<string, unknown>): Promise<{ conversationId: string | null }>;
-  transactionStatus(
-    config: MpesaConfig,
-    query: { originalConversationId: string; partyA: string; resultUrl: string; timeoutUrl: string; remarks: string; operation: string },
-  ): Promise<void>;
+  /** Reversal and Transaction Status requests go through Daraja's client. */
+  client: Pick<DarajaClient, "request" | "securityCredential">;
 }
 
 /** Daraja's Remarks: 2 to 100 characters. */
@@ -108,8 +105,8 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
         Remarks: remarksOf(request),
         Occasion: request.reference,
       };
-      const accepted = await deps.reverse(config, body);
-      return { state: "pending", providerReference: accepted.conversationId };
+      const reply = await deps.client.request(config, "/mpesa/reversal/v1/request", { ...body, SecurityCredential: deps.client.securityCredential(config) }, "reversal");
+      return { state: "pending", providerReference: typeof reply.ConversationID === "string" && reply.ConversationID ? reply.ConversationID : null };
     },
 
     /** Daraja answers later, on the status URL (refunds.applyResult); until then the refund stays pending. */
@@ -117,7 +114,7 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
       const config = request.config as MpesaConfig;
       const callbacks = callbacksOf(request);
       const b2c = request.amount !== request.payment.amount;
-      await deps.transactionStatus(config, {
+      await askTransactionStatus(deps.client, config, {
         // Daraja's own ConversationID when it gave one (it surely knows it), else ours.
         originalConversationId: request.providerReference ?? request.providerRequestId,
         partyA: b2c ? (config.b2c_shortcode ?? config.shortcode) : config.shortcode,

@@ -1,6 +1,7 @@
 import { GatewayError } from "../../errors.ts";
 import type { RefundConnector, RefundOutcome, RefundRequest } from "../types.ts";
-import type { PaystackConfig, PaystackResponse } from "./connector.ts";
+import { paystackData, paystackFailure, type PaystackClient, type PaystackConfig } from "./client.ts";
+import { bigintOf, idOf, LIST_PAGE_SIZE, text } from "./wire.ts";
 
 /**
  * Paystack refunds (method `paystack_refund`, full and partial): `POST /refund`, then `GET /refund/:id`.
@@ -15,12 +16,9 @@ import type { PaystackConfig, PaystackResponse } from "./connector.ts";
  * dashboard; the reference can. None carrying it, once no call of ours can still be in flight: never created.
  */
 export interface PaystackRefundDeps {
-  call(config: PaystackConfig, method: "GET" | "POST", path: string, operation: string, body?: unknown): Promise<PaystackResponse>;
-  /** A non-success answer as a gateway error: 4xx a refusal (provider_error), 5xx/429 provider_unavailable. */
-  failure(operation: string, response: PaystackResponse, secretKey: string): GatewayError;
+  /** Its call timeout also says how long a create call of ours may still arrive (plus UNSENT_MARGIN_MS). */
+  client: Pick<PaystackClient, "call" | "timeoutMs">;
   checkAfterMs: number;
-  /** How long one call may take: past it plus UNSENT_MARGIN_MS, no create call of ours can still arrive. */
-  timeoutMs: number;
 }
 
 export const PAYSTACK_REFUND_METHOD = "paystack_refund";
@@ -28,12 +26,7 @@ export const PAYSTACK_REFUND_METHOD = "paystack_refund";
 export const UNSENT_MARGIN_MS = 5 * 60_000;
 /** Paystack's notes are free text; ours stay within the gateway's own 255 (the reference first, so no cut can lose it). */
 const NOTE_LIMIT = 255;
-const LIST_PAGE_SIZE = 100;
 const LIST_MAX_PAGES = 20;
-
-const text = (value: unknown) => (typeof value === "string" ? value : null);
-const idOf = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) ? String(value) : typeof value === "string" && /^\d{1,20}$/.test(value) ? value : null);
-const bigintOf = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) ? BigInt(value) : typeof value === "string" && /^\d{1,15}$/.test(value) ? BigInt(value) : null);
 
 /** The merchant_note Paystack is sent: our reference, then the merchant's note. */
 export function paystackMerchantNote(reference: string, note: string | null): string {
@@ -67,15 +60,8 @@ export function readRefundStatus(data: Record<string, any>): RefundOutcome {
 }
 
 export function createPaystackRefunds(deps: PaystackRefundDeps): RefundConnector {
-  const { call, failure } = deps;
+  const { call } = deps.client;
   const configOf = (config: unknown) => config as PaystackConfig;
-
-  /** The `data` of a successful answer, or the mapped failure; an unreadable success is unknown (provider_unavailable). */
-  function dataOf(response: PaystackResponse, operation: string, secretKey: string): unknown {
-    if (response.status >= 200 && response.status < 300 && response.body?.status === true && response.body.data && typeof response.body.data === "object") return response.body.data;
-    if (response.status >= 200 && response.status < 300) throw new GatewayError("provider_unavailable", `Paystack's answer to the ${operation} could not be read`);
-    throw failure(operation, response, secretKey);
-  }
 
   /** What Paystack said matches the refund the gateway made; anything else is not applied. */
   function checked(request: RefundRequest, data: Record<string, any>): RefundOutcome {
@@ -98,7 +84,7 @@ export function createPaystackRefunds(deps: PaystackRefundDeps): RefundConnector
       if (response.status === 404) return null;
       if (!(response.status === 200 && response.body?.status === true && Array.isArray(response.body.data))) {
         if (response.status === 200) throw new GatewayError("provider_unavailable", "Paystack's answer to the refund lookup could not be read");
-        throw failure("refund lookup", response, config.secret_key);
+        throw paystackFailure("refund lookup", response, config.secret_key);
       }
       const items = response.body.data as Record<string, any>[];
       const ours = items.find((item) => {
@@ -127,7 +113,7 @@ export function createPaystackRefunds(deps: PaystackRefundDeps): RefundConnector
         merchant_note: paystackMerchantNote(request.reference, request.merchantNote),
       };
       if (request.customerNote) body.customer_note = request.customerNote;
-      const data = dataOf(await call(config, "POST", "/refund", "refund", body), "refund", config.secret_key) as Record<string, any>;
+      const data = paystackData(await call(config, "POST", "/refund", "refund", body), "refund", config.secret_key);
       const providerReference = idOf(data.id);
       // Queued but its id unreadable: unknown, so the job finds it by our reference instead.
       if (!providerReference) throw new GatewayError("provider_unavailable", "Paystack's answer to the refund named no refund id");
@@ -140,13 +126,13 @@ export function createPaystackRefunds(deps: PaystackRefundDeps): RefundConnector
       const config = configOf(request.config);
       if (request.providerReference) {
         const response = await call(config, "GET", `/refund/${encodeURIComponent(request.providerReference)}`, "refund status query");
-        return checked(request, dataOf(response, "refund status query", config.secret_key) as Record<string, any>);
+        return checked(request, paystackData(response, "refund status query", config.secret_key));
       }
       // Sent, but its answer never recorded: ask what Paystack has before anything else; never send again.
       const ours = await findOurs(request);
       if (ours === "unknown") return { state: "pending" };
       if (ours) return checked(request, ours);
-      if (Date.now() - request.createdAt.getTime() < deps.timeoutMs + UNSENT_MARGIN_MS) return { state: "pending" };
+      if (Date.now() - request.createdAt.getTime() < deps.client.timeoutMs + UNSENT_MARGIN_MS) return { state: "pending" };
       return { state: "failed", code: "not_sent", message: "Paystack has no record of this refund: its request never reached Paystack, so nothing was refunded" };
     },
   };
