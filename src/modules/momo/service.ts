@@ -20,9 +20,9 @@ import { momoConnectorOf, type TransactionService } from "../transactions/servic
  * Mobile money's C2B rules, provider-neutral: the merchant's registration, the validation relay, recording
  * confirmations, and simulation. The provider's side (registering URLs with it, simulating, its payloads and
  * reply codes) is its connector's (providers/mpesa/c2b.ts for Daraja). Its callbacks arrive through the
- * generic callback route (modules/callbacks), which hands their
- * outcomes here. Payments themselves are recorded by the payments core (services.transactions), so a
- * callback, a duplicate of it and a reconciliation query racing each other settle a transaction exactly once.
+ * generic callback route (modules/callbacks), which hands their outcomes here. Payments themselves are
+ * recorded by the payments core (services.transactions), so a callback, a duplicate of it and a
+ * reconciliation query racing each other settle a transaction exactly once.
  */
 export interface MomoServiceDeps {
   prisma: PrismaClient;

@@ -35,7 +35,7 @@ export const MAX_B2C_SHILLINGS = 250_000;
 
 /** Minor units -> whole shillings within an M-Pesa operation's bounds; a 400 naming the field otherwise. */
 function toShillings(amount: bigint, currency: string, bounds: { min: number; max: number; payout: boolean }, field: string): number {
-  if (currency !== "KES" || !isKnownCurrency(currency)) throw new ValidationError("currency", `M-Pesa ${bounds.payout ? "pays out" : "collects"} only KES`);
+  if (currency !== MPESA_CURRENCY || !isKnownCurrency(currency)) throw new ValidationError("currency", `M-Pesa ${bounds.payout ? "pays out" : "collects"} only KES`);
   const unit = 10n ** BigInt(currencies.KES.exponent);
   if (amount % unit !== 0n) {
     throw new ValidationError(field, `must be a whole number of shillings for M-Pesa (minor units, a multiple of ${unit}: 150000 is KES 1,500)`);

@@ -52,7 +52,7 @@ export function createSandboxMomo(options: { stkDelayMs: number; record?: Sandbo
         // The gateway records the push's CheckoutRequestID after this returns; a callback that finds no match yet is retried.
         const deliver = async (attempt: number) => {
           const outcome = wire.parseStkCallbackBody(body).outcome;
-          if (attempt === 1 && outcome.state === "completed") options.record?.approve({ providerReference: paidReceipt, reference: null, amount: BigInt(shillings) * 100n, currency: "KES" });
+          if (attempt === 1 && outcome.state === "completed") options.record?.approve({ providerReference: paidReceipt, reference: null, amount: BigInt(shillings) * 100n, currency: wire.MPESA_CURRENCY });
           outcomes.set(checkoutRequestId, outcome);
           const found = (await request.deliverCallback?.(body)) ?? true;
           if (!found && attempt < 5) later(options.stkDelayMs, () => deliver(attempt + 1));
@@ -84,7 +84,7 @@ export function createSandboxMomo(options: { stkDelayMs: number; record?: Sandbo
         const verdict = wire.readC2bValidationDecision(await request.deliverValidation(body));
         if (!verdict?.accept) return { rejected: true };
       }
-      options.record?.approve({ providerReference: transId, reference: null, amount: BigInt(wire.toWholeShillings(request.amount, request.currency)) * 100n, currency: "KES" });
+      options.record?.approve({ providerReference: transId, reference: null, amount: BigInt(wire.toWholeShillings(request.amount, request.currency)) * 100n, currency: wire.MPESA_CURRENCY });
       await request.deliverConfirmation?.(body);
       return { rejected: false };
     },
