@@ -21,7 +21,7 @@ import { createOperationAuthorizer } from "./graphql/authorize.ts";
 import { graphqlHardening } from "./graphql/hardening.ts";
 import { runWithRequestLog, useErrorLog, useRefusalLog, yogaLogging } from "./graphql/logging.ts";
 import { maskError } from "./graphql/mask-errors.ts";
-import { schema } from "./graphql/schema.ts";
+import { schema } from "./app/schema.ts";
 import { SubscriptionFanout } from "./graphql/fanout.ts";
 import { graphqlWebSocketHandler } from "./graphql/websocket.ts";
 import { LiveConnections } from "./graphql/live-connections.ts";
@@ -39,7 +39,8 @@ import { chargeOperation, createRateLimiter, type GatewayRateLimiter } from "./r
 import { compileRoutes, restRoutePolicy, runOperation, type RestRequest } from "./rest/route-table.ts";
 import { createExportSlots } from "./rest/export-slots.ts";
 import { refuseDeepJson } from "./rest/json-depth.ts";
-import { restRoutes } from "./rest/routes.ts";
+import { restRoutes } from "./app/rest-routes.ts";
+import { buildOpenApiDocument } from "./app/openapi.ts";
 import { looksLikeApiKey } from "./security/api-keys.ts";
 import { loadOrCreateKeyFile, SecretBox } from "./security/encryption.ts";
 import { graphiqlCsp, registerSecurityHeaders } from "./security/headers.ts";
@@ -431,7 +432,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const exportSlots = createExportSlots(config.exports);
   registerLedgerReportRoutes(app, services, exportSlots);
   registerTransactionReportRoutes(app, services, exportSlots);
-  registerOpenApiRoutes(app);
+  registerOpenApiRoutes(app, buildOpenApiDocument());
   metrics.attach({ fanout: () => subscriptions.stats() });
   const metricsListener = await registerMetricsRoutes(app, metrics, config, logger);
   await registerDashboardRoutes(app);
