@@ -5,7 +5,7 @@ import { createJobRunner } from "./jobs/runner.ts";
 import type { Foreground } from "./jobs/foreground.ts";
 import type { Logger } from "./logger.ts";
 import { createCallbackService } from "./modules/callbacks/service.ts";
-import { createCallbackUrls } from "./modules/callbacks/urls.ts";
+import { createCallbackUrls } from "./modules/channels/callback-urls.ts";
 import { createChannelService } from "./modules/channels/service.ts";
 import { createCustomerService } from "./modules/customers/service.ts";
 import { createEventPublisher } from "./modules/events/publisher.ts";

@@ -1,18 +1,10 @@
 import { currencies, isKnownCurrency } from "../money.ts";
 import { catalogues, format, reasonText, type Language, type Messages } from "./i18n.ts";
 import { baseCss, brandHeader, escapeHtml, readableAccent, supportFooter, type PageBrand } from "./layout.ts";
+import type { CheckoutAttemptView, CheckoutPageData } from "./browser/page-data.ts";
+import { CHECKOUT_SCRIPT_GLOBAL, checkoutScript } from "./script.ts";
 
-/** One try at paying a checkout transaction (issue 25): a card charge or an STK push. */
-export interface CheckoutAttemptView {
-  method: "card" | "mpesa";
-  status: "pending" | "succeeded" | "failed";
-  /** The provider's outcome code when failed: e.g. `card_declined`, `insufficient_funds`, `1032` (cancelled), `1037` (timeout). */
-  code: string | null;
-  /** The provider's words for a failure, shown to the payer. */
-  reason: string | null;
-  /** What the payer recognises it by: a masked phone (`2547*****149`) or a card's last four digits. */
-  detail: string | null;
-}
+export type { CheckoutAttemptView };
 
 /** The merchant's look on its payers' pages (issue 25's brand settings). */
 export interface CheckoutBrand {
@@ -188,7 +180,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
       : ""
   }
   ${backLink.replace("<a ", "<a hidden ")}`;
-      const data = {
+      const data: CheckoutPageData = {
         t: {
           completed: t.completed, failed: t.failed, failedBecause: t.failedBecause, attemptFailed: t.attemptFailed,
           attemptFailedNoReason: t.attemptFailedNoReason, attemptsLeft: t.attemptsLeft, attemptsLeftOne: t.attemptsLeftOne,
@@ -201,8 +193,8 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
         amount,
         polling: waiting,
       };
-      // One script: the client code, called with this page's strings and state (JSON is a JS literal).
-      script = `<script${nonce}>(${CLIENT_SCRIPT})(${scriptJson(data)});</script>`;
+      // One script: the bundled client code (src/checkout/browser/checkout.ts), called with this page's strings and state (JSON is a JS literal).
+      script = `<script${nonce}>${checkoutScript()}\n${CHECKOUT_SCRIPT_GLOBAL}.startCheckout(${scriptJson(data)});</script>`;
     }
     body += supportFooter(brand, t);
   }
@@ -230,205 +222,3 @@ ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh"
   ${script}
 </body></html>`;
 }
-
-/**
- * The page's one script (plain browser JavaScript, run by the response's nonce). Card: POST /pay. M-Pesa: POST
- * /mpesa, then GET /status every 2 s while the attempt is pending. Every answer that is not a plain success is
- * drawn from /status, so the page shows what the gateway recorded (e.g. a card declined with tries left keeps
- * the form; at the limit the payment's final state). If /status cannot be read, the page reloads instead.
- */
-const CLIENT_SCRIPT = `(data) => {
-  const t = data.t;
-  const $ = (id) => document.getElementById(id);
-  const result = $("result"), left = $("attempts-left"), waiting = $("waiting"), retry = $("retry"), methods = $("methods");
-  const panels = { mpesa: $("mpesa-panel"), card: $("card-panel") };
-  const cardForm = $("pay"), mpesaForm = $("mpesa"), phoneInput = $("phone");
-  const base = location.pathname.replace(/\\/$/, "").replace(/\\/return$/, "");
-  const fill = (text, values) => text.replace(/\\{(\\w+)\\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
-  let timer = null;
-  let lastPhone = "";
-
-  const say = (text, kind) => { result.className = kind || ""; result.textContent = text; };
-  const stop = () => { if (timer) clearTimeout(timer); timer = null; };
-  const buttons = (enabled) => document.querySelectorAll("form button").forEach((b) => { b.disabled = !enabled; });
-  const reasonOf = (a) => ((a && a.code != null && data.reasons[a.code]) || (a && a.reason) || "").replace(/\\.+$/, "") || null;
-  // The gateway's English message, or in Swahili the catalogue's words for the field it names (or the status).
-  const errorText = (status, message) => {
-    const field = /^(\\w+):/.exec(message || "");
-    return (field && data.errors[field[1]]) || data.errors[String(status)] || data.errors.other || message || t.networkError;
-  };
-
-  function chooseMethod(method) {
-    retry.hidden = true;
-    for (const [name, panel] of Object.entries(panels)) if (panel) panel.hidden = name !== method;
-    if (methods) {
-      methods.hidden = false;
-      methods.querySelector('input[value="' + method + '"]').checked = true;
-    }
-  }
-  function hideAll() {
-    for (const panel of Object.values(panels)) if (panel) panel.hidden = true;
-    if (methods) methods.hidden = true;
-    retry.hidden = true;
-    waiting.hidden = true;
-  }
-  // Completed, failed for good or expired: no form any more, and the way back to the merchant.
-  function settle(text, kind) {
-    stop();
-    for (const el of [panels.mpesa, panels.card, methods, retry, waiting]) if (el) el.remove();
-    left.textContent = "";
-    say(text, kind);
-    const back = $("return");
-    if (back) back.hidden = false;
-    return back;
-  }
-
-  async function readStatus() {
-    try {
-      const response = await fetch(base + "/status", { cache: "no-store" });
-      const answer = await response.json();
-      return response.ok && typeof answer.status === "string" ? answer : null;
-    } catch {
-      return null;
-    }
-  }
-  function follow(delay) {
-    stop();
-    timer = setTimeout(async () => {
-      const status = await readStatus();
-      if (status) render(status);
-      else location.reload();
-    }, delay);
-  }
-
-  /** Draws the payment as /status (or /mpesa's 202) tells it. */
-  function render(s) {
-    if (s.status === "completed") {
-      const back = settle(t.completed, "completed");
-      // Back to the merchant's callback_url, with the reference, as Paystack does; the link stays for slow redirects.
-      if (back) setTimeout(() => location.assign(back.href), 1500);
-      return;
-    }
-    if (s.status === "failed") {
-      if (s.failure_code === "abandoned") return void settle(t.expired, "failed expired");
-      const reason = reasonOf({ code: s.failure_code, reason: s.failure_reason });
-      return void settle(reason ? fill(t.failedBecause, { reason }) : t.failed, "failed");
-    }
-    const a = s.attempt;
-    if (a && a.status === "pending") {
-      hideAll();
-      left.textContent = "";
-      if (a.method === "mpesa") {
-        const entering = waiting.hidden;
-        waiting.hidden = false;
-        say(fill(a.detail ? t.checkPhoneText : t.checkPhoneTextNoPhone, { phone: a.detail || "", amount: data.amount }), "pending");
-        if (entering) $("waiting-title").focus();
-      } else {
-        say(t.inProgress, "pending");
-      }
-      return follow(2000);
-    }
-    stop();
-    waiting.hidden = true;
-    buttons(true);
-    if (a && a.status === "failed") {
-      const reason = reasonOf(a);
-      say(reason ? fill(t.attemptFailed, { reason }) : t.attemptFailedNoReason, "failed");
-      left.textContent = s.attempts_left === 1 ? t.attemptsLeftOne : fill(t.attemptsLeft, { n: s.attempts_left });
-      if (a.method === "mpesa" && panels.mpesa) {
-        chooseMethod("mpesa");
-        panels.mpesa.hidden = true;
-        retry.hidden = false;
-        $("try-again").focus();
-      } else if (panels.card) {
-        chooseMethod("card");
-        left.textContent += " " + t.anotherCard;
-        cardForm.querySelector('[name="card_number"]').focus();
-      }
-      return;
-    }
-    chooseMethod(panels.mpesa && !panels.mpesa.hidden ? "mpesa" : panels.card ? "card" : "mpesa");
-  }
-
-  /** A refused payment (409: another attempt in flight, or settled; 402: declined): show what the gateway recorded. */
-  async function afterRefusal(response, answer) {
-    const status = await readStatus();
-    if (status) {
-      if (response.status === 409 && status.status === "pending" && !(status.attempt && status.attempt.status === "pending")) {
-        // The other payment's claim is not visible as an attempt: say so and look again.
-        hideAll();
-        say(t.inProgress, "pending");
-        return follow(2000);
-      }
-      return render(status);
-    }
-    if (response.status === 409) {
-      hideAll();
-      say(t.inProgress, "pending");
-      return void setTimeout(() => location.reload(), 3000);
-    }
-    settle(errorText(response.status, answer.message), "failed");
-  }
-
-  async function send(path, body) {
-    buttons(false);
-    try {
-      const response = await fetch(base + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      return { response, answer: await response.json() };
-    } catch {
-      return { response: null, answer: { message: t.networkError } };
-    }
-  }
-
-  if (methods) methods.addEventListener("change", (event) => chooseMethod(event.target.value));
-
-  if (cardForm) cardForm.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const fields = Object.fromEntries(new FormData(cardForm));
-    const { response, answer } = await send("/pay", { ...fields, expiry_month: Number(fields.expiry_month), expiry_year: Number(fields.expiry_year) });
-    if (answer.status === "success") return render({ status: "completed" });
-    if (response && (response.status === 402 || response.status === 409)) return afterRefusal(response, answer);
-    say(response ? errorText(response.status, answer.message) : t.networkError, "failed");
-    buttons(true);
-  });
-
-  async function payByMpesa(phone) {
-    lastPhone = phone;
-    const { response, answer } = await send("/mpesa", { phone });
-    if (response && response.status === 202) return render({ status: "pending", attempt: answer.attempt });
-    // Refused by the prompt limits (or a prompt to this number still waiting): say so, and keep the number form.
-    if (response && (response.status === 429 || answer.code === "mpesa_prompt_pending")) {
-      buttons(true);
-      const minutes = Math.max(1, Math.ceil(Number(response.headers.get("retry-after") || 60) / 60));
-      chooseMethod("mpesa");
-      return say(answer.code === "mpesa_prompt_pending" ? t.pushPending : fill(answer.code === "mpesa_prompt_limit" ? t.pushLimitPhone : t.pushLimitBusy, { minutes }), "failed");
-    }
-    if (response && response.status === 409) return afterRefusal(response, answer);
-    buttons(true);
-    say(response ? errorText(response.status, answer.message) : t.networkError, "failed");
-    if (response && response.status === 400) {
-      chooseMethod("mpesa");
-      phoneInput.setAttribute("aria-invalid", "true");
-      phoneInput.focus();
-    }
-  }
-  if (mpesaForm) mpesaForm.addEventListener("submit", (event) => {
-    event.preventDefault();
-    phoneInput.removeAttribute("aria-invalid");
-    payByMpesa(phoneInput.value.trim());
-  });
-  if (retry) {
-    $("try-again").addEventListener("click", () => {
-      if (lastPhone) return payByMpesa(lastPhone);
-      chooseMethod("mpesa");
-      phoneInput.focus();
-    });
-    $("another-number").addEventListener("click", () => {
-      chooseMethod("mpesa");
-      phoneInput.value = "";
-      phoneInput.focus();
-    });
-  }
-  // Opened (or reloaded) while an attempt is in flight: follow it.
-  if (data.polling) follow(2000);
-}`;

@@ -7,12 +7,14 @@ import { registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
 import { chooseLanguage } from "./i18n.ts";
 import { sendPayerPage } from "./layout.ts";
 import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from "./page.ts";
+import { checkoutScript } from "./script.ts";
 
 /**
  * The payer's side: the hosted checkout page and the card payment it submits. No API key here: the
  * unguessable reference in the URL is what the merchant handed to its payer.
  */
 export function registerCheckoutRoutes(app: FastifyInstance, services: Services) {
+  checkoutScript(); // bundled now, at start, rather than on the first payer's request
   // Showing the page is free; what makes a call to the provider (paying, returning from its page) spends the
   // caller's budget: a payer has no credential, so its IP's, which throttles card testing.
   const page = { config: { auth: "none", rateLimit: "none" } } as const;

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
-import { buildOpenApiDocument } from "../openapi/document.ts";
+import { buildOpenApiDocument } from "../app/openapi.ts";
 
 /** `npm run client:generate`: the REST types of src/client from the OpenAPI document the gateway serves. */
 export const generatedTypesFile = fileURLToPath(new URL("./rest-api.ts", import.meta.url));

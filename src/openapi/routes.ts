@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { FastifyInstance } from "fastify";
-import { buildOpenApiDocument } from "./document.ts";
+import type { OpenApiDocument } from "./document.ts";
 
 /** Redoc's own scripts and inline styles, its search worker from a blob: nothing from another host. */
 const DOCS_CSP =
@@ -27,12 +27,12 @@ const DOCS_PAGE = `<!doctype html>
 const INIT_SCRIPT = `Redoc.init("/openapi.json", { hideDownloadButton: false, expandResponses: "200,201", theme: { typography: { fontFamily: "system-ui, sans-serif", headings: { fontFamily: "system-ui, sans-serif" } } } }, document.getElementById("reference"));\n`;
 
 /**
- * GET /openapi.json (the document, built once from the route table) and GET /docs, an interactive
+ * GET /openapi.json (the document, built once from the routes at start) and GET /docs, an interactive
  * reference (Redoc's standalone bundle, served from node_modules): no CDN and no web fonts, so it
  * works on a machine with no internet. Neither needs a key: the document describes, it holds no data.
  */
-export function registerOpenApiRoutes(app: FastifyInstance) {
-  const document = JSON.stringify(buildOpenApiDocument());
+export function registerOpenApiRoutes(app: FastifyInstance, openApiDocument: OpenApiDocument) {
+  const document = JSON.stringify(openApiDocument);
   const redocPath = createRequire(import.meta.url).resolve("redoc/bundles/redoc.standalone.js");
   let redoc: Promise<string> | undefined;
   const open = { config: { auth: "none", rateLimit: "none" } } as const;

@@ -3,6 +3,7 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { GatewayError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { GraphQLContext } from "../graphql/context.ts";
 import { withoutEchoedValues } from "../graphql/hardening.ts";
+import type { RouteDoc } from "../openapi/types.ts";
 
 /**
  * The REST compatibility layer as data: each row names the documented method and path, the GraphQL
@@ -22,24 +23,7 @@ export interface RestResponse {
   body: Record<string, unknown> | string;
 }
 
-/** What the OpenAPI document says of a route (src/openapi): built from the rows, so it cannot drift from them. */
-export interface RouteDoc {
-  operationId: string;
-  summary: string;
-  description?: string;
-  tag: string;
-  /** The JSON request body's schema, for POST routes. */
-  body?: Record<string, unknown>;
-  query?: Record<string, { description: string; schema: Record<string, unknown> }>;
-  /** The success status (200 unless said) and its body's schema. */
-  status?: number;
-  response: Record<string, unknown>;
-  /** The success body's media type when it is not JSON (e.g. text/csv). */
-  contentType?: string;
-  responseDescription?: string;
-  /** Error statuses beyond the common ones (400, 401, 403, 413, 415, 429, 503), e.g. 404, 409, 502. */
-  errors?: number[];
-}
+export type { RouteDoc };
 
 export interface RestRoute<TData = any> {
   method: "GET" | "POST";

@@ -7,7 +7,7 @@ import {
   DEFAULT_MIGRATIONS_DIR,
   DEFAULT_SCHEMA_PATH,
   pendingSchemaChanges,
-} from "../../src/db/create-migration.ts";
+} from "../../prisma/create-migration.ts";
 
 // Each run boots throwaway in-memory PGlite databases (the first one of the process runs initdb).
 const TIMEOUT = 60_000;

@@ -11,7 +11,7 @@ import {
   type GraphQLObjectType,
 } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { schema } from "../../src/graphql/schema.ts";
+import { schema } from "../../src/app/schema.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**

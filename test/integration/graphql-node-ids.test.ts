@@ -1,6 +1,6 @@
 import { isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { schema } from "../../src/graphql/schema.ts";
+import { schema } from "../../src/app/schema.ts";
 import { apiClient, bearerClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /** Relay global ids and connection cursors a client can get wrong: "not found" or a named validation error, never an internal one. */

@@ -1,6 +1,7 @@
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { buildOpenApiDocument, openApiPath } from "../../src/openapi/document.ts";
+import { buildOpenApiDocument } from "../../src/app/openapi.ts";
+import { openApiPath } from "../../src/openapi/document.ts";
 
 /**
  * Every REST answer a test gateway gives is checked against the OpenAPI document's schema for its route and

@@ -217,7 +217,7 @@ WHERE m.id = $1`;
 
 /**
  * `webhookUrl` is the URL a merchant pastes into a provider's dashboard for a channel (null for providers
- * whose URLs the gateway hands out itself); the channel's connector lays it out (modules/callbacks/urls.ts).
+ * whose URLs the gateway hands out itself); the channel's connector lays it out (callback-urls.ts).
  */
 export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, webhookUrl: (channel: Pick<PaymentChannel, "provider" | "callbackToken">) => string | null = () => null) {
   const scope = scopeOf;

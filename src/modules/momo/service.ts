@@ -12,7 +12,7 @@ import { providerNames } from "../../providers/registry.ts";
 import type { C2bDecision, C2bPayment, MomoConnector } from "../../providers/types.ts";
 import type { MerchantUrls } from "../../security/outbound.ts";
 import { optionalText } from "../../validation.ts";
-import type { CallbackUrls } from "../callbacks/urls.ts";
+import type { CallbackUrls } from "../channels/callback-urls.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { momoConnectorOf, type TransactionService } from "../transactions/service.ts";
 

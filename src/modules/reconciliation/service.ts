@@ -10,7 +10,7 @@ import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { AccountBalanceResult, ProviderPaymentRecord, ReconciliationConnector } from "../../providers/types.ts";
 import type { ChannelService } from "../channels/service.ts";
-import type { CallbackUrls } from "../callbacks/urls.ts";
+import type { CallbackUrls } from "../channels/callback-urls.ts";
 import { channelBalances } from "../ledger/store.ts";
 import type { TransactionService } from "../transactions/service.ts";
 import { channelReferences, listChannelDay } from "../transactions/store.ts";

@@ -8,6 +8,8 @@
  * the existing migrations on the shadow database and diffs the result against prisma/schema.prisma.
  *
  *   npm run db:migrate:create -- add_payouts
+ *
+ * A development tool: it lives beside the schema it diffs, outside src/, so the build (dist/) never carries it.
  */
 import { readFileSync, realpathSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -26,7 +28,7 @@ import type * as SchemaEngineBg from "@prisma/schema-engine-wasm/schema_engine_b
 import type { CreateMigrationOutput, MigrationList, SchemaFilter } from "@prisma/schema-engine-wasm/schema_engine_bg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const DEFAULT_SCHEMA_PATH = path.join(REPO_ROOT, "prisma/schema.prisma");
 export const DEFAULT_MIGRATIONS_DIR = path.join(REPO_ROOT, "prisma/migrations");
 

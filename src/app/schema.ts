@@ -1,7 +1,7 @@
 import { lexicographicSortSchema, printSchema, type GraphQLSchema } from "graphql";
-import { builder } from "./builder.ts";
-import "./errors.ts";
-// Each feature registers its types and root fields with the builder.
+import { builder } from "../graphql/builder.ts";
+import "../graphql/errors.ts";
+// Each feature registers its types and root fields with the builder: the schema is the sum of the modules, so it is assembled here, above them.
 import "../modules/merchants/schema.ts";
 import "../modules/channels/schema.ts";
 import "../modules/customers/schema.ts";

@@ -1,7 +1,7 @@
 import type { PaymentChannel } from "../../db/generated/prisma/client.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { CallbackUrlBuilder, ChannelCallbackUrls, RefundCallbackUrls } from "../../providers/types.ts";
-import { encodeCallbackToken } from "../channels/service.ts";
+import { encodeCallbackToken } from "./service.ts";
 
 type ChannelKey = Pick<PaymentChannel, "provider" | "callbackToken">;
 
