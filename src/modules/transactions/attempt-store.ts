@@ -1,7 +1,7 @@
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { Prisma, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { attemptGuard, type AttemptStatus, type SettledAttemptStatus } from "../events/status-rules.ts";
-import { claimStatement, paymentOfMerchantBesides } from "./store.ts";
+import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./store.ts";
 
 /**
  * Every statement on `transaction_attempts`, behind named functions: the one place that reads or writes a payer's
@@ -35,11 +35,14 @@ export interface AttemptVerdict {
   providerReference?: string | null;
 }
 
-const ATTEMPT_COLUMNS = `id, transaction_id AS "transactionId", method, origin, amount::text AS amount, status, code, reason, detail,
-  channel_id AS "channelId", phone_number AS "phoneNumber", checkout_request_id AS "checkoutRequestId",
-  provider_reference AS "providerReference", created_at AS "createdAt", settled_at AS "settledAt"`;
-type AttemptRow = Omit<TransactionAttempt, "amount"> & { amount: string };
-const fromRow = (row: AttemptRow): TransactionAttempt => ({ ...row, amount: BigInt(row.amount) });
+/** An attempt with what it asked the provider for: its payment's amount, in minor units. */
+export type PayerAttempt = TransactionAttempt & { amount: bigint };
+
+const ATTEMPT_COLUMNS = `a.id, a.transaction_id AS "transactionId", a.method, a.origin, ${paymentAmountOf("a")}::text AS amount, a.status, a.code, a.reason,
+  a.detail, a.channel_id AS "channelId", a.phone_number AS "phoneNumber", a.checkout_request_id AS "checkoutRequestId",
+  a.provider_reference AS "providerReference", a.created_at AS "createdAt", a.settled_at AS "settledAt"`;
+type AttemptRow = TransactionAttempt & { amount: string };
+const fromRow = (row: AttemptRow): PayerAttempt => ({ ...row, amount: BigInt(row.amount) });
 
 /** A push from the page holds its payment's claim while pending: its created_at is the claim's token. */
 const PUSH_HOLDS_CLAIM = `EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.transaction_id = t.id AND a.method = '${PUSH_METHOD}' AND a.status = 'pending' AND a.created_at = t.charge_started_at)`;
@@ -48,8 +51,8 @@ const PUSH_HOLDS_CLAIM = `EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.t
 const CLAIM_FOR_ATTEMPT = claimStatement({
   heldByPush: PUSH_HOLDS_CLAIM,
   insertAttempt: `attempt AS (
-    INSERT INTO transaction_attempts (transaction_id, method, origin, amount, detail, channel_id, phone_number, created_at)
-    SELECT id, $5::text, 'checkout', amount, $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
+    INSERT INTO transaction_attempts (transaction_id, method, origin, detail, channel_id, phone_number, created_at)
+    SELECT id, $5::text, 'checkout', $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
     RETURNING id
   )`,
 });
@@ -69,9 +72,9 @@ const SETTLE = { succeeded: settleText("succeeded", "$1", ["$2", "$3", "$4"]), f
 
 const verdictValues = (v: AttemptVerdict) => [v.code ?? null, v.reason?.slice(0, 500) ?? null, v.providerReference ?? null];
 
-const BY_ID = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts WHERE id = $1`;
-const BY_REQUEST = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts WHERE channel_id = $1 AND checkout_request_id = $2`;
-const LATEST_PENDING = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts WHERE transaction_id = $1 AND status = 'pending' ORDER BY id DESC LIMIT 1`;
+const BY_ID = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.id = $1`;
+const BY_REQUEST = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.channel_id = $1 AND a.checkout_request_id = $2`;
+const LATEST_PENDING = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.transaction_id = $1 AND a.status = 'pending' ORDER BY a.id DESC LIMIT 1`;
 const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
 
 type Claimed = { claimed: boolean; status: string; attemptId: number | null };
@@ -107,7 +110,7 @@ export function settleAttemptCte(verdict: AttemptVerdict) {
 export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = db;
 
-  async function findOne(text: string, params: unknown[]): Promise<TransactionAttempt | null> {
+  async function findOne(text: string, params: unknown[]): Promise<PayerAttempt | null> {
     const [row] = await sql.query<AttemptRow>(text, params);
     return row ? fromRow(row) : null;
   }
@@ -145,7 +148,7 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
     },
 
     /** An API push's attempt, inserted with its payment in the caller's database transaction. */
-    insertApiPush(tx: Prisma.TransactionClient, push: { transactionId: number; amount: bigint; channelId: number; phoneNumber: string | null; detail: string | null; createdAt: Date }) {
+    insertApiPush(tx: Prisma.TransactionClient, push: { transactionId: number; channelId: number; phoneNumber: string | null; detail: string | null; createdAt: Date }) {
       return tx.transactionAttempt.create({ data: { ...push, method: PUSH_METHOD, origin: "api" } });
     },
 

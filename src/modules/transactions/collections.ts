@@ -86,7 +86,7 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
           },
         );
         const t = made.transaction;
-        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, amount, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt });
+        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt });
         return { ...made, attempt };
       });
       afterCreate(ctx.stateMachine, created);

@@ -16,6 +16,8 @@ import { releaseClaim } from "./store.ts";
  */
 
 const MAX_QUERY_BACKOFF_MS = 60_000;
+/** What a verdict needs to know of its attempt. */
+export type AttemptRef = Pick<TransactionAttempt, "id" | "transactionId" | "method" | "createdAt">;
 const DEFAULT_FAILURE_REASON = "The M-Pesa payment did not go through";
 
 /**
@@ -55,7 +57,7 @@ export function createOutcomes(ctx: FlowContext) {
   }
 
   /** A provider's verdict on one attempt, applied to it and then, through the status machine, to its payment. */
-  async function applyAttemptOutcome(attempt: TransactionAttempt, outcome: SettledCollectionOutcome, source: string): Promise<void> {
+  async function applyAttemptOutcome(attempt: AttemptRef, outcome: SettledCollectionOutcome, source: string): Promise<void> {
     const paymentMethod = paymentMethodOf(attempt.method as AttemptMethod);
     if (outcome.state === "completed") {
       const receipt = outcome.providerReference;

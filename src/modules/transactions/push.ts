@@ -1,9 +1,9 @@
-import type { PaymentChannel, Transaction, TransactionAttempt } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
 import { toMsisdn } from "../../phone.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { MomoConnector, StkPushAccepted } from "../../providers/types.ts";
 import { asProviderError, type FlowContext } from "./context.ts";
-import type { Outcomes } from "./outcomes.ts";
+import type { AttemptRef, Outcomes } from "./outcomes.ts";
 
 /**
  * The one STK push flow, for the API's pushes and the checkout page's alike: the attempt is recorded (and its
@@ -15,7 +15,7 @@ export function createPushFlow(ctx: FlowContext, outcomes: Outcomes) {
   const { channels, logger } = deps;
 
   return {
-    async send(t: Transaction, attempt: Pick<TransactionAttempt, "id" | "transactionId" | "method" | "createdAt">, target: { channel: PaymentChannel; momo: MomoConnector; phoneNumber: string }): Promise<StkPushAccepted> {
+    async send(t: Transaction, attempt: AttemptRef, target: { channel: PaymentChannel; momo: MomoConnector; phoneNumber: string }): Promise<StkPushAccepted> {
       const { channel, momo } = target;
       let accepted: StkPushAccepted;
       try {
@@ -34,7 +34,7 @@ export function createPushFlow(ctx: FlowContext, outcomes: Outcomes) {
         );
       } catch (error) {
         const refusal = asProviderError(error);
-        await outcomes.applyAttemptOutcome({ ...attempt, status: "pending" } as TransactionAttempt, { state: "failed", code: refusal.code, message: refusal.message }, "refusal");
+        await outcomes.applyAttemptOutcome(attempt, { state: "failed", code: refusal.code, message: refusal.message }, "refusal");
         throw refusal;
       }
       await attempts.setRequestId(attempt.id, accepted.checkoutRequestId);

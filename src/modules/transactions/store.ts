@@ -490,18 +490,21 @@ export type TransactionStore = ReturnType<typeof createTransactionStore>;
  * The claim one attempt at a time holds, and the attempt's insert, in one statement: charge_started_at is set to
  * the attempt's created_at (its token). A held claim lapses when older than the card lease ($3), or, when
  * `heldByPush` (a condition over the claimed row `t`) says an STK push in flight holds it, older than the push's
- * lifetime ($4). `insertAttempt` is a CTE named `attempt` over `claimed` (id, amount), answering the new attempt's id.
+ * lifetime ($4). `insertAttempt` is a CTE named `attempt` over `claimed` (id), answering the new attempt's id.
  */
 export function claimStatement(parts: { heldByPush: string; insertAttempt: string }): string {
   return `WITH claimed AS (
     UPDATE transactions t SET charge_started_at = $2, updated_at = $2
     WHERE t.id = $1 AND t.status = 'pending' AND (t.charge_started_at IS NULL OR t.charge_started_at < CASE
       WHEN ${parts.heldByPush} THEN $4::timestamptz ELSE $3::timestamptz END)
-    RETURNING t.id, t.amount
+    RETURNING t.id
   ), ${parts.insertAttempt}
   SELECT true AS claimed, 'pending' AS status, (SELECT id FROM attempt) AS "attemptId" FROM claimed
   UNION ALL SELECT false, status::text, NULL FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
 }
+
+/** The amount of the attempt `a`'s payment, as a scalar subquery (a provider's verdict must match it). */
+export const paymentAmountOf = (a: string) => `(SELECT t.amount FROM transactions t WHERE t.id = ${a}.transaction_id)`;
 
 /** True when the attempt `a`'s payment is the merchant's (parameter `merchantParam`) and is not `otherParam`. */
 export const paymentOfMerchantBesides = (a: string, merchantParam: string, otherParam: string) =>
