@@ -9,6 +9,7 @@ import { PUSH_METHOD, type AttemptMethod, type AttemptStatus } from "./attempt-s
 import { alreadySettled, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
 import type { Outcomes } from "./outcomes.ts";
 import type { PushFlow } from "./push.ts";
+import { ATTEMPT_QUERY_JOB } from "./reconcile.ts";
 import { findExpiredCheckouts, releaseClaim } from "./store.ts";
 
 /**
@@ -20,7 +21,6 @@ import { findExpiredCheckouts, releaseClaim } from "./store.ts";
  * CHECKOUT_MAX_ATTEMPTS failed attempts; the transaction's status changes only through the status machine.
  */
 
-export const ATTEMPT_QUERY_JOB = "transaction.attempt_query";
 export const CHECKOUT_EXPIRY_JOB = "transaction.checkout_expiry";
 const EXPIRY_SCHEDULE_KEY = { schedule: "checkout_expiry" } as const;
 const EXPIRY_BATCH = 100;
@@ -114,19 +114,6 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
     return null;
   }
 
-  /** Asks about a page push whose callback is overdue, until a verdict settles it (outcomes.ts askAboutPush). */
-  const queryJob: JobDefinition<{ attemptId: number }> = {
-    kind: ATTEMPT_QUERY_JOB,
-    concurrency: 5,
-    async run({ attemptId }, job) {
-      const attempt = await attempts.findById(attemptId);
-      if (!attempt || attempt.status !== "pending") return;
-      const t = await store.findById(attempt.transactionId);
-      if (!t) return;
-      return outcomes.askAboutPush(attempt, t.merchantId, attempt.createdAt, job.attempt);
-    },
-  };
-
   /** How often the expiry sweep runs: a tenth of the expiry, between a second and five minutes. */
   const sweepEveryMs = () => Math.min(Math.max(Math.floor(settings.expiryMs / 10), 1000), 5 * 60_000);
   const queueSweep = (inMs: number) => enqueue(prisma, CHECKOUT_EXPIRY_JOB, { ...EXPIRY_SCHEDULE_KEY }, { key: EXPIRY_SCHEDULE_KEY, runAt: new Date(Date.now() + inMs) });
@@ -166,7 +153,6 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
   };
 
   return {
-    queryJob,
     expiryJob,
     claim,
     refused,

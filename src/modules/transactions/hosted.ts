@@ -10,8 +10,6 @@ import type { Outcomes } from "./outcomes.ts";
  * notice, or by reconciliation) before recording it.
  */
 
-const MAX_VERIFY_BACKOFF_MS = 60 * 60_000;
-
 export function createHostedFlow(ctx: FlowContext, outcomes: Outcomes) {
   const { deps, store } = ctx;
   const { channels, connectors, logger } = deps;
@@ -97,24 +95,22 @@ export function createHostedFlow(ctx: FlowContext, outcomes: Outcomes) {
       return verifyHostedPayment(transaction, source);
     },
 
-    /** A pending hosted payment with no webhook: verify with backoff, and give up as abandoned after the provider's window. */
-    async reconcileHosted(transaction: Transaction & { channel: PaymentChannel }, hosted: HostedCheckoutConnector, attempt: number) {
-      try {
-        const status = await about(transaction, () => hosted.verify({ config: channels.readChannelConfig(transaction.channel), reference: transaction.reference }));
-        if (status.outcome.state !== "pending") {
-          await applyHostedStatus(transaction, status, "reconciliation");
-          return; // settled, or reported with another amount (logged for a person to look at; asking again will not change it)
-        }
-      } catch (error) {
-        logger.warn({ reference: transaction.reference, err: (error as Error).message }, "hosted payment verification failed; will retry");
-      }
-      const abandonAt = transaction.createdAt.getTime() + deps.hosted.abandonAfterMs;
-      if (Date.now() >= abandonAt) {
-        await outcomes.settlePayment(transaction, { state: "failed", code: "abandoned", message: "The payer did not complete the payment" }, "expiry");
-        return;
-      }
-      const backoff = Math.min(deps.hosted.verifyAfterMs * 2 ** attempt, MAX_VERIFY_BACKOFF_MS);
-      return { retryInMs: Math.max(0, Math.min(backoff, abandonAt - Date.now())) };
+    /** Asks the provider about a pending hosted payment (the reconcile job): true when its answer settles the question. */
+    async askHosted(transaction: Transaction & { channel: PaymentChannel }, hosted: HostedCheckoutConnector): Promise<boolean> {
+      const status = await about(transaction, () => hosted.verify({ config: channels.readChannelConfig(transaction.channel), reference: transaction.reference }));
+      if (status.outcome.state === "pending") return false;
+      await applyHostedStatus(transaction, status, "reconciliation");
+      return true; // settled, or reported with another amount (logged for a person to look at; asking again will not change it)
+    },
+
+    /** When the payer should have paid by: the provider's window (Paystack's 24 hours) from initialize. */
+    abandonAt: (transaction: Transaction) => transaction.createdAt.getTime() + deps.hosted.abandonAfterMs,
+
+    /** Fails a hosted payment still unpaid after the provider's window as abandoned; true when it is past the window. */
+    async abandonIfOutlived(transaction: Transaction): Promise<boolean> {
+      if (Date.now() < transaction.createdAt.getTime() + deps.hosted.abandonAfterMs) return false;
+      await outcomes.settlePayment(transaction, { state: "failed", code: "abandoned", message: "The payer did not complete the payment" }, "expiry");
+      return true;
     },
   };
 }

@@ -2,7 +2,7 @@ import type { PaymentChannel, Transaction, TransactionAttempt } from "../../db/g
 import { isUniqueViolation } from "../../errors.ts";
 import { kenyanMobileOrNull } from "../../phone.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
-import type { CollectionCallback, CollectionOutcome, SettledCollectionOutcome } from "../../providers/types.ts";
+import type { CollectionCallback, MomoConnector, SettledCollectionOutcome } from "../../providers/types.ts";
 import { paymentMethodOf, type AttemptMethod } from "./attempt-store.ts";
 import { connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
 import type { TransitionChanges } from "./status.ts";
@@ -16,6 +16,11 @@ import { releaseClaim } from "./store.ts";
  */
 
 const MAX_QUERY_BACKOFF_MS = 60_000;
+/** The channel and connector a push went through. */
+export interface PushTarget {
+  channel: PaymentChannel;
+  momo: MomoConnector;
+}
 /** What a verdict needs to know of its attempt. */
 export type AttemptRef = Pick<TransactionAttempt, "id" | "transactionId" | "method" | "createdAt">;
 const DEFAULT_FAILURE_REASON = "The M-Pesa payment did not go through";
@@ -119,29 +124,34 @@ export function createOutcomes(ctx: FlowContext) {
     return true;
   }
 
-  /**
-   * Asks the provider about a push with no verdict yet: applies what it answers, fails the attempt with the
-   * provider's expired-push verdict once `since` is older than the push's lifetime, else asks again later.
-   */
-  async function askAboutPush(attempt: TransactionAttempt, merchantId: number, since: Date, jobAttempt: number): Promise<{ retryInMs: number } | void> {
+  /** Asks the provider about a push with no verdict yet (a status query) and applies a settled answer: true when it settled. */
+  async function queryPush(attempt: TransactionAttempt, push: PushTarget, merchantId: number): Promise<boolean> {
+    if (!attempt.checkoutRequestId) return false; // never accepted (a crash before the answer): only its expiry settles it
+    const checkoutRequestId = attempt.checkoutRequestId;
+    const outcome = await withProviderCallScope({ merchantId, transactionId: attempt.transactionId, attemptId: attempt.id }, () =>
+      push.momo.stkQuery({ config: channels.readChannelConfig(push.channel), checkoutRequestId }),
+    );
+    if (outcome.state === "pending") return false;
+    await applyAttemptOutcome(attempt, outcome, "query");
+    return true;
+  }
+
+  /** Fails a push with its provider's expired-push verdict once `since` is older than the push's lifetime; true when it did. */
+  async function expirePushIfOutlived(attempt: TransactionAttempt, push: PushTarget, since: Date): Promise<boolean> {
+    if (Date.now() - since.getTime() < deps.collection.lifetimeMs) return false;
+    await applyAttemptOutcome(attempt, push.momo.expiredPush, "expiry");
+    return true;
+  }
+
+  /** The channel and mobile-money connector a push went through; undefined when there is nothing to ask any more. */
+  async function pushTargetOf(attempt: TransactionAttempt): Promise<PushTarget | undefined> {
     const channel = attempt.channelId === null ? null : await channels.findById(attempt.channelId);
     const momo = channel ? connectorOf(connectors, channel)?.momo : undefined;
-    if (!channel || !momo) return;
-    let outcome: CollectionOutcome = { state: "pending" };
-    if (attempt.checkoutRequestId) {
-      const checkoutRequestId = attempt.checkoutRequestId;
-      try {
-        outcome = await withProviderCallScope({ merchantId, transactionId: attempt.transactionId, attemptId: attempt.id }, () =>
-          momo.stkQuery({ config: channels.readChannelConfig(channel), checkoutRequestId }),
-        );
-      } catch (error) {
-        logger.warn({ attempt: attempt.id, err: (error as Error).message }, "collection status query failed; will retry");
-      }
-    }
-    if (outcome.state !== "pending") return applyAttemptOutcome(attempt, outcome, "query");
-    if (Date.now() - since.getTime() >= deps.collection.lifetimeMs) return applyAttemptOutcome(attempt, momo.expiredPush, "expiry");
-    return { retryInMs: Math.min(deps.collection.queryBackoffMs * 2 ** (jobAttempt - 1), MAX_QUERY_BACKOFF_MS) };
+    return channel && momo ? { channel, momo } : undefined;
   }
+
+  /** Between two status queries of one push: doubling from STK_QUERY_BACKOFF_MS, at most a minute. */
+  const nextQueryWaitMs = (attempt: number) => Math.min(deps.collection.queryBackoffMs * 2 ** (attempt - 1), MAX_QUERY_BACKOFF_MS);
 
   /** A verdict on a payment with no attempt of ours (a hosted-checkout provider's page): false when it was already settled. */
   async function settlePayment(transaction: Transaction, outcome: SettledCollectionOutcome, source: string, changes: TransitionChanges = {}): Promise<boolean> {
@@ -153,7 +163,7 @@ export function createOutcomes(ctx: FlowContext) {
     return result.applied;
   }
 
-  return { maxAttemptsOf, afterFailedAttempt, applyAttemptOutcome, applyCollectionCallback, askAboutPush, settlePayment };
+  return { maxAttemptsOf, afterFailedAttempt, applyAttemptOutcome, applyCollectionCallback, queryPush, expirePushIfOutlived, pushTargetOf, nextQueryWaitMs, settlePayment };
 }
 
 export type Outcomes = ReturnType<typeof createOutcomes>;

@@ -9,7 +9,7 @@ import { createInitialize } from "./initialize.ts";
 import { createOutcomes } from "./outcomes.ts";
 import { createPushFlow } from "./push.ts";
 import { createReads } from "./reads.ts";
-import { createReconcileJob } from "./reconcile.ts";
+import { createReconcileJobs } from "./reconcile.ts";
 import { paymentStats } from "./stats.ts";
 import type { TransactionFilters } from "./store.ts";
 
@@ -39,12 +39,12 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   const hosted = createHostedFlow(ctx, outcomes);
   const collections = createCollectionFlow(ctx, push);
   const attempts = createAttemptFlow(ctx, outcomes, push);
-  deps.jobs.register(attempts.queryJob);
   deps.jobs.register(attempts.expiryJob);
   const card = createCardFlow(ctx, attempts, outcomes);
   const reads = createReads(ctx, attempts);
-  const reconcileJob = createReconcileJob(ctx, { hosted, outcomes });
+  const { reconcileJob, attemptQueryJob } = createReconcileJobs(ctx, { hosted, outcomes });
   deps.jobs.register(reconcileJob);
+  deps.jobs.register(attemptQueryJob);
 
   return {
     checkoutUrl: ctx.checkoutUrl,
@@ -86,7 +86,8 @@ export type TransactionService = ReturnType<typeof createTransactionService>;
 // What other modules, tests and benchmarks import from here, wherever it now lives.
 export { PAYMENT_IN_PROGRESS } from "./card.ts";
 export { CARD_CHARGE_LEASE_MS, type CheckoutSettings } from "./context.ts";
-export { ATTEMPT_QUERY_JOB, CHECKOUT_EXPIRY_JOB, type AttemptView } from "./attempts.ts";
+export { CHECKOUT_EXPIRY_JOB, type AttemptView } from "./attempts.ts";
+export { ATTEMPT_QUERY_JOB } from "./reconcile.ts";
 export { type ProviderPayment, type StkCollectionInput } from "./collections.ts";
 export {
   momoConnectorOf,
