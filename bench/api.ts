@@ -530,7 +530,11 @@ async function main() {
            SELECT $1, $2, 'txn_' || substr(md5(random()::text || g), 1, 20), md5(random()::text || g), $3, 'KES', 'Bench order', '+' || $4,
                   'momo_stk', 'INV-' || g, $5 || g, $6, now()
            FROM generate_series(1, $7::int) AS g
-           RETURNING id)
+           RETURNING id, channel_id, phone_number, checkout_request_id, created_at),
+         -- Each API push is an attempt too (issue 36): its callback finds it there.
+         attempts AS (
+           INSERT INTO transaction_attempts (transaction_id, method, origin, channel_id, phone_number, checkout_request_id, created_at)
+           SELECT id, 'mpesa', 'api', channel_id, phone_number, checkout_request_id, created_at FROM inserted)
          INSERT INTO jobs (kind, payload, run_at) SELECT 'transaction.reconcile', jsonb_build_object('transactionId', id), now() + interval '1 hour' FROM inserted`,
         [principal.merchantId, principal.mode, STK_AMOUNT, PHONE, prefix, mpesaChannelId, baselineCount],
       );

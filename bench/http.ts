@@ -325,7 +325,11 @@ async function main() {
                                          payment_method, checkout_request_id, channel_id, updated_at)
                SELECT $1, 'test', 'txn-' || $2 || g, md5($2 || g), 150000, 'KES', 'Bench order', '+254708374149', 'momo_stk',
                       'ws_CO_' || $2 || g, $3, now()
-               FROM generate_series(1, $4::int) g RETURNING id)
+               FROM generate_series(1, $4::int) g RETURNING id, channel_id, phone_number, checkout_request_id, created_at),
+             -- Each API push is an attempt too (issue 36): its callback finds it there.
+             attempts AS (
+               INSERT INTO transaction_attempts (transaction_id, method, origin, channel_id, phone_number, checkout_request_id, created_at)
+               SELECT id, 'mpesa', 'api', channel_id, phone_number, checkout_request_id, created_at FROM ins)
              SELECT min(id) AS first, max(id) AS last FROM ins`
           : `WITH ins AS (
                INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, email, channel_id, updated_at)

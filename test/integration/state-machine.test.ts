@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { PublishedEvent } from "../../src/modules/events/publisher.ts";
 import { applyTransition, type StatusMachineDeps } from "../../src/modules/events/status-machine.ts";
 import { PAYOUT_STATUS, payoutSnapshot } from "../../src/modules/payouts/store.ts";
-import { CREATED_NOTICE, transactionSnapshot } from "../../src/modules/transactions/state-machine.ts";
+import { CREATED_NOTICE, transactionSnapshot } from "../../src/modules/transactions/status.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { expectNothingMoreWithin } from "../support/wait.ts";
 

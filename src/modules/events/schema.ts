@@ -5,7 +5,7 @@ import { sharedExecution } from "../../graphql/fanout.ts";
 import { readySignal } from "../../graphql/ready.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { Transaction as TransactionType } from "../transactions/schema.ts";
-import type { TransactionSnapshot } from "../transactions/state-machine.ts";
+import type { TransactionSnapshot } from "../transactions/status.ts";
 import { webhookBody } from "../webhooks/payload.ts";
 import type { PublishedEvent } from "./publisher.ts";
 import { toPublishedEvent } from "./status-machine.ts";

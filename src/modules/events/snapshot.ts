@@ -34,8 +34,11 @@ export type SnapshotOf<Row, Spec extends SnapshotSpec<Row>> = {
 export interface Snapshot<Row, Out = Record<string, unknown>> {
   /** The snapshot of a row as the model has it. */
   of(row: Row): Out;
-  /** The same snapshot as SQL over a row of the table named `alias`. */
-  sql(alias: string): string;
+  /**
+   * The same snapshot as SQL over a row of the table named `alias`; `lead` names the CTE of a write made first in
+   * the same statement (events/status-machine.ts LeadWrite), for a snapshot that reads what it wrote.
+   */
+  sql(alias: string, lead?: string): string;
 }
 
 function jsValue(kind: SnapshotKind, value: unknown): unknown {

@@ -64,6 +64,17 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
   alsoWrites?(to: TerminalStatus): string | null;
 }
 
+/**
+ * A write the change depends on, made first in its statement (e.g. the verdict on the attempt whose outcome this is):
+ * the object changes only when it wrote a row, and both commit or neither does. `sql(first)` is the data-modifying
+ * statement (with RETURNING *), its parameters numbered from `first`; `key` names the text, for the prepared-statement cache.
+ */
+export interface LeadWrite {
+  key: string;
+  sql(first: number): string;
+  values: unknown[];
+}
+
 export interface StatusChange<Change extends string> {
   id: number;
   to: TerminalStatus;
@@ -71,6 +82,7 @@ export interface StatusChange<Change extends string> {
   changes?: Partial<Record<Change, string | null>>;
   /** Jobs that follow from the change (e.g. forwarding a C2B confirmation), queued only when it applies. */
   jobs?: JobRequest[];
+  lead?: LeadWrite;
 }
 
 export interface StatusChangeResult<Row> {
@@ -109,8 +121,8 @@ const statements = new Map<string, string>();
  * $1 id, $2 the time of the change, then the changed columns in changeColumns order, then the follow-up jobs
  * as JSON when there are any. One text per combination, each prepared once per connection.
  */
-function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStatus, changed: readonly string[], withJobs: boolean): string {
-  const key = `${table.subject}|${to}|${changed.join(",")}|${withJobs}`;
+function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStatus, changed: readonly string[], withJobs: boolean, lead?: LeadWrite): string {
+  const key = `${table.subject}|${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
   let text = statements.get(key);
   if (text) return text;
   const sets = [`status = '${to}'`, "updated_at = $2", ...(to === "completed" ? ["completed_at = $2"] : [])];
@@ -118,11 +130,12 @@ function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStat
   const jobsParam = `$${changed.length + 3}`;
   // Dependent writes and the ledger's postings (ledger/postings.ts), each only when the UPDATE applied.
   const also = [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join("");
-  text = `WITH t AS (
-    UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status = '${guardStatus(to)}' RETURNING *
+  const leadCte = lead ? `lead AS (${lead.sql(changed.length + 3 + (withJobs ? 1 : 0))}), ` : "";
+  text = `WITH ${leadCte}t AS (
+    UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status = '${guardStatus(to)}'${lead ? " AND EXISTS (SELECT 1 FROM lead)" : ""} RETURNING *
   ), ev AS (
     INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
-    SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t")}) FROM t
+    SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
   ), ${WEBHOOK_FAN_OUT_CTES}${also}${
     // Queued once per row of ev: only when the change applied.
@@ -148,7 +161,8 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
   const jobs = request.jobs ?? [];
   const params: unknown[] = [request.id, new Date(), ...changed.map((field) => changes[field])];
   if (jobs.length) params.push(jobsParameter(jobs));
-  const text = changeStatement(table as unknown as StatusTable<StatusRow, string>, request.to, changed, jobs.length > 0);
+  if (request.lead) params.push(...request.lead.values);
+  const text = changeStatement(table as unknown as StatusTable<StatusRow, string>, request.to, changed, jobs.length > 0, request.lead);
   const [result] = await deps.sql.query<ChangedRow>(text, params);
   if (!result) {
     // Already terminal: nothing written; answer with the row as it is.

@@ -1,13 +1,16 @@
 import type { PaymentChannel, Transaction, TransactionAttempt } from "../../db/generated/prisma/client.ts";
-import { GatewayError, isUniqueViolation, NotFoundError } from "../../errors.ts";
+import { GatewayError, NotFoundError } from "../../errors.ts";
 import type { JobDefinition } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
-import type { CollectionCallback, CollectionOutcome, MomoConnector } from "../../providers/types.ts";
-import { alreadySettled, asProviderError, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
+import type { MomoConnector } from "../../providers/types.ts";
 import type { PushBudgetName } from "../../rate-limit/pushes.ts";
-import { collectionMismatch } from "./collections.ts";
-import { claimForAttempt, claimForPushUnlessPhoneBusy, findExpiredCheckouts, releaseClaim } from "./store.ts";
+import { PUSH_METHOD, type AttemptMethod, type AttemptStatus } from "./attempt-store.ts";
+import { alreadySettled, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
+import type { Outcomes } from "./outcomes.ts";
+import type { PushFlow } from "./push.ts";
+import { ATTEMPT_QUERY_JOB } from "./reconcile.ts";
+import { findExpiredCheckouts, releaseClaim } from "./store.ts";
 
 /**
  * The payer's attempts on the hosted checkout (issue 25): each card charge or STK push is a row of
@@ -18,15 +21,10 @@ import { claimForAttempt, claimForPushUnlessPhoneBusy, findExpiredCheckouts, rel
  * CHECKOUT_MAX_ATTEMPTS failed attempts; the transaction's status changes only through the status machine.
  */
 
-export const ATTEMPT_QUERY_JOB = "transaction.attempt_query";
 export const CHECKOUT_EXPIRY_JOB = "transaction.checkout_expiry";
 const EXPIRY_SCHEDULE_KEY = { schedule: "checkout_expiry" } as const;
 const EXPIRY_BATCH = 100;
-const MAX_QUERY_BACKOFF_MS = 60_000;
-const MPESA_CURRENCY = "KES";
-
-export type AttemptMethod = "card" | "mpesa";
-export type AttemptStatus = "pending" | "succeeded" | "failed";
+export type { AttemptMethod, AttemptStatus };
 
 /** An attempt as the payer's page and the status endpoint show it. */
 export interface AttemptView {
@@ -49,12 +47,6 @@ export const attemptView = (a: Pick<TransactionAttempt, "method" | "status" | "c
 export const maskMsisdn = (msisdn: string) => `${msisdn.slice(0, 4)}${"*".repeat(Math.max(0, msisdn.length - 7))}${msisdn.slice(-3)}`;
 export const maskCard = (number: string) => `**** ${number.slice(-4)}`;
 
-/** An outcome is written once: a pending attempt settles; a provider's success also overrides the gateway's own expiry of a push. */
-const SETTLE_ATTEMPT = `UPDATE transaction_attempts SET status = $2, code = $3, reason = $4, provider_reference = COALESCE($5, provider_reference), settled_at = now()
-  WHERE id = $1 AND (status = 'pending' OR ($2 = 'succeeded' AND status = 'failed'))
-  RETURNING id`;
-
-const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
 type Claim = { claimed: true; attemptId: number | null } | { claimed: false; status: string };
 
 const PHONE_BUSY_MESSAGE =
@@ -75,17 +67,15 @@ function linkBudgetOf(t: Transaction): string | null {
   return typeof slug === "string" ? `${t.merchantId}:${slug}` : null;
 }
 
-export function createAttemptFlow(ctx: FlowContext) {
-  const { deps, store } = ctx;
+export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: PushFlow) {
+  const { deps, store, attempts } = ctx;
   const { channels, connectors, logger, sql, prisma } = deps;
   const settings = deps.checkout ?? DEFAULT_CHECKOUT_SETTINGS;
   const cardLeaseMs = () => deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS;
-
-  /** Transactions from initialize (no payment method until paid) take retries; an STK push's or C2B's is one attempt, as before. */
-  const maxAttemptsOf = (t: Pick<Transaction, "paymentMethod">) => (t.paymentMethod === null ? settings.maxAttempts : 1);
+  const { maxAttemptsOf } = outcomes;
 
   async function claim(transactionId: number, at: Date, attempt: { method: AttemptMethod; detail: string | null; channelId?: number; phoneNumber?: string } | null): Promise<Claim> {
-    const row = await claimForAttempt(sql, transactionId, at, {
+    const row = await attempts.claim(transactionId, at, {
       cardLapsedBefore: new Date(at.getTime() - cardLeaseMs()),
       pushLapsedBefore: new Date(at.getTime() - deps.collection.lifetimeMs),
       attempt,
@@ -96,34 +86,16 @@ export function createAttemptFlow(ctx: FlowContext) {
 
   const refused = (c: { status: string }) => (c.status !== "pending" ? alreadySettled(c.status) : new GatewayError("conflict", "A payment for this transaction is in progress"));
 
-  async function settle(attemptId: number, status: Exclude<AttemptStatus, "pending">, fields: { code?: string | null; reason?: string | null; providerReference?: string | null } = {}) {
-    const rows = await sql.query<{ id: number }>(SETTLE_ATTEMPT, [attemptId, status, fields.code ?? null, fields.reason?.slice(0, 500) ?? null, fields.providerReference ?? null]);
-    return rows.length > 0;
-  }
-
   const release = (transactionId: number, token: Date) => releaseClaim(sql, transactionId, token);
-
-  /**
-   * After a failed attempt: at the limit the transaction fails with this attempt's code and reason (its event
-   * carries the attempt); below it the claim is released and the payer may try again.
-   */
-  async function afterFailedAttempt(t: Transaction, token: Date, paymentMethod: string, code: string, reason: string) {
-    const [{ n } = { n: 0 }] = await sql.query<{ n: number }>(FAILED_ATTEMPTS, [t.id]);
-    if (n >= maxAttemptsOf(t)) {
-      return ctx.transition({ transactionId: t.id, to: "failed", changes: { paymentMethod, failureCode: code, failureReason: reason.slice(0, 500) } });
-    }
-    await release(t.id, token);
-    return null;
-  }
 
   /** The channel an STK push for this payment goes through: its own when it takes mobile money, else the merchant's mpesa (or, in test mode, sandbox) channel. */
   async function mpesaChannelFor(t: Transaction): Promise<{ channel: PaymentChannel; momo: MomoConnector } | null> {
-    if (t.currency !== MPESA_CURRENCY || t.paymentMethod !== null) return null;
+    if (t.paymentMethod !== null) return null;
     const usable = (channel: PaymentChannel | null) => {
       const momo = channel && channel.isActive && channels.isUsableChannel(channel) ? connectorOf(connectors, channel)?.momo : undefined;
-      if (!channel || !momo) return null;
+      if (!channel || !momo || momo.currency !== t.currency) return null;
       try {
-        momo.checkAmount(t.amount, MPESA_CURRENCY);
+        momo.checkAmount(t.amount, t.currency);
       } catch {
         return null; // e.g. cents M-Pesa cannot collect
       }
@@ -141,79 +113,6 @@ export function createAttemptFlow(ctx: FlowContext) {
     }
     return null;
   }
-
-  /** An STK push's outcome (callback or query), applied to its attempt and, through the status machine, its transaction. */
-  async function applyMpesaOutcome(attempt: TransactionAttempt, outcome: Exclude<CollectionOutcome, { state: "pending" }>, source: string): Promise<void> {
-    const t = await store.findById(attempt.transactionId);
-    if (!t) return;
-    if (outcome.state === "completed") {
-      if (!(await settle(attempt.id, "succeeded", { providerReference: outcome.providerReference }))) return;
-      try {
-        const result = await ctx.transition({
-          transactionId: t.id,
-          to: "completed",
-          changes: { paymentMethod: "momo_stk", ...(outcome.providerReference ? { providerReference: outcome.providerReference } : {}) },
-        });
-        if (result.applied) logger.info({ reference: t.reference, attempt: attempt.id, source }, "checkout M-Pesa attempt completed the payment");
-        else logger.error({ reference: t.reference, attempt: attempt.id, status: result.transaction.status, providerReference: outcome.providerReference }, "M-Pesa payment succeeded after the transaction was settled; recorded on its attempt only");
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-        logger.error({ reference: t.reference, providerReference: outcome.providerReference }, "M-Pesa receipt already recorded for another transaction; not applied");
-      }
-      return;
-    }
-    if (!(await settle(attempt.id, "failed", { code: outcome.code, reason: outcome.message }))) return;
-    logger.info({ reference: t.reference, attempt: attempt.id, code: outcome.code, source }, "checkout M-Pesa attempt failed");
-    await afterFailedAttempt(t, attempt.createdAt, "momo_stk", outcome.code, outcome.message || "The M-Pesa payment did not go through");
-  }
-
-  /**
-   * A collection callback for an STK push sent from the checkout page: true when it named one of its attempts
-   * (applied, or refused for not matching what was asked), false when it is someone else's.
-   */
-  async function applyAttemptCallback(channel: PaymentChannel, callback: CollectionCallback): Promise<boolean> {
-    const attempt = await prisma.transactionAttempt.findUnique({ where: { channelId_checkoutRequestId: { channelId: channel.id, checkoutRequestId: callback.providerRequestId } } });
-    if (!attempt) return false;
-    if (callback.outcome.state === "completed") {
-      const t = await store.findById(attempt.transactionId);
-      const mismatched = t ? collectionMismatch(callback, { amount: t.amount, phoneNumber: attempt.phoneNumber }) : ["transaction"];
-      if (mismatched.length) {
-        // Left for the attempt's status query, which asks the provider itself.
-        logger.warn(
-          { reference: t?.reference, attempt: attempt.id, providerRequestId: callback.providerRequestId, mismatched, callbackAmount: String(callback.amount) },
-          "M-Pesa callback does not match its attempt field by field; not applied, left for the status query",
-        );
-        return true;
-      }
-    }
-    await applyMpesaOutcome(attempt, callback.outcome, "callback");
-    return true;
-  }
-
-  /** Asks about a push whose callback is overdue; fails the attempt (1019) once the push has outlived its lifetime. */
-  const queryJob: JobDefinition<{ attemptId: number }> = {
-    kind: ATTEMPT_QUERY_JOB,
-    concurrency: 5,
-    async run({ attemptId }, job) {
-      const attempt = await prisma.transactionAttempt.findUnique({ where: { id: attemptId } });
-      if (!attempt || attempt.status !== "pending" || attempt.channelId === null) return;
-      const channel = await channels.findById(attempt.channelId);
-      const momo = channel ? connectorOf(connectors, channel)?.momo : undefined;
-      let outcome: CollectionOutcome = { state: "pending" };
-      if (channel && momo && attempt.checkoutRequestId) {
-        try {
-          outcome = await momo.stkQuery({ config: channels.readChannelConfig(channel), checkoutRequestId: attempt.checkoutRequestId });
-        } catch (error) {
-          logger.warn({ attempt: attempt.id, err: (error as Error).message }, "M-Pesa attempt status query failed; will retry");
-        }
-      }
-      if (outcome.state !== "pending") return void (await applyMpesaOutcome(attempt, outcome, "query"));
-      if (Date.now() - attempt.createdAt.getTime() >= deps.collection.lifetimeMs) {
-        return void (await applyMpesaOutcome(attempt, { state: "failed", code: "1019", message: "The STK push expired with no answer from the customer" }, "expiry"));
-      }
-      return { retryInMs: Math.min(deps.collection.queryBackoffMs * 2 ** (job.attempt - 1), MAX_QUERY_BACKOFF_MS) };
-    },
-  };
 
   /** How often the expiry sweep runs: a tenth of the expiry, between a second and five minutes. */
   const sweepEveryMs = () => Math.min(Math.max(Math.floor(settings.expiryMs / 10), 1000), 5 * 60_000);
@@ -254,16 +153,11 @@ export function createAttemptFlow(ctx: FlowContext) {
   };
 
   return {
-    queryJob,
     expiryJob,
-    maxAttemptsOf,
     claim,
     refused,
-    settle,
     release,
-    afterFailedAttempt,
     mpesaChannelFor,
-    applyAttemptCallback,
     expireCheckouts,
     /** Queues the expiry sweep (at gateway start); at most one stays queued. */
     scheduleCheckoutExpiry: () => queueSweep(sweepEveryMs()),
@@ -283,7 +177,7 @@ export function createAttemptFlow(ctx: FlowContext) {
       const { channel, momo } = target;
       const msisdn = toMsisdn(phone)!;
       const token = new Date();
-      const newAttempt = { method: "mpesa" as const, detail: maskMsisdn(msisdn), channelId: channel.id, phoneNumber: phone };
+      const newAttempt = { method: PUSH_METHOD, detail: maskMsisdn(msisdn), channelId: channel.id, phoneNumber: phone };
       // A simulator prompts no phone: only pushes that reach a real one are limited.
       const limits = momo.simulated ? undefined : deps.pushLimits;
       let held: Claim;
@@ -291,7 +185,7 @@ export function createAttemptFlow(ctx: FlowContext) {
       else {
         const charge = await limits.charge({ phone, link: linkBudgetOf(t), merchant: `${t.merchantId}:${t.mode}` });
         if (!charge.allowed) throw pushLimitError(charge.budget, charge.retryAfterSeconds);
-        const row = await claimForPushUnlessPhoneBusy(prisma, t.id, token, {
+        const row = await attempts.claimPushUnlessPhoneBusy(t.id, token, {
           merchantId: t.merchantId,
           cardLapsedBefore: new Date(token.getTime() - cardLeaseMs()),
           pushLapsedBefore: new Date(token.getTime() - deps.collection.lifetimeMs),
@@ -307,40 +201,19 @@ export function createAttemptFlow(ctx: FlowContext) {
       const attemptId = held.attemptId!;
       // The query job first: whatever happens at the provider from here, the attempt is settled.
       await enqueue(prisma, ATTEMPT_QUERY_JOB, { attemptId }, { runAt: new Date(Date.now() + deps.collection.reconcileAfterMs) });
-      let accepted;
-      try {
-        logger.info({ reference, attempt: attemptId }, "checkout STK push sent");
-        accepted = await momo.stkPush({
-          config: channels.readChannelConfig(channel),
-          amount: t.amount,
-          currency: MPESA_CURRENCY,
-          phoneNumber: msisdn,
-          accountReference: t.clientReference ?? t.reference,
-          description: t.description ?? "Payment",
-          callbackUrl: deps.stkCallbackUrl(channel, momo),
-          deliverCallback: async (body) => applyAttemptCallback(channel, momo.parseStkCallback(body)),
-        });
-      } catch (error) {
-        const refusal = asProviderError(error);
-        if (await settle(attemptId, "failed", { code: refusal.code, reason: refusal.message })) {
-          await afterFailedAttempt(t, token, "momo_stk", refusal.code, refusal.message);
-        }
-        throw refusal;
-      }
-      const attempt = await prisma.transactionAttempt.update({ where: { id: attemptId }, data: { checkoutRequestId: accepted.checkoutRequestId } });
-      return { attempt: attemptView(attempt) };
+      await push.send(t, { id: attemptId, transactionId: t.id, method: PUSH_METHOD, createdAt: token }, { channel, momo, phoneNumber: phone });
+      const attempt = await attempts.findById(attemptId);
+      return { attempt: attemptView(attempt!) };
     },
 
     /** A transaction's attempts, oldest first (GraphQL Transaction.attempts, the dashboard). */
-    list(transactionId: number) {
-      return prisma.transactionAttempt.findMany({ where: { transactionId }, orderBy: { id: "asc" } });
-    },
+    list: (transactionId: number) => attempts.list(transactionId),
 
     /** What the payer's page needs besides the row: the latest attempt and how many failed attempts are left. */
     async checkoutState(t: Transaction) {
-      const attempts = await prisma.transactionAttempt.findMany({ where: { transactionId: t.id }, orderBy: { id: "asc" }, select: { method: true, status: true, code: true, reason: true, detail: true } });
-      const failed = attempts.filter((a) => a.status === "failed").length;
-      const latest = attempts.at(-1);
+      const tried = await attempts.listForPayer(t.id);
+      const failed = tried.filter((a) => a.status === "failed").length;
+      const latest = tried.at(-1);
       return {
         attemptsLeft: t.status === "pending" ? Math.max(0, maxAttemptsOf(t) - failed) : 0,
         attempt: latest ? attemptView(latest) : null,

@@ -1,9 +1,11 @@
 import { luhnValid } from "../../cards.ts";
 import type { Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
+import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { CardDetails, CardOutcome } from "../../providers/types.ts";
 import { maskCard, type AttemptFlow } from "./attempts.ts";
 import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "./context.ts";
+import type { Outcomes } from "./outcomes.ts";
 
 /** A payer's card payment on the gateway's own checkout page, and the claim that admits one charge at a time. */
 
@@ -24,7 +26,7 @@ function validateCard(card: CardDetails): CardDetails {
   return { number, expMonth: card.expMonth, expYear, cvc: card.cvc };
 }
 
-export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow) {
+export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes: Outcomes) {
   const { deps, store } = ctx;
   const { channels, connectors, logger } = deps;
 
@@ -64,10 +66,13 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow) {
       let outcome: CardOutcome;
       try {
         logger.info({ reference }, "card charge sent");
-        outcome = await connector.chargeCard({ reference, amount: transaction.amount, currency: transaction.currency, card, config });
+        const chargeCard = connector.chargeCard.bind(connector);
+        outcome = await withProviderCallScope({ merchantId: transaction.merchantId, transactionId: transaction.id, attemptId }, () =>
+          chargeCard({ reference, amount: transaction.amount, currency: transaction.currency, card, config }),
+        );
       } catch (error) {
         // No outcome: as if the attempt was never made (its row goes, the claim is released), so the payer can retry.
-        await Promise.all([deps.prisma.transactionAttempt.deleteMany({ where: { id: attemptId, status: "pending" } }), attempts.release(transaction.id, claimedAt)]).catch(
+        await Promise.all([ctx.attempts.forget(attemptId), attempts.release(transaction.id, claimedAt)]).catch(
           (releaseError: unknown) => logger.warn({ reference, err: (releaseError as Error).message }, "card charge claim not released; it lapses with its lease"),
         );
         logger.warn({ reference, err: (error as Error).message }, "card charge failed without an outcome; claim released");
@@ -75,12 +80,12 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow) {
       }
       if (outcome.outcome !== "succeeded") {
         // A decline is this attempt's outcome; the transaction fails only at the attempts limit.
-        await attempts.settle(attemptId, "failed", { code: outcome.code, reason: outcome.reason });
-        const failed = await attempts.afterFailedAttempt(transaction, claimedAt, "card", outcome.code, outcome.reason);
+        await ctx.attempts.settle({ attemptId, status: "failed", code: outcome.code, reason: outcome.reason });
+        const failed = await outcomes.afterFailedAttempt(transaction, claimedAt, "card", outcome.code, outcome.reason);
         if (failed && !failed.applied) throw alreadySettled(failed.transaction.status);
         return { transaction: failed?.transaction ?? transaction, outcome };
       }
-      await attempts.settle(attemptId, "succeeded", { providerReference: outcome.providerReference });
+      await ctx.attempts.settle({ attemptId, status: "succeeded", providerReference: outcome.providerReference });
       const result = await ctx.transition({ transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } });
       if (!result.applied) {
         // Only possible when this charge outlived its lease and another attempt took over and settled:

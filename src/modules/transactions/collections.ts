@@ -1,17 +1,18 @@
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
-import { isUniqueViolation, ValidationError } from "../../errors.ts";
+import { ValidationError } from "../../errors.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { parseAmount } from "../../money.ts";
-import { kenyanMobileOrNull, normalizeMsisdn, toMsisdn } from "../../phone.ts";
-import type { CollectionCallback, CollectionOutcome, SettledCollectionOutcome } from "../../providers/types.ts";
+import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import { optionalText } from "../../validation.ts";
-import { asProviderError, connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
-import { afterCreate, insertPendingTransaction, type TransitionChanges } from "./state-machine.ts";
+import { maskMsisdn } from "./attempts.ts";
+import { connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
+import type { PushFlow } from "./push.ts";
+import { afterCreate, insertPendingTransaction } from "./status.ts";
 
 /**
- * Mobile-money collections: an STK push and the provider's callback on it, a payment the provider
- * reports on its own (M-Pesa C2B), and the reconciliation of a push whose callback is overdue.
+ * Mobile-money collections: an STK push from the API (a payment and its one attempt, sent through the one push
+ * flow, push.ts; its verdicts land in outcomes.ts), and a payment the provider reports on its own (M-Pesa C2B).
  */
 
 export interface StkCollectionInput {
@@ -33,87 +34,12 @@ export interface ProviderPayment {
   paymentMethod: string;
 }
 
-const MOMO_CURRENCY = "KES";
-const MAX_QUERY_BACKOFF_MS = 60_000;
 /** What a retry of a push interrupted by a crash is told: the push is not sent again, it is reconciled. */
 const RECOVERED_PUSH_MESSAGE = "Request already accepted for processing";
 
-/** Records a provider's verdict on a collection (or a hosted payment); false when it was already settled. */
-export async function settleCollection(
-  ctx: FlowContext,
-  transaction: Transaction,
-  outcome: SettledCollectionOutcome,
-  source: string,
-  changes: TransitionChanges = {},
-): Promise<boolean> {
-  const result =
-    outcome.state === "completed"
-      ? await ctx.transition({
-          transactionId: transaction.id,
-          to: "completed",
-          changes: { ...changes, ...(outcome.providerReference ? { providerReference: outcome.providerReference } : {}) },
-        })
-      : await ctx.transition({
-          transactionId: transaction.id,
-          to: "failed",
-          changes: { ...changes, failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null },
-        });
-  if (result.applied) ctx.deps.logger.info({ reference: transaction.reference, status: result.transaction.status, source }, "collection settled");
-  return result.applied;
-}
-
-/**
- * The fields of a collection callback that do not match what was asked for; empty when it may be applied. A
- * success must carry the amount (exactly the row's, in minor units), the phone (the number pushed to, after
- * normalisation) and the provider's receipt: one missing or unreadable does not match. A failure carries none of
- * them; its request id (which found the row) is its match.
- */
-export function collectionMismatch(callback: CollectionCallback, asked: { amount: bigint; phoneNumber: string | null }): string[] {
-  if (callback.outcome.state !== "completed") return [];
-  const mismatched: string[] = [];
-  if (callback.amount === null || callback.amount !== asked.amount) mismatched.push("amount");
-  const phone = kenyanMobileOrNull(callback.phoneNumber);
-  if (phone === null || asked.phoneNumber === null || phone !== asked.phoneNumber) mismatched.push("phone");
-  if (!callback.outcome.providerReference) mismatched.push("receipt");
-  return mismatched;
-}
-
-export function createCollectionFlow(ctx: FlowContext) {
-  const { deps, store, transition } = ctx;
-  const { channels, connectors, logger } = deps;
-
-  /**
-   * A callback is applied only when it matches what was asked for: same request, amount and phone. `otherwise`
-   * is asked when no transaction made the request (a push from the checkout page is matched on its attempt).
-   */
-  async function applyCollectionCallback(channel: PaymentChannel, callback: CollectionCallback, otherwise?: () => Promise<boolean>): Promise<boolean> {
-    const transaction = await store.findByCollectionRequest(channel.id, callback.providerRequestId);
-    if (!transaction && (await otherwise?.())) return true;
-    if (!transaction) {
-      logger.warn({ channelId: channel.id, providerRequestId: callback.providerRequestId }, "collection callback for an unknown request; not applied");
-      return false;
-    }
-    const mismatched = collectionMismatch(callback, transaction);
-    if (mismatched.length) {
-      // Left for the reconciliation's status query, which asks the provider itself.
-      logger.warn(
-        { reference: transaction.reference, providerRequestId: callback.providerRequestId, mismatched, expectedAmount: String(transaction.amount), callbackAmount: String(callback.amount) },
-        "collection callback does not match the transaction field by field; not applied, left for the status query",
-      );
-      return true;
-    }
-    try {
-      await settleCollection(ctx, transaction, callback.outcome, "callback");
-    } catch (error) {
-      // A receipt is the provider's unique id for one payment: seen on another transaction, this callback is a replay or a provider fault.
-      if (!isUniqueViolation(error)) throw error;
-      logger.error(
-        { reference: transaction.reference, providerReference: callback.outcome.state === "completed" ? callback.outcome.providerReference : undefined },
-        "collection callback carries a provider reference already recorded for another transaction; not applied",
-      );
-    }
-    return true;
-  }
+export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
+  const { deps, store, transition, attempts } = ctx;
+  const { channels, connectors } = deps;
 
   return {
     /**
@@ -130,25 +56,23 @@ export function createCollectionFlow(ctx: FlowContext) {
       const description = optionalText(input.description, "description", 500);
       const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
       const momo = momoConnectorOf(connectors, channel);
-      if (!connectorOf(connectors, channel)!.currencies.includes(MOMO_CURRENCY)) {
-        throw new ValidationError("payment_channel_id", `payment channel ${channel.id} cannot collect ${MOMO_CURRENCY}`);
+      if (!connectorOf(connectors, channel)!.currencies.includes(momo.currency)) {
+        throw new ValidationError("payment_channel_id", `payment channel ${channel.id} cannot collect ${momo.currency}`);
       }
-      const callbackUrl = deps.stkCallbackUrl(channel, momo);
-      const config = channels.readChannelConfig(channel);
-      const reference = newReference();
       // The provider's own bounds are checked before anything is recorded: a 400 leaves no row behind.
-      momo.checkAmount(amount, MOMO_CURRENCY);
+      momo.checkAmount(amount, momo.currency);
 
-      const created = await deps.prisma.$transaction((tx) =>
-        insertPendingTransaction(
+      // The payment, its attempt, its transaction.pending event and its reconciliation job commit together, before the provider is asked.
+      const created = await deps.prisma.$transaction(async (tx) => {
+        const made = await insertPendingTransaction(
           tx,
           {
             merchantId: principal.merchantId,
             mode: principal.mode,
-            reference,
+            reference: newReference(),
             accessCode: newAccessCode(),
             amount,
-            currency: MOMO_CURRENCY,
+            currency: momo.currency,
             description,
             phoneNumber,
             paymentMethod: "momo_stk",
@@ -160,33 +84,17 @@ export function createCollectionFlow(ctx: FlowContext) {
             keyedBy: principal,
             jobs: (t) => [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: new Date(Date.now() + deps.collection.reconcileAfterMs) }],
           },
-        ),
-      );
-      const transactionId = created.transaction.id;
+        );
+        const t = made.transaction;
+        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt });
+        return { ...made, attempt };
+      });
       afterCreate(ctx.stateMachine, created);
-
-      let accepted;
-      try {
-        accepted = await momo.stkPush({
-          config,
-          amount,
-          currency: MOMO_CURRENCY,
-          phoneNumber: toMsisdn(phoneNumber),
-          accountReference: clientReference ?? reference,
-          description: description ?? "Payment",
-          callbackUrl,
-          deliverCallback: async (body) => applyCollectionCallback(channel, momo.parseStkCallback(body)),
-        });
-      } catch (error) {
-        const refusal = asProviderError(error);
-        await transition({ transactionId, to: "failed", changes: { failureCode: refusal.code, failureReason: refusal.message.slice(0, 500) } });
-        throw refusal;
-      }
-      const transaction = await store.setCollectionRequest(transactionId, accepted.checkoutRequestId);
+      const accepted = await push.send(created.transaction, created.attempt, { channel, momo, phoneNumber });
+      // The payment shows the push's request id too (REST, webhooks): published before the attempt existed.
+      const transaction = await store.setCollectionRequest(created.transaction.id, accepted.checkoutRequestId);
       return { transaction, customerMessage: accepted.customerMessage };
     },
-
-    applyCollectionCallback,
 
     /**
      * A payment the provider announces itself (M-Pesa C2B), recorded once per receipt (the unique
@@ -234,30 +142,6 @@ export function createCollectionFlow(ctx: FlowContext) {
       return store.findLatestC2b(channel.id, match);
     },
 
-    /**
-     * Asks the provider about a push whose callback is overdue: settles what it answers, expires what
-     * outlived the push, and otherwise asks again later with exponential backoff.
-     */
-    async reconcileCollection(transaction: Transaction & { channel: PaymentChannel }, attempt: number) {
-      let outcome: CollectionOutcome = { state: "pending" };
-      if (transaction.checkoutRequestId) {
-        try {
-          const momo = momoConnectorOf(connectors, transaction.channel);
-          outcome = await momo.stkQuery({ config: channels.readChannelConfig(transaction.channel), checkoutRequestId: transaction.checkoutRequestId });
-        } catch (error) {
-          logger.warn({ reference: transaction.reference, err: (error as Error).message }, "collection status query failed; will retry");
-        }
-      }
-      if (outcome.state !== "pending") {
-        await settleCollection(ctx, transaction, outcome, "reconciliation");
-        return;
-      }
-      if (Date.now() - transaction.createdAt.getTime() >= deps.collection.lifetimeMs) {
-        await settleCollection(ctx, transaction, { state: "failed", code: "1019", message: "The STK push expired with no answer from the customer" }, "expiry");
-        return;
-      }
-      return { retryInMs: Math.min(deps.collection.queryBackoffMs * 2 ** (attempt - 1), MAX_QUERY_BACKOFF_MS) };
-    },
   };
 }
 

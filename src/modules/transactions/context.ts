@@ -13,7 +13,8 @@ import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-machine.ts";
-import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./state-machine.ts";
+import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./status.ts";
+import { createAttemptStore, type AttemptStore } from "./attempt-store.ts";
 import { createTransactionStore, type TransactionStore } from "./store.ts";
 
 /** How long a checkout card charge holds its transaction by default; longer than any connector's charge timeout. */
@@ -34,7 +35,7 @@ export interface CollectionTiming {
   reconcileAfterMs: number;
   /** First wait between two queries of one push; doubles each time, capped at 60 s. */
   queryBackoffMs: number;
-  /** After this long with no answer a push is failed as expired (1019). */
+  /** After this long with no answer a push is failed with its provider's expired-push verdict. */
   lifetimeMs: number;
 }
 
@@ -116,10 +117,12 @@ export function momoConnectorOf(connectors: Connectors, channel: PaymentChannel)
 export interface FlowContext {
   deps: TransactionServiceDeps;
   store: TransactionStore;
+  /** Every statement on the payer's attempts (transaction_attempts). */
+  attempts: AttemptStore;
   /** The same statements on the reader: for lists, exports and stats only, which may lag the primary a little. */
   readStore: TransactionStore;
   stateMachine: StateMachineDeps;
-  /** The one status change (state-machine.ts). */
+  /** The one status change (status.ts). */
   transition(request: TransitionRequest): Promise<TransitionResult>;
   /** The gateway's hosted checkout page for a payment. */
   checkoutUrl(reference: string): string;
@@ -139,6 +142,7 @@ export function createFlowContext(deps: TransactionServiceDeps): FlowContext {
   return {
     deps,
     store,
+    attempts: createAttemptStore(deps),
     readStore: deps.read ? createTransactionStore(deps.read) : store,
     stateMachine,
     transition: (request) => transitionTransaction(stateMachine, request),

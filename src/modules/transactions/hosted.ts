@@ -1,7 +1,8 @@
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
+import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { HostedCheckoutConnector, HostedPaymentStatus } from "../../providers/types.ts";
-import { settleCollection } from "./collections.ts";
 import { asProviderError, connectorOf, type FlowContext } from "./context.ts";
+import type { Outcomes } from "./outcomes.ts";
 
 /**
  * Hosted checkout (Paystack-style): the payment is opened at the provider, the payer pays on the
@@ -9,11 +10,11 @@ import { asProviderError, connectorOf, type FlowContext } from "./context.ts";
  * notice, or by reconciliation) before recording it.
  */
 
-const MAX_VERIFY_BACKOFF_MS = 60 * 60_000;
-
-export function createHostedFlow(ctx: FlowContext) {
+export function createHostedFlow(ctx: FlowContext, outcomes: Outcomes) {
   const { deps, store } = ctx;
   const { channels, connectors, logger } = deps;
+  /** The provider calls made about one payment, on record against it. */
+  const about = <T>(t: Transaction, call: () => Promise<T>) => withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id }, call);
 
   /**
    * Applies what a hosted-checkout provider answered when asked: a payment completes only when the
@@ -28,7 +29,7 @@ export function createHostedFlow(ctx: FlowContext) {
       );
       return false;
     }
-    await settleCollection(ctx, transaction, status.outcome, source, { paymentMethod: status.paymentMethod ?? "card" });
+    await outcomes.settlePayment(transaction, status.outcome, source, { paymentMethod: status.paymentMethod ?? "card" });
     return true;
   }
 
@@ -36,7 +37,7 @@ export function createHostedFlow(ctx: FlowContext) {
   async function verifyHostedPayment(transaction: Transaction & { channel: PaymentChannel | null }, source: string): Promise<Transaction> {
     const hosted = transaction.channel ? connectorOf(connectors, transaction.channel)?.hosted : undefined;
     if (!hosted || transaction.status !== "pending") return transaction;
-    const status = await hosted.verify({ config: channels.readChannelConfig(transaction.channel!), reference: transaction.reference });
+    const status = await about(transaction, () => hosted.verify({ config: channels.readChannelConfig(transaction.channel!), reference: transaction.reference }));
     await applyHostedStatus(transaction, status, source);
     const reread = await store.findById(transaction.id);
     if (!reread) throw new Error(`transaction ${transaction.id} does not exist`);
@@ -50,7 +51,7 @@ export function createHostedFlow(ctx: FlowContext) {
   async function openHostedPayment(transaction: Transaction, channel: PaymentChannel, hosted: HostedCheckoutConnector, failOnRefusal = true): Promise<Transaction> {
     let started;
     try {
-      started = await hosted.start({
+      started = await about(transaction, () => hosted.start({
         config: channels.readChannelConfig(channel),
         reference: transaction.reference,
         amount: transaction.amount,
@@ -58,7 +59,7 @@ export function createHostedFlow(ctx: FlowContext) {
         email: transaction.email ?? "",
         callbackUrl: ctx.returnUrl(transaction.reference),
         metadata: { transaction_id: transaction.id, reference: transaction.reference, merchant_id: transaction.merchantId },
-      });
+      }));
     } catch (error) {
       const refusal = asProviderError(error);
       logger.warn({ reference: transaction.reference, code: refusal.code, err: refusal.message }, "hosted payment not started at the provider");
@@ -94,24 +95,22 @@ export function createHostedFlow(ctx: FlowContext) {
       return verifyHostedPayment(transaction, source);
     },
 
-    /** A pending hosted payment with no webhook: verify with backoff, and give up as abandoned after the provider's window. */
-    async reconcileHosted(transaction: Transaction & { channel: PaymentChannel }, hosted: HostedCheckoutConnector, attempt: number) {
-      try {
-        const status = await hosted.verify({ config: channels.readChannelConfig(transaction.channel), reference: transaction.reference });
-        if (status.outcome.state !== "pending") {
-          await applyHostedStatus(transaction, status, "reconciliation");
-          return; // settled, or reported with another amount (logged for a person to look at; asking again will not change it)
-        }
-      } catch (error) {
-        logger.warn({ reference: transaction.reference, err: (error as Error).message }, "hosted payment verification failed; will retry");
-      }
-      const abandonAt = transaction.createdAt.getTime() + deps.hosted.abandonAfterMs;
-      if (Date.now() >= abandonAt) {
-        await settleCollection(ctx, transaction, { state: "failed", code: "abandoned", message: "The payer did not complete the payment" }, "expiry");
-        return;
-      }
-      const backoff = Math.min(deps.hosted.verifyAfterMs * 2 ** attempt, MAX_VERIFY_BACKOFF_MS);
-      return { retryInMs: Math.max(0, Math.min(backoff, abandonAt - Date.now())) };
+    /** Asks the provider about a pending hosted payment (the reconcile job): true when its answer settles the question. */
+    async askHosted(transaction: Transaction & { channel: PaymentChannel }, hosted: HostedCheckoutConnector): Promise<boolean> {
+      const status = await about(transaction, () => hosted.verify({ config: channels.readChannelConfig(transaction.channel), reference: transaction.reference }));
+      if (status.outcome.state === "pending") return false;
+      await applyHostedStatus(transaction, status, "reconciliation");
+      return true; // settled, or reported with another amount (logged for a person to look at; asking again will not change it)
+    },
+
+    /** When the payer should have paid by: the provider's window (Paystack's 24 hours) from initialize. */
+    abandonAt: (transaction: Transaction) => transaction.createdAt.getTime() + deps.hosted.abandonAfterMs,
+
+    /** Fails a hosted payment still unpaid after the provider's window as abandoned; true when it is past the window. */
+    async abandonIfOutlived(transaction: Transaction): Promise<boolean> {
+      if (Date.now() < transaction.createdAt.getTime() + deps.hosted.abandonAfterMs) return false;
+      await outcomes.settlePayment(transaction, { state: "failed", code: "abandoned", message: "The payer did not complete the payment" }, "expiry");
+      return true;
     },
   };
 }

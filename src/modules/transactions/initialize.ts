@@ -8,7 +8,7 @@ import { optionalText, unsafeTextIn } from "../../validation.ts";
 import { normalizeEmail } from "../customers/service.ts";
 import { connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
 import type { HostedFlow } from "./hosted.ts";
-import { afterCreate, insertPendingTransaction } from "./state-machine.ts";
+import { afterCreate, insertPendingTransaction } from "./status.ts";
 
 /** Initialize: a payment the payer completes on a checkout page (the gateway's own, or a hosted provider's). */
 

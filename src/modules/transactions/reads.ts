@@ -7,7 +7,7 @@ import type { CheckoutView } from "../../checkout/page.ts";
 import type { AttemptFlow } from "./attempts.ts";
 import type { FlowContext } from "./context.ts";
 import { payerReturnUrl } from "./initialize.ts";
-import { toPublishedEvent } from "./state-machine.ts";
+import { toPublishedEvent } from "./status.ts";
 import type { TransactionFilters, TransactionQuery } from "./store.ts";
 
 /** The reads: a merchant's transaction and lists, the payer's checkout view, a transaction's settling event. */

@@ -1,6 +1,4 @@
 import type { Principal } from "../../auth.ts";
-import type { PaymentChannel } from "../../db/generated/prisma/client.ts";
-import type { CollectionCallback } from "../../providers/types.ts";
 import { createAttemptFlow } from "./attempts.ts";
 import { createCardFlow } from "./card.ts";
 import { createCollectionFlow } from "./collections.ts";
@@ -8,45 +6,52 @@ import { createFlowContext, type TransactionServiceDeps } from "./context.ts";
 import { exportTransactionsCsv } from "./export.ts";
 import { createHostedFlow } from "./hosted.ts";
 import { createInitialize } from "./initialize.ts";
+import { createOutcomes } from "./outcomes.ts";
+import { createPushFlow } from "./push.ts";
 import { createReads } from "./reads.ts";
-import { createReconcileJob } from "./reconcile.ts";
+import { createReconcileJobs } from "./reconcile.ts";
 import { paymentStats } from "./stats.ts";
 import type { TransactionFilters } from "./store.ts";
 
 /**
  * The payments core, composed from its flows. Every write to `transactions` goes through one pipeline:
  * validate -> resolve the channel and its connector by capability -> create the row (store.ts) -> call
- * the connector -> transition (state-machine.ts). The row exists before any provider is asked, so no
+ * the connector -> transition (status.ts). The row exists before any provider is asked, so no
  * provider answer can arrive for a payment the gateway has no record of.
  *
- *   initialize.ts   initialize: a payment the payer completes on a checkout page
- *   card.ts         payWithCard: the card charge on the gateway's checkout, with its claim
- *   attempts.ts     the checkout's attempts (card, STK from the page): claim, retries, expiry
- *   hosted.ts       hosted checkout (Paystack-style): open at the provider, verify, reconcile
- *   collections.ts  STK push and its callback, C2B recordProviderPayment, settleCollection
- *   reconcile.ts    the reconcile job (asks the provider about an overdue pending payment)
- *   reads.ts        getByReference, the lists, the checkout view, the last settling event
- *   store.ts        every statement on the `transactions` table (rows.ts: row <-> model)
+ *   initialize.ts    initialize: a payment the payer completes on a checkout page
+ *   card.ts          payWithCard: the card charge on the gateway's checkout, with its claim
+ *   attempts.ts      the checkout page's attempts (card, STK): claim, push limits, retries, expiry
+ *   push.ts          the one STK push flow, for the API and the page
+ *   collections.ts   the API's STK push (a payment and its attempt), C2B recordProviderPayment
+ *   outcomes.ts      where every provider verdict lands: the attempt, then the payment
+ *   hosted.ts        hosted checkout (Paystack-style): open at the provider, verify, reconcile
+ *   reconcile.ts     the reconcile job (asks the provider about an overdue pending payment)
+ *   reads.ts         getByReference, the lists, the checkout view, the last settling event
+ *   store.ts         every statement on the `transactions` table (rows.ts: row <-> model)
+ *   attempt-store.ts every statement on `transaction_attempts`
+ *   status.ts        the payment's part in the one status machine; snapshot.ts its event snapshot
  */
 export function createTransactionService(deps: TransactionServiceDeps) {
   const ctx = createFlowContext(deps);
-  const hosted = createHostedFlow(ctx);
-  const collections = createCollectionFlow(ctx);
-  const attempts = createAttemptFlow(ctx);
-  deps.jobs.register(attempts.queryJob);
+  const outcomes = createOutcomes(ctx);
+  const push = createPushFlow(ctx, outcomes);
+  const hosted = createHostedFlow(ctx, outcomes);
+  const collections = createCollectionFlow(ctx, push);
+  const attempts = createAttemptFlow(ctx, outcomes, push);
   deps.jobs.register(attempts.expiryJob);
-  const card = createCardFlow(ctx, attempts);
+  const card = createCardFlow(ctx, attempts, outcomes);
   const reads = createReads(ctx, attempts);
-  const reconcileJob = createReconcileJob(ctx, { hosted, collections });
+  const { reconcileJob, attemptQueryJob } = createReconcileJobs(ctx, { hosted, outcomes });
   deps.jobs.register(reconcileJob);
+  deps.jobs.register(attemptQueryJob);
 
   return {
     checkoutUrl: ctx.checkoutUrl,
     initialize: createInitialize(ctx, hosted),
     startStkCollection: collections.startStkCollection,
-    /** A push from the API is matched on its transaction; one from the checkout page on its attempt. */
-    applyCollectionCallback: (channel: PaymentChannel, callback: CollectionCallback) =>
-      collections.applyCollectionCallback(channel, callback, () => attempts.applyAttemptCallback(channel, callback)),
+    /** A push's callback, from the API or the page alike, found on its attempt in one lookup (outcomes.ts). */
+    applyCollectionCallback: outcomes.applyCollectionCallback,
     hostedCheckoutUrl: hosted.hostedCheckoutUrl,
     verifyHostedPaymentByReference: hosted.verifyHostedPaymentByReference,
     recordProviderPayment: collections.recordProviderPayment,
@@ -81,7 +86,8 @@ export type TransactionService = ReturnType<typeof createTransactionService>;
 // What other modules, tests and benchmarks import from here, wherever it now lives.
 export { PAYMENT_IN_PROGRESS } from "./card.ts";
 export { CARD_CHARGE_LEASE_MS, type CheckoutSettings } from "./context.ts";
-export { ATTEMPT_QUERY_JOB, CHECKOUT_EXPIRY_JOB, type AttemptView } from "./attempts.ts";
+export { CHECKOUT_EXPIRY_JOB, type AttemptView } from "./attempts.ts";
+export { ATTEMPT_QUERY_JOB } from "./reconcile.ts";
 export { type ProviderPayment, type StkCollectionInput } from "./collections.ts";
 export {
   momoConnectorOf,

@@ -19,7 +19,7 @@ import {
  * Every statement on the `transactions` table, behind named functions: the one place that chooses plain
  * SQL (src/db/sql.ts, for the hot paths: verify, list, initialize, card payments, STK callbacks) or Prisma
  * (everything else, and any read whose GraphQL selection needs relations). Callers pass values, never SQL
- * text or conditions. The status change itself is state-machine.ts's one statement, built from
+ * text or conditions. The status change itself is status.ts's one statement, built from
  * TRANSACTION_COLUMNS; the row <-> model mapping is rows.ts.
  */
 
@@ -152,7 +152,7 @@ export function findById(sql: Sql, id: number): Promise<Transaction | null> {
 }
 
 /**
- * Inserts a pending transaction in the caller's database transaction (state-machine.ts's
+ * Inserts a pending transaction in the caller's database transaction (status.ts's
  * insertPendingTransaction, which adds its event, jobs and recovery point).
  */
 export function createPending(tx: Prisma.TransactionClient, data: Prisma.TransactionUncheckedCreateInput): Promise<Transaction> {
@@ -484,91 +484,31 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
 
 export type TransactionStore = ReturnType<typeof createTransactionStore>;
 
-/* ---- The hosted checkout's attempts (attempts.ts): the claim one attempt at a time holds, and the expiry sweep. ---- */
+/* ---- The payment's side of its attempts (attempt-store.ts owns transaction_attempts and builds these into its statements). ---- */
 
 /**
- * The claim and the attempt in one statement: charge_started_at is set to the attempt's created_at (its token).
- * A held claim lapses when older than the card lease ($3), or, when an STK push in flight holds it, older than
- * the push's lifetime ($4). $5 null: the claim only (the expiry sweep), no attempt row.
+ * The claim one attempt at a time holds, and the attempt's insert, in one statement: charge_started_at is set to
+ * the attempt's created_at (its token). A held claim lapses when older than the card lease ($3), or, when
+ * `heldByPush` (a condition over the claimed row `t`) says an STK push in flight holds it, older than the push's
+ * lifetime ($4). `insertAttempt` is a CTE named `attempt` over `claimed` (id), answering the new attempt's id.
  */
-const CLAIM_FOR_ATTEMPT = `WITH claimed AS (
+export function claimStatement(parts: { heldByPush: string; insertAttempt: string }): string {
+  return `WITH claimed AS (
     UPDATE transactions t SET charge_started_at = $2, updated_at = $2
     WHERE t.id = $1 AND t.status = 'pending' AND (t.charge_started_at IS NULL OR t.charge_started_at < CASE
-      WHEN EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.transaction_id = t.id AND a.method = 'mpesa' AND a.status = 'pending' AND a.created_at = t.charge_started_at)
-      THEN $4::timestamptz ELSE $3::timestamptz END)
+      WHEN ${parts.heldByPush} THEN $4::timestamptz ELSE $3::timestamptz END)
     RETURNING t.id
-  ), attempt AS (
-    INSERT INTO transaction_attempts (transaction_id, method, detail, channel_id, phone_number, created_at)
-    SELECT id, $5::text, $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
-    RETURNING id
-  )
+  ), ${parts.insertAttempt}
   SELECT true AS claimed, 'pending' AS status, (SELECT id FROM attempt) AS "attemptId" FROM claimed
   UNION ALL SELECT false, status::text, NULL FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
-
-export interface NewAttempt {
-  method: "card" | "mpesa";
-  detail: string | null;
-  channelId?: number;
-  phoneNumber?: string;
 }
 
-/** Claims a pending transaction for one attempt (inserted with the claim when given); null when there is no such transaction. */
-export async function claimForAttempt(
-  sql: Sql,
-  id: number,
-  at: Date,
-  options: { cardLapsedBefore: Date; pushLapsedBefore: Date; attempt: NewAttempt | null },
-): Promise<{ claimed: boolean; status: string; attemptId: number | null } | null> {
-  const { attempt } = options;
-  const [row] = await sql.query<{ claimed: boolean; status: string; attemptId: number | null }>(CLAIM_FOR_ATTEMPT, [
-    id,
-    at,
-    options.cardLapsedBefore,
-    options.pushLapsedBefore,
-    attempt?.method ?? null,
-    attempt?.detail ?? null,
-    attempt?.channelId ?? null,
-    attempt?.phoneNumber ?? null,
-  ]);
-  return row ?? null;
-}
+/** The amount of the attempt `a`'s payment, as a scalar subquery (a provider's verdict must match it). */
+export const paymentAmountOf = (a: string) => `(SELECT t.amount FROM transactions t WHERE t.id = ${a}.transaction_id)`;
 
-/** Another transaction of the merchant with a push to this number still in its lifetime (pending_push_by_phone index). */
-const PENDING_PUSH_TO_PHONE = `SELECT 1 AS found FROM transaction_attempts a JOIN transactions t ON t.id = a.transaction_id
-  WHERE a.phone_number = $1 AND a.method = 'mpesa' AND a.status = 'pending' AND a.created_at >= $2
-    AND t.merchant_id = $3 AND a.transaction_id <> $4
-  LIMIT 1`;
-
-/**
- * claimForAttempt for an STK push, unless another transaction of the same merchant has a push to the same number
- * waiting for its answer ("phone_busy"). The check and the claim run under a transaction-scoped advisory lock on
- * (merchant, number), so two pushes racing on two instances cannot both pass the check.
- */
-export async function claimForPushUnlessPhoneBusy(
-  prisma: PrismaClient,
-  id: number,
-  at: Date,
-  options: { merchantId: number; cardLapsedBefore: Date; pushLapsedBefore: Date; attempt: NewAttempt & { phoneNumber: string } },
-): Promise<{ claimed: boolean; status: string; attemptId: number | null } | "phone_busy" | null> {
-  const { attempt } = options;
-  return prisma.$transaction(async (tx) => {
-    await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock($1::int, hashtext($2::text)) IS NULL AS locked`, options.merchantId, `push:${attempt.phoneNumber}`);
-    const busy = await tx.$queryRawUnsafe<unknown[]>(PENDING_PUSH_TO_PHONE, attempt.phoneNumber, options.pushLapsedBefore, options.merchantId, id);
-    if (busy.length > 0) return "phone_busy" as const;
-    const [row] = await tx.$queryRawUnsafe<{ claimed: boolean; status: string; attemptId: number | null }[]>(
-      CLAIM_FOR_ATTEMPT,
-      id,
-      at,
-      options.cardLapsedBefore,
-      options.pushLapsedBefore,
-      attempt.method,
-      attempt.detail,
-      attempt.channelId ?? null,
-      attempt.phoneNumber,
-    );
-    return row ?? null;
-  });
-}
+/** True when the attempt `a`'s payment is the merchant's (parameter `merchantParam`) and is not `otherParam`. */
+export const paymentOfMerchantBesides = (a: string, merchantParam: string, otherParam: string) =>
+  `EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${a}.transaction_id AND t.merchant_id = ${merchantParam} AND t.id <> ${otherParam})`;
 
 /** Releases the claim an attempt took at `token` (and only that one: a later claim that took over stays). */
 export async function releaseClaim(sql: Sql, id: number, token: Date): Promise<void> {

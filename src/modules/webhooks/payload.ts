@@ -1,5 +1,5 @@
 import { toMsisdn } from "../../phone.ts";
-import type { TransactionSnapshot } from "../transactions/state-machine.ts";
+import type { TransactionSnapshot } from "../transactions/status.ts";
 
 export { webhookEventTypes, type WebhookEventType } from "./event-types.ts";
 

@@ -3,13 +3,15 @@ import { recordRecoveryPoint, type MaybeKeyed } from "../../idempotency/scope.ts
 import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { defineSnapshot, OUTCOME_AND_TIMES, type Snapshot } from "../events/snapshot.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
+import { settleAttemptCte, type AttemptVerdict } from "./attempt-store.ts";
+import { SETTLED_SNAPSHOT, transactionSnapshot, type TransactionSnapshot } from "./snapshot.ts";
 import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
 export type { TerminalStatus };
 export type StateMachineDeps = StatusMachineDeps;
 export { toPublishedEvent } from "../events/status-machine.ts";
+export { transactionSnapshot, type SnapshotAttempt, type TransactionSnapshot } from "./snapshot.ts";
 
 /** The columns a transaction's status change may write with the status, by model field. */
 const CHANGE_COLUMNS = {
@@ -28,6 +30,8 @@ export interface TransitionRequest {
   changes?: TransitionChanges;
   /** Jobs that follow from the change (e.g. forwarding a C2B confirmation), queued only when it applies. */
   jobs?: JobRequest[];
+  /** The verdict on the attempt this outcome is about, written in the same statement: the payment changes only when the attempt did. */
+  settlesAttempt?: AttemptVerdict;
 }
 
 export interface TransitionResult {
@@ -36,53 +40,6 @@ export interface TransitionResult {
   transaction: Transaction;
   event: PublishedEvent | null;
 }
-
-/** The transaction as of an event: what subscribers and webhooks receive, no follow-up query needed. */
-const TRANSACTION_SNAPSHOT = defineSnapshot<Transaction>()({
-  id: "id",
-  reference: "reference",
-  amount: ["amount", "amount"],
-  amount_refunded: ["amountRefunded", "amount"],
-  currency: "currency",
-  status: "status",
-  payment_method: "paymentMethod",
-  description: "description",
-  email: "email",
-  phone_number: "phoneNumber",
-  client_reference: "clientReference",
-  checkout_request_id: "checkoutRequestId",
-  channel_id: "channelId",
-  customer_id: "customerId",
-  metadata: "metadata",
-  ...OUTCOME_AND_TIMES,
-});
-
-export const transactionSnapshot = (t: Transaction) => TRANSACTION_SNAPSHOT.of(t);
-
-/** The checkout attempt that settled a transaction, as its completed or failed event carries it (issue 25). */
-export interface SnapshotAttempt {
-  method: "card" | "mpesa";
-  code: string | null;
-  reason: string | null;
-  /** 1 for the payer's first attempt on this transaction. */
-  number: number;
-}
-export type TransactionSnapshot = ReturnType<typeof transactionSnapshot> & { attempt?: SnapshotAttempt };
-
-/**
- * The settling event's snapshot adds the attempt that settled it, read in the status change's own statement:
- * the succeeded attempt of a completed transaction, the failed one whose code it failed with (none for an
- * expiry, `abandoned`). Transactions with no such attempt (STK push, C2B) have no `attempt` key.
- */
-const SETTLED_SNAPSHOT: Snapshot<Transaction, TransactionSnapshot> = {
-  of: transactionSnapshot,
-  sql: (t) => `(${TRANSACTION_SNAPSHOT.sql(t)} || COALESCE((
-    SELECT jsonb_build_object('attempt', jsonb_build_object('method', a.method, 'code', a.code, 'reason', a.reason,
-      'number', (SELECT count(*) FROM transaction_attempts b WHERE b.transaction_id = a.transaction_id AND b.id <= a.id)))
-    FROM transaction_attempts a
-    WHERE a.transaction_id = ${t}.id AND CASE WHEN ${t}.status::text = 'completed' THEN a.status = 'succeeded' ELSE a.status = 'failed' AND a.code IS NOT DISTINCT FROM ${t}.failure_code END
-    ORDER BY a.id DESC LIMIT 1), '{}'::jsonb))`,
-};
 
 /** The transactions table's part in the status machine (events/status-machine.ts). */
 export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_COLUMNS, TransactionSnapshot> = {
@@ -103,6 +60,7 @@ export async function transitionTransaction(deps: StateMachineDeps, request: Tra
     to: request.to,
     changes: request.changes,
     jobs: request.jobs,
+    lead: request.settlesAttempt ? settleAttemptCte(request.settlesAttempt) : undefined,
   });
   return { applied, transaction: row, event };
 }

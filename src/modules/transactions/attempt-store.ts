@@ -1,0 +1,197 @@
+import type { PrismaClient, Sql } from "../../db/database.ts";
+import type { Prisma, TransactionAttempt } from "../../db/generated/prisma/client.ts";
+import { attemptGuard, type AttemptStatus, type SettledAttemptStatus } from "../events/status-rules.ts";
+import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./store.ts";
+
+/**
+ * Every statement on `transaction_attempts`, behind named functions: the one place that reads or writes a payer's
+ * attempts (every provider call that may move a payer's money: a card charge, an STK push from the page or the API).
+ * The status an attempt may settle to is the one status machine's attempt rule (events/status-rules.ts).
+ */
+
+/** How an attempt's method is shown (the page, GraphQL, webhooks); the payment's own method is card | momo_stk. */
+export type AttemptMethod = "card" | "mpesa";
+export type { AttemptStatus, SettledAttemptStatus };
+/** Where the payer was asked from: the hosted checkout page (retries, shown in the settling event) or the API. */
+export type AttemptOrigin = "checkout" | "api";
+
+/** The attempt's method for a payment method (what the payment records once the attempt settles it), and back. */
+export const PUSH_METHOD: AttemptMethod = "mpesa";
+export const paymentMethodOf = (method: AttemptMethod) => (method === "card" ? "card" : "momo_stk");
+
+export interface NewAttempt {
+  method: AttemptMethod;
+  detail: string | null;
+  channelId?: number;
+  phoneNumber?: string;
+}
+
+/** A provider's verdict on one attempt, as the attempt records it. */
+export interface AttemptVerdict {
+  attemptId: number;
+  status: SettledAttemptStatus;
+  code?: string | null;
+  reason?: string | null;
+  providerReference?: string | null;
+}
+
+/** An attempt with what it asked the provider for: its payment's amount, in minor units. */
+export type PayerAttempt = TransactionAttempt & { amount: bigint };
+
+const ATTEMPT_COLUMNS = `a.id, a.transaction_id AS "transactionId", a.method, a.origin, ${paymentAmountOf("a")}::text AS amount, a.status, a.code, a.reason,
+  a.detail, a.channel_id AS "channelId", a.phone_number AS "phoneNumber", a.checkout_request_id AS "checkoutRequestId",
+  a.provider_reference AS "providerReference", a.created_at AS "createdAt", a.settled_at AS "settledAt"`;
+type AttemptRow = TransactionAttempt & { amount: string };
+const fromRow = (row: AttemptRow): PayerAttempt => ({ ...row, amount: BigInt(row.amount) });
+
+/** A push from the page holds its payment's claim while pending: its created_at is the claim's token. */
+const PUSH_HOLDS_CLAIM = `EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.transaction_id = t.id AND a.method = '${PUSH_METHOD}' AND a.status = 'pending' AND a.created_at = t.charge_started_at)`;
+
+/** $5 null: the claim only (the expiry sweep), no attempt row. */
+const CLAIM_FOR_ATTEMPT = claimStatement({
+  heldByPush: PUSH_HOLDS_CLAIM,
+  insertAttempt: `attempt AS (
+    INSERT INTO transaction_attempts (transaction_id, method, origin, detail, channel_id, phone_number, created_at)
+    SELECT id, $5::text, 'checkout', $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
+    RETURNING id
+  )`,
+});
+
+/** Another payment of the merchant with a page push to this number still in its lifetime (pending_push_by_phone index). */
+const PENDING_PUSH_TO_PHONE = `SELECT 1 AS found FROM transaction_attempts a
+  WHERE a.phone_number = $1 AND a.method = '${PUSH_METHOD}' AND a.status = 'pending' AND a.origin = 'checkout' AND a.created_at >= $2
+    AND ${paymentOfMerchantBesides("a", "$3", "$4")}
+  LIMIT 1`;
+
+/** One verdict is written once (the attempt rule's guard); the statement for each settled status. */
+const settleText = (to: SettledAttemptStatus, id: string, values: [string, string, string]) =>
+  `UPDATE transaction_attempts SET status = '${to}', code = ${values[0]}, reason = ${values[1]}, provider_reference = COALESCE(${values[2]}, provider_reference), settled_at = now()
+  WHERE id = ${id} AND status IN (${attemptGuard(to).map((s) => `'${s}'`).join(", ")})
+  RETURNING *`;
+const SETTLE = { succeeded: settleText("succeeded", "$1", ["$2", "$3", "$4"]), failed: settleText("failed", "$1", ["$2", "$3", "$4"]) };
+
+const verdictValues = (v: AttemptVerdict) => [v.code ?? null, v.reason?.slice(0, 500) ?? null, v.providerReference ?? null];
+
+const BY_ID = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.id = $1`;
+const BY_REQUEST = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.channel_id = $1 AND a.checkout_request_id = $2`;
+const LATEST_PENDING = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.transaction_id = $1 AND a.status = 'pending' ORDER BY a.id DESC LIMIT 1`;
+const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
+
+type Claimed = { claimed: boolean; status: string; attemptId: number | null };
+
+/**
+ * For the payment's settling event (transactions/status.ts): the page attempt that settled the payment `t` as
+ * JSON ({attempt: {method, code, reason, number}}), or {} (API pushes, C2B). `settled` names a CTE of attempt
+ * rows settled in the same statement, which the table does not show yet.
+ */
+export function settlingAttemptJson(t: string, settled?: string): string {
+  const attempts = settled ? `(SELECT * FROM ${settled} UNION ALL SELECT * FROM transaction_attempts x WHERE x.id NOT IN (SELECT id FROM ${settled}))` : "transaction_attempts";
+  return `COALESCE((
+    SELECT jsonb_build_object('attempt', jsonb_build_object('method', a.method, 'code', a.code, 'reason', a.reason,
+      'number', (SELECT count(*) FROM transaction_attempts b WHERE b.transaction_id = a.transaction_id AND b.id <= a.id)))
+    FROM ${attempts} a
+    WHERE a.transaction_id = ${t}.id AND a.origin = 'checkout'
+      AND CASE WHEN ${t}.status::text = 'completed' THEN a.status = 'succeeded' ELSE a.status = 'failed' AND a.code IS NOT DISTINCT FROM ${t}.failure_code END
+    ORDER BY a.id DESC LIMIT 1), '{}'::jsonb)`;
+}
+
+/**
+ * The attempt's verdict as a CTE (`name`) of the payment's status change (events/status-machine.ts), whose
+ * parameters start at `first`: the payment changes only when the attempt did, in one statement.
+ */
+export function settleAttemptCte(verdict: AttemptVerdict) {
+  return {
+    key: `attempt:${verdict.status}`,
+    values: [verdict.attemptId, ...verdictValues(verdict)],
+    sql: (first: number) => settleText(verdict.status, `$${first}`, [`$${first + 1}`, `$${first + 2}`, `$${first + 3}`]),
+  };
+}
+
+export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
+  const { prisma, sql } = db;
+
+  async function findOne(text: string, params: unknown[]): Promise<PayerAttempt | null> {
+    const [row] = await sql.query<AttemptRow>(text, params);
+    return row ? fromRow(row) : null;
+  }
+
+  return {
+    /**
+     * Claims a pending payment for one page attempt, inserted with the claim; `attempt` null: the claim only (the
+     * expiry sweep). `cardLapsedBefore`/`pushLapsedBefore`: a held claim older than these may be taken over. Null when
+     * there is no such payment.
+     */
+    async claim(id: number, at: Date, options: { cardLapsedBefore: Date; pushLapsedBefore: Date; attempt: NewAttempt | null }): Promise<Claimed | null> {
+      const { attempt } = options;
+      const [row] = await sql.query<Claimed>(CLAIM_FOR_ATTEMPT, [
+        id, at, options.cardLapsedBefore, options.pushLapsedBefore, attempt?.method ?? null, attempt?.detail ?? null, attempt?.channelId ?? null, attempt?.phoneNumber ?? null,
+      ]);
+      return row ?? null;
+    },
+
+    /**
+     * claim() for a page push, unless another payment of the same merchant has a page push to the same number waiting
+     * for its answer ("phone_busy"). Check and claim run under a transaction-scoped advisory lock on (merchant, number),
+     * so two pushes racing on two instances cannot both pass the check.
+     */
+    claimPushUnlessPhoneBusy(id: number, at: Date, options: { merchantId: number; cardLapsedBefore: Date; pushLapsedBefore: Date; attempt: NewAttempt & { phoneNumber: string } }) {
+      const { attempt } = options;
+      return prisma.$transaction(async (tx): Promise<Claimed | "phone_busy" | null> => {
+        await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock($1::int, hashtext($2::text)) IS NULL AS locked`, options.merchantId, `push:${attempt.phoneNumber}`);
+        const busy = await tx.$queryRawUnsafe<unknown[]>(PENDING_PUSH_TO_PHONE, attempt.phoneNumber, options.pushLapsedBefore, options.merchantId, id);
+        if (busy.length > 0) return "phone_busy";
+        const [row] = await tx.$queryRawUnsafe<Claimed[]>(
+          CLAIM_FOR_ATTEMPT, id, at, options.cardLapsedBefore, options.pushLapsedBefore, attempt.method, attempt.detail, attempt.channelId ?? null, attempt.phoneNumber,
+        );
+        return row ?? null;
+      });
+    },
+
+    /** An API push's attempt, inserted with its payment in the caller's database transaction. */
+    insertApiPush(tx: Prisma.TransactionClient, push: { transactionId: number; channelId: number; phoneNumber: string | null; detail: string | null; createdAt: Date }) {
+      return tx.transactionAttempt.create({ data: { ...push, method: PUSH_METHOD, origin: "api" } });
+    },
+
+    /** Records a verdict on the attempt alone; false when it was already settled (the attempt rule refused it). */
+    async settle(verdict: AttemptVerdict): Promise<boolean> {
+      const rows = await sql.query<{ id: number }>(SETTLE[verdict.status], [verdict.attemptId, ...verdictValues(verdict)]);
+      return rows.length > 0;
+    },
+
+    /** How many of a payment's attempts failed. */
+    async countFailed(transactionId: number): Promise<number> {
+      const [row] = await sql.query<{ n: number }>(FAILED_ATTEMPTS, [transactionId]);
+      return row?.n ?? 0;
+    },
+
+    findById: (id: number) => findOne(BY_ID, [id]),
+
+    /** The attempt a provider's callback names: its channel and the request id the provider gave it (unique together). */
+    findByRequest: (channelId: number, checkoutRequestId: string) => findOne(BY_REQUEST, [channelId, checkoutRequestId]),
+
+    /** A payment's newest attempt still waiting for a verdict, or null. */
+    findLatestPending: (transactionId: number) => findOne(LATEST_PENDING, [transactionId]),
+
+    /** Records the provider's id for an accepted push, which its callback and status query name. */
+    setRequestId(id: number, checkoutRequestId: string): Promise<TransactionAttempt> {
+      return prisma.transactionAttempt.update({ where: { id }, data: { checkoutRequestId } });
+    },
+
+    /** A call that ended with no outcome at all (the provider unavailable): as if never made, while still pending. */
+    async forget(id: number): Promise<void> {
+      await prisma.transactionAttempt.deleteMany({ where: { id, status: "pending" } });
+    },
+
+    /** A payment's attempts, oldest first (GraphQL Transaction.attempts, the dashboard). */
+    list(transactionId: number) {
+      return prisma.transactionAttempt.findMany({ where: { transactionId }, orderBy: { id: "asc" } });
+    },
+
+    /** What the payer's page shows of a payment's attempts, oldest first. */
+    listForPayer(transactionId: number) {
+      return prisma.transactionAttempt.findMany({ where: { transactionId }, orderBy: { id: "asc" }, select: { method: true, status: true, code: true, reason: true, detail: true } });
+    },
+  };
+}
+
+export type AttemptStore = ReturnType<typeof createAttemptStore>;
