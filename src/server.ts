@@ -13,7 +13,7 @@ import type { Config } from "./config.ts";
 import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
 import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { registerLedgerReportRoutes } from "./modules/ledger/routes.ts";
-import { registerTransactionReportRoutes } from "./modules/transactions/report-routes.ts";
+import { registerTransactionReportRoutes } from "./modules/reports/routes.ts";
 import { openDatabase, type Database, type OpenOptions } from "./db/database.ts";
 import { GatewayError, UNAVAILABLE_RETRY_AFTER_SECONDS, errorEnvelope, toGatewayError } from "./errors.ts";
 import type { GraphQLContext } from "./graphql/context.ts";

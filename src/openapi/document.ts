@@ -1,6 +1,6 @@
 import { errorCatalogue } from "../errors.ts";
 import { ledgerReportDocs } from "../modules/ledger/routes.ts";
-import { transactionReportDocs } from "../modules/transactions/report-routes.ts";
+import { transactionReportDocs } from "../modules/reports/routes.ts";
 import { authRouteDocs } from "../modules/users/routes.ts";
 import type { RestRoute } from "../rest/route-table.ts";
 import { restRoutes } from "../rest/routes.ts";
