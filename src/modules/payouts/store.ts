@@ -13,7 +13,7 @@ import { postReservation } from "../ledger/postings.ts";
  * (events/status-machine.ts) writes in one SQL statement from PAYOUT_STATUS below.
  */
 
-type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
+export type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
 
 /** The payout as of an event, and as /v1/payouts shows it. */
 const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({

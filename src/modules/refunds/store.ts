@@ -14,7 +14,7 @@ import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts
  * (events/status-machine.ts) writes in one SQL statement from REFUND_STATUS below.
  */
 
-type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
+export type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
 
 /** The refund as of an event, and as /v1/refunds shows it. */
 const REFUND_SNAPSHOT = defineSnapshot<Refund>()({
