@@ -1,4 +1,5 @@
 import type { Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
 import type { Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
@@ -33,16 +34,14 @@ export interface MoneyOutRow extends StatusRow {
 }
 
 export interface MoneyOutKind<Row extends MoneyOutRow, Change extends string> {
-  subject: "payout" | "refund";
+  /** Its part in the status machine; `subject` also names its recovery points and its job's payload ({ payoutId }). */
   table: StatusTable<Row, Change, unknown>;
   /** The kind of its status-query job. */
   queryJob: string;
-  /** The status-query job's payload field naming the row: { payoutId } or { refundId }. */
-  jobIdField: "payoutId" | "refundId";
   /** What the provider calls made about a row belong to. */
   callScope(row: Row): ProviderCallScope;
-  findScoped(principal: Principal, id: number): Promise<Row | null>;
-  findById(id: number): Promise<Row>;
+  /** Its store's read of one row in the caller's merchant and mode. */
+  findScoped(db: PrismaClient, principal: Principal, key: { id: number }): Promise<Row | null>;
 }
 
 export interface MoneyOutDeps extends StatusMachineDeps {
@@ -70,10 +69,12 @@ export const idOrReference = (key: string): { id: number } | { reference: string
 /** `Extra`: the columns beyond an outcome's that the kind writes with it (a refund's reversed receipt). */
 export function createMoneyOut<Row extends MoneyOutRow, Extra extends string = never>(deps: MoneyOutDeps, kind: MoneyOutKind<Row, OutcomeChange | Extra>) {
   const { prisma, logger } = deps;
+  const subject = kind.table.subject;
 
   /** A connector call about `row`, on record against it. */
   const callFor = <T>(row: Row, call: () => Promise<T>): Promise<T> => withProviderCallScope(kind.callScope(row), call);
-  const jobKey = (id: number): JobKey => ({ [kind.jobIdField]: id });
+  const jobIdField = `${subject}Id`;
+  const jobKey = (id: number): JobKey => ({ [jobIdField]: id });
 
   return {
     callFor,
@@ -91,17 +92,17 @@ export function createMoneyOut<Row extends MoneyOutRow, Extra extends string = n
     },
 
     /** The row an interrupted earlier attempt of this Idempotency-Keyed request committed: it is never sent twice. */
-    recovered: (principal: Principal) => recoveredObject(principal, kind.subject, (id) => kind.findScoped(principal, id)),
+    recovered: (principal: Principal) => recoveredObject(principal, subject, (id) => kind.findScoped(prisma, principal, { id })),
 
     /** Reserve, commit, then send once (see the top of this file); answers the row as it stands after. */
     async reserveAndSend(principal: Principal, steps: SendSteps<Row>): Promise<Row> {
       const row = await prisma.$transaction(async (tx) => {
         const reserved = await steps.reserve(tx);
-        await recordRecoveryPoint(tx, principal, kind.subject, reserved.id);
+        await recordRecoveryPoint(tx, principal, subject, reserved.id);
         await enqueue(tx, kind.queryJob, jobKey(reserved.id), { runAt: new Date(Date.now() + steps.firstAskInMs) });
         return reserved;
       }, steps.transactionOptions);
-      deps.metrics?.statusChanged(kind.subject, "pending", row.channelId);
+      deps.metrics?.statusChanged(subject, "pending", row.channelId);
       try {
         await callFor(row, () => steps.send(row));
       } catch (error) {
@@ -109,10 +110,10 @@ export function createMoneyOut<Row extends MoneyOutRow, Extra extends string = n
         if (error instanceof GatewayError && error.code !== "provider_unavailable") {
           await steps.refused(row, error);
         } else {
-          logger.warn({ reference: row.reference, err: (error as Error).message }, `${kind.subject} outcome unknown; it stays pending until the provider is asked`);
+          logger.warn({ reference: row.reference, err: (error as Error).message }, `${subject} outcome unknown; it stays pending until the provider is asked`);
         }
       }
-      return kind.findById(row.id);
+      return (await kind.table.findById(deps.sql, row.id))!;
     },
 
     /** Registers the status-query job (src/jobs/ask-until-settled.ts). */
@@ -123,7 +124,7 @@ export function createMoneyOut<Row extends MoneyOutRow, Extra extends string = n
       ask(row: Loaded, via: Via): Promise<boolean>;
       firstWaitMs(via: Via): number;
     }) {
-      deps.jobs.register(askUntilSettled({ kind: kind.queryJob, logger, ...options, find: (payload: JobKey) => options.find(Number(payload[kind.jobIdField])) }));
+      deps.jobs.register(askUntilSettled({ kind: kind.queryJob, logger, ...options, find: (payload: JobKey) => options.find(Number(payload[jobIdField])) }));
     },
 
     /** The provider's queue gave up on the request: whether it went through is unknown, so ask now rather than wait. */

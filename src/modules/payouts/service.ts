@@ -74,13 +74,10 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
 
   const moneyOut = createMoneyOut(deps, {
-    subject: "payout",
     table: PAYOUT_STATUS,
     queryJob: PAYOUT_QUERY_JOB,
-    jobIdField: "payoutId",
     callScope: (payout) => ({ merchantId: payout.merchantId, payoutId: payout.id }),
-    findScoped: (principal, id) => store.findScoped(prisma, principal, { id }),
-    findById: (id) => store.findById(prisma, id),
+    findScoped: store.findScoped,
   });
 
   /** The named channel, or the default one, or the newest active one that can pay out; a 400 naming the field otherwise. */

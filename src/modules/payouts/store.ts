@@ -61,10 +61,6 @@ export async function recordConversationId(db: Db, id: number, providerConversat
   await db.payout.updateMany({ where: { id }, data: { providerConversationId } });
 }
 
-export function findById(db: Db, id: number): Promise<Payout> {
-  return db.payout.findUniqueOrThrow({ where: { id } });
-}
-
 export function findWithChannel(db: Db, id: number) {
   return db.payout.findUnique({ where: { id }, include: { channel: true } });
 }

@@ -104,13 +104,10 @@ export function createRefundService(deps: RefundServiceDeps) {
   const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
 
   const moneyOut = createMoneyOut(deps, {
-    subject: "refund",
     table: REFUND_STATUS,
     queryJob: REFUND_CHECK_JOB,
-    jobIdField: "refundId",
     callScope: (refund) => ({ merchantId: refund.merchantId, refundId: refund.id, transactionId: refund.transactionId }),
-    findScoped: (principal, id) => store.findScoped(prisma, principal, { id }),
-    findById: (id) => store.findById(prisma, id),
+    findScoped: store.findScoped,
   });
 
   /** The one place a rail's answer lands: a settled outcome through the status machine; a pending one records the provider's id and note. */

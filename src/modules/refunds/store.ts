@@ -104,10 +104,6 @@ export async function reserveRefund(tx: Prisma.TransactionClient, transaction: P
   return { refund };
 }
 
-export function findById(db: Db, id: number): Promise<Refund> {
-  return db.refund.findUniqueOrThrow({ where: { id } });
-}
-
 export function findWithPayment(db: Db, id: number) {
   return db.refund.findUnique({ where: { id }, include: { transaction: true, channel: true } });
 }
