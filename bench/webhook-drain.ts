@@ -8,7 +8,7 @@
  * Baseline, in the same run: a bare loop in a child process (this file with --bare-loop) that signs and POSTs the same
  * bodies (the ones the gateway delivered) with the gateway's own signer and sender (webhookHeaders, postOutbound) to the
  * same receiver, at the concurrency the gateway allows itself: 5 deliveries in flight per endpoint and 50 in all per
- * instance (MAX_IN_FLIGHT_PER_ENDPOINT and MAX_SENDING in src/modules/webhooks/service.ts; the runner claims more
+ * instance (MAX_IN_FLIGHT_PER_ENDPOINT and MAX_SENDING in src/modules/webhooks/turns.ts; the runner claims more
  * than that, DELIVERY_CONCURRENCY, so that the next batches are loaded while others post, but never sends more). Rates are
  * deliveries per second from the first arrival to the last, at the receiver, for both (the runner's 2 s poll before
  * its first claim is left out: the backlog is not nudged, as an import or a restart would not nudge it).
@@ -32,7 +32,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import pg from "pg";
-import { WEBHOOK_FAN_OUT_CTES } from "../src/modules/webhooks/fan-out.ts";
+import { WEBHOOK_FAN_OUT_CTES } from "../src/modules/webhooks/store.ts";
 import { generateWebhookSecret, webhookHeaders } from "../src/modules/webhooks/signing.ts";
 import { postOutbound } from "../src/security/outbound.ts";
 
@@ -41,7 +41,7 @@ const argument = (name: string) => {
   return at < 0 ? undefined : process.argv[at + 1];
 };
 
-/** The gateway's POSTs in flight, per endpoint and per instance (src/modules/webhooks/service.ts). */
+/** The gateway's POSTs in flight, per endpoint and per instance (src/modules/webhooks/turns.ts). */
 const PER_ENDPOINT_IN_FLIGHT = 5;
 const RUNNER_SLOTS = 50;
 const API_CONNECTIONS = 8;

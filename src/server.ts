@@ -28,7 +28,7 @@ import { registerMetricsRoutes } from "./metrics/routes.ts";
 import { registerBrandRoutes } from "./modules/brand/routes.ts";
 import { registerCallbackRoutes } from "./modules/callbacks/routes.ts";
 import { registerLedgerReportRoutes } from "./modules/ledger/routes.ts";
-import { registerTransactionReportRoutes } from "./modules/transactions/report-routes.ts";
+import { registerTransactionReportRoutes } from "./modules/reports/routes.ts";
 import { registerAuthRoutes } from "./modules/users/routes.ts";
 import { registerOpenApiRoutes } from "./openapi/routes.ts";
 import { requestBudgets } from "./rate-limit/hook.ts";

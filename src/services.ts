@@ -20,6 +20,7 @@ import { createRefundService } from "./modules/refunds/service.ts";
 import { createRetentionService } from "./modules/retention/service.ts";
 import { createLedgerService } from "./modules/ledger/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
+import { createReportService } from "./modules/reports/service.ts";
 import { createLoginLimiter } from "./modules/users/login-limiter.ts";
 import { setPasswordHashCost } from "./modules/users/passwords.ts";
 import { createUserService } from "./modules/users/service.ts";
@@ -152,6 +153,7 @@ export function createServices(deps: ServiceDeps) {
     refunds,
     paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl, payerKey: deps.encryptionKey, payerCookieMs: config.checkout.expiryMs }),
     ledger: createLedgerService({ prisma, read }),
+    reports: createReportService({ prisma, read }),
     reconciliations,
     retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),
     momo,

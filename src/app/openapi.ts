@@ -1,5 +1,5 @@
 import { ledgerReportDocs } from "../modules/ledger/routes.ts";
-import { transactionReportDocs } from "../modules/transactions/report-routes.ts";
+import { transactionReportDocs } from "../modules/reports/routes.ts";
 import { authRouteDocs } from "../modules/users/routes.ts";
 import { openApiDocumentOf } from "../openapi/document.ts";
 import type { DocumentedRoute } from "../openapi/types.ts";

@@ -13,7 +13,7 @@ import "../modules/payouts/schema.ts";
 import "../modules/refunds/schema.ts";
 import "../modules/payment-links/schema.ts";
 import "../modules/brand/schema.ts";
-import "../modules/transactions/stats-schema.ts";
+import "../modules/reports/schema.ts";
 import "../modules/reconciliation/schema.ts";
 import "../modules/users/schema.ts";
 import "../modules/ledger/schema.ts";

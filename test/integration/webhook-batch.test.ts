@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WEBHOOK_DELIVERY_JOB, WEBHOOK_FAN_OUT_CTES } from "../../src/modules/webhooks/fan-out.ts";
+import { WEBHOOK_DELIVERY_JOB, WEBHOOK_FAN_OUT_CTES } from "../../src/modules/webhooks/store.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, createSandboxMerchant, paidTransaction, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { waitUntil } from "../support/wait.ts";

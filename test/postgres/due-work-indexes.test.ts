@@ -145,7 +145,7 @@ describe("due work stays constant-time with a million finished rows", () => {
     const statements: { what: string; pattern: RegExp; kind?: string }[] = [
       // The runner polls each kind with the same text; the failed million are webhook deliveries.
       { what: "the poller's claim", pattern: /^\s*UPDATE jobs SET status = 'running'/, kind: "webhook.deliver" },
-      // Deliveries run in batches (src/modules/webhooks/service.ts): one load, one recording of the successes.
+      // Deliveries run in batches (src/modules/webhooks/dispatch.ts): one load, one recording of the successes.
       { what: "a delivery batch's load", pattern: /FROM webhook_deliveries d\s+JOIN webhook_endpoints ep/ },
       { what: "a delivery batch's settlement", pattern: /^\s*UPDATE webhook_deliveries d SET status = 'succeeded'/ },
       { what: "a done job's delete", pattern: /^\s*DELETE FROM jobs WHERE id = / },

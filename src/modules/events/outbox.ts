@@ -1,5 +1,5 @@
 import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
-import { enqueueWebhookDeliveries } from "../webhooks/fan-out.ts";
+import { enqueueWebhookDeliveries } from "../webhooks/store.ts";
 
 export interface NewEvent {
   merchantId: number;

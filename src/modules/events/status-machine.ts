@@ -4,7 +4,7 @@ import type { Sql } from "../../db/sql.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueueFromParameterCte, jobsParameter, type JobRequest } from "../../jobs/store.ts";
 import { postingsOnChange } from "../ledger/postings.ts";
-import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/fan-out.ts";
+import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { guardStatus, type MoneySubject, type TerminalStatus } from "./status-rules.ts";

@@ -2,26 +2,24 @@ import { randomUUID } from "node:crypto";
 import { scopeOf, type Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
 import type { PrismaClient, Reader } from "../../db/database.ts";
-import type { PaymentChannel, Payout, Prisma } from "../../db/generated/prisma/client.ts";
-import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
-import { statusDateWhere, type StatusDateFilters } from "../../filters.ts";
-import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
+import type { PaymentChannel, Payout } from "../../db/generated/prisma/client.ts";
+import { NotFoundError, ValidationError } from "../../errors.ts";
+import type { StatusDateFilters } from "../../filters.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
-import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
-import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount, parseCurrency } from "../../money.ts";
-import { pageWindow, resolvePaging, toPage, type Page } from "../../paging.ts";
+import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { Connector, PayoutConnector, PayoutResult } from "../../providers/types.ts";
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
-import { applyTransition, toPublishedEvent, type StatusChange, type StatusCounter, type TerminalStatus } from "../events/status-machine.ts";
+import { toPublishedEvent, type StatusCounter } from "../events/status-machine.ts";
 import type { Sql } from "../../db/sql.ts";
+import { createMoneyOut, idOrReference } from "../money-out/lifecycle.ts";
 import * as store from "./store.ts";
-import { PAYOUT_STATUS } from "./store.ts";
+import { PAYOUT_STATUS, type PayoutQuery } from "./store.ts";
 
 export interface PayoutInput {
   amount: unknown;
@@ -64,9 +62,9 @@ export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
 
 /**
  * Payouts over their own table, in the payments core's shape: validate -> channel and connector by
- * capability -> row (with its provider request id and its status-query job) -> provider -> transition.
- * A payout whose outcome is unknown (a timeout, a crash, a queue timeout) stays pending and is settled
- * by asking the provider: it is never sent twice.
+ * capability -> row (with its provider request id and its status-query job) -> provider -> transition,
+ * the shared life of money sent out (money-out/lifecycle.ts). A payout whose outcome is unknown (a timeout,
+ * a crash, a queue timeout) stays pending and is settled by asking the provider: it is never sent twice.
  */
 export function createPayoutService(deps: PayoutServiceDeps) {
   const { prisma, channels, connectors, logger } = deps;
@@ -75,9 +73,12 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
   const payoutsOf = (channel: PaymentChannel): PayoutConnector | undefined => connectors.for(channel)?.payouts;
 
-  function transition(payoutId: number, to: TerminalStatus, changes: StatusChange<keyof typeof PAYOUT_STATUS.changeColumns>["changes"]) {
-    return applyTransition(deps, PAYOUT_STATUS, { id: payoutId, to, changes });
-  }
+  const moneyOut = createMoneyOut(deps, {
+    table: PAYOUT_STATUS,
+    queryJob: PAYOUT_QUERY_JOB,
+    callScope: (payout) => ({ merchantId: payout.merchantId, payoutId: payout.id }),
+    findScoped: store.findScoped,
+  });
 
   /** The named channel, or the default one, or the newest active one that can pay out; a 400 naming the field otherwise. */
   async function payoutChannel(principal: Principal, channelId: number | null | undefined): Promise<{ channel: PaymentChannel; connector: Connector; payouts: PayoutConnector; config: unknown }> {
@@ -132,10 +133,7 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       );
       return false;
     }
-    const applied =
-      result.outcome.state === "completed"
-        ? await transition(payout.id, "completed", { providerReference: result.outcome.providerReference })
-        : await transition(payout.id, "failed", { failureCode: result.outcome.code, failureReason: result.outcome.message.slice(0, 500) || null });
+    const applied = await moneyOut.applyOutcome(payout, result.outcome);
     if (applied.applied) logger.info({ reference: payout.reference, status: applied.row.status }, "payout settled");
     return true;
   }
@@ -153,31 +151,28 @@ export function createPayoutService(deps: PayoutServiceDeps) {
   /** Asks the provider what became of a payout: Daraja answers later on the status URL, others at once. */
   async function askProvider(payout: Payout & { channel: PaymentChannel }, payouts: PayoutConnector): Promise<void> {
     const urls = deps.callbackUrls(payout.channel);
-    await payouts.queryStatus({
-      config: channels.readChannelConfig(payout.channel),
-      reference: payout.reference,
-      providerRequestId: payout.providerRequestId,
-      resultUrl: urls.statusResult(payout.reference),
-      timeoutUrl: urls.timeout,
-      deliverResult: async (body) => void (await applyStatusResult(payout.channel, payouts, body, payout.reference)),
-    });
+    await moneyOut.callFor(payout, () =>
+      payouts.queryStatus({
+        config: channels.readChannelConfig(payout.channel),
+        reference: payout.reference,
+        providerRequestId: payout.providerRequestId,
+        resultUrl: urls.statusResult(payout.reference),
+        timeoutUrl: urls.timeout,
+        deliverResult: async (body) => void (await applyStatusResult(payout.channel, payouts, body, payout.reference)),
+      }),
+    );
   }
 
   /** Asks the provider what became of a payout with no result. */
-  deps.jobs.register(
-    askUntilSettled({
-      kind: PAYOUT_QUERY_JOB,
-      logger,
-      find: ({ payoutId }: { payoutId: number }) => store.findWithChannel(prisma, payoutId),
-      via: (payout) => payoutsOf(payout.channel),
-      ask: async (payout, payouts) => {
-        await askProvider(payout, payouts);
-        return (await store.statusOf(prisma, payout.id)) !== "pending";
-      },
-      firstWaitMs: () => deps.resultOverdueMs,
-    }),
-  );
-
+  moneyOut.askUntilSettled({
+    find: (payoutId) => store.findWithChannel(prisma, payoutId),
+    via: (payout) => payoutsOf(payout.channel),
+    ask: async (payout, payouts) => {
+      await askProvider(payout, payouts);
+      return (await store.statusOf(prisma, payout.id)) !== "pending";
+    },
+    firstWaitMs: () => deps.resultOverdueMs,
+  });
 
   return {
     applyResult,
@@ -199,15 +194,11 @@ export function createPayoutService(deps: PayoutServiceDeps) {
 
     /** Daraja gave up queueing a payout: whether it was paid is unknown, so ask now rather than wait. */
     async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null) {
-      const payout = providerRequestId ? await store.findByProviderRequestId(prisma, channel.id, providerRequestId) : null;
-      if (!payout || payout.status !== "pending") return;
-      await reschedule(prisma, PAYOUT_QUERY_JOB, { payoutId: payout.id }, new Date());
-      deps.jobs.nudge();
+      await moneyOut.askNow(providerRequestId ? await store.findByProviderRequestId(prisma, channel.id, providerRequestId) : null);
     },
 
     async createPayout(principal: Principal, input: PayoutInput): Promise<Payout> {
-      // An interrupted earlier attempt of this Idempotency-Keyed request committed it: never send it twice.
-      const recovered = await recoveredObject(principal, "payout", (id) => store.findScoped(prisma, principal, { id }));
+      const recovered = await moneyOut.recovered(principal);
       if (recovered) return recovered;
       const amount = parseAmount(input.amount);
       const phoneNumber = normalizeMsisdn(input.phoneNumber);
@@ -222,9 +213,9 @@ export function createPayoutService(deps: PayoutServiceDeps) {
       payouts.checkAmount(amount, currency);
       const urls = deps.callbackUrls(channel);
 
-      // Committed before the provider hears of it: the row, our request id, and the job that will ask about it.
-      const payout = await prisma.$transaction(async (tx) => {
-        const row = await store.insertPayout(tx, {
+      return moneyOut.reserveAndSend(principal, {
+        reserve: (tx) =>
+          store.insertPayout(tx, {
             ...scope(principal),
             reference: randomReference("po_"),
             clientReference,
@@ -235,54 +226,40 @@ export function createPayoutService(deps: PayoutServiceDeps) {
             description,
             channelId: channel.id,
             providerRequestId: randomUUID(),
-        });
-        await recordRecoveryPoint(tx, principal, "payout", row.id);
-        await enqueue(tx, PAYOUT_QUERY_JOB, { payoutId: row.id }, { runAt: new Date(Date.now() + deps.resultOverdueMs) });
-        return row;
-      });
-      deps.metrics?.statusChanged("payout", "pending", payout.channelId);
-
-      try {
-        const accepted = await payouts.send({
-          config,
-          reference: payout.reference,
-          providerRequestId: payout.providerRequestId,
-          amount,
-          currency,
-          phoneNumber: toMsisdn(phoneNumber),
-          commandId,
-          remarks: description ?? clientReference ?? "Payout",
-          resultUrl: urls.result,
-          timeoutUrl: urls.timeout,
-          deliverResult: async (body) => void (await applyResult(channel, payouts.parseResult(body))),
-        });
-        await store.recordConversationId(prisma, payout.id, accepted.providerConversationId || null);
-      } catch (error) {
-        // A refusal is final: the provider said no, so nothing was sent. Anything else is unknown: stay pending, ask later.
-        if (error instanceof GatewayError && error.code !== "provider_unavailable") {
-          await transition(payout.id, "failed", { failureCode: error.code, failureReason: error.message.slice(0, 500) });
+          }),
+        firstAskInMs: deps.resultOverdueMs,
+        async send(payout) {
+          const accepted = await payouts.send({
+            config,
+            reference: payout.reference,
+            providerRequestId: payout.providerRequestId,
+            amount,
+            currency,
+            phoneNumber: toMsisdn(phoneNumber),
+            commandId,
+            remarks: description ?? clientReference ?? "Payout",
+            resultUrl: urls.result,
+            timeoutUrl: urls.timeout,
+            deliverResult: async (body) => void (await applyResult(channel, payouts.parseResult(body))),
+          });
+          await store.recordConversationId(prisma, payout.id, accepted.providerConversationId || null);
+        },
+        async refused(payout, error) {
+          await moneyOut.applyOutcome(payout, { state: "failed", code: error.code, message: error.message });
           throw error;
-        }
-        logger.warn({ reference: payout.reference, err: (error as Error).message }, "payout outcome unknown; it stays pending until the provider is asked");
-      }
-      return store.findById(prisma, payout.id);
+        },
+      });
     },
 
     /** By id (digits) or reference, scoped to the caller's merchant and mode. */
-    async getPayout(principal: Principal, idOrReference: string, query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {}): Promise<Payout> {
-      const key = idOrReference.trim();
-      const id = /^\d{1,9}$/.test(key) ? Number(key) : null;
-      const payout = await store.findScoped(prisma, principal, id !== null ? { id } : { reference: key }, query);
+    async getPayout(principal: Principal, key: string, query: PayoutQuery = {}): Promise<Payout> {
+      const payout = await store.findScoped(prisma, principal, idOrReference(key), query);
       if (!payout) throw new NotFoundError("Payout");
       return payout;
     },
 
     /** One page, newest first, with totals (GET /v1/payouts). */
-    async listPage(
-      principal: Principal,
-      input: StatusDateFilters & { page?: number | null; limit?: number | null },
-      query: { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect } = {},
-    ): Promise<Page<Payout>> {
+    async listPage(principal: Principal, input: StatusDateFilters & { page?: number | null; limit?: number | null }, query: PayoutQuery = {}): Promise<Page<Payout>> {
       const paging = resolvePaging(input);
       const { items, total } = await store.listPage(reader, principal, input, paging, query);
       return toPage(items, total, paging);

@@ -13,7 +13,7 @@ import { postReservation } from "../ledger/postings.ts";
  * (events/status-machine.ts) writes in one SQL statement from PAYOUT_STATUS below.
  */
 
-type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
+export type PayoutQuery = { include?: Prisma.PayoutInclude; select?: Prisma.PayoutSelect };
 
 /** The payout as of an event, and as /v1/payouts shows it. */
 const PAYOUT_SNAPSHOT = defineSnapshot<Payout>()({
@@ -59,10 +59,6 @@ export async function insertPayout(tx: Prisma.TransactionClient, data: Prisma.Pa
 /** The provider accepted the request: its own id for it (Daraja's ConversationID). */
 export async function recordConversationId(db: Db, id: number, providerConversationId: string | null): Promise<void> {
   await db.payout.updateMany({ where: { id }, data: { providerConversationId } });
-}
-
-export function findById(db: Db, id: number): Promise<Payout> {
-  return db.payout.findUniqueOrThrow({ where: { id } });
 }
 
 export function findWithChannel(db: Db, id: number) {

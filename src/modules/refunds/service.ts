@@ -2,11 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
 import type { Reader } from "../../db/database.ts";
-import type { PaymentChannel, Prisma, Refund, Transaction } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, isUniqueViolation, NotFoundError, ValidationError } from "../../errors.ts";
-import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
-import { askUntilSettled } from "../../jobs/ask-until-settled.ts";
-import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
@@ -15,9 +12,10 @@ import type { RefundCallbackUrls, RefundConnector, RefundOutcome, RefundRequest,
 import { optionalText } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { TransactionService } from "../transactions/service.ts";
-import { applyTransition, type StatusMachineDeps } from "../events/status-machine.ts";
+import type { StatusMachineDeps } from "../events/status-machine.ts";
+import { createMoneyOut, idOrReference } from "../money-out/lifecycle.ts";
 import * as store from "./store.ts";
-import { REFUND_STATUS, type RefundFilters } from "./store.ts";
+import { REFUND_STATUS, type RefundFilters, type RefundQuery } from "./store.ts";
 
 export const REFUND_CHECK_JOB = "refund.check";
 export const refundReasons = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
@@ -105,28 +103,31 @@ export function createRefundService(deps: RefundServiceDeps) {
 
   const railOf = (channel: PaymentChannel): RefundConnector | undefined => connectors.for(channel)?.refunds;
 
+  const moneyOut = createMoneyOut(deps, {
+    table: REFUND_STATUS,
+    queryJob: REFUND_CHECK_JOB,
+    callScope: (refund) => ({ merchantId: refund.merchantId, refundId: refund.id, transactionId: refund.transactionId }),
+    findScoped: store.findScoped,
+  });
+
   /** The one place a rail's answer lands: a settled outcome through the status machine; a pending one records the provider's id and note. */
   async function settle(refund: Refund, outcome: RefundOutcome, failure: { refusedAtOnce?: boolean } = {}): Promise<void> {
-    if (outcome.state === "completed") {
-      // A note kept while pending (Paystack's needs-attention) no longer applies.
-      const cleared = refund.failureReason !== null ? { failureReason: null } : {};
-      await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "completed", changes: { providerReference: outcome.providerReference ?? refund.providerReference, ...cleared } });
-    } else if (outcome.state === "failed") {
-      // A request the provider refused at once reversed nothing: its receipt may be sent again (cleared in the same statement).
-      const released = failure.refusedAtOnce && refund.reversedReceipt !== null ? { reversedReceipt: null } : {};
-      await applyTransition(deps, REFUND_STATUS, { id: refund.id, to: "failed", changes: { failureCode: outcome.code, failureReason: outcome.message.slice(0, 500) || null, ...released } });
-    } else {
+    if (outcome.state === "pending") {
       const providerReference = outcome.providerReference ?? refund.providerReference;
       const failureReason = outcome.note === undefined ? refund.failureReason : (outcome.note?.slice(0, 500) ?? null);
       if (providerReference !== refund.providerReference || failureReason !== refund.failureReason) {
         await store.recordPending(prisma, refund.id, { providerReference, failureReason });
       }
+      return;
     }
+    // A request the provider refused at once reversed nothing: its receipt may be sent again (cleared in the same statement).
+    const released = outcome.state === "failed" && failure.refusedAtOnce && refund.reversedReceipt !== null ? { reversedReceipt: null } : {};
+    await moneyOut.applyOutcome(refund, outcome, released);
   }
 
   /** Asks the rail what became of a pending refund and applies the answer: the job and providers' notices share it. */
   async function askRail(refund: NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>>, rail: RefundConnector): Promise<RefundOutcome> {
-    const outcome = await rail.queryStatus(requestOf(refund, refund.transaction, refund.channel));
+    const outcome = await moneyOut.callFor(refund, () => rail.queryStatus(requestOf(refund, refund.transaction, refund.channel)));
     await settle(refund, outcome);
     return outcome;
   }
@@ -180,18 +181,13 @@ export function createRefundService(deps: RefundServiceDeps) {
   }
 
   /** Asks the rail what became of a pending refund, until it says. */
-  deps.jobs.register(
-    askUntilSettled({
-      kind: REFUND_CHECK_JOB,
-      logger,
-      find: ({ refundId }: { refundId: number }) => store.findWithPayment(prisma, refundId),
-      via: (refund) => railOf(refund.channel),
-      ask: async (refund, rail) => (await askRail(refund, rail)).state !== "pending",
-      // The first question was asked checkAfterMs after sending: the next ones wait twice as long, then twice again.
-      firstWaitMs: (rail) => rail.checkAfterMs * 2,
-    }),
-  );
-
+  moneyOut.askUntilSettled({
+    find: (refundId) => store.findWithPayment(prisma, refundId),
+    via: (refund) => railOf(refund.channel),
+    ask: async (refund, rail) => (await askRail(refund, rail)).state !== "pending",
+    // The first question was asked checkAfterMs after sending: the next ones wait twice as long, then twice again.
+    firstWaitMs: (rail) => rail.checkAfterMs * 2,
+  });
 
   /** The filters with `transaction` (a reference or id) resolved to its id; null when it names none of the caller's. */
   async function filtersOf(principal: Principal, input: RefundListFilters): Promise<RefundFilters | null> {
@@ -213,7 +209,7 @@ export function createRefundService(deps: RefundServiceDeps) {
 
   return {
     async createRefund(principal: Principal, input: RefundInput): Promise<Refund> {
-      const recovered = await recoveredObject(principal, "refund", (id) => store.findScoped(prisma, principal, { id }));
+      const recovered = await moneyOut.recovered(principal);
       if (recovered) return recovered;
       const amount = parseRefundAmount(input.amount);
       const reason = input.reason ?? null;
@@ -234,56 +230,43 @@ export function createRefundService(deps: RefundServiceDeps) {
       const choice = rail.method(payment, wanted, channels.readChannelConfig(channel));
       if ("refused" in choice) throw new GatewayError("partial_refund_unsupported", choice.refused);
 
-      // Committed before the provider hears of it: the row (within what remains refundable) and the job that will ask about it.
-      const reservation = await prisma.$transaction(async (tx) => {
-        // The amount the rail was chosen for: a refund committed meanwhile makes it exceed what remains (refused), never changes it.
-        const reserved = await store.reserveRefund(tx, transaction, wanted, {
-          reference: randomReference("re_"),
-          providerRequestId: randomUUID(),
-          method: choice.method,
-          // Unique per channel: a second reversal of this receipt cannot even be recorded, let alone sent.
-          reversedReceipt: choice.reverses ?? null,
-          reason,
-          merchantNote,
-          customerNote,
-        });
-        if ("refund" in reserved) {
-          await recordRecoveryPoint(tx, principal, "refund", reserved.refund.id);
-          await enqueue(tx, REFUND_CHECK_JOB, { refundId: reserved.refund.id }, { runAt: new Date(Date.now() + rail.checkAfterMs) });
-        }
-        return reserved;
+      return moneyOut.reserveAndSend(principal, {
+        // Within what remains refundable: the amount the rail was chosen for. A refund committed meanwhile makes it
+        // exceed what remains (refused), never changes it.
+        async reserve(tx) {
+          const reservation = await store
+            .reserveRefund(tx, transaction, wanted, {
+              reference: randomReference("re_"),
+              providerRequestId: randomUUID(),
+              method: choice.method,
+              // Unique per channel: a second reversal of this receipt cannot even be recorded, let alone sent.
+              reversedReceipt: choice.reverses ?? null,
+              reason,
+              merchantNote,
+              customerNote,
+            })
+            .catch((error: unknown) => {
+              // Only a receipt already sent for reversal (a refund of another payment holding the same receipt) gets here.
+              if (isUniqueViolation(error) && choice.reverses) throw reversedOnce(rail, transaction.reference, choice.reverses, null);
+              throw error;
+            });
+          if ("refund" in reservation) return reservation.refund;
+          if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
+          if (reservation.refused === "reversal_failed") throw reversedOnce(rail, transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
+          throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
+        },
         // Refunds of one payment queue on its row lock, each holding a pooled connection meanwhile: under a burst
         // they wait longer than Prisma's defaults (2 s for a connection, 5 s in all) without anything being wrong.
-      }, { maxWait: 10_000, timeout: 15_000 }).catch((error: unknown) => {
-        // Only a receipt already sent for reversal (a refund of another payment holding the same receipt) gets here.
-        if (isUniqueViolation(error) && choice.reverses) throw reversedOnce(rail, transaction.reference, choice.reverses, null);
-        throw error;
+        transactionOptions: { maxWait: 10_000, timeout: 15_000 },
+        firstAskInMs: rail.checkAfterMs,
+        send: async (refund) => settle(refund, await rail.send(requestOf(refund, transaction, channel))),
+        refused: (refund, error) => settle(refund, { state: "failed", code: error.code, message: error.message }, { refusedAtOnce: true }),
       });
-      if ("refused" in reservation) {
-        if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
-        if (reservation.refused === "reversal_failed") throw reversedOnce(rail, transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
-        throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
-      }
-      const refund = reservation.refund;
-      deps.metrics?.statusChanged("refund", "pending", refund.channelId);
-
-      try {
-        await settle(refund, await rail.send(requestOf(refund, transaction, channel)));
-      } catch (error) {
-        // A refusal is final: nothing was sent. Anything else is unknown: stay pending, ask the provider later.
-        if (error instanceof GatewayError && error.code !== "provider_unavailable") {
-          await settle(refund, { state: "failed", code: error.code, message: error.message }, { refusedAtOnce: true });
-        } else {
-          logger.warn({ reference: refund.reference, err: (error as Error).message }, "refund outcome unknown; it stays pending until the provider is asked");
-        }
-      }
-      return store.findById(prisma, refund.id);
     },
 
     /** By id (digits) or reference, scoped to the caller's merchant and mode. */
-    async getRefund(principal: Principal, idOrReference: string, query: { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect } = {}): Promise<Refund> {
-      const key = idOrReference.trim();
-      const refund = await store.findScoped(prisma, principal, /^\d{1,9}$/.test(key) ? { id: Number(key) } : { reference: key }, query);
+    async getRefund(principal: Principal, key: string, query: RefundQuery = {}): Promise<Refund> {
+      const refund = await store.findScoped(prisma, principal, idOrReference(key), query);
       if (!refund) throw new NotFoundError("Refund");
       return refund;
     },
@@ -292,7 +275,7 @@ export function createRefundService(deps: RefundServiceDeps) {
     async listPage(
       principal: Principal,
       input: RefundListFilters & { page?: number | null; limit?: number | null },
-      query: { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect } = {},
+      query: RefundQuery = {},
     ): Promise<Page<Refund>> {
       const paging = resolvePaging(input);
       const filters = await filtersOf(principal, input);
@@ -317,10 +300,7 @@ export function createRefundService(deps: RefundServiceDeps) {
 
     /** The provider's queue gave up on a refund request (Daraja's QueueTimeOutURL): its fate is unknown, so ask now rather than wait. */
     async resultTimedOut(channel: PaymentChannel, providerRequestId: string | null): Promise<void> {
-      const refund = providerRequestId ? await store.findForResult(prisma, channel.id, { providerRequestId, conversationId: null }) : null;
-      if (!refund || refund.status !== "pending") return;
-      await reschedule(prisma, REFUND_CHECK_JOB, { refundId: refund.id }, new Date());
-      deps.jobs.nudge();
+      await moneyOut.askNow(providerRequestId ? await store.findForResult(prisma, channel.id, { providerRequestId, conversationId: null }) : null);
     },
 
     /**

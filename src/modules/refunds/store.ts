@@ -14,7 +14,7 @@ import { ADD_REFUNDED_AMOUNT_CTE, lockForRefund } from "../transactions/store.ts
  * (events/status-machine.ts) writes in one SQL statement from REFUND_STATUS below.
  */
 
-type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
+export type RefundQuery = { include?: Prisma.RefundInclude; select?: Prisma.RefundSelect };
 
 /** The refund as of an event, and as /v1/refunds shows it. */
 const REFUND_SNAPSHOT = defineSnapshot<Refund>()({
@@ -102,10 +102,6 @@ export async function reserveRefund(tx: Prisma.TransactionClient, transaction: P
   // The amount is reserved in the ledger (available -> pending_out) with the refund, in this transaction.
   await postReservation(tx, "refund", refund.id);
   return { refund };
-}
-
-export function findById(db: Db, id: number): Promise<Refund> {
-  return db.refund.findUniqueOrThrow({ where: { id } });
 }
 
 export function findWithPayment(db: Db, id: number) {
@@ -213,23 +209,4 @@ export async function findPendingForNotice(db: Db, channelId: number, notice: Re
   }
   if (!notice.providerReference) return [];
   return db.refund.findMany({ where: { channelId, status: "pending", providerReference: notice.providerReference }, include });
-}
-
-/** One UTC day's completed refunds in one currency (the overview's figures, transactions/stats.ts). */
-export interface DailyRefundFigures {
-  /** YYYY-MM-DD, UTC. */
-  day: string;
-  currency: string;
-  count: number;
-  amount: bigint;
-}
-
-/** The caller's completed refunds created since `since`, counted and summed per UTC day and currency, in one statement. */
-export async function dailyRefundFigures(db: Db, principal: Principal, since: Date): Promise<DailyRefundFigures[]> {
-  const rows = await db.$queryRaw<(Omit<DailyRefundFigures, "amount"> & { amount: string })[]>`
-    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, currency, count(*)::int AS count, sum(amount)::text AS amount
-    FROM refunds
-    WHERE merchant_id = ${principal.merchantId} AND mode = ${principal.mode}::"Mode" AND status = 'completed' AND created_at >= ${since}
-    GROUP BY 1, 2 ORDER BY 1, 2`;
-  return rows.map((row) => ({ ...row, amount: BigInt(row.amount) }));
 }

@@ -10,7 +10,6 @@ import { createOutcomes } from "./outcomes.ts";
 import { createPushFlow } from "./push.ts";
 import { createReads } from "./reads.ts";
 import { createReconcileJobs } from "./reconcile.ts";
-import { paymentStats } from "./stats.ts";
 import type { TransactionFilters } from "./store.ts";
 
 /**
@@ -62,8 +61,6 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     listConnection: reads.listConnection,
     count: reads.count,
     exportCsv: (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.readStore, principal, filters),
-    /** The dashboard's figures, from the reader. */
-    stats: (principal: Principal, input: Parameters<typeof paymentStats>[2]) => paymentStats(deps.read?.prisma ?? deps.prisma, principal, input),
     payWithCard: card.payWithCard,
     payWithMpesa: attempts.payWithMpesa,
     listAttempts: attempts.list,

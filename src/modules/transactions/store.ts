@@ -182,34 +182,6 @@ export async function lockForRefund(tx: Prisma.TransactionClient, id: number): P
   return row ? { ...row, amount: BigInt(row.amount) } : null;
 }
 
-/** One UTC day's settled payments in one currency (the overview's figures, transactions/stats.ts). */
-export interface DailyPaymentFigures {
-  /** YYYY-MM-DD, UTC. */
-  day: string;
-  currency: string;
-  completed: number;
-  failed: number;
-  /** The completed payments' amounts, in minor units. */
-  volume: bigint;
-}
-
-/**
- * The caller's completed and failed payments created since `since`, counted and summed per UTC day and
- * currency, in one statement (the merchant, mode, status, created_at index serves it). Days follow
- * created_at, as the list's date filters do, so a day's figures are that day's filtered list.
- */
-export async function dailyPaymentFigures(db: Db, principal: Principal, since: Date): Promise<DailyPaymentFigures[]> {
-  const rows = await db.$queryRaw<(Omit<DailyPaymentFigures, "volume"> & { volume: string })[]>`
-    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, currency,
-      (count(*) FILTER (WHERE status = 'completed'))::int AS completed,
-      (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
-      coalesce(sum(amount) FILTER (WHERE status = 'completed'), 0)::text AS volume
-    FROM transactions
-    WHERE merchant_id = ${principal.merchantId} AND mode = ${principal.mode}::"Mode" AND status IN ('completed', 'failed') AND created_at >= ${since}
-    GROUP BY 1, 2 ORDER BY 1, 2`;
-  return rows.map((row) => ({ ...row, volume: BigInt(row.volume) }));
-}
-
 /**
  * For the refunds' status change (events/status-machine.ts): a CTE over the completed refund's row `t` that
  * adds its amount to its transaction's amount_refunded, in the same statement as the change.

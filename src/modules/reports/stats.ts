@@ -1,13 +1,12 @@
 import type { Principal } from "../../auth.ts";
 import type { Db } from "../../db/database.ts";
 import { ValidationError } from "../../errors.ts";
-import { dailyRefundFigures } from "../refunds/store.ts";
-import { dailyPaymentFigures } from "./store.ts";
+import { dailyPaymentFigures, dailyRefundFigures } from "./store.ts";
 
 /**
  * The dashboard overview's figures: per UTC day and per period (today, the last 7 days, ...), the volume and
  * count of completed payments per currency, completed and failed counts and the success rate, and completed
- * refunds per currency. Two grouped statements (the payments' and the refunds' stores), summed here; a
+ * refunds per currency. Two grouped statements (store.ts), summed here; a
  * payment or refund belongs to the UTC day it was created on, as in the lists' date filters.
  */
 

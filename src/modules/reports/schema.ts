@@ -59,6 +59,6 @@ builder.queryFields((t) => ({
       days: t.arg.int({ required: false, description: `The daily series' length, 1 to ${MAX_STATS_DAYS} (default 30).` }),
       periods: t.arg.intList({ required: false, description: `Periods in days, today included, each 1 to ${MAX_STATS_DAYS} (default [1, 7, 30]).` }),
     },
-    resolve: (_root, args, ctx) => ctx.services.transactions.stats(ctx.principal!, args),
+    resolve: (_root, args, ctx) => ctx.services.reports.stats(ctx.principal!, args),
   }),
 }));

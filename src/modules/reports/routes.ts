@@ -7,7 +7,7 @@ import { restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
 import { CSV_RULES } from "../ledger/csv.ts";
-import { TRANSACTION_CSV_COLUMNS } from "./export.ts";
+import { TRANSACTION_CSV_COLUMNS } from "../transactions/export.ts";
 
 const CSV_PATH = "/v1/reports/transactions.csv";
 const { page: _page, limit: _limit, ...filters } = pageQuery;

@@ -1,0 +1,52 @@
+import type { Principal } from "../../auth.ts";
+import type { Db } from "../../db/database.ts";
+
+/**
+ * The overview's grouped statements: one over the transactions, one over the refunds, each counting and summing
+ * the caller's rows per UTC day and currency (stats.ts adds them up). Reads only; every write to those tables
+ * stays in their own stores. Days follow created_at, as the lists' date filters do, so a day's figures are that
+ * day's filtered list.
+ */
+
+/** One UTC day's settled payments in one currency. */
+export interface DailyPaymentFigures {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  currency: string;
+  completed: number;
+  failed: number;
+  /** The completed payments' amounts, in minor units. */
+  volume: bigint;
+}
+
+/** One UTC day's completed refunds in one currency. */
+export interface DailyRefundFigures {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  currency: string;
+  count: number;
+  amount: bigint;
+}
+
+/** The caller's completed and failed payments created since `since` (the merchant, mode, status, created_at index serves it). */
+export async function dailyPaymentFigures(db: Db, principal: Principal, since: Date): Promise<DailyPaymentFigures[]> {
+  const rows = await db.$queryRaw<(Omit<DailyPaymentFigures, "volume"> & { volume: string })[]>`
+    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, currency,
+      (count(*) FILTER (WHERE status = 'completed'))::int AS completed,
+      (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
+      coalesce(sum(amount) FILTER (WHERE status = 'completed'), 0)::text AS volume
+    FROM transactions
+    WHERE merchant_id = ${principal.merchantId} AND mode = ${principal.mode}::"Mode" AND status IN ('completed', 'failed') AND created_at >= ${since}
+    GROUP BY 1, 2 ORDER BY 1, 2`;
+  return rows.map((row) => ({ ...row, volume: BigInt(row.volume) }));
+}
+
+/** The caller's completed refunds created since `since`. */
+export async function dailyRefundFigures(db: Db, principal: Principal, since: Date): Promise<DailyRefundFigures[]> {
+  const rows = await db.$queryRaw<(Omit<DailyRefundFigures, "amount"> & { amount: string })[]>`
+    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, currency, count(*)::int AS count, sum(amount)::text AS amount
+    FROM refunds
+    WHERE merchant_id = ${principal.merchantId} AND mode = ${principal.mode}::"Mode" AND status = 'completed' AND created_at >= ${since}
+    GROUP BY 1, 2 ORDER BY 1, 2`;
+  return rows.map((row) => ({ ...row, amount: BigInt(row.amount) }));
+}

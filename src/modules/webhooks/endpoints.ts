@@ -1,0 +1,99 @@
+import { scopeOf, type Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import type { Mode, Prisma, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
+import { NotFoundError, ValidationError } from "../../errors.ts";
+import type { SecretBox } from "../../security/encryption.ts";
+import type { MerchantUrls } from "../../security/outbound.ts";
+import { optionalText } from "../../validation.ts";
+import { webhookEventTypes } from "./event-types.ts";
+import { generateWebhookSecret } from "./signing.ts";
+import * as store from "./store.ts";
+
+export interface EndpointInput {
+  url?: string | null;
+  events?: readonly string[] | null;
+  description?: string | null;
+  enabled?: boolean | null;
+}
+
+const MAX_ENDPOINTS_PER_MODE = 16;
+/** After a rotation the previous secret keeps signing this long, so receivers can switch over. */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+
+function parseEvents(value: readonly string[] | null | undefined): string[] {
+  const events = [...new Set(value ?? [])];
+  const unknown = events.find((e) => !(webhookEventTypes as readonly string[]).includes(e));
+  if (unknown !== undefined) throw new ValidationError("events", `unknown event type "${unknown.slice(0, 60)}"; known types: ${webhookEventTypes.join(", ")}`);
+  return events;
+}
+
+/** A merchant's webhook endpoints: where its events are posted, each with its signing secret (encrypted at rest). */
+export function createEndpoints(deps: { prisma: PrismaClient; secrets: SecretBox; merchantUrls: MerchantUrls }) {
+  const { prisma, secrets, merchantUrls } = deps;
+
+  /** HTTPS in live mode; loopback and private networks only in test mode with ALLOW_PRIVATE_URLS. */
+  async function validateUrl(mode: Mode, value: string | null | undefined): Promise<string> {
+    const url = value?.trim();
+    if (!url) throw new ValidationError("url", "is required");
+    return merchantUrls.check(mode, url);
+  }
+
+  async function getEndpoint(principal: Principal, id: number): Promise<WebhookEndpoint> {
+    const endpoint = await store.findEndpoint(prisma, principal, id);
+    if (!endpoint) throw new NotFoundError(`Webhook endpoint ${id}`);
+    return endpoint;
+  }
+
+  return {
+    getEndpoint,
+
+    /** Creates an endpoint; the signing secret is in the answer this once and never again. */
+    async createEndpoint(principal: Principal, input: EndpointInput) {
+      const url = await validateUrl(principal.mode, input.url);
+      const events = parseEvents(input.events);
+      const description = optionalText(input.description, "description", 500);
+      if ((await store.countEndpoints(prisma, principal)) >= MAX_ENDPOINTS_PER_MODE) {
+        throw new ValidationError("url", `a merchant may have at most ${MAX_ENDPOINTS_PER_MODE} webhook endpoints per mode`);
+      }
+      const secret = generateWebhookSecret();
+      const endpoint = await store.insertEndpoint(prisma, { ...scopeOf(principal), url, events, description, enabled: input.enabled ?? true, secretEncrypted: secrets.encrypt(secret) });
+      return { endpoint, secret };
+    },
+
+    listEndpoints: (principal: Principal) => store.listEndpoints(prisma, principal),
+
+    /** Re-enabling an endpoint clears why it was disabled and starts its 5-day failure clock afresh. */
+    async updateEndpoint(principal: Principal, id: number, input: EndpointInput) {
+      const endpoint = await getEndpoint(principal, id);
+      const data: Prisma.WebhookEndpointUncheckedUpdateInput = {};
+      if (input.url != null) data.url = await validateUrl(principal.mode, input.url);
+      if (input.events != null) data.events = parseEvents(input.events);
+      if (input.description !== undefined) data.description = optionalText(input.description, "description", 500);
+      if (input.enabled != null) {
+        data.enabled = input.enabled;
+        if (input.enabled && !endpoint.enabled) Object.assign(data, { disabledReason: null, failingSince: null });
+      }
+      return store.updateEndpoint(prisma, endpoint.id, data);
+    },
+
+    async deleteEndpoint(principal: Principal, id: number) {
+      const endpoint = await getEndpoint(principal, id);
+      await store.deleteEndpoint(prisma, endpoint.id);
+      return endpoint;
+    },
+
+    /** A new secret; the previous one keeps signing for 24 hours alongside it. */
+    async rotateSecret(principal: Principal, id: number) {
+      const endpoint = await getEndpoint(principal, id);
+      const secret = generateWebhookSecret();
+      const updated = await store.updateEndpoint(prisma, endpoint.id, {
+        secretEncrypted: secrets.encrypt(secret),
+        previousSecretEncrypted: endpoint.secretEncrypted,
+        previousSecretExpiresAt: new Date(Date.now() + PREVIOUS_SECRET_TTL_MS),
+      });
+      return { endpoint: updated, secret };
+    },
+  };
+}
+
+export type Endpoints = ReturnType<typeof createEndpoints>;
