@@ -482,6 +482,8 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
         await cliHandoff?.close();
         await metricsListener.close();
         await (jobsStopped ?? services.jobs.stop());
+        // Provider calls recorded by the last requests and jobs are written before the database closes.
+        await services.providerCalls.flush();
         services.momo.close();
         await redis?.close();
         await db.close();

@@ -1,4 +1,5 @@
 import type { RedisConnections } from "../infra/redis.ts";
+import type { ProviderCallSink } from "./call-record.ts";
 import { createMpesaConnector } from "./mpesa/connector.ts";
 import { createMemoryTokenStore, createRedisTokenStore } from "./mpesa/token-store.ts";
 import { providerEntry, type ProviderName } from "./registry.ts";
@@ -32,6 +33,8 @@ export interface ConnectorOptions {
   reversalResultOverdueMs?: number | undefined;
   /** Shares Daraja tokens across instances when set; otherwise they are cached in memory. */
   redis?: RedisConnections | undefined;
+  /** Where connectors' HTTP exchanges (scrubbed) are recorded: the provider_calls table (modules/provider-calls). */
+  recordCall?: ProviderCallSink;
 }
 
 /** Connectors for every provider. */
