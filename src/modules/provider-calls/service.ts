@@ -17,14 +17,23 @@ const MAX_WAITING = 10_000;
 
 const encoder = new TextEncoder();
 
-/** At most BODY_LIMIT_BYTES of UTF-8, cut at a character boundary, marked when cut. */
+/**
+ * At most BODY_LIMIT_BYTES of UTF-8, cut at a character boundary, marked when cut; without NUL characters, which
+ * PostgreSQL's text refuses (one in a provider's answer would otherwise lose its whole batch).
+ */
 export function boundedBody(body: string | null): string | null {
+  if (body === null) return null;
+  const text = withoutNul(body);
   // Three bytes per UTF-16 unit at most: a body this short is within the limit without encoding it.
-  if (body === null || body.length * 3 <= BODY_LIMIT_BYTES) return body;
+  if (text.length * 3 <= BODY_LIMIT_BYTES || Buffer.byteLength(text) <= BODY_LIMIT_BYTES) return text;
   const room = new Uint8Array(BODY_LIMIT_BYTES - Buffer.byteLength(TRUNCATED));
-  const { read } = encoder.encodeInto(body, room);
-  return read === body.length ? body : body.slice(0, read) + TRUNCATED;
+  const { read } = encoder.encodeInto(text, room);
+  return read === text.length ? text : text.slice(0, read) + TRUNCATED;
 }
+
+const withoutNul = (text: string) => (text.includes("\0") ? text.replaceAll("\0", "") : text);
+/** An INTEGER column's range, so an odd number cannot fail the batch it is in. */
+const int32 = (n: number) => Math.min(2_147_483_647, Math.max(0, Math.round(n)));
 
 export interface ProviderCallSinkDeps {
   prisma: PrismaClient;
@@ -87,15 +96,15 @@ export type ProviderCallRecorder = ReturnType<typeof createProviderCallSink>;
 function rowOf(call: ProviderCallRecord, scope: ProviderCallScope): store.ProviderCallRow {
   return {
     merchantId: scope.merchantId,
-    connector: call.connector,
-    operation: call.operation,
-    method: call.method,
-    path: call.path,
-    statusCode: call.statusCode,
-    durationMs: Math.max(0, Math.round(call.durationMs)),
+    connector: withoutNul(call.connector),
+    operation: withoutNul(call.operation),
+    method: withoutNul(call.method),
+    path: boundedBody(call.path)!,
+    statusCode: call.statusCode === null ? null : int32(call.statusCode),
+    durationMs: int32(call.durationMs),
     requestBody: boundedBody(call.requestBody),
     responseBody: boundedBody(call.responseBody),
-    error: call.error,
+    error: call.error === null ? null : boundedBody(call.error),
     transactionId: scope.transactionId ?? null,
     attemptId: scope.attemptId ?? null,
     payoutId: scope.payoutId ?? null,
