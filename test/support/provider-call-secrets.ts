@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import { luhnValid } from "../../src/cards.ts";
 
 /**
  * The secret scan of the provider calls on record (issue 36): called with the `provider_calls` rows after every
@@ -42,19 +43,6 @@ const CARD_SHAPES = [/(?<!\d)\d{13,19}(?!\d)/g, /(?<!\d[ -]?)\d{4}([ -])\d{4}\1\
 /** Card networks' prefixes (Visa, Mastercard, Amex, Discover, JCB, Diners, Verve, UnionPay): a timestamp or id rarely has one. */
 const CARD_PREFIX = /^(4|5[1-5]|222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|2720|3[47]|35|30[0-5]|36|38|6011|64[4-9]|65|506[01]|507[89]|650|62)/;
 
-export function passesLuhn(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
-}
-
 /** The card numbers in a text: one of CARD_SHAPES with a network's prefix, passing Luhn (a grouped one: whole, or its first 16). */
 export function cardNumbersIn(text: string): string[] {
   const cards = new Set<string>();
@@ -62,7 +50,7 @@ export function cardNumbersIn(text: string): string[] {
     for (const m of text.matchAll(shape)) {
       const digits = m[0].replace(/[ -]/g, "");
       const candidates = shape === CARD_SHAPES[1] ? [digits, digits.slice(0, 16)] : [digits];
-      const card = candidates.find((candidate) => CARD_PREFIX.test(candidate) && passesLuhn(candidate));
+      const card = candidates.find((candidate) => CARD_PREFIX.test(candidate) && luhnValid(candidate));
       if (card) cards.add(card);
     }
   }

@@ -1,19 +1,9 @@
 import { dateTime, envelope, int, list, nullable, obj, str } from "../../openapi/schemas.ts";
+import type { ProviderCallRecord } from "../../providers/call-record.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 
 /** GET /v1/transactions/:reference/provider-calls over the Transaction's providerCalls field (owners and developers). */
-interface ProviderCallData {
-  connector: string;
-  operation: string;
-  method: string;
-  path: string;
-  statusCode: number | null;
-  durationMs: number;
-  requestBody: string | null;
-  responseBody: string | null;
-  error: string | null;
-  createdAt: string;
-}
+type ProviderCallData = ProviderCallRecord & { createdAt: string };
 
 const toV1ProviderCall = (c: ProviderCallData) => ({
   connector: c.connector,

@@ -28,28 +28,13 @@ const ProviderCall = builder.objectRef<ProviderCallView>("ProviderCall").impleme
 const DESCRIPTION = "The calls made to its provider, oldest first (the latest 200), kept 30 days. Owners and developers only: null with a forbidden error for a viewer.";
 
 builder.objectField(Transaction, "providerCalls", (t) =>
-  t.field({
-    type: [ProviderCall],
-    nullable: true,
-    description: `${DESCRIPTION} Its checkout attempts' calls included.`,
-    resolve: (transaction, _args, ctx) => ctx.services.providerCalls.ofTransaction(ctx.principal!.merchantId, transaction.id),
-  }),
+  t.field({ type: [ProviderCall], nullable: true, description: `${DESCRIPTION} Its checkout attempts' calls included.`, resolve: (transaction, _args, ctx) => ctx.services.providerCalls.ofTransaction(ctx.principal!.merchantId, transaction.id) }),
 );
 
 builder.objectField(Refund, "providerCalls", (t) =>
-  t.field({
-    type: [ProviderCall],
-    nullable: true,
-    description: DESCRIPTION,
-    resolve: (refund, _args, ctx) => ctx.services.providerCalls.ofRefund(ctx.principal!.merchantId, refund.id),
-  }),
+  t.field({ type: [ProviderCall], nullable: true, description: DESCRIPTION, resolve: (refund, _args, ctx) => ctx.services.providerCalls.ofRefund(ctx.principal!.merchantId, refund.id) }),
 );
 
 builder.objectField(Payout, "providerCalls", (t) =>
-  t.field({
-    type: [ProviderCall],
-    nullable: true,
-    description: DESCRIPTION,
-    resolve: (payout, _args, ctx) => ctx.services.providerCalls.ofPayout(ctx.principal!.merchantId, payout.id),
-  }),
+  t.field({ type: [ProviderCall], nullable: true, description: DESCRIPTION, resolve: (payout, _args, ctx) => ctx.services.providerCalls.ofPayout(ctx.principal!.merchantId, payout.id) }),
 );

@@ -1,4 +1,5 @@
 import type { PrismaClient } from "../../db/database.ts";
+import type { ProviderCallRecord } from "../../providers/call-record.ts";
 
 /**
  * Every statement on `provider_calls`: the batch insert the sink makes, the reads of the transaction, refund and
@@ -6,56 +7,23 @@ import type { PrismaClient } from "../../db/database.ts";
  * ever shown to the merchant whose call it was.
  */
 
-export interface ProviderCallRow {
+export type ProviderCallRow = ProviderCallRecord & {
   merchantId: number;
-  connector: string;
-  operation: string;
-  method: string;
-  path: string;
-  statusCode: number | null;
-  durationMs: number;
-  requestBody: string | null;
-  responseBody: string | null;
-  error: string | null;
   transactionId: number | null;
   attemptId: number | null;
   payoutId: number | null;
   refundId: number | null;
   /** When the call was made (rows are written later, in batches). */
   createdAt: Date;
-}
+};
 
 /** What the pages show of a record. */
-export interface ProviderCallView {
-  id: bigint;
-  connector: string;
-  operation: string;
-  method: string;
-  path: string;
-  statusCode: number | null;
-  durationMs: number;
-  requestBody: string | null;
-  responseBody: string | null;
-  error: string | null;
-  createdAt: Date;
-}
+export type ProviderCallView = ProviderCallRecord & { id: bigint; createdAt: Date };
 
 /** The most a page shows for one object (the newest, in the order they were made). */
 export const CALLS_PER_OBJECT = 200;
 
-const viewColumns = {
-  id: true,
-  connector: true,
-  operation: true,
-  method: true,
-  path: true,
-  statusCode: true,
-  durationMs: true,
-  requestBody: true,
-  responseBody: true,
-  error: true,
-  createdAt: true,
-} as const;
+const viewColumns = { id: true, connector: true, operation: true, method: true, path: true, statusCode: true, durationMs: true, requestBody: true, responseBody: true, error: true, createdAt: true } as const;
 
 /** One statement for a whole batch. */
 export async function insertProviderCalls(prisma: PrismaClient, rows: ProviderCallRow[]): Promise<void> {
