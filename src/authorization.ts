@@ -15,7 +15,7 @@ export const PRINCIPAL_KINDS: readonly PrincipalKind[] = ["key:owner", "key:deve
 const BOTH: readonly KeyMode[] = ["test", "live"];
 const TEST: readonly KeyMode[] = ["test"];
 
-export type Permission = "read" | "write" | "money_out" | "api_keys" | "channel_credentials" | "signed_in_owner" | "own_account";
+export type Permission = "read" | "write" | "money_out" | "provider_calls" | "api_keys" | "channel_credentials" | "signed_in_owner" | "own_account";
 
 interface PermissionRule {
   /** What the permission is for, as the README's table says it. */
@@ -36,6 +36,10 @@ export const PERMISSIONS: Record<Permission, PermissionRule> = {
   money_out: {
     summary: "Send money out of the balance, and reconcile it",
     allows: { "key:owner": BOTH, "user:owner": BOTH },
+  },
+  provider_calls: {
+    summary: "Read what the gateway sent providers and what they answered (scrubbed), for support",
+    allows: { "key:owner": BOTH, "key:developer": BOTH, "user:owner": BOTH, "user:developer": BOTH },
   },
   api_keys: {
     summary: "Create and revoke API keys of the caller's mode (a key never makes keys)",
@@ -128,6 +132,16 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
   },
 };
 
+/**
+ * Fields below the root that need more than the root field that reached them (a viewer reads a transaction, not
+ * what its provider was sent). The plugin gives them their scope as it does root fields.
+ */
+export const RESTRICTED_FIELDS: Record<string, Record<string, Permission>> = {
+  Payout: { providerCalls: "provider_calls" },
+  Refund: { providerCalls: "provider_calls" },
+  Transaction: { providerCalls: "provider_calls" },
+};
+
 export function principalKind(principal: Pick<Principal, "userId" | "role">): PrincipalKind {
   return `${principal.userId === null ? "key" : "user"}:${principal.role}`;
 }
@@ -137,9 +151,9 @@ export function allows(principal: Pick<Principal, "userId" | "role" | "mode"> | 
   return PERMISSIONS[permission].allows[principalKind(principal)]?.includes(principal.mode) ?? false;
 }
 
-/** The permission a root field needs, or undefined for a field the table does not know. */
-export function permissionOf(rootType: string, field: string): Permission | undefined {
-  return (OPERATIONS as Record<string, Record<string, Permission> | undefined>)[rootType]?.[field];
+/** The permission a root field (or a restricted field) needs, or undefined for a field the table does not know. */
+export function permissionOf(type: string, field: string): Permission | undefined {
+  return (OPERATIONS as Record<string, Record<string, Permission> | undefined>)[type]?.[field] ?? RESTRICTED_FIELDS[type]?.[field];
 }
 
 /** Why a principal may not use a permission, in words its team can act on. */
@@ -154,6 +168,8 @@ export function refusal(principal: Principal, permission: Permission): string {
     case "api_keys":
       if (isKey) return "An API key cannot create or revoke keys; a signed-in owner or developer can, in the dashboard";
       break;
+    case "provider_calls":
+      return `${who} cannot read provider calls; an owner or developer can`;
     case "channel_credentials":
       if (principal.mode === "live" && (isKey || principal.role === "owner")) return "Live channels' credentials are changed by a signed-in owner, never an API key";
       break;
@@ -170,8 +186,10 @@ export function authorizationTableMarkdown(): string {
   const head = `| permission | what it covers | operations | ${PRINCIPAL_KINDS.map((kind) => kind.replace(":", " ")).join(" | ")} |`;
   const rule = `|${" --- |".repeat(3 + PRINCIPAL_KINDS.length)}`;
   const rows = (Object.keys(PERMISSIONS) as Permission[]).map((permission) => {
-    const operations = Object.entries(OPERATIONS)
-      .flatMap(([, fields]) => Object.entries(fields).filter(([, p]) => p === permission).map(([name]) => name))
+    const operations = [
+      ...Object.entries(OPERATIONS).flatMap(([, fields]) => Object.entries(fields).filter(([, p]) => p === permission).map(([name]) => name)),
+      ...Object.entries(RESTRICTED_FIELDS).flatMap(([type, fields]) => Object.entries(fields).filter(([, p]) => p === permission).map(([name]) => `${type}.${name}`)),
+    ]
       .sort()
       .map((name) => `\`${name}\``);
     const cells = PRINCIPAL_KINDS.map((kind) => {

@@ -14,6 +14,7 @@ import { createMerchantService } from "./modules/merchants/service.ts";
 import { createBrandService } from "./modules/brand/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPaymentLinkService } from "./modules/payment-links/service.ts";
+import { createProviderCallService } from "./modules/provider-calls/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createReconciliationService } from "./modules/reconciliation/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
@@ -61,6 +62,7 @@ export function createServices(deps: ServiceDeps) {
   const { metrics } = deps;
   const read = deps.read ?? { prisma, sql: deps.sql };
   const jobs = createJobRunner({ prisma, logger, pollIntervalMs: config.jobs.pollIntervalMs, leaseMs: config.jobs.leaseMs, foreground: deps.foreground });
+  const providerCalls = createProviderCallService({ prisma, read, logger });
   const connectors = createConnectors({
     mpesaBaseUrl: config.momo.mpesaBaseUrl,
     mpesaCertPath: config.momo.mpesaCertPath,
@@ -71,6 +73,7 @@ export function createServices(deps: ServiceDeps) {
     paystackRefundCheckAfterMs: config.refunds.paystackCheckAfterMs,
     reversalResultOverdueMs: config.refunds.reversalResultOverdueMs,
     redis: deps.redis,
+    recordCall: providerCalls.record,
   });
   const callbackUrls = createCallbackUrls(connectors, config.publicBaseUrl);
   const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl);
@@ -144,6 +147,7 @@ export function createServices(deps: ServiceDeps) {
     keyCache,
     jobs,
     connectors,
+    providerCalls,
     merchants: createMerchantService(prisma, { keyCache }),
     brand: createBrandService({ prisma, sql: deps.sql }),
     channels,

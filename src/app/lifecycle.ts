@@ -41,6 +41,8 @@ export function createLifecycle() {
         await app.close();
         for (const listener of listeners) await listener?.close();
         await (jobsStopped ?? services.jobs.stop());
+        // Provider calls recorded by the last requests and jobs are written before the database closes.
+        await services.providerCalls.flush();
         services.momo.close();
         await redis?.close();
         await db.close();

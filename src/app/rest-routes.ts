@@ -9,10 +9,11 @@ import { refundRoutes } from "../modules/refunds/routes.ts";
 import { paymentLinkRoutes } from "../modules/payment-links/routes.ts";
 import { ledgerRoutes } from "../modules/ledger/routes.ts";
 import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
+import { providerCallRoutes } from "../modules/provider-calls/routes.ts";
 import type { RestRoute } from "../rest/route-table.ts";
 
 /** Every REST row, from every feature: the route table (src/rest/route-table.ts) serves them, the composition root lists them. */
 export const restRoutes: RestRoute[] = [
   ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
-  ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes,
+  ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes,
 ];

@@ -17,6 +17,7 @@ import "../modules/reports/schema.ts";
 import "../modules/reconciliation/schema.ts";
 import "../modules/users/schema.ts";
 import "../modules/ledger/schema.ts";
+import "../modules/provider-calls/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

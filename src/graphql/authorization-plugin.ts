@@ -10,7 +10,11 @@ import { permissionOf } from "../authorization.ts";
 export class AuthorizationTablePlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
   override onOutputFieldConfig(fieldConfig: PothosOutputFieldConfig<Types>): PothosOutputFieldConfig<Types> {
     const root = fieldConfig.kind;
-    if (root !== "Query" && root !== "Mutation" && root !== "Subscription") return fieldConfig;
+    if (root !== "Query" && root !== "Mutation" && root !== "Subscription") {
+      // A restricted field below the root (RESTRICTED_FIELDS) gets its scope on top of its object's.
+      const permission = permissionOf(fieldConfig.parentType, fieldConfig.name);
+      return permission ? ({ ...fieldConfig, pothosOptions: { ...fieldConfig.pothosOptions, authScopes: { [permission]: true } } } as PothosOutputFieldConfig<Types>) : fieldConfig;
+    }
     const permission = permissionOf(root, fieldConfig.name);
     if (!permission) throw new Error(`${root}.${fieldConfig.name} has no row in the authorization table (src/authorization.ts)`);
     return { ...fieldConfig, pothosOptions: { ...fieldConfig.pothosOptions, authScopes: { [permission]: true }, skipTypeScopes: true } } as PothosOutputFieldConfig<Types>;

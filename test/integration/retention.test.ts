@@ -249,6 +249,6 @@ describe("retention", () => {
     const { code, output } = await runCli(["retention", "run"], { ...gw.database.env, ENCRYPTION_KEY: gw.database.encryptionKeyHex, JOB_RETENTION_DAYS: "1" });
     expect(code, output).toBe(0);
     const printed = JSON.parse(output.trim().split("\n").at(-1)!);
-    expect(printed.deleted, output).toEqual({ webhook_deliveries: expect.any(Number), events: expect.any(Number), jobs: 1, idempotency_keys: expect.any(Number), refresh_tokens: expect.any(Number) });
+    expect(printed.deleted, output).toEqual({ webhook_deliveries: expect.any(Number), events: expect.any(Number), jobs: 1, idempotency_keys: expect.any(Number), refresh_tokens: expect.any(Number), provider_calls: expect.any(Number) });
   });
 });

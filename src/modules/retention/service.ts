@@ -4,6 +4,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { deleteFailedJobsBatch, enqueue } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
+import { deleteOldProviderCallsBatch } from "../provider-calls/store.ts";
 import * as store from "./store.ts";
 
 /**
@@ -23,6 +24,8 @@ export const BATCH_SIZE = 1000;
 const PAUSE_MS = 10;
 /** Idempotency-Key records are kept this long after they expire (they expire 24 h after the request). */
 export const IDEMPOTENCY_KEY_GRACE_MS = 24 * 3_600_000;
+/** Provider calls on record (support's view of what a provider was asked and answered) are kept 30 days. */
+export const PROVIDER_CALLS_KEPT_MS = 30 * 86_400_000;
 
 export type RetentionSettings = Config["retention"];
 
@@ -33,6 +36,7 @@ export interface RetentionCounts {
   jobs: number;
   idempotency_keys: number;
   refresh_tokens: number;
+  provider_calls: number;
 }
 
 export interface RetentionRun {
@@ -54,8 +58,9 @@ export async function applyRetention(prisma: PrismaClient, settings: RetentionSe
     ["jobs", () => deleteFailedJobsBatch(prisma, settings.failedJobsMs, limit)],
     ["idempotency_keys", () => store.deleteExpiredIdempotencyKeysBatch(prisma, IDEMPOTENCY_KEY_GRACE_MS, limit)],
     ["refresh_tokens", () => store.deleteExpiredRefreshTokensBatch(prisma, limit)],
+    ["provider_calls", () => deleteOldProviderCallsBatch(prisma, PROVIDER_CALLS_KEPT_MS, limit)],
   ];
-  const deleted: RetentionCounts = { webhook_deliveries: 0, events: 0, jobs: 0, idempotency_keys: 0, refresh_tokens: 0 };
+  const deleted: RetentionCounts = { webhook_deliveries: 0, events: 0, jobs: 0, idempotency_keys: 0, refresh_tokens: 0, provider_calls: 0 };
   for (const [table, deleteBatch] of tables) {
     for (;;) {
       const count = await deleteBatch();

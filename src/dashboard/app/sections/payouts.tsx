@@ -2,6 +2,7 @@ import { formatDate, formatMoney } from "../format.ts";
 import { CursorPager, useCursors, type Connection } from "../paging.tsx";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, EmptyState, PageHeader, useQuery } from "../ui.tsx";
+import { providerCallsColumn } from "./provider-calls.tsx";
 
 const QUERY = `query DashboardPayouts($first: Int!, $after: String) {
   payouts(first: $first, after: $after) {
@@ -53,6 +54,7 @@ export function Payouts() {
               { label: "Phone", cell: (payout) => payout.phoneNumber },
               { label: "Receipt", cell: (payout) => payout.providerReference ?? "—" },
               { label: "Date", cell: (payout) => formatDate(payout.createdAt) },
+              ...providerCallsColumn<Payout>("payout"),
             ]}
           />
         )}

@@ -3,6 +3,7 @@ import { ApiError, ERROR_FIELDS, mutate } from "../api.ts";
 import { formatDate, formatMoney, majorUnits, parseMajorUnits, titleCase } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { Table } from "../tables.tsx";
+import { providerCallsColumn } from "./provider-calls.tsx";
 import { Badge, announce } from "../ui.tsx";
 import type { Status } from "./transaction-fields.ts";
 
@@ -146,6 +147,7 @@ export function RefundsTable({ refunds }: { refunds: Refund[] }) {
         },
         { label: "Created", cell: (refund) => formatDate(refund.createdAt) },
         { label: "Completed", cell: (refund) => formatDate(refund.completedAt) },
+        ...providerCallsColumn<Refund>("refund"),
       ]}
     />
   );

@@ -8,6 +8,7 @@ import { canWrite, type Session } from "../session.ts";
 import { Badge, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
 import { REFUND_FIELDS, RefundForm, RefundedBadge, RefundsTable, refundable, type Refund } from "./refunds.tsx";
 import { TRANSACTION_FIELDS, type Transaction } from "./transaction-fields.ts";
+import { ProviderCallsSection } from "./provider-calls.tsx";
 import { methodLabel } from "./transactions.tsx";
 import { DELIVERIES, DeliveriesTable, type Delivery } from "./webhooks.tsx";
 
@@ -204,6 +205,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
           <RefundsTable refunds={transaction.refunds} />
         </>
       )}
+      <ProviderCallsSection owner="transaction" reference={transaction.reference} />
       <h2>Events</h2>
       {transaction.events.length === 0 ? (
         <p class="muted">No events yet: the payer has not finished paying.</p>

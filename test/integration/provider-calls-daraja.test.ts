@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { darajaGatewayEnv, startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
+import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { assertNoSecrets } from "../support/provider-call-secrets.ts";
+
+/**
+ * Every provider call on record, end to end (issue 36): an STK push through the public API, against the loopback
+ * Daraja, leaves its exchanges in provider_calls, scrubbed, on the transaction's page. Needs the connectors' HTTP
+ * helper (src/providers/http.ts) handing exchanges to the sink inside the core's scope.
+ */
+let fake: FakeDaraja;
+let gw: TestGateway;
+let api: ReturnType<typeof apiClient>;
+let channelId: number;
+
+beforeAll(async () => {
+  fake = await startFakeDaraja();
+  gw = await startTestGateway({ env: { ...darajaGatewayEnv(fake), JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false" } });
+  fake.switches.callbackOrigin = gw.url;
+  const merchant = await gw.createMerchant();
+  api = apiClient(gw.url, merchant.testKey);
+  const channel = await api.post("/api/payment-channels/create", { name: "M-Pesa", provider: "mpesa", config: fake.channelConfig() });
+  expect(channel.status, channel.text).toBe(201);
+  channelId = channel.body.channel.id;
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await fake?.close();
+});
+
+describe("an STK push on record", () => {
+  it("its exchange with Daraja is on its transaction, scrubbed", async () => {
+    const push = await api.post("/api/momo/stk-push", { amount: 150000, phone_number: "254708374149", payment_channel_id: channelId, reference: "INV-1" });
+    expect(push.status, push.text).toBe(200);
+    const reference = push.body.transaction.reference as string;
+    await gw.gateway.services.providerCalls.flush();
+
+    const res = await api.get(`/v1/transactions/${reference}/provider-calls`);
+    expect(res.status, res.text).toBe(200);
+    const stk = res.body.data.filter((c: { operation: string }) => c.operation === "stk_push");
+    expect(stk).toHaveLength(1);
+    expect(stk[0]).toMatchObject({ connector: "mpesa", method: "POST", path: "/mpesa/stkpush/v1/processrequest", status_code: 200, error: null });
+    expect(JSON.parse(stk[0].request_body)).toMatchObject({ BusinessShortCode: fake.shortcode, Amount: 1500 });
+    expect(JSON.parse(stk[0].response_body)).toMatchObject({ ResponseCode: "0", CheckoutRequestID: push.body.transaction.checkout_request_id });
+
+    // Every row the push left (the OAuth token's too, if recorded) gives no credential away.
+    const rows = await gw.gateway.db.prisma.providerCall.findMany();
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    assertNoSecrets(rows, { known: [fake.consumerSecret, fake.passkey, Buffer.from(`${fake.consumerKey}:${fake.consumerSecret}`).toString("base64")] });
+  });
+});
