@@ -1,3 +1,4 @@
+import type { DocumentTypeDecoration } from "@graphql-typed-document-node/core";
 import { parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { GatewayError, errorCatalogue, type ErrorCode } from "../errors.ts";
@@ -45,12 +46,21 @@ export interface RestRoute<TData = any> {
   method: "GET" | "POST";
   /** Fastify path syntax, e.g. /api/transactions/verify/:reference */
   path: string;
-  /** The GraphQL document; business failures must select `... on Error { code message }`. */
-  operation: string;
+  /**
+   * The GraphQL document, typed by codegen (`graphql(...)` from src/rest/gql), so `respond` gets the selection's
+   * own type; business failures must select `... on Error { code message }`.
+   */
+  operation: string | DocumentTypeDecoration<TData, any>;
   variables(request: RestRequest): Record<string, unknown>;
-  respond(data: TData, request: RestRequest): RestResponse;
+  respond(data: Answered<TData>, request: RestRequest): RestResponse;
   doc?: RouteDoc;
 }
+
+/** A typed error result (`... on Error { code message }`): runOperation throws it, so a row's `respond` never sees one. */
+type ErrorResult = { code: string; message: string } | { __typename: `${string}Error` };
+
+/** An operation's data as `respond` gets it: each root field's union without its error members. */
+export type Answered<TData> = { [Field in keyof TData]: Exclude<TData[Field], ErrorResult> };
 
 export function defineRoute<TData>(route: RestRoute<TData>): RestRoute<TData> {
   return route;
@@ -76,7 +86,7 @@ export interface CompiledRoute extends RestRoute {
 /** Parses, validates and compiles every row's operation at startup, so a broken row fails the boot, not a request. */
 export function compileRoutes(schema: GraphQLSchema, routes: RestRoute[]): CompiledRoute[] {
   return routes.map((route) => {
-    const document = parse(route.operation);
+    const document = parse(String(route.operation));
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join("; ")}`);
     const compiled = compileQuery(schema, document);
