@@ -1,7 +1,7 @@
 import type { DocumentTypeDecoration } from "@graphql-typed-document-node/core";
-import { parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from "graphql";
+import { isEnumType, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
-import { GatewayError, errorCatalogue, type ErrorCode } from "../errors.ts";
+import { GatewayError, ValidationError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { GraphQLContext } from "../graphql/context.ts";
 import { withoutEchoedValues } from "../graphql/hardening.ts";
 
@@ -99,12 +99,39 @@ function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === "string" && Object.hasOwn(errorCatalogue, value);
 }
 
+/** What each scalar's refusal says, in the words the REST rows always used. */
+const SCALAR_PROBLEMS: Record<string, string> = {
+  "String cannot represent a non string value": "must be a string",
+  "Int cannot represent non-integer value": "must be an integer",
+  "Boolean cannot represent a non boolean value": "must be true or false",
+};
+
+const restName = (graphqlName: string) => graphqlName.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * Variables that do not coerce (graphql-jit's words), as the 400 a REST client reads: the REST field, which is
+ * the GraphQL name in snake_case (phoneNumber is phone_number), and the problem as the rows say it. So a row
+ * passes its body's fields as sent and GraphQL checks their types once. Anything else: undefined.
+ */
+export function coercionError(schema: GraphQLSchema, message: string): ValidationError | undefined {
+  const missing = /(?:Field value\.(?:[\w.]+\.)?(\w+) of required type \S+ was not provided|Expected non-nullable type \S+ not to be null at value\.(?:[\w.]+\.)?(\w+))\.$/.exec(message);
+  if (missing) return new ValidationError(restName((missing[1] ?? missing[2])!), "is required");
+  const variable = /^Variable "\$(\w+)" got invalid value /.exec(message)?.[1];
+  if (!variable) return undefined;
+  const scalar = /; Expected type (String|Int|Boolean); (\1 cannot represent [\w -]+value): /.exec(message);
+  const problem = scalar && SCALAR_PROBLEMS[scalar[2]!];
+  if (problem) return new ValidationError(restName(variable), problem);
+  const enumType = schema.getType(/; Expected type (\w+)\.$/.exec(message)?.[1] ?? "");
+  if (isEnumType(enumType)) return new ValidationError(restName(variable), `must be one of ${enumType.getValues().map((v) => v.name).join(", ")}`);
+  return undefined;
+}
+
 /**
  * Runs a row's operation. A typed error result in any root field becomes the GatewayError it stands
  * for; any other GraphQL error is unexpected and is thrown for the transport to mask.
  */
 export async function runOperation(
-  _schema: GraphQLSchema,
+  schema: GraphQLSchema,
   route: CompiledRoute,
   variables: Record<string, unknown>,
   context: GraphQLContext,
@@ -116,7 +143,7 @@ export async function runOperation(
     const code = first.extensions?.code;
     if (isErrorCode(code)) throw new GatewayError(code, first.message);
     // No data at all means the request itself was refused (variables that do not coerce): a client error.
-    if (result.data === undefined) throw new GatewayError("validation_failed", withoutEchoedValues(first.message));
+    if (result.data === undefined) throw coercionError(schema, first.message) ?? new GatewayError("validation_failed", withoutEchoedValues(first.message));
     throw first.originalError ?? first;
   }
   const data = (result.data ?? {}) as Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestChannelFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
-import { boolParam, intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, boolParam, intField } from "../../rest/params.ts";
 import { body, bool, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { listedProviderNames } from "../../providers/registry.ts";
 
@@ -26,8 +26,7 @@ const toLegacyChannel = (c: RestChannelFragment) => ({
 function createVariables({ body }: RestRequest) {
   return {
     input: {
-      name: required(stringField(body, "name"), "name"),
-      provider: required(stringField(body, "provider"), "provider"),
+      ...bodyFields(body, { name: "name", provider: "provider" }),
       config: body.config ?? null,
       feePercentBps: intField(body, "fee_percent_bps") ?? null,
       feeFixed: intField(body, "fee_fixed") ?? null,

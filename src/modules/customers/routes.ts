@@ -1,7 +1,7 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestCustomerFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute } from "../../rest/route-table.ts";
-import { intParam, required, stringField, stringParam } from "../../rest/params.ts";
+import { bodyFields, intParam, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
@@ -37,14 +37,7 @@ export const customerRoutes = [
         }
       }
     `),
-    variables: ({ body }) => ({
-      input: {
-        email: required(stringField(body, "email"), "email"),
-        firstName: stringField(body, "first_name"),
-        lastName: stringField(body, "last_name"),
-        phone: stringField(body, "phone"),
-      },
-    }),
+    variables: ({ body }) => ({ input: bodyFields(body, { email: "email", firstName: "first_name", lastName: "last_name", phone: "phone" }) }),
     respond: ({ createCustomer }) => ({
       statusCode: 201,
       body: { status: "success", message: "Customer created", customer: toLegacyCustomer(createCustomer) },

@@ -1,4 +1,4 @@
-import { intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, intField, required } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 import { NotFoundError } from "../../errors.ts";
 import { withOutcome } from "../transactions/routes.ts";
@@ -39,10 +39,8 @@ const stkStatusOperation = graphql(`
 const stkPushVariables = ({ body }: { body: Record<string, unknown> }) => ({
   input: {
     amount: required(intField(body, "amount"), "amount"),
-    phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
     paymentChannelId: intField(body, "payment_channel_id"),
-    reference: stringField(body, "reference"),
-    description: stringField(body, "description"),
+    ...bodyFields(body, { phoneNumber: "phone_number", reference: "reference", description: "description" }),
   },
 });
 
@@ -237,9 +235,7 @@ export const momoRoutes: RestRoute[] = [
     variables: ({ body }) => ({
       input: {
         paymentChannelId: intField(body, "payment_channel_id"),
-        confirmationUrl: required(stringField(body, "confirmation_url"), "confirmation_url"),
-        validationUrl: required(stringField(body, "validation_url"), "validation_url"),
-        responseType: stringField(body, "response_type"),
+        ...bodyFields(body, { confirmationUrl: "confirmation_url", validationUrl: "validation_url", responseType: "response_type" }),
       },
     }),
     respond: ({ registerC2bUrls: r }) => ({
@@ -271,8 +267,7 @@ export const momoRoutes: RestRoute[] = [
       input: {
         paymentChannelId: intField(body, "payment_channel_id"),
         amount: required(intField(body, "amount"), "amount"),
-        phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
-        reference: required(stringField(body, "reference"), "reference"),
+        ...bodyFields(body, { phoneNumber: "phone_number", reference: "reference" }),
       },
     }),
     respond: ({ simulateC2b: r }) => ({
