@@ -1,6 +1,6 @@
 import { ValidationError } from "../../errors.ts";
 import { body, bool, dateTime, envelope, int, list, nullable, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
-import { boolField, boolParam, intField, pageVariables, required, stringField } from "../../rest/params.ts";
+import { bodyFields, boolParam, intField, pageVariables } from "../../rest/params.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { V1PaymentLinkFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute } from "../../rest/route-table.ts";
@@ -90,12 +90,8 @@ export const paymentLinkRoutes = [
       input: {
         amount: amountField(b, "amount"),
         minAmount: amountField(b, "min_amount"),
-        currency: stringField(b, "currency"),
-        description: required(stringField(b, "description"), "description"),
-        reusable: boolField(b, "reusable"),
-        expiresAt: stringField(b, "expires_at"),
-        callbackUrl: stringField(b, "callback_url"),
         paymentChannelId: intField(b, "payment_channel_id"),
+        ...bodyFields(b, { currency: "currency", description: "description", reusable: "reusable", expiresAt: "expires_at", callbackUrl: "callback_url" }),
       },
     }),
     respond: (data) => ({ statusCode: 201, body: { status: "success", data: toV1PaymentLink(data.createPaymentLink) } }),

@@ -1,5 +1,5 @@
 import { ValidationError } from "../../errors.ts";
-import { intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, intField, required, stringField } from "../../rest/params.ts";
 import { payoutCommands } from "./service.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { V1PayoutFragment } from "../../rest/gql/graphql.ts";
@@ -61,12 +61,9 @@ export const payoutRoutes = [
     ),
     input: (body) => ({
       amount: required(intField(body, "amount"), "amount"),
-      phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
-      currency: stringField(body, "currency"),
       paymentChannelId: intField(body, "payment_channel_id"),
-      reference: stringField(body, "reference"),
-      description: stringField(body, "description"),
       commandId: commandField(body),
+      ...bodyFields(body, { phoneNumber: "phone_number", currency: "currency", reference: "reference", description: "description" }),
     }),
   }),
   v1ListRoute({ ...payoutObject, summary: "The merchant's payouts, newest first, by page" }),

@@ -1,6 +1,6 @@
 import { ValidationError } from "../../errors.ts";
 import { body, envelope, oneOfStrings, schemas, str, int } from "../../openapi/schemas.ts";
-import { intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, intField, required, stringField } from "../../rest/params.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { V1RefundFragment } from "../../rest/gql/graphql.ts";
 import { v1CreateRoute, v1GetRoute, v1ListRoute } from "../../rest/v1-objects.ts";
@@ -83,8 +83,7 @@ export const refundRoutes = [
       // Left out, not undefined: the compiled operation would pass an undefined field on as null, which is refused.
       ...optional("amount", amountField(body)),
       reason: reasonField(body),
-      merchantNote: stringField(body, "merchant_note"),
-      customerNote: stringField(body, "customer_note"),
+      ...bodyFields(body, { merchantNote: "merchant_note", customerNote: "customer_note" }),
     }),
   }),
   v1ListRoute({

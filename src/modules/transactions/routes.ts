@@ -1,7 +1,7 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute } from "../../rest/route-table.ts";
-import { intField, pageVariables, required, stringField, stringParam } from "../../rest/params.ts";
+import { bodyFields, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
@@ -90,15 +90,17 @@ export const transactionRoutes = [
     variables: ({ body }) => ({
       input: {
         amount: required(intField(body, "amount"), "amount"),
-        email: required(stringField(body, "email"), "email"),
         paymentChannelId: intField(body, "payment_channel_id"),
-        currency: stringField(body, "currency"),
-        description: stringField(body, "description"),
-        firstName: stringField(body, "first_name"),
-        lastName: stringField(body, "last_name"),
-        phone: stringField(body, "phone"),
-        callbackUrl: stringField(body, "callback_url"),
-        reference: stringField(body, "reference"),
+        ...bodyFields(body, {
+          email: "email",
+          currency: "currency",
+          description: "description",
+          firstName: "first_name",
+          lastName: "last_name",
+          phone: "phone",
+          callbackUrl: "callback_url",
+          reference: "reference",
+        }),
         // Passed as sent: the service refuses what is not an object of at most 8 KB, naming `metadata`.
         metadata: body.metadata ?? undefined,
       },
