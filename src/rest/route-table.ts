@@ -23,6 +23,11 @@ export interface RestResponse {
   body: Record<string, unknown> | string;
 }
 
+/** A paged list in the envelope of /api/transactions/list, each item in its REST shape: data, total, page, limit, pages. */
+export function pageBody<Item>(p: { items: Item[]; total: number; page: number; limit: number; pages: number }, toRest: (item: Item) => unknown): RestResponse {
+  return { body: { status: "success", data: p.items.map((item) => toRest(item)), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
+}
+
 /** What the OpenAPI document says of a route (src/openapi): built from the rows, so it cannot drift from them. */
 export interface RouteDoc {
   operationId: string;

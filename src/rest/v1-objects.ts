@@ -1,7 +1,7 @@
 import type { DocumentTypeDecoration, ResultOf } from "@graphql-typed-document-node/core";
 import { envelope, list, pageQuery, schemas } from "../openapi/schemas.ts";
 import { pageVariables } from "./params.ts";
-import { defineRoute, type RestRequest, type RestRoute } from "./route-table.ts";
+import { defineRoute, pageBody, type RestRequest, type RestRoute } from "./route-table.ts";
 
 /**
  * The routes every /v1 money object has, over its GraphQL fields: its creation (201 in the v1 envelope), one
@@ -109,9 +109,6 @@ export function v1ListRoute<Fragment extends DocumentTypeDecoration<any, any>>(o
     ${f.text}`,
     variables: ({ query }) =>
       Object.assign(pageVariables(query), Object.fromEntries(filters.map(([name]) => [name, typeof query[name] === "string" ? query[name] : undefined]))),
-    respond: (data) => {
-      const p = data[field]!;
-      return { body: { status: "success", data: p.items.map(o.toV1), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data[field]!, o.toV1),
   });
 }

@@ -1,6 +1,6 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestCustomerFragment } from "../../rest/gql/graphql.ts";
-import { defineRoute } from "../../rest/route-table.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
 import { bodyFields, intParam, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
@@ -70,15 +70,6 @@ export const customerRoutes = [
       page: intParam(query, "page"),
       limit: intParam(query, "limit"),
     }),
-    respond: ({ customers: data }) => ({
-      body: {
-        status: "success",
-        data: data.items.map(toLegacyCustomer),
-        total: data.total,
-        page: data.page,
-        limit: data.limit,
-        pages: data.pages,
-      },
-    }),
+    respond: ({ customers }) => pageBody(customers, toLegacyCustomer),
   }),
 ];

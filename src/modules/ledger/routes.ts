@@ -5,7 +5,7 @@ import { intParam, stringParam } from "../../rest/params.ts";
 import type { ExportSlots } from "../../rest/export-slots.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { V1BalanceFragment, V1BalanceTransactionFragment } from "../../rest/gql/graphql.ts";
-import { defineRoute, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
+import { defineRoute, pageBody, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
 import { CSV_RULES } from "./csv.ts";
@@ -130,10 +130,7 @@ export const ledgerRoutes = [
       }
     `),
     variables: ({ query }) => ({ page: intParam(query, "page"), limit: intParam(query, "limit"), ...filterVariables(query) }),
-    respond: (data) => {
-      const p = data.balanceTransactionsPage;
-      return { body: { status: "success", data: p.items.map(toV1BalanceTransaction), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data.balanceTransactionsPage, toV1BalanceTransaction),
   }),
 ];
 

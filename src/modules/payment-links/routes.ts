@@ -3,7 +3,7 @@ import { body, bool, dateTime, envelope, int, list, nullable, obj, pageQuery, sc
 import { bodyFields, boolParam, intField, pageVariables } from "../../rest/params.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { V1PaymentLinkFragment } from "../../rest/gql/graphql.ts";
-import { defineRoute } from "../../rest/route-table.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
 
 /** /v1/payment-links over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
 graphql(`
@@ -117,10 +117,7 @@ export const paymentLinkRoutes = [
       const { page, limit } = pageVariables({ page: query.page, limit: query.limit });
       return { page, limit, active: boolParam(query, "active") };
     },
-    respond: (data) => {
-      const p = data.paymentLinksPage;
-      return { body: { status: "success", data: p.items.map(toV1PaymentLink), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data.paymentLinksPage, toV1PaymentLink),
   }),
   defineRoute({
     method: "GET",

@@ -3,7 +3,7 @@ import { body, dateTime, envelope, int, list, nullable, obj, oneOfStrings, schem
 import { intField, intParam, stringField } from "../../rest/params.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { V1ReconciliationFragment, V1ReconciliationItemsFragment } from "../../rest/gql/graphql.ts";
-import { defineRoute } from "../../rest/route-table.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
 import { itemKinds } from "./service.ts";
 
 /** /v1/reconciliations over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
@@ -104,10 +104,7 @@ export const reconciliationRoutes = [
       if (paymentChannelId !== undefined && (paymentChannelId < 1 || paymentChannelId > 2_147_483_647)) throw new ValidationError("payment_channel_id", "must be a channel id");
       return { page: intParam(query, "page"), limit: intParam(query, "limit"), paymentChannelId };
     },
-    respond: (data) => {
-      const p = data.reconciliationsPage;
-      return { body: { status: "success", data: p.items.map(toV1), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data.reconciliationsPage, toV1),
   }),
   defineRoute({
     method: "GET",

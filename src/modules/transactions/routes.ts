@@ -1,6 +1,6 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment } from "../../rest/gql/graphql.ts";
-import { defineRoute } from "../../rest/route-table.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
 import { bodyFields, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
@@ -180,8 +180,6 @@ export const transactionRoutes = [
       }
     `),
     variables: ({ query }) => Object.assign(pageVariables(query), { search: stringParam(query, "search") }),
-    respond: ({ transactionsPage: p }) => ({
-      body: { status: "success", data: p.items.map(listItem), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
-    }),
+    respond: ({ transactionsPage }) => pageBody(transactionsPage, listItem),
   }),
 ];
