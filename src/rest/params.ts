@@ -48,6 +48,17 @@ export function stringField(body: Record<string, unknown>, name: string): string
   return value;
 }
 
+/**
+ * JSON body fields under their GraphQL input names, as sent, for GraphQL to check their types: one that does not
+ * coerce (or a required one missing) is the 400 naming the REST field (coercionError in route-table.ts). A null is
+ * left out, as if not sent, as the typed readers above read it.
+ */
+export function bodyFields(body: Record<string, unknown>, names: Record<string, string>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [input, rest] of Object.entries(names)) if (body[rest] !== undefined && body[rest] !== null) fields[input] = body[rest];
+  return fields;
+}
+
 /** For fields the GraphQL input marks required: a missing value is a 400 naming the field, not a coercion error. */
 export function required<T>(value: T | undefined, name: string): T {
   if (value === undefined) throw new ValidationError(name, "is required");

@@ -1,6 +1,7 @@
-import { parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from "graphql";
+import type { DocumentTypeDecoration } from "@graphql-typed-document-node/core";
+import { isEnumType, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
-import { GatewayError, errorCatalogue, type ErrorCode } from "../errors.ts";
+import { GatewayError, ValidationError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { GraphQLContext } from "../graphql/context.ts";
 import { withoutEchoedValues } from "../graphql/hardening.ts";
 import type { RouteDoc } from "../openapi/types.ts";
@@ -25,16 +26,30 @@ export interface RestResponse {
 
 export type { RouteDoc };
 
+/** A paged list in the envelope of /api/transactions/list, each item in its REST shape: data, total, page, limit, pages. */
+export function pageBody<Item>(p: { items: Item[]; total: number; page: number; limit: number; pages: number }, toRest: (item: Item) => unknown): RestResponse {
+  return { body: { status: "success", data: p.items.map((item) => toRest(item)), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
+}
+
 export interface RestRoute<TData = any> {
   method: "GET" | "POST";
   /** Fastify path syntax, e.g. /api/transactions/verify/:reference */
   path: string;
-  /** The GraphQL document; business failures must select `... on Error { code message }`. */
-  operation: string;
+  /**
+   * The GraphQL document, typed by codegen (`graphql(...)` from src/rest/gql), so `respond` gets the selection's
+   * own type; business failures must select `... on Error { code message }`.
+   */
+  operation: string | DocumentTypeDecoration<TData, any>;
   variables(request: RestRequest): Record<string, unknown>;
-  respond(data: TData, request: RestRequest): RestResponse;
+  respond(data: Answered<TData>, request: RestRequest): RestResponse;
   doc?: RouteDoc;
 }
+
+/** A typed error result (`... on Error { code message }`): runOperation throws it, so a row's `respond` never sees one. */
+type ErrorResult = { code: string; message: string } | { __typename: `${string}Error` };
+
+/** An operation's data as `respond` gets it: each root field's union without its error members. */
+export type Answered<TData> = { [Field in keyof TData]: Exclude<TData[Field], ErrorResult> };
 
 export function defineRoute<TData>(route: RestRoute<TData>): RestRoute<TData> {
   return route;
@@ -60,7 +75,7 @@ export interface CompiledRoute extends RestRoute {
 /** Parses, validates and compiles every row's operation at startup, so a broken row fails the boot, not a request. */
 export function compileRoutes(schema: GraphQLSchema, routes: RestRoute[]): CompiledRoute[] {
   return routes.map((route) => {
-    const document = parse(route.operation);
+    const document = parse(String(route.operation));
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join("; ")}`);
     const compiled = compileQuery(schema, document);
@@ -73,12 +88,39 @@ function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === "string" && Object.hasOwn(errorCatalogue, value);
 }
 
+/** What each scalar's refusal says, in the words the REST rows always used. */
+const SCALAR_PROBLEMS: Record<string, string> = {
+  "String cannot represent a non string value": "must be a string",
+  "Int cannot represent non-integer value": "must be an integer",
+  "Boolean cannot represent a non boolean value": "must be true or false",
+};
+
+const restName = (graphqlName: string) => graphqlName.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * Variables that do not coerce (graphql-jit's words), as the 400 a REST client reads: the REST field, which is
+ * the GraphQL name in snake_case (phoneNumber is phone_number), and the problem as the rows say it. So a row
+ * passes its body's fields as sent and GraphQL checks their types once. Anything else: undefined.
+ */
+export function coercionError(schema: GraphQLSchema, message: string): ValidationError | undefined {
+  const missing = /(?:Field value\.(?:[\w.]+\.)?(\w+) of required type \S+ was not provided|Expected non-nullable type \S+ not to be null at value\.(?:[\w.]+\.)?(\w+))\.$/.exec(message);
+  if (missing) return new ValidationError(restName((missing[1] ?? missing[2])!), "is required");
+  const variable = /^Variable "\$(\w+)" got invalid value /.exec(message)?.[1];
+  if (!variable) return undefined;
+  const scalar = /; Expected type (String|Int|Boolean); (\1 cannot represent [\w -]+value): /.exec(message);
+  const problem = scalar && SCALAR_PROBLEMS[scalar[2]!];
+  if (problem) return new ValidationError(restName(variable), problem);
+  const enumType = schema.getType(/; Expected type (\w+)\.$/.exec(message)?.[1] ?? "");
+  if (isEnumType(enumType)) return new ValidationError(restName(variable), `must be one of ${enumType.getValues().map((v) => v.name).join(", ")}`);
+  return undefined;
+}
+
 /**
  * Runs a row's operation. A typed error result in any root field becomes the GatewayError it stands
  * for; any other GraphQL error is unexpected and is thrown for the transport to mask.
  */
 export async function runOperation(
-  _schema: GraphQLSchema,
+  schema: GraphQLSchema,
   route: CompiledRoute,
   variables: Record<string, unknown>,
   context: GraphQLContext,
@@ -90,7 +132,7 @@ export async function runOperation(
     const code = first.extensions?.code;
     if (isErrorCode(code)) throw new GatewayError(code, first.message);
     // No data at all means the request itself was refused (variables that do not coerce): a client error.
-    if (result.data === undefined) throw new GatewayError("validation_failed", withoutEchoedValues(first.message));
+    if (result.data === undefined) throw coercionError(schema, first.message) ?? new GatewayError("validation_failed", withoutEchoedValues(first.message));
     throw first.originalError ?? first;
   }
   const data = (result.data ?? {}) as Record<string, unknown>;

@@ -1,35 +1,44 @@
+import type { DocumentTypeDecoration, ResultOf } from "@graphql-typed-document-node/core";
 import { envelope, list, pageQuery, schemas } from "../openapi/schemas.ts";
 import { pageVariables } from "./params.ts";
-import { defineRoute, type RestRequest, type RestRoute } from "./route-table.ts";
+import { defineRoute, pageBody, type RestRequest, type RestRoute } from "./route-table.ts";
 
 /**
  * The routes every /v1 money object has, over its GraphQL fields: its creation (201 in the v1 envelope), one
  * by id or reference, and the paged list in the envelope of /api/transactions/list (data, total, page, limit,
  * pages), newest first, with the status and date filters (plus any of the object's own).
  */
-interface V1Object<Data> {
+interface V1Object<Fragment extends DocumentTypeDecoration<any, any>> {
   /** e.g. "/v1/payouts" */
   path: string;
   tag: string;
   /** Singular and plural names as the operations say them: "Payout", "Payouts". */
   one: string;
   many: string;
-  /** The GraphQL type and its fields selected for the REST shape. */
-  type: string;
-  fields: string;
+  /** The fields selected for the REST shape: a generated fragment (`graphql("fragment V1Payout on Payout { ... }")`). */
+  fragment: Fragment;
   /** The documented item schema and the mapping to it. */
   schema: Record<string, unknown>;
-  toV1: (item: Data) => Record<string, unknown>;
+  toV1: (item: ResultOf<Fragment>) => Record<string, unknown>;
+}
+
+/** The fragment's name, the type it is on, and its text, to spread into the operations built below. */
+function fragmentOf(fragment: DocumentTypeDecoration<any, any>) {
+  const text = String(fragment);
+  const [, name, type] = /fragment (\w+) on (\w+)/.exec(text) ?? [];
+  if (!name || !type) throw new Error(`not a fragment: ${text}`);
+  return { name, type, text };
 }
 
 const lower = (name: string) => name[0]!.toLowerCase() + name.slice(1);
 
 /** POST {path} — creates the object through GraphQL's create<One>(input); `input` maps the REST body to it. */
-export function v1CreateRoute<Data>(
-  o: V1Object<Data> & { summary: string; body: Record<string, unknown>; input: (body: RestRequest["body"]) => Record<string, unknown> },
+export function v1CreateRoute<Fragment extends DocumentTypeDecoration<any, any>>(
+  o: V1Object<Fragment> & { summary: string; body: Record<string, unknown>; input: (body: RestRequest["body"]) => Record<string, unknown> },
 ): RestRoute {
   const field = `create${o.one}`;
-  return defineRoute<Record<string, Data>>({
+  const f = fragmentOf(o.fragment);
+  return defineRoute<Record<string, ResultOf<Fragment>>>({
     method: "POST",
     path: o.path,
     doc: {
@@ -45,18 +54,20 @@ export function v1CreateRoute<Data>(
       ${field}(input: $input) {
         __typename
         ... on Error { code message }
-        ... on ${o.type} { ${o.fields} }
+        ... on ${f.type} { ...${f.name} }
       }
-    }`,
+    }
+    ${f.text}`,
     variables: ({ body }) => ({ input: o.input(body) }),
     respond: (data) => ({ statusCode: 201, body: { status: "success", data: o.toV1(data[field]!) } }),
   });
 }
 
 /** GET {path}/:id — the object by id or reference; another merchant's, or the other mode's, is the 404 envelope. */
-export function v1GetRoute<Data>(o: V1Object<Data> & { summary: string }): RestRoute {
+export function v1GetRoute<Fragment extends DocumentTypeDecoration<any, any>>(o: V1Object<Fragment> & { summary: string }): RestRoute {
   const field = lower(o.one);
-  return defineRoute<Record<string, Data>>({
+  const f = fragmentOf(o.fragment);
+  return defineRoute<Record<string, ResultOf<Fragment>>>({
     method: "GET",
     path: `${o.path}/:id`,
     doc: { operationId: `get${o.one}`, summary: o.summary, tag: o.tag, response: envelope({ data: o.schema }), errors: [404, 414] },
@@ -64,19 +75,21 @@ export function v1GetRoute<Data>(o: V1Object<Data> & { summary: string }): RestR
       ${field}(reference: $reference) {
         __typename
         ... on Error { code message }
-        ... on ${o.type} { ${o.fields} }
+        ... on ${f.type} { ...${f.name} }
       }
-    }`,
+    }
+    ${f.text}`,
     variables: ({ params }) => ({ reference: params.id }),
     respond: (data) => ({ body: { status: "success", data: o.toV1(data[field]!) } }),
   });
 }
 
 /** GET {path} — one page, newest first; `filters` adds the object's own query parameters (all strings). */
-export function v1ListRoute<Data>(o: V1Object<Data> & { summary: string; filters?: Record<string, string> }): RestRoute {
+export function v1ListRoute<Fragment extends DocumentTypeDecoration<any, any>>(o: V1Object<Fragment> & { summary: string; filters?: Record<string, string> }): RestRoute {
   const field = `${lower(o.many)}Page`;
   const filters = Object.entries(o.filters ?? {});
-  return defineRoute<Record<string, { items: Data[]; total: number; page: number; limit: number; pages: number }>>({
+  const f = fragmentOf(o.fragment);
+  return defineRoute<Record<string, { items: ResultOf<Fragment>[]; total: number; page: number; limit: number; pages: number }>>({
     method: "GET",
     path: o.path,
     doc: {
@@ -90,14 +103,12 @@ export function v1ListRoute<Data>(o: V1Object<Data> & { summary: string; filters
       ${field}(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo${filters.map(([name]) => `, ${name}: $${name}`).join("")}) {
         __typename
         ... on Error { code message }
-        ... on ${o.type}Page { total page limit pages items { ${o.fields} } }
+        ... on ${f.type}Page { total page limit pages items { ...${f.name} } }
       }
-    }`,
+    }
+    ${f.text}`,
     variables: ({ query }) =>
       Object.assign(pageVariables(query), Object.fromEntries(filters.map(([name]) => [name, typeof query[name] === "string" ? query[name] : undefined]))),
-    respond: (data) => {
-      const p = data[field]!;
-      return { body: { status: "success", data: p.items.map(o.toV1), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data[field]!, o.toV1),
   });
 }

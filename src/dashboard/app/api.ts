@@ -1,3 +1,5 @@
+import { graphql } from "./gql/index.ts";
+import type { TypedDocumentString } from "./gql/graphql.ts";
 import { clearSession, getAccessToken, refresh } from "./session.ts";
 
 /** A GraphQL or transport failure, with the gateway's machine-readable code (e.g. "forbidden"). */
@@ -18,11 +20,14 @@ interface GraphQLResponse<T> {
   code?: string;
 }
 
+/** A document of this folder's `graphql(...)` calls, typed by codegen (src/dashboard/app/gql). */
+export type Document<TResult, TVariables> = TypedDocumentString<TResult, TVariables>;
+
 /**
  * Runs one GraphQL operation as the signed-in user. An expired access token (HTTP 401) is refreshed
  * once and the operation retried; a refused refresh ends the session.
  */
-export async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+export async function gql<T, V>(query: Document<T, V>, variables: V | Record<string, never> = {}): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const token = getAccessToken();
     if (!token) throw new ApiError("You are signed out", "invalid_token");
@@ -31,7 +36,7 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
       response = await fetch("/graphql", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query, variables }),
+        body: JSON.stringify({ query: String(query), variables }),
       });
     } catch {
       throw new ApiError("The gateway cannot be reached; check your connection", "network_error");
@@ -52,28 +57,32 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
   }
 }
 
-/** A mutation's union result: the object, or one of the Error types (ConflictError, ValidationError, ...). */
-export type Result<T> = T | { __typename: `${string}Error`; code: string; message: string; field?: string | null };
+/**
+ * Selected on every union result (`__typename ...DashboardError`) so errors can be shown: an Error member
+ * of a result is one whose __typename ends in "Error" (ConflictError, ValidationError, ...).
+ */
+graphql(`fragment DashboardError on Error { code message ... on ValidationError { field } }`);
+
+type ErrorMember = { __typename: `${string}Error` };
+/** A union result without its Error members. */
+export type Ok<T> = Exclude<T, ErrorMember>;
 
 /** The object of a union result; an Error member is thrown as an ApiError. */
-export function expectOk<T extends { __typename: string }>(result: Result<T>): T {
+export function expectOk<T extends { __typename: string }>(result: T): Ok<T> {
   if (result.__typename.endsWith("Error")) {
-    const error = result as { code: string; message: string; field?: string | null };
+    const error = result as unknown as { code: string; message: string; field?: string | null };
     throw new ApiError(error.field && !error.message.startsWith(error.field) ? `${error.field}: ${error.message}` : error.message, error.code);
   }
-  return result as T;
+  return result as Ok<T>;
 }
 
 /**
  * Runs a mutation whose answer `field` is a union result, and returns its object; an Error member is
  * thrown as an ApiError (see expectOk), for useAction to show.
  */
-export async function mutate<T extends { __typename: string }>(query: string, field: string, variables: Record<string, unknown> = {}): Promise<T> {
-  return expectOk((await gql<Record<string, Result<T>>>(query, variables))[field]!);
+export async function mutate<T extends Record<F, { __typename: string }>, V, F extends keyof T & string>(query: Document<T, V>, field: F, variables: V): Promise<Ok<T[F]>> {
+  return expectOk((await gql(query, variables))[field]);
 }
-
-/** Selected on every union result so errors can be shown. */
-export const ERROR_FIELDS = "__typename ... on Error { code message } ... on ValidationError { field }";
 
 export function errorMessage(error: unknown): string {
   if (error instanceof ApiError && error.code === "forbidden") return `Not allowed: ${error.message}`;

@@ -1,6 +1,7 @@
 import { createClient, type Client } from "graphql-ws/client";
 import { freshAccessToken, getAccessToken, getSession, onAccessToken } from "./session.ts";
-import { TRANSACTION_FIELDS, type Status, type Transaction } from "./sections/transaction-fields.ts";
+import { graphql } from "./gql/index.ts";
+import type { DashboardRefundEventsSubscription, DashboardTransactionEventsSubscription } from "./gql/graphql.ts";
 
 /**
  * One graphql-ws connection per signed-in mode, carrying the transactionEvents subscription that the
@@ -9,26 +10,22 @@ import { TRANSACTION_FIELDS, type Status, type Transaction } from "./sections/tr
  * function, so a reconnect presents the current access token; each new token of the same mode is also sent on the
  * open socket (a graphql-ws ping with {Authorization}), as the server closes a socket whose token expired (4401).
  */
-export interface TransactionEvent {
-  id: string;
-  type: string;
-  occurredAt: string;
-  transaction: Transaction;
-}
+export type TransactionEvent = DashboardTransactionEventsSubscription["transactionEvents"];
 /** A refund's settling change (refund.completed or refund.failed), with the refund as of that change. */
-export interface RefundEvent {
-  id: string;
-  type: string;
-  occurredAt: string;
-  refund: { reference: string; transactionReference: string; amount: number; currency: string; status: Status; failureReason: string | null };
-}
+export type RefundEvent = DashboardRefundEventsSubscription["refundEvents"];
 export type LiveStatus = "connecting" | "live" | "offline";
 
 // ready: true: the server says when it listens (a first message with extensions.ready); only then is the page
 // "live", since graphql-ws's connection_ack comes before the server's subscription is confirmed.
 const SUBSCRIPTIONS = {
-  transactionEvents: `subscription DashboardTransactionEvents { transactionEvents(ready: true) { id type occurredAt transaction { ${TRANSACTION_FIELDS} } } }`,
-  refundEvents: "subscription DashboardRefundEvents { refundEvents(ready: true) { id type occurredAt refund { reference transactionReference amount currency status failureReason } } }",
+  transactionEvents: graphql(`
+    subscription DashboardTransactionEvents { transactionEvents(ready: true) { id type occurredAt transaction { ...DashboardTransaction } } }
+  `),
+  refundEvents: graphql(`
+    subscription DashboardRefundEvents {
+      refundEvents(ready: true) { id type occurredAt refund { reference transactionReference amount currency status failureReason } }
+    }
+  `),
 };
 type Field = keyof typeof SUBSCRIPTIONS;
 const FIELDS = Object.keys(SUBSCRIPTIONS) as Field[];
@@ -82,7 +79,7 @@ export function startLive(): () => void {
   // at once: the lazy client reconnects for the new subscription, and connectionParams fetches a fresh token.
   const subscribe = (field: Field, index: number) => {
     stops[index] = own.subscribe<Record<Field, TransactionEvent & RefundEvent>>(
-      { query: SUBSCRIPTIONS[field] },
+      { query: String(SUBSCRIPTIONS[field]) },
       {
         next: (result) => {
           if ((result.extensions as { ready?: unknown } | undefined)?.ready === true && !result.data) {

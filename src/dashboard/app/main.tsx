@@ -19,6 +19,7 @@ import { Users } from "./sections/users.tsx";
 import { Webhooks } from "./sections/webhooks.tsx";
 import { hasStoredSession, refresh, signOut, switchMode, useSession, type Mode, type Session } from "./session.ts";
 import { LiveRegion, announce, useQuery } from "./ui.tsx";
+import { graphql } from "./gql/index.ts";
 import "./styles.css";
 
 const NAV = [
@@ -53,7 +54,7 @@ const EVENT_WORDS: Record<string, string> = { "transaction.completed": "complete
 /** Everything after sign-in, for one user and mode (a mode switch remounts it, reconnecting live data). */
 function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => void }) {
   const route = useRoute();
-  const viewer = useQuery<{ viewer: { name: string } }>("query DashboardViewer { viewer { name } }");
+  const viewer = useQuery(graphql(`query DashboardViewer { viewer { name } }`));
   const [live, setLive] = useState<LiveStatus>("connecting");
   const [switching, setSwitching] = useState<string | null>(null);
   const [signingOut, setSigningOut] = useState(false);

@@ -1,16 +1,11 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
+import { graphql } from "./gql/index.ts";
+import type { DashboardPageInfoFragment } from "./gql/graphql.ts";
 
-export interface PageInfo {
-  hasNextPage: boolean;
-  endCursor: string | null;
-}
-/** A Relay connection as the dashboard selects it: `totalCount pageInfo { hasNextPage endCursor } edges { node { … } }`. */
-export interface Connection<T> {
-  totalCount: number;
-  pageInfo: PageInfo;
-  edges: { node: T }[];
-}
+/** What a Relay connection's pager needs: every connection the dashboard pages selects `pageInfo { ...DashboardPageInfo }`. */
+graphql(`fragment DashboardPageInfo on PageInfo { hasNextPage endCursor }`);
+export type PageInfo = DashboardPageInfoFragment;
 
 /** Previous, "Page …", Next. */
 export function Pager({ hasPrevious, hasNext, onPrevious, onNext, children }: { hasPrevious: boolean; hasNext: boolean; onPrevious: () => void; onNext: () => void; children: ComponentChildren }) {

@@ -1,10 +1,10 @@
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { errorMessage, gql } from "./api.ts";
+import { errorMessage, gql, type Document } from "./api.ts";
 import { titleCase } from "./format.ts";
 
 /** Loads a query when its variables change; `reload` runs it again, `setData` edits the result locally. */
-export function useQuery<T>(query: string, variables: Record<string, unknown> = {}) {
+export function useQuery<T, V>(query: Document<T, V>, variables: V | Record<string, never> = {}) {
   const key = JSON.stringify(variables);
   // `of` is the variables the data answers; stale data of other variables is never shown beside an error.
   const [state, setState] = useState<{ data: T | null; of: string; error: string | null; loading: boolean }>({ data: null, of: key, error: null, loading: true });
@@ -13,7 +13,7 @@ export function useQuery<T>(query: string, variables: Record<string, unknown> = 
     const run = ++latest.current;
     setState((previous) => ({ ...previous, loading: true }));
     try {
-      const data = await gql<T>(query, JSON.parse(key) as Record<string, unknown>);
+      const data = await gql<T, V>(query, JSON.parse(key) as V);
       if (run === latest.current) setState({ data, of: key, error: null, loading: false });
     } catch (error) {
       if (run === latest.current) setState((previous) => ({ data: previous.of === key ? previous.data : null, of: key, error: errorMessage(error), loading: false }));

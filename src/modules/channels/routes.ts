@@ -1,24 +1,16 @@
+import { graphql } from "../../rest/gql/index.ts";
+import type { RestChannelFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
-import { boolParam, intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, boolParam, intField } from "../../rest/params.ts";
 import { body, bool, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { listedProviderNames } from "../../providers/registry.ts";
 
-interface ChannelData {
-  databaseId: number;
-  name: string;
-  provider: string;
-  isActive: boolean;
-  isDefault: boolean;
-  createdAt: string;
-  webhookUrl: string | null;
-  feePercentBps: number;
-  feeFixed: number;
-}
-
-const channelFields = "databaseId name provider isActive isDefault createdAt webhookUrl feePercentBps feeFixed";
+const RestChannel = graphql(`
+  fragment RestChannel on PaymentChannel { databaseId name provider isActive isDefault createdAt webhookUrl feePercentBps feeFixed }
+`);
 
 /** The documented channel object; config is write-only and never part of it. */
-const toLegacyChannel = (c: ChannelData) => ({
+const toLegacyChannel = (c: RestChannelFragment) => ({
   id: c.databaseId,
   name: c.name,
   provider: c.provider,
@@ -34,8 +26,7 @@ const toLegacyChannel = (c: ChannelData) => ({
 function createVariables({ body }: RestRequest) {
   return {
     input: {
-      name: required(stringField(body, "name"), "name"),
-      provider: required(stringField(body, "provider"), "provider"),
+      ...bodyFields(body, { name: "name", provider: "provider" }),
       config: body.config ?? null,
       feePercentBps: intField(body, "fee_percent_bps") ?? null,
       feeFixed: intField(body, "fee_fixed") ?? null,
@@ -44,7 +35,7 @@ function createVariables({ body }: RestRequest) {
 }
 
 export const channelRoutes = [
-  defineRoute<{ createPaymentChannel: ChannelData }>({
+  defineRoute({
     method: "POST",
     path: "/api/payment-channels/create",
     doc: {
@@ -65,19 +56,21 @@ export const channelRoutes = [
       response: envelope({ message: str(), channel: schemas.channel }),
       errors: [409, 422],
     },
-    operation: `mutation RestCreatePaymentChannel($input: CreatePaymentChannelInput!) {
-      createPaymentChannel(input: $input) {
-        ... on PaymentChannel { ${channelFields} }
-        ... on Error { code message }
+    operation: graphql(`
+      mutation RestCreatePaymentChannel($input: CreatePaymentChannelInput!) {
+        createPaymentChannel(input: $input) {
+          ... on PaymentChannel { ...RestChannel }
+          ... on Error { code message }
+        }
       }
-    }`,
+    `),
     variables: createVariables,
     respond: ({ createPaymentChannel }) => ({
       statusCode: 201,
       body: { status: "success", message: "Payment channel created", channel: toLegacyChannel(createPaymentChannel) },
     }),
   }),
-  defineRoute<{ paymentChannels: ChannelData[] }>({
+  defineRoute({
     method: "GET",
     path: "/api/payment-channels/list",
     doc: {
@@ -87,9 +80,11 @@ export const channelRoutes = [
       query: { active_only: { description: "true: active channels only", schema: bool() } },
       response: envelope({ channels: list(schemas.channel) }),
     },
-    operation: `query RestListPaymentChannels($activeOnly: Boolean) {
-      paymentChannels(activeOnly: $activeOnly) { ${channelFields} }
-    }`,
+    operation: graphql(`
+      query RestListPaymentChannels($activeOnly: Boolean) {
+        paymentChannels(activeOnly: $activeOnly) { ...RestChannel }
+      }
+    `),
     variables: ({ query }) => ({ activeOnly: boolParam(query, "active_only") ?? false }),
     respond: ({ paymentChannels }) => ({ body: { status: "success", channels: paymentChannels.map(toLegacyChannel) } }),
   }),

@@ -1,21 +1,13 @@
-import { defineRoute } from "../../rest/route-table.ts";
-import { intParam, required, stringField, stringParam } from "../../rest/params.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { RestCustomerFragment } from "../../rest/gql/graphql.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
+import { bodyFields, intParam, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
-import type { CustomerData } from "./types.ts";
 
+graphql(`fragment RestCustomer on Customer { databaseId email firstName lastName phone createdAt }`);
 
-interface CustomerPageData {
-  items: CustomerData[];
-  total: number;
-  page: number;
-  limit: number;
-  pages: number;
-}
-
-const customerFields = "databaseId email firstName lastName phone createdAt";
-
-const toLegacyCustomer = (c: CustomerData) => ({
+const toLegacyCustomer = (c: RestCustomerFragment) => ({
   id: c.databaseId,
   email: c.email,
   first_name: c.firstName,
@@ -25,7 +17,7 @@ const toLegacyCustomer = (c: CustomerData) => ({
 });
 
 export const customerRoutes = [
-  defineRoute<{ createCustomer: CustomerData }>({
+  defineRoute({
     method: "POST",
     path: "/api/customers/create",
     doc: {
@@ -37,26 +29,21 @@ export const customerRoutes = [
       response: envelope({ message: str(), customer: schemas.customer }),
       errors: [409, 422],
     },
-    operation: `mutation RestCreateCustomer($input: CreateCustomerInput!) {
-      createCustomer(input: $input) {
-        ... on Customer { ${customerFields} }
-        ... on Error { code message }
+    operation: graphql(`
+      mutation RestCreateCustomer($input: CreateCustomerInput!) {
+        createCustomer(input: $input) {
+          ... on Customer { ...RestCustomer }
+          ... on Error { code message }
+        }
       }
-    }`,
-    variables: ({ body }) => ({
-      input: {
-        email: required(stringField(body, "email"), "email"),
-        firstName: stringField(body, "first_name"),
-        lastName: stringField(body, "last_name"),
-        phone: stringField(body, "phone"),
-      },
-    }),
+    `),
+    variables: ({ body }) => ({ input: bodyFields(body, { email: "email", firstName: "first_name", lastName: "last_name", phone: "phone" }) }),
     respond: ({ createCustomer }) => ({
       statusCode: 201,
       body: { status: "success", message: "Customer created", customer: toLegacyCustomer(createCustomer) },
     }),
   }),
-  defineRoute<{ customers: CustomerPageData }>({
+  defineRoute({
     method: "GET",
     path: "/api/customers/list",
     doc: {
@@ -70,26 +57,19 @@ export const customerRoutes = [
       },
       response: envelope({ data: list(schemas.customer), ...schemas.page }),
     },
-    operation: `query RestListCustomers($search: String, $page: Int, $limit: Int) {
-      customers(search: $search, page: $page, limit: $limit) {
-        ... on CustomerPage { items { ${customerFields} } total page limit pages }
-        ... on Error { code message }
+    operation: graphql(`
+      query RestListCustomers($search: String, $page: Int, $limit: Int) {
+        customers(search: $search, page: $page, limit: $limit) {
+          ... on CustomerPage { items { ...RestCustomer } total page limit pages }
+          ... on Error { code message }
+        }
       }
-    }`,
+    `),
     variables: ({ query }) => ({
       search: stringParam(query, "search"),
       page: intParam(query, "page"),
       limit: intParam(query, "limit"),
     }),
-    respond: ({ customers: data }) => ({
-      body: {
-        status: "success",
-        data: data.items.map(toLegacyCustomer),
-        total: data.total,
-        page: data.page,
-        limit: data.limit,
-        pages: data.pages,
-      },
-    }),
+    respond: ({ customers }) => pageBody(customers, toLegacyCustomer),
   }),
 ];

@@ -3,7 +3,9 @@ import { dateTime, envelope, int, list, obj, oneOfStrings, pageQuery, schemas, s
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { intParam, stringParam } from "../../rest/params.ts";
 import type { ExportSlots } from "../../rest/export-slots.ts";
-import { defineRoute, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { V1BalanceFragment, V1BalanceTransactionFragment } from "../../rest/gql/graphql.ts";
+import { defineRoute, pageBody, restRoutePolicy, type RouteDoc } from "../../rest/route-table.ts";
 import type { Services } from "../../services.ts";
 import { assertSafeText } from "../../validation.ts";
 import { CSV_RULES } from "./csv.ts";
@@ -39,32 +41,14 @@ const balanceTransactionItem = obj({
   created_at: dateTime(),
 });
 
-interface BalanceData {
-  paymentChannelId: number;
-  provider: string;
-  currency: string;
-  collected: number;
-  fees: number;
-  refunded: number;
-  paidOut: number;
-  pendingOut: number;
-  adjustments: number;
-  available: number;
-}
+graphql(`
+  fragment V1Balance on ChannelBalance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
+`);
+graphql(`
+  fragment V1BalanceTransaction on BalanceTransaction { databaseId type amount fee net currency paymentChannelId sourceReference createdAt }
+`);
 
-interface BalanceTransactionData {
-  databaseId: number;
-  type: string;
-  amount: number;
-  fee: number;
-  net: number;
-  currency: string;
-  paymentChannelId: number;
-  sourceReference: string;
-  createdAt: string;
-}
-
-const toV1Balance = (b: BalanceData) => ({
+const toV1Balance = (b: V1BalanceFragment) => ({
   payment_channel_id: b.paymentChannelId,
   provider: b.provider,
   currency: b.currency,
@@ -77,7 +61,7 @@ const toV1Balance = (b: BalanceData) => ({
   available: b.available,
 });
 
-const toV1BalanceTransaction = (e: BalanceTransactionData) => ({
+const toV1BalanceTransaction = (e: V1BalanceTransactionFragment) => ({
   id: e.databaseId,
   type: e.type,
   amount: e.amount,
@@ -106,7 +90,7 @@ function filterVariables(query: Record<string, unknown>) {
 }
 
 export const ledgerRoutes = [
-  defineRoute<{ balance: BalanceData[] }>({
+  defineRoute({
     method: "GET",
     path: "/v1/balance",
     doc: {
@@ -117,13 +101,15 @@ export const ledgerRoutes = [
       query: { payment_channel_id: channelQuery },
       response: envelope({ data: list(balanceItem) }),
     },
-    operation: `query V1Balance($paymentChannelId: Int) {
-      balance(paymentChannelId: $paymentChannelId) { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
-    }`,
+    operation: graphql(`
+      query V1Balance($paymentChannelId: Int) {
+        balance(paymentChannelId: $paymentChannelId) { ...V1Balance }
+      }
+    `),
     variables: ({ query }) => ({ paymentChannelId: intParam(query, "payment_channel_id") }),
     respond: (data) => ({ body: { status: "success", data: data.balance.map(toV1Balance) } }),
   }),
-  defineRoute<{ balanceTransactionsPage: { items: BalanceTransactionData[]; total: number; page: number; limit: number; pages: number } }>({
+  defineRoute({
     method: "GET",
     path: "/v1/balance/transactions",
     doc: {
@@ -134,18 +120,17 @@ export const ledgerRoutes = [
       query: { ...pageAndDates, type: typeQuery, payment_channel_id: channelQuery },
       response: envelope({ data: list(balanceTransactionItem), ...schemas.page }),
     },
-    operation: `query V1ListBalanceTransactions($page: Int, $limit: Int, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
-      balanceTransactionsPage(page: $page, limit: $limit, type: $type, paymentChannelId: $paymentChannelId, dateFrom: $dateFrom, dateTo: $dateTo) {
-        __typename
-        ... on Error { code message }
-        ... on BalanceTransactionPage { total page limit pages items { databaseId type amount fee net currency paymentChannelId sourceReference createdAt } }
+    operation: graphql(`
+      query V1ListBalanceTransactions($page: Int, $limit: Int, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
+        balanceTransactionsPage(page: $page, limit: $limit, type: $type, paymentChannelId: $paymentChannelId, dateFrom: $dateFrom, dateTo: $dateTo) {
+          __typename
+          ... on Error { code message }
+          ... on BalanceTransactionPage { total page limit pages items { ...V1BalanceTransaction } }
+        }
       }
-    }`,
+    `),
     variables: ({ query }) => ({ page: intParam(query, "page"), limit: intParam(query, "limit"), ...filterVariables(query) }),
-    respond: (data) => {
-      const p = data.balanceTransactionsPage;
-      return { body: { status: "success", data: p.items.map(toV1BalanceTransaction), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data.balanceTransactionsPage, toV1BalanceTransaction),
   }),
 ];
 

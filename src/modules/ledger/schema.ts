@@ -1,7 +1,7 @@
 import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { offsetPageType } from "../../graphql/offset-page.ts";
+import { offsetPageType, pagedListFields } from "../../graphql/offset-page.ts";
 import { BALANCE_TRANSACTION_TYPES } from "./postings.ts";
 import type { ChannelBalance as ChannelBalanceRow } from "./store.ts";
 
@@ -76,24 +76,16 @@ builder.queryFields((t) => ({
     args: { paymentChannelId: t.arg.int({ required: false }) },
     resolve: (_root, args, ctx) => ctx.services.ledger.balance(ctx.principal!, args),
   }),
-  balanceTransactionsPage: t.field({
-    type: BalanceTransactionPage,
-    description: "Newest first, by page number, with totals (the shape of GET /v1/balance/transactions).",
-    errors: { types: businessErrors },
-    args: {
-      ...filterArgs(t),
-      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
-      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
-    },
-    resolve: (_root, args, ctx) => ctx.services.ledger.listPage(ctx.principal!, args),
-  }),
-  balanceTransactions: t.prismaConnection({
+  ...pagedListFields(t, {
+    name: "balanceTransactions",
     type: BalanceTransaction,
-    cursor: "id",
-    description: "Newest first, with Relay cursors and totalCount; the same filters as balanceTransactionsPage.",
-    args: filterArgs(t),
-    totalCount: (_root, args, ctx) => ctx.services.ledger.count(ctx.principal!, args),
-    resolve: (query, _root, args, ctx) => ctx.services.ledger.connectionSlice(ctx.principal!, args, query),
+    page: BalanceTransactionPage,
+    descriptions: {
+      page: "Newest first, by page number, with totals (the shape of GET /v1/balance/transactions).",
+      connection: "Newest first, with Relay cursors and totalCount; the same filters as balanceTransactionsPage.",
+    },
+    args: () => filterArgs(t),
+    source: (ctx) => ctx.services.ledger,
   }),
 }));
 

@@ -1,12 +1,9 @@
+import { graphql } from "../../rest/gql/index.ts";
 import { defineRoute } from "../../rest/route-table.ts";
 import { dateTime, envelope, int, obj, oneOfStrings, str } from "../../openapi/schemas.ts";
 
-interface StatusData {
-  viewer: { databaseId: number; name: string; mode: "test" | "live"; defaultCurrency: string };
-}
-
 export const merchantRoutes = [
-  defineRoute<StatusData>({
+  defineRoute({
     method: "GET",
     path: "/v1/status",
     doc: {
@@ -17,7 +14,7 @@ export const merchantRoutes = [
         data: obj({ merchant: obj({ id: int(), name: str(), default_currency: str() }), mode: oneOfStrings(["test", "live"]), api_version: str(), server_time: dateTime() }),
       }),
     },
-    operation: `query V1Status { viewer { databaseId name mode defaultCurrency } }`,
+    operation: graphql(`query V1Status { viewer { databaseId name mode defaultCurrency } }`),
     variables: () => ({}),
     respond: ({ viewer }) => ({
       body: {

@@ -1,41 +1,46 @@
-import { intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, intField, required } from "../../rest/params.ts";
 import { defineRoute, type RestRoute } from "../../rest/route-table.ts";
 import { NotFoundError } from "../../errors.ts";
-import { withOutcome, type OutcomeFields } from "../transactions/routes.ts";
+import { withOutcome } from "../transactions/routes.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { RestMomoTransactionFragment } from "../../rest/gql/graphql.ts";
 import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, refundedFields, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
-interface MomoTransaction {
-  databaseId: number;
-  reference: string;
-  clientReference: string | null;
-  amount: number;
-  currency: string;
-  phoneNumber: string | null;
-  status: string;
-  paymentMethod: string | null;
-  checkoutRequestId: string | null;
-  createdAt: string;
-}
-
-const transactionFields = "databaseId reference clientReference amount currency phoneNumber status paymentMethod checkoutRequestId createdAt";
-
-const stkPushOperation = (name: string) => `mutation ${name}($input: StartStkPushInput!) {
-  startStkPush(input: $input) {
-    __typename
-    ... on Error { code message }
-    ... on StartStkPushPayload { customerMessage transaction { ${transactionFields} } }
+graphql(`
+  fragment RestMomoTransaction on Transaction {
+    databaseId reference clientReference amount currency phoneNumber status paymentMethod checkoutRequestId createdAt
   }
-}`;
+`);
+
+/** The STK push, for /api/momo/stk-push and /v1/collections/stk. */
+const stkPushOperation = graphql(`
+  mutation RestStkPush($input: StartStkPushInput!) {
+    startStkPush(input: $input) {
+      __typename
+      ... on Error { code message }
+      ... on StartStkPushPayload { customerMessage transaction { ...RestMomoTransaction } }
+    }
+  }
+`);
+
+/** A push's status, for /api/momo/stk-status and /v1/collections/stk/:reference. */
+const stkStatusOperation = graphql(`
+  query RestStkStatus($reference: String!) {
+    stkStatus(reference: $reference) {
+      __typename
+      ... on Error { code message }
+      ... on Transaction { ...RestMomoTransaction ...RestTransactionOutcome completedAt }
+    }
+  }
+`);
 
 const stkPushVariables = ({ body }: { body: Record<string, unknown> }) => ({
   input: {
     amount: required(intField(body, "amount"), "amount"),
-    phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
     paymentChannelId: intField(body, "payment_channel_id"),
-    reference: stringField(body, "reference"),
-    description: stringField(body, "description"),
+    ...bodyFields(body, { phoneNumber: "phone_number", reference: "reference", description: "description" }),
   },
 });
 
@@ -50,17 +55,6 @@ const stkBody = body(
   ["amount", "phone_number"],
 );
 
-type StkPushData = { startStkPush: { customerMessage: string; transaction: MomoTransaction } };
-
-type StkStatusData = { stkStatus: MomoTransaction & OutcomeFields & { completedAt: string | null } };
-
-const stkStatusOperation = (name: string) => `query ${name}($reference: String!) {
-  stkStatus(reference: $reference) {
-    __typename
-    ... on Error { code message }
-    ... on Transaction { ${transactionFields} providerReference failureCode failureReason amountRefunded completedAt }
-  }
-}`;
 
 const outcomeSchema = {
   currency: str("ISO 4217"),
@@ -86,17 +80,7 @@ const stkCollectionSchema = {
 };
 
 /** The fields every /v1 STK collection answer starts with (create and read). */
-function stkCollectionFields(t: {
-  databaseId: number;
-  reference: string;
-  clientReference?: string | null;
-  amount: number;
-  currency: string;
-  phoneNumber?: string | null;
-  status: string;
-  paymentMethod?: string | null;
-  checkoutRequestId?: string | null;
-}) {
+function stkCollectionFields(t: RestMomoTransactionFragment) {
   return {
     id: t.databaseId,
     reference: t.reference,
@@ -110,7 +94,7 @@ function stkCollectionFields(t: {
   };
 }
 export const momoRoutes: RestRoute[] = [
-  defineRoute<StkPushData>({
+  defineRoute({
     method: "POST",
     path: "/api/momo/stk-push",
     doc: {
@@ -124,7 +108,7 @@ export const momoRoutes: RestRoute[] = [
       }),
       errors: [404, 409, 422, 502],
     },
-    operation: stkPushOperation("RestStkPush"),
+    operation: stkPushOperation,
     variables: stkPushVariables,
     respond: ({ startStkPush: { transaction: t } }) => ({
       body: {
@@ -143,7 +127,7 @@ export const momoRoutes: RestRoute[] = [
     }),
   }),
 
-  defineRoute<StkStatusData>({
+  defineRoute({
     method: "GET",
     path: "/api/momo/stk-status/:reference",
     doc: {
@@ -165,7 +149,7 @@ export const momoRoutes: RestRoute[] = [
       }),
       errors: [404, 414],
     },
-    operation: stkStatusOperation("RestStkStatus"),
+    operation: stkStatusOperation,
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ stkStatus: t }) => ({
       body: {
@@ -187,7 +171,7 @@ export const momoRoutes: RestRoute[] = [
   }),
 
   /** The v1 read of one STK collection: what stk-status gives, in the v1 envelope; anything but an STK push is a 404. */
-  defineRoute<StkStatusData>({
+  defineRoute({
     method: "GET",
     path: "/v1/collections/stk/:reference",
     doc: {
@@ -207,7 +191,7 @@ export const momoRoutes: RestRoute[] = [
       }),
       errors: [404, 414],
     },
-    operation: stkStatusOperation("V1StkCollection"),
+    operation: stkStatusOperation,
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ stkStatus: t }) => {
       // Same answer as an unknown reference: a card payment's reference tells nothing more here.
@@ -228,7 +212,7 @@ export const momoRoutes: RestRoute[] = [
     },
   }),
 
-  defineRoute<{ registerC2bUrls: { confirmationUrl: string; validationUrl: string } }>({
+  defineRoute({
     method: "POST",
     path: "/api/momo/register-c2b-urls",
     doc: {
@@ -239,19 +223,19 @@ export const momoRoutes: RestRoute[] = [
       response: envelope({ message: str(), urls: obj({ confirmation: str(), validation: str() }) }),
       errors: [404, 409, 422, 502],
     },
-    operation: `mutation RestRegisterC2bUrls($input: RegisterC2bUrlsInput!) {
-      registerC2bUrls(input: $input) {
-        __typename
-        ... on Error { code message }
-        ... on RegisterC2bUrlsPayload { confirmationUrl validationUrl }
+    operation: graphql(`
+      mutation RestRegisterC2bUrls($input: RegisterC2bUrlsInput!) {
+        registerC2bUrls(input: $input) {
+          __typename
+          ... on Error { code message }
+          ... on RegisterC2bUrlsPayload { confirmationUrl validationUrl }
+        }
       }
-    }`,
+    `),
     variables: ({ body }) => ({
       input: {
         paymentChannelId: intField(body, "payment_channel_id"),
-        confirmationUrl: required(stringField(body, "confirmation_url"), "confirmation_url"),
-        validationUrl: required(stringField(body, "validation_url"), "validation_url"),
-        responseType: stringField(body, "response_type"),
+        ...bodyFields(body, { confirmationUrl: "confirmation_url", validationUrl: "validation_url", responseType: "response_type" }),
       },
     }),
     respond: ({ registerC2bUrls: r }) => ({
@@ -259,7 +243,7 @@ export const momoRoutes: RestRoute[] = [
     }),
   }),
 
-  defineRoute<{ simulateC2b: { amount: number; phoneNumber: string; reference: string; status: string } }>({
+  defineRoute({
     method: "POST",
     path: "/api/momo/simulate-c2b",
     doc: {
@@ -270,19 +254,20 @@ export const momoRoutes: RestRoute[] = [
       response: envelope({ message: str(), transaction: obj({ amount: schemas.amount, phone_number: str(), reference: str(), status: str() }) }),
       errors: [404, 409, 422, 502],
     },
-    operation: `mutation RestSimulateC2b($input: SimulateC2bInput!) {
-      simulateC2b(input: $input) {
-        __typename
-        ... on Error { code message }
-        ... on SimulateC2bPayload { amount phoneNumber reference status }
+    operation: graphql(`
+      mutation RestSimulateC2b($input: SimulateC2bInput!) {
+        simulateC2b(input: $input) {
+          __typename
+          ... on Error { code message }
+          ... on SimulateC2bPayload { amount phoneNumber reference status }
+        }
       }
-    }`,
+    `),
     variables: ({ body }) => ({
       input: {
         paymentChannelId: intField(body, "payment_channel_id"),
         amount: required(intField(body, "amount"), "amount"),
-        phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
-        reference: required(stringField(body, "reference"), "reference"),
+        ...bodyFields(body, { phoneNumber: "phone_number", reference: "reference" }),
       },
     }),
     respond: ({ simulateC2b: r }) => ({
@@ -295,7 +280,7 @@ export const momoRoutes: RestRoute[] = [
   }),
 
   /** The v1 collection: the same STK push, answered 201 with the whole collection under `data`. */
-  defineRoute<StkPushData>({
+  defineRoute({
     method: "POST",
     path: "/v1/collections/stk",
     doc: {
@@ -313,7 +298,7 @@ export const momoRoutes: RestRoute[] = [
       }),
       errors: [404, 409, 422, 502],
     },
-    operation: stkPushOperation("V1CollectionsStk"),
+    operation: stkPushOperation,
     variables: stkPushVariables,
     respond: ({ startStkPush: { customerMessage, transaction: t } }) => ({
       statusCode: 201,

@@ -1,29 +1,18 @@
 import { ValidationError } from "../../errors.ts";
 import { body, bool, dateTime, envelope, int, list, nullable, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
-import { boolField, boolParam, intField, pageVariables, required, stringField } from "../../rest/params.ts";
-import { defineRoute } from "../../rest/route-table.ts";
+import { bodyFields, boolParam, intField, pageVariables } from "../../rest/params.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { V1PaymentLinkFragment } from "../../rest/gql/graphql.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
 
 /** /v1/payment-links over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
-interface PaymentLinkData {
-  databaseId: number;
-  url: string;
-  slug: string;
-  active: boolean;
-  amount: number | null;
-  minAmount: number;
-  currency: string;
-  description: string;
-  reusable: boolean;
-  expiresAt: string | null;
-  callbackUrl: string | null;
-  paymentChannelId: number | null;
-  paymentsCount: number;
-  createdAt: string;
-}
+graphql(`
+  fragment V1PaymentLink on PaymentLink {
+    databaseId url slug active amount minAmount currency description reusable expiresAt callbackUrl paymentChannelId paymentsCount createdAt
+  }
+`);
 
-const fields = "databaseId url slug active amount minAmount currency description reusable expiresAt callbackUrl paymentChannelId paymentsCount createdAt";
-
-export const toV1PaymentLink = (l: PaymentLinkData) => ({
+export const toV1PaymentLink = (l: V1PaymentLinkFragment) => ({
   id: l.databaseId,
   url: l.url,
   slug: l.slug,
@@ -66,11 +55,9 @@ function amountField(b: Record<string, unknown>, name: string): number | undefin
 }
 
 const tag = "Payment links";
-const linkResult = `__typename ... on Error { code message } ... on PaymentLink { ${fields} }`;
-type One<K extends string> = Record<K, PaymentLinkData>;
 
 export const paymentLinkRoutes = [
-  defineRoute<One<"createPaymentLink">>({
+  defineRoute({
     method: "POST",
     path: "/v1/payment-links",
     doc: {
@@ -94,22 +81,22 @@ export const paymentLinkRoutes = [
       response: envelope({ data: paymentLinkSchema }),
       errors: [404],
     },
-    operation: `mutation V1CreatePaymentLink($input: CreatePaymentLinkInput!) { createPaymentLink(input: $input) { ${linkResult} } }`,
+    operation: graphql(`
+      mutation V1CreatePaymentLink($input: CreatePaymentLinkInput!) {
+        createPaymentLink(input: $input) { __typename ... on Error { code message } ... on PaymentLink { ...V1PaymentLink } }
+      }
+    `),
     variables: ({ body: b }) => ({
       input: {
         amount: amountField(b, "amount"),
         minAmount: amountField(b, "min_amount"),
-        currency: stringField(b, "currency"),
-        description: required(stringField(b, "description"), "description"),
-        reusable: boolField(b, "reusable"),
-        expiresAt: stringField(b, "expires_at"),
-        callbackUrl: stringField(b, "callback_url"),
         paymentChannelId: intField(b, "payment_channel_id"),
+        ...bodyFields(b, { currency: "currency", description: "description", reusable: "reusable", expiresAt: "expires_at", callbackUrl: "callback_url" }),
       },
     }),
     respond: (data) => ({ statusCode: 201, body: { status: "success", data: toV1PaymentLink(data.createPaymentLink) } }),
   }),
-  defineRoute<{ paymentLinksPage: { items: PaymentLinkData[]; total: number; page: number; limit: number; pages: number } }>({
+  defineRoute({
     method: "GET",
     path: "/v1/payment-links",
     doc: {
@@ -119,33 +106,38 @@ export const paymentLinkRoutes = [
       query: { page: pageQuery.page, limit: pageQuery.limit, active: { description: "true or false", schema: { type: "boolean" } } },
       response: envelope({ data: list(paymentLinkSchema), ...schemas.page }),
     },
-    operation: `query V1ListPaymentLinks($page: Int, $limit: Int, $active: Boolean) {
-      paymentLinksPage(page: $page, limit: $limit, active: $active) {
-        __typename ... on Error { code message } ... on PaymentLinkPage { total page limit pages items { ${fields} } }
+    operation: graphql(`
+      query V1ListPaymentLinks($page: Int, $limit: Int, $active: Boolean) {
+        paymentLinksPage(page: $page, limit: $limit, active: $active) {
+          __typename ... on Error { code message } ... on PaymentLinkPage { total page limit pages items { ...V1PaymentLink } }
+        }
       }
-    }`,
+    `),
     variables: ({ query }) => {
       const { page, limit } = pageVariables({ page: query.page, limit: query.limit });
       return { page, limit, active: boolParam(query, "active") };
     },
-    respond: (data) => {
-      const p = data.paymentLinksPage;
-      return { body: { status: "success", data: p.items.map(toV1PaymentLink), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data.paymentLinksPage, toV1PaymentLink),
   }),
-  defineRoute<One<"paymentLink">>({
+  defineRoute({
     method: "GET",
     path: "/v1/payment-links/:id",
     doc: { operationId: "getPaymentLink", summary: "One payment link, by its id", tag, response: envelope({ data: paymentLinkSchema }), errors: [404, 414] },
-    operation: `query V1PaymentLink($id: String!) { paymentLink(id: $id) { ${linkResult} } }`,
+    operation: graphql(`
+      query V1PaymentLink($id: String!) { paymentLink(id: $id) { __typename ... on Error { code message } ... on PaymentLink { ...V1PaymentLink } } }
+    `),
     variables: ({ params }) => ({ id: params.id }),
     respond: (data) => ({ body: { status: "success", data: toV1PaymentLink(data.paymentLink) } }),
   }),
-  defineRoute<One<"deactivatePaymentLink">>({
+  defineRoute({
     method: "POST",
     path: "/v1/payment-links/:id/deactivate",
     doc: { operationId: "deactivatePaymentLink", summary: "Stops a payment link taking payments", tag, response: envelope({ data: paymentLinkSchema }), errors: [404, 414] },
-    operation: `mutation V1DeactivatePaymentLink($id: String!) { deactivatePaymentLink(id: $id) { ${linkResult} } }`,
+    operation: graphql(`
+      mutation V1DeactivatePaymentLink($id: String!) {
+        deactivatePaymentLink(id: $id) { __typename ... on Error { code message } ... on PaymentLink { ...V1PaymentLink } }
+      }
+    `),
     variables: ({ params }) => ({ id: params.id }),
     respond: (data) => ({ body: { status: "success", data: toV1PaymentLink(data.deactivatePaymentLink) } }),
   }),

@@ -2,7 +2,7 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { offsetPageType } from "../../graphql/offset-page.ts";
+import { offsetPageType, pagedListFields } from "../../graphql/offset-page.ts";
 
 /** Payment links: thin resolvers over services.paymentLinks (REST /v1/payment-links runs these too). */
 
@@ -52,24 +52,16 @@ builder.queryFields((t) => ({
     resolve: (_root, { id }, ctx, info) =>
       ctx.services.paymentLinks.getLink(ctx.principal!, id, queryFromInfo({ context: ctx, info, typeName: "PaymentLink" }) as object) as never,
   }),
-  paymentLinksPage: t.field({
-    type: PaymentLinkPage,
-    description: "Newest first, by page number, with totals (the shape of GET /v1/payment-links).",
-    errors: { types: businessErrors },
-    args: {
-      active: t.arg.boolean({ required: false }),
-      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
-      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
-    },
-    resolve: (_root, args, ctx, info) => ctx.services.paymentLinks.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
-  }),
-  paymentLinks: t.prismaConnection({
+  ...pagedListFields(t, {
+    name: "paymentLinks",
     type: "PaymentLink",
-    cursor: "id",
-    description: "Newest first, with Relay cursors and totalCount.",
-    args: { active: t.arg.boolean({ required: false }) },
-    totalCount: (_root, args, ctx) => ctx.services.paymentLinks.count(ctx.principal!, args),
-    resolve: (query, _root, args, ctx) => ctx.services.paymentLinks.connectionSlice(ctx.principal!, args, query),
+    page: PaymentLinkPage,
+    descriptions: {
+      page: "Newest first, by page number, with totals (the shape of GET /v1/payment-links).",
+      connection: "Newest first, with Relay cursors and totalCount.",
+    },
+    args: () => ({ active: t.arg.boolean({ required: false }) }),
+    source: (ctx) => ctx.services.paymentLinks,
   }),
 }));
 

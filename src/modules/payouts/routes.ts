@@ -1,32 +1,21 @@
 import { ValidationError } from "../../errors.ts";
-import { intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, intField, required, stringField } from "../../rest/params.ts";
 import { payoutCommands } from "./service.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { V1PayoutFragment } from "../../rest/gql/graphql.ts";
 import { v1CreateRoute, v1GetRoute, v1ListRoute } from "../../rest/v1-objects.ts";
 import { body, envelope, int, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** /v1/payouts over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
-interface PayoutData {
-  databaseId: number;
-  reference: string;
-  clientReference: string | null;
-  amount: number;
-  currency: string;
-  phoneNumber: string;
-  status: string;
-  paymentChannelId: number;
-  providerReference: string | null;
-  failureCode: string | null;
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-  completedAt: string | null;
-}
+const V1Payout = graphql(`
+  fragment V1Payout on Payout {
+    databaseId reference clientReference amount currency phoneNumber status paymentChannelId providerReference failureCode failureReason
+    createdAt updatedAt completedAt
+  }
+`);
 
-const payoutFields =
-  "databaseId reference clientReference amount currency phoneNumber status paymentChannelId providerReference failureCode failureReason createdAt updatedAt completedAt";
-
-const toV1Payout = (p: PayoutData) => ({
+const toV1Payout = (p: V1PayoutFragment) => ({
   id: p.databaseId,
   reference: p.reference,
   client_reference: p.clientReference,
@@ -52,7 +41,7 @@ function commandField(body: Record<string, unknown>): string | undefined {
   return value;
 }
 
-const payoutObject = { path: "/v1/payouts", tag: "Payouts", one: "Payout", many: "Payouts", type: "Payout", fields: payoutFields, schema: schemas.payout, toV1: toV1Payout };
+const payoutObject = { path: "/v1/payouts", tag: "Payouts", one: "Payout", many: "Payouts", fragment: V1Payout, schema: schemas.payout, toV1: toV1Payout };
 
 export const payoutRoutes = [
   v1CreateRoute({
@@ -72,12 +61,9 @@ export const payoutRoutes = [
     ),
     input: (body) => ({
       amount: required(intField(body, "amount"), "amount"),
-      phoneNumber: required(stringField(body, "phone_number"), "phone_number"),
-      currency: stringField(body, "currency"),
       paymentChannelId: intField(body, "payment_channel_id"),
-      reference: stringField(body, "reference"),
-      description: stringField(body, "description"),
       commandId: commandField(body),
+      ...bodyFields(body, { phoneNumber: "phone_number", currency: "currency", reference: "reference", description: "description" }),
     }),
   }),
   v1ListRoute({ ...payoutObject, summary: "The merchant's payouts, newest first, by page" }),

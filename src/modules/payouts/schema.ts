@@ -2,7 +2,7 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { offsetPageType } from "../../graphql/offset-page.ts";
+import { offsetPageType, pagedListFields } from "../../graphql/offset-page.ts";
 import { ValidationError } from "../../errors.ts";
 import { MSISDN_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
 import { merchantEventsField, statusEventType, settlingChange } from "../events/schema.ts";
@@ -88,25 +88,16 @@ builder.queryFields((t) => {
         return ctx.services.payouts.getPayout(ctx.principal!, key, queryFromInfo({ context: ctx, info, typeName: "Payout" }) as object) as never;
       },
     }),
-    payoutsPage: t.field({
-      type: PayoutPage,
-      description: "Newest first, by page number, with totals (the shape of GET /v1/payouts).",
-      errors: { types: businessErrors },
-      args: {
-        ...statusDateArgs(t),
-        page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
-        limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
-      },
-      resolve: (_root, args, ctx, info) =>
-        ctx.services.payouts.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
-    }),
-    payouts: t.prismaConnection({
+    ...pagedListFields(t, {
+      name: "payouts",
       type: "Payout",
-      cursor: "id",
-      description: "Newest first, with Relay cursors and totalCount.",
-      args: statusDateArgs(t),
-      totalCount: (_root, args, ctx) => ctx.services.payouts.count(ctx.principal!, args),
-      resolve: (query, _root, args, ctx) => ctx.services.payouts.connectionSlice(ctx.principal!, args, query),
+      page: PayoutPage,
+      descriptions: {
+        page: "Newest first, by page number, with totals (the shape of GET /v1/payouts).",
+        connection: "Newest first, with Relay cursors and totalCount.",
+      },
+      args: () => statusDateArgs(t),
+      source: (ctx) => ctx.services.payouts,
     }),
   };
 });

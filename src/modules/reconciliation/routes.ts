@@ -1,38 +1,24 @@
 import { NotFoundError, ValidationError } from "../../errors.ts";
 import { body, dateTime, envelope, int, list, nullable, obj, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { intField, intParam, stringField } from "../../rest/params.ts";
-import { defineRoute } from "../../rest/route-table.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { V1ReconciliationFragment, V1ReconciliationItemsFragment } from "../../rest/gql/graphql.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
 import { itemKinds } from "./service.ts";
 
 /** /v1/reconciliations over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
-interface ItemData {
-  kind: string;
-  reference: string | null;
-  providerReference: string | null;
-  gatewayStatus: string | null;
-  providerStatus: string | null;
-  gatewayAmount: number | null;
-  providerAmount: number | null;
-  currency: string | null;
-  resolution: string | null;
-}
+graphql(`
+  fragment V1Reconciliation on Reconciliation { databaseId paymentChannelId date status summary error createdAt completedAt }
+`);
+graphql(`
+  fragment V1ReconciliationItems on Reconciliation {
+    ...V1Reconciliation
+    items { kind reference providerReference gatewayStatus providerStatus gatewayAmount providerAmount currency resolution }
+  }
+`);
+type V1ReconciliationItem = V1ReconciliationItemsFragment["items"][number];
 
-interface ReconciliationData {
-  databaseId: number;
-  paymentChannelId: number;
-  date: string;
-  status: string;
-  summary: Record<string, unknown>;
-  error: string | null;
-  createdAt: string;
-  completedAt: string | null;
-  items?: ItemData[];
-}
-
-const fields = "databaseId paymentChannelId date status summary error createdAt completedAt";
-const itemFields = "kind reference providerReference gatewayStatus providerStatus gatewayAmount providerAmount currency resolution";
-
-const toV1Item = (i: ItemData) => ({
+const toV1Item = (i: V1ReconciliationItem) => ({
   kind: i.kind,
   reference: i.reference,
   provider_reference: i.providerReference,
@@ -44,7 +30,7 @@ const toV1Item = (i: ItemData) => ({
   resolution: i.resolution,
 });
 
-const toV1 = (r: ReconciliationData) => ({
+const toV1 = (r: V1ReconciliationFragment & { items?: V1ReconciliationItem[] }) => ({
   id: r.databaseId,
   payment_channel_id: r.paymentChannelId,
   date: r.date,
@@ -89,15 +75,8 @@ function idParam(value: string | undefined): number {
   return Number(value);
 }
 
-const result = (field: string, selection: string) => `
-  ${field} {
-    __typename
-    ... on Error { code message }
-    ... on Reconciliation { ${selection} }
-  }`;
-
 export const reconciliationRoutes = [
-  defineRoute<{ reconciliationsPage: { items: ReconciliationData[]; total: number; page: number; limit: number; pages: number } }>({
+  defineRoute({
     method: "GET",
     path: "/v1/reconciliations",
     doc: {
@@ -111,33 +90,35 @@ export const reconciliationRoutes = [
       },
       response: envelope({ data: list(reconciliationSchema), ...schemas.page }),
     },
-    operation: `query V1ListReconciliations($page: Int, $limit: Int, $paymentChannelId: Int) {
-      reconciliationsPage(page: $page, limit: $limit, paymentChannelId: $paymentChannelId) {
-        __typename
-        ... on Error { code message }
-        ... on ReconciliationPage { total page limit pages items { ${fields} } }
+    operation: graphql(`
+      query V1ListReconciliations($page: Int, $limit: Int, $paymentChannelId: Int) {
+        reconciliationsPage(page: $page, limit: $limit, paymentChannelId: $paymentChannelId) {
+          __typename
+          ... on Error { code message }
+          ... on ReconciliationPage { total page limit pages items { ...V1Reconciliation } }
+        }
       }
-    }`,
+    `),
     variables: ({ query }) => {
       const paymentChannelId = intParam(query, "payment_channel_id");
       if (paymentChannelId !== undefined && (paymentChannelId < 1 || paymentChannelId > 2_147_483_647)) throw new ValidationError("payment_channel_id", "must be a channel id");
       return { page: intParam(query, "page"), limit: intParam(query, "limit"), paymentChannelId };
     },
-    respond: (data) => {
-      const p = data.reconciliationsPage;
-      return { body: { status: "success", data: p.items.map(toV1), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
-    },
+    respond: (data) => pageBody(data.reconciliationsPage, toV1),
   }),
-  defineRoute<{ reconciliation: ReconciliationData }>({
+  defineRoute({
     method: "GET",
     path: "/v1/reconciliations/:id",
     doc: { operationId: "getReconciliation", summary: "One reconciliation report, with its items", tag: TAG, response: envelope({ data: withItems }), errors: [404, 414] },
-    operation: `query V1Reconciliation($id: Int!) {${result("reconciliation(id: $id)", `${fields} items { ${itemFields} }`)}
-    }`,
+    operation: graphql(`
+      query V1Reconciliation($id: Int!) {
+        reconciliation(id: $id) { __typename ... on Error { code message } ... on Reconciliation { ...V1ReconciliationItems } }
+      }
+    `),
     variables: ({ params }) => ({ id: idParam(params.id) }),
     respond: (data) => ({ body: { status: "success", data: toV1(data.reconciliation) } }),
   }),
-  defineRoute<{ runReconciliation: ReconciliationData }>({
+  defineRoute({
     method: "POST",
     path: "/v1/reconciliations",
     doc: {
@@ -149,8 +130,11 @@ export const reconciliationRoutes = [
       response: envelope({ data: withItems }),
       errors: [404],
     },
-    operation: `mutation V1RunReconciliation($input: RunReconciliationInput!) {${result("runReconciliation(input: $input)", `${fields} items { ${itemFields} }`)}
-    }`,
+    operation: graphql(`
+      mutation V1RunReconciliation($input: RunReconciliationInput!) {
+        runReconciliation(input: $input) { __typename ... on Error { code message } ... on Reconciliation { ...V1ReconciliationItems } }
+      }
+    `),
     variables: ({ body }) => {
       const paymentChannelId = intField(body, "payment_channel_id");
       if (paymentChannelId === undefined) throw new ValidationError("payment_channel_id", "is required");

@@ -2,7 +2,7 @@ import { queryFromInfo } from "@pothos/plugin-prisma";
 import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { offsetPageType } from "../../graphql/offset-page.ts";
+import { offsetPageType, pagedListFields } from "../../graphql/offset-page.ts";
 import { itemKinds } from "./service.ts";
 
 /** Reconciliation reports: thin resolvers over services.reconciliations (REST /v1/reconciliations runs these too). */
@@ -79,25 +79,18 @@ builder.queryFields((t) => ({
     args: { id: t.arg.int({ required: true, description: "The report's databaseId." }) },
     resolve: (_root, { id }, ctx, info) => ctx.services.reconciliations.get(ctx.principal!, id, queryFromInfo({ context: ctx, info, typeName: "Reconciliation" }) as object) as never,
   }),
-  reconciliationsPage: t.field({
-    type: ReconciliationPage,
-    description: "Newest first, by page number, with totals (the shape of GET /v1/reconciliations).",
-    errors: { types: businessErrors },
-    args: {
-      paymentChannelId: t.arg.int({ required: false }),
-      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
-      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
-    },
-    resolve: (_root, args, ctx, info) =>
-      ctx.services.reconciliations.listPage(ctx.principal!, { channelId: args.paymentChannelId, page: args.page, limit: args.limit }, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
-  }),
-  reconciliations: t.prismaConnection({
+  ...pagedListFields(t, {
+    name: "reconciliations",
     type: "Reconciliation",
-    cursor: "id",
-    description: "The merchant's reconciliation reports in the key's mode, newest first, with Relay cursors and totalCount; one per channel and day from the daily job, more when run again.",
-    args: { paymentChannelId: t.arg.int({ required: false }) },
-    totalCount: (_root, args, ctx) => ctx.services.reconciliations.count(ctx.principal!, { channelId: args.paymentChannelId }),
-    resolve: (query, _root, args, ctx) => ctx.services.reconciliations.connectionSlice(ctx.principal!, { channelId: args.paymentChannelId }, query),
+    page: ReconciliationPage,
+    descriptions: {
+      page: "Newest first, by page number, with totals (the shape of GET /v1/reconciliations).",
+      connection:
+        "The merchant's reconciliation reports in the key's mode, newest first, with Relay cursors and totalCount; one per channel and day from the daily job, more when run again.",
+    },
+    args: () => ({ paymentChannelId: t.arg.int({ required: false }) }),
+    source: (ctx) => ctx.services.reconciliations,
+    filters: (args: { paymentChannelId?: number | null }) => ({ channelId: args.paymentChannelId }),
   }),
 }));
 

@@ -1,33 +1,20 @@
 import { ValidationError } from "../../errors.ts";
 import { body, envelope, oneOfStrings, schemas, str, int } from "../../openapi/schemas.ts";
-import { intField, required, stringField } from "../../rest/params.ts";
+import { bodyFields, intField, required, stringField } from "../../rest/params.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { V1RefundFragment } from "../../rest/gql/graphql.ts";
 import { v1CreateRoute, v1GetRoute, v1ListRoute } from "../../rest/v1-objects.ts";
 import { NULL_REFUND_AMOUNT, refundReasons } from "./service.ts";
 
 /** /v1/refunds over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
-interface RefundData {
-  databaseId: number;
-  reference: string;
-  transactionReference: string;
-  amount: number;
-  currency: string;
-  status: string;
-  method: string;
-  reason: string | null;
-  merchantNote: string | null;
-  customerNote: string | null;
-  providerReference: string | null;
-  failureCode: string | null;
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-  completedAt: string | null;
-}
+const V1Refund = graphql(`
+  fragment V1Refund on Refund {
+    databaseId reference transactionReference amount currency status method reason merchantNote customerNote providerReference
+    failureCode failureReason createdAt updatedAt completedAt
+  }
+`);
 
-const refundFields =
-  "databaseId reference transactionReference amount currency status method reason merchantNote customerNote providerReference failureCode failureReason createdAt updatedAt completedAt";
-
-export const toV1Refund = (r: RefundData) => ({
+export const toV1Refund = (r: V1RefundFragment) => ({
   id: r.databaseId,
   reference: r.reference,
   transaction_reference: r.transactionReference,
@@ -75,7 +62,7 @@ function amountField(body: Record<string, unknown>): number | undefined {
   return amount;
 }
 
-const refundObject = { path: "/v1/refunds", tag: "Refunds", one: "Refund", many: "Refunds", type: "Refund", fields: refundFields, schema: schemas.refund, toV1: toV1Refund };
+const refundObject = { path: "/v1/refunds", tag: "Refunds", one: "Refund", many: "Refunds", fragment: V1Refund, schema: schemas.refund, toV1: toV1Refund };
 
 export const refundRoutes = [
   v1CreateRoute({
@@ -96,8 +83,7 @@ export const refundRoutes = [
       // Left out, not undefined: the compiled operation would pass an undefined field on as null, which is refused.
       ...optional("amount", amountField(body)),
       reason: reasonField(body),
-      merchantNote: stringField(body, "merchant_note"),
-      customerNote: stringField(body, "customer_note"),
+      ...bodyFields(body, { merchantNote: "merchant_note", customerNote: "customer_note" }),
     }),
   }),
   v1ListRoute({

@@ -3,7 +3,7 @@ import { ownedNode } from "../../auth.ts";
 import { ValidationError } from "../../errors.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { offsetPageType } from "../../graphql/offset-page.ts";
+import { offsetPageType, pagedListFields } from "../../graphql/offset-page.ts";
 import { merchantEventsField, statusEventType } from "../events/schema.ts";
 import { statusDateArgs, TransactionStatusEnum } from "../transactions/schema.ts";
 import { refundReasons } from "./service.ts";
@@ -86,24 +86,16 @@ builder.queryFields((t) => ({
       return ctx.services.refunds.getRefund(ctx.principal!, key, queryFromInfo({ context: ctx, info, typeName: "Refund" }) as object) as never;
     },
   }),
-  refundsPage: t.field({
-    type: RefundPage,
-    description: "Newest first, by page number, with totals (the shape of GET /v1/refunds).",
-    errors: { types: businessErrors },
-    args: {
-      ...refundFilterArgs(t),
-      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
-      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
-    },
-    resolve: (_root, args, ctx, info) => ctx.services.refunds.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object),
-  }),
-  refunds: t.prismaConnection({
+  ...pagedListFields(t, {
+    name: "refunds",
     type: "Refund",
-    cursor: "id",
-    description: "Newest first, with Relay cursors and totalCount; the same filters as refundsPage.",
-    args: refundFilterArgs(t),
-    totalCount: (_root, args, ctx) => ctx.services.refunds.count(ctx.principal!, args),
-    resolve: (query, _root, args, ctx) => ctx.services.refunds.connectionSlice(ctx.principal!, args, query),
+    page: RefundPage,
+    descriptions: {
+      page: "Newest first, by page number, with totals (the shape of GET /v1/refunds).",
+      connection: "Newest first, with Relay cursors and totalCount; the same filters as refundsPage.",
+    },
+    args: () => refundFilterArgs(t),
+    source: (ctx) => ctx.services.refunds,
   }),
 }));
 

@@ -1,17 +1,13 @@
-import { defineRoute } from "../../rest/route-table.ts";
-import { intField, pageVariables, required, stringField, stringParam } from "../../rest/params.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment } from "../../rest/gql/graphql.ts";
+import { defineRoute, pageBody } from "../../rest/route-table.ts";
+import { bodyFields, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
 import { body, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
-interface TransactionFields {
-  databaseId: number;
-  reference: string;
-  amount: number;
-  status: string;
-  createdAt: string;
-}
+graphql(`fragment RestTransactionSummary on Transaction { databaseId reference amount status createdAt }`);
 
-const summary = (t: TransactionFields) => ({
+const summary = (t: RestTransactionSummaryFragment) => ({
   id: t.databaseId,
   reference: t.reference,
   amount: t.amount,
@@ -20,17 +16,9 @@ const summary = (t: TransactionFields) => ({
 });
 
 /** What the gateway learnt of a payment beyond the published fields: currency, references, the provider's verdict. */
-export interface OutcomeFields {
-  amount: number;
-  amountRefunded: number;
-  currency: string;
-  clientReference: string | null;
-  providerReference: string | null;
-  failureCode: string | null;
-  failureReason: string | null;
-}
-
-export const outcomeFieldsSelection = "currency clientReference providerReference failureCode failureReason amountRefunded";
+graphql(`
+  fragment RestTransactionOutcome on Transaction { amount currency clientReference providerReference failureCode failureReason amountRefunded }
+`);
 
 /**
  * Adds the outcome fields after the published ones (legacy clients ignore extra keys): always present, null when
@@ -38,7 +26,7 @@ export const outcomeFieldsSelection = "currency clientReference providerReferenc
  * keys to an object literal (`{ ...a, ...b }`) property by property through its slow path, about 6 us an object,
  * which for a page of 20 cost more than the page's SQL (bench/README.md).
  */
-export function withOutcome<T extends object>(item: T, t: OutcomeFields) {
+export function withOutcome<T extends object>(item: T, t: RestTransactionOutcomeFragment) {
   return Object.assign(item, {
     currency: t.currency,
     client_reference: t.clientReference,
@@ -51,13 +39,11 @@ export function withOutcome<T extends object>(item: T, t: OutcomeFields) {
   });
 }
 
-type ListedTransaction = TransactionFields & OutcomeFields & { paymentMethod: string | null };
-const listItem = (t: ListedTransaction) => withOutcome(Object.assign(summary(t), { payment_method: t.paymentMethod }), t);
+graphql(`fragment RestListedTransaction on Transaction { ...RestTransactionSummary ...RestTransactionOutcome paymentMethod }`);
+const listItem = (t: RestListedTransactionFragment) => withOutcome(Object.assign(summary(t), { payment_method: t.paymentMethod }), t);
 
 export const transactionRoutes = [
-  defineRoute<{
-    initializeTransaction: { reference: string; accessCode: string; authorizationUrl: string; transaction: TransactionFields };
-  }>({
+  defineRoute({
     method: "POST",
     path: "/api/transactions/initialize",
     doc: {
@@ -89,28 +75,32 @@ export const transactionRoutes = [
       }),
       errors: [404, 409, 422, 502],
     },
-    operation: `mutation RestInitializeTransaction($input: InitializeTransactionInput!) {
-      initializeTransaction(input: $input) {
-        __typename
-        ... on Error { code message }
-        ... on InitializeTransactionPayload {
-          reference accessCode authorizationUrl
-          transaction { databaseId reference amount status createdAt }
+    operation: graphql(`
+      mutation RestInitializeTransaction($input: InitializeTransactionInput!) {
+        initializeTransaction(input: $input) {
+          __typename
+          ... on Error { code message }
+          ... on InitializeTransactionPayload {
+            reference accessCode authorizationUrl
+            transaction { ...RestTransactionSummary }
+          }
         }
       }
-    }`,
+    `),
     variables: ({ body }) => ({
       input: {
         amount: required(intField(body, "amount"), "amount"),
-        email: required(stringField(body, "email"), "email"),
         paymentChannelId: intField(body, "payment_channel_id"),
-        currency: stringField(body, "currency"),
-        description: stringField(body, "description"),
-        firstName: stringField(body, "first_name"),
-        lastName: stringField(body, "last_name"),
-        phone: stringField(body, "phone"),
-        callbackUrl: stringField(body, "callback_url"),
-        reference: stringField(body, "reference"),
+        ...bodyFields(body, {
+          email: "email",
+          currency: "currency",
+          description: "description",
+          firstName: "first_name",
+          lastName: "last_name",
+          phone: "phone",
+          callbackUrl: "callback_url",
+          reference: "reference",
+        }),
         // Passed as sent: the service refuses what is not an object of at most 8 KB, naming `metadata`.
         metadata: body.metadata ?? undefined,
       },
@@ -127,7 +117,7 @@ export const transactionRoutes = [
     }),
   }),
 
-  defineRoute<{ transaction: ListedTransaction & { metadata: unknown } }>({
+  defineRoute({
     method: "GET",
     path: "/api/transactions/verify/:reference",
     doc: {
@@ -142,13 +132,15 @@ export const transactionRoutes = [
       }),
       errors: [404, 414],
     },
-    operation: `query RestVerifyTransaction($reference: String!) {
-      transaction(reference: $reference) {
-        __typename
-        ... on Error { code message }
-        ... on Transaction { databaseId reference amount status paymentMethod createdAt ${outcomeFieldsSelection} metadata }
+    operation: graphql(`
+      query RestVerifyTransaction($reference: String!) {
+        transaction(reference: $reference) {
+          __typename
+          ... on Error { code message }
+          ... on Transaction { ...RestListedTransaction metadata }
+        }
       }
-    }`,
+    `),
     variables: ({ params }) => ({ reference: params.reference }),
     respond: ({ transaction: t }) => {
       const transaction = Object.assign(listItem(t), { metadata: t.metadata });
@@ -161,7 +153,7 @@ export const transactionRoutes = [
     },
   }),
 
-  defineRoute<{ transactionsPage: { items: ListedTransaction[]; total: number; page: number; limit: number; pages: number } }>({
+  defineRoute({
     method: "GET",
     path: "/api/transactions/list",
     doc: {
@@ -178,19 +170,16 @@ export const transactionRoutes = [
       },
       response: envelope({ data: list(schemas.transactionListItem), ...schemas.page }),
     },
-    operation: `query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
-      transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
-        __typename
-        ... on Error { code message }
-        ... on TransactionPage {
-          total page limit pages
-          items { databaseId reference amount status paymentMethod createdAt ${outcomeFieldsSelection} }
+    operation: graphql(`
+      query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
+        transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
+          __typename
+          ... on Error { code message }
+          ... on TransactionPage { total page limit pages items { ...RestListedTransaction } }
         }
       }
-    }`,
+    `),
     variables: ({ query }) => Object.assign(pageVariables(query), { search: stringParam(query, "search") }),
-    respond: ({ transactionsPage: p }) => ({
-      body: { status: "success", data: p.items.map(listItem), total: p.total, page: p.page, limit: p.limit, pages: p.pages },
-    }),
+    respond: ({ transactionsPage }) => pageBody(transactionsPage, listItem),
   }),
 ];

@@ -3,7 +3,7 @@ import type { GraphQLResolveInfo } from "graphql";
 import { selectedFieldNames } from "../../graphql/selection.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
-import { offsetPageType } from "../../graphql/offset-page.ts";
+import { offsetPageType, pagedListFields } from "../../graphql/offset-page.ts";
 import { PHONE_INPUT_DESCRIPTION, toMsisdn } from "../../phone.ts";
 import { TRANSACTION_SUMMARY_FIELDS } from "./rows.ts";
 
@@ -122,28 +122,17 @@ builder.queryFields((t) => {
         : ctx.services.transactions.getByReference(ctx.principal!, reference, queryFromInfo({ context: ctx, info, typeName: "Transaction" }) as object),
   }),
 
-  transactionsPage: t.field({
-    type: TransactionPage,
-    description: "Newest first, by page number, with totals (the shape of the REST list).",
-    errors: { types: businessErrors },
-    args: {
-      ...filterArgs(),
-      page: t.arg.int({ required: false, description: "From 1 (default 1)." }),
-      limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }),
-    },
-    resolve: (_root, args, ctx, info) =>
-      ctx.services.transactions.listPage(ctx.principal!, args, queryFromInfo({ context: ctx, info, path: ["items"] }) as object, {
-        summary: selectsSummaryOnly(info, ["items"]),
-      }),
-  }),
-
-  transactions: t.prismaConnection({
+  ...pagedListFields(t, {
+    name: "transactions",
     type: "Transaction",
-    cursor: "id",
-    description: "Newest first, with Relay cursors and totalCount.",
-    args: filterArgs(),
-    totalCount: (_root, args, ctx) => ctx.services.transactions.count(ctx.principal!, args),
-    resolve: (query, _root, args, ctx) => ctx.services.transactions.listConnection(ctx.principal!, args, query),
+    page: TransactionPage,
+    descriptions: { page: "Newest first, by page number, with totals (the shape of the REST list).", connection: "Newest first, with Relay cursors and totalCount." },
+    args: filterArgs,
+    source: ({ services: { transactions } }) => ({
+      listPage: (principal, input, query, info) => transactions.listPage(principal, input, query, { summary: selectsSummaryOnly(info, ["items"]) }),
+      connectionSlice: transactions.listConnection,
+      count: transactions.count,
+    }),
   }),
   };
 });

@@ -1,21 +1,13 @@
-import { boolField, required, stringField, stringListField } from "../../rest/params.ts";
+import { bodyFields, stringListField } from "../../rest/params.ts";
+import { graphql } from "../../rest/gql/index.ts";
+import type { V1WebhookEndpointFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute } from "../../rest/route-table.ts";
 import { body, bool, envelope, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
 
 /** /v1/webhooks over the GraphQL operations frontends use; the secret appears only in the create answer. */
-interface EndpointData {
-  databaseId: number;
-  url: string;
-  events: string[];
-  description: string | null;
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-}
+graphql(`fragment V1WebhookEndpoint on WebhookEndpoint { databaseId url events description enabled disabledReason createdAt }`);
 
-const endpointFields = "databaseId url events description enabled disabledReason createdAt";
-
-const toV1Endpoint = (e: EndpointData) => ({
+const toV1Endpoint = (e: V1WebhookEndpointFragment) => ({
   id: e.databaseId,
   url: e.url,
   events: e.events,
@@ -25,7 +17,7 @@ const toV1Endpoint = (e: EndpointData) => ({
 });
 
 export const webhookRoutes = [
-  defineRoute<{ createWebhookEndpoint: { secret: string; endpoint: EndpointData } }>({
+  defineRoute({
     method: "POST",
     path: "/v1/webhooks",
     doc: {
@@ -37,27 +29,25 @@ export const webhookRoutes = [
       response: envelope({ data: obj({ ...(schemas.webhookEndpoint.properties as Record<string, Record<string, unknown>>), secret: str("whsec_...: verify deliveries with it (Standard Webhooks)") }) }),
       errors: [409, 422],
     },
-    operation: `mutation V1CreateWebhook($input: CreateWebhookEndpointInput!) {
-      createWebhookEndpoint(input: $input) {
-        __typename
-        ... on Error { code message }
-        ... on WebhookEndpointWithSecret { secret endpoint { ${endpointFields} } }
+    operation: graphql(`
+      mutation V1CreateWebhook($input: CreateWebhookEndpointInput!) {
+        createWebhookEndpoint(input: $input) {
+          __typename
+          ... on Error { code message }
+          ... on WebhookEndpointWithSecret { secret endpoint { ...V1WebhookEndpoint } }
+        }
       }
-    }`,
+    `),
+    // events keeps its own check: GraphQL would take a lone string as a list of one.
     variables: ({ body }) => ({
-      input: {
-        url: required(stringField(body, "url"), "url"),
-        events: stringListField(body, "events"),
-        description: stringField(body, "description"),
-        enabled: boolField(body, "enabled"),
-      },
+      input: { ...bodyFields(body, { url: "url", description: "description", enabled: "enabled" }), events: stringListField(body, "events") },
     }),
     respond: ({ createWebhookEndpoint: { secret, endpoint } }) => {
       const { created_at, ...rest } = toV1Endpoint(endpoint);
       return { statusCode: 201, body: { status: "success", data: { ...rest, secret, created_at } } };
     },
   }),
-  defineRoute<{ webhookEndpoints: EndpointData[] }>({
+  defineRoute({
     method: "GET",
     path: "/v1/webhooks",
     doc: {
@@ -66,7 +56,7 @@ export const webhookRoutes = [
       tag: "Webhooks",
       response: envelope({ data: list(obj({ ...(schemas.webhookEndpoint.properties as Record<string, Record<string, unknown>>), disabled_reason: nullable(str()) })) }),
     },
-    operation: `query V1ListWebhooks { webhookEndpoints { ${endpointFields} } }`,
+    operation: graphql(`query V1ListWebhooks { webhookEndpoints { ...V1WebhookEndpoint } }`),
     variables: () => ({}),
     respond: ({ webhookEndpoints }) => ({
       body: { status: "success", data: webhookEndpoints.map((e) => ({ ...toV1Endpoint(e), disabled_reason: e.disabledReason })) },

@@ -1,15 +1,20 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, mutate } from "../api.ts";
+import { mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardApiKeyFragment, UserRole } from "../gql/graphql.ts";
 import { formatDate } from "../format.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, PageHeader, SecretOnce, announce, useAction, useQuery } from "../ui.tsx";
 
-const FIELDS = "databaseId prefix mode role createdAt revokedAt";
-const LIST = `query DashboardApiKeys { apiKeys { ${FIELDS} } }`;
-const CREATE = `mutation DashboardCreateApiKey($role: UserRole!) { createApiKey(role: $role) { ${ERROR_FIELDS} ... on CreatedApiKey { secret apiKey { ${FIELDS} } } } }`;
+graphql(`fragment DashboardApiKey on ApiKey { databaseId prefix mode role createdAt revokedAt }`);
+type ApiKey = DashboardApiKeyFragment;
+const LIST = graphql(`query DashboardApiKeys { apiKeys { ...DashboardApiKey } }`);
+const CREATE = graphql(`
+  mutation DashboardCreateApiKey($role: UserRole!) { createApiKey(role: $role) { __typename ...DashboardError ... on CreatedApiKey { secret apiKey { ...DashboardApiKey } } } }
+`);
 
-type Role = "owner" | "developer" | "viewer";
+type Role = UserRole;
 /** What a key of each role may do (the README's authorization table), as the page explains it. */
 const ROLE_HINTS: Record<Role, string> = {
   owner: "everything in this mode, payouts included",
@@ -18,20 +23,13 @@ const ROLE_HINTS: Record<Role, string> = {
 };
 /** The roles a user may give a key: at most their own. */
 const rolesUpTo = (role: Role): Role[] => (["owner", "developer", "viewer"] as Role[]).slice(["owner", "developer", "viewer"].indexOf(role));
-const REVOKE = `mutation DashboardRevokeApiKey($prefix: String!) { revokeApiKey(prefix: $prefix) { ${ERROR_FIELDS} ... on ApiKey { ${FIELDS} } } }`;
-
-interface ApiKey {
-  databaseId: number;
-  prefix: string;
-  mode: string;
-  role: Role;
-  createdAt: string;
-  revokedAt: string | null;
-}
+const REVOKE = graphql(`
+  mutation DashboardRevokeApiKey($prefix: String!) { revokeApiKey(prefix: $prefix) { __typename ...DashboardError ... on ApiKey { ...DashboardApiKey } } }
+`);
 
 export function ApiKeys({ session }: { session: Session }) {
   const writable = canWrite(session);
-  const { data, error, loading, reload } = useQuery<{ apiKeys: ApiKey[] }>(LIST);
+  const { data, error, loading, reload } = useQuery(LIST);
   const [secret, setSecret] = useState<string | null>(null);
   const roles = rolesUpTo(session.user.role as Role);
   const [role, setRole] = useState<Role>(roles[0]!);
@@ -39,7 +37,7 @@ export function ApiKeys({ session }: { session: Session }) {
 
   const create = () =>
     action.run(async () => {
-      const created = await mutate<{ __typename: "CreatedApiKey"; secret: string }>(CREATE, "createApiKey", { role });
+      const created = await mutate(CREATE, "createApiKey", { role });
       setSecret(created.secret);
       announce("API key created. Copy it now: it is shown only once.");
       await reload();

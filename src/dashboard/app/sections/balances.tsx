@@ -2,7 +2,9 @@ import { useState } from "preact/hooks";
 import { ExportCsv, reportUrl } from "../export.tsx";
 import { formatDate, formatMoney, titleCase } from "../format.ts";
 import { useReloadOnMoney } from "../money-events.ts";
-import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { graphql } from "../gql/index.ts";
+import type { BalanceTransactionType, DashboardBalancesQuery } from "../gql/graphql.ts";
+import { CursorPager, useCursors } from "../paging.tsx";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, EmptyState, useQuery } from "../ui.tsx";
 
@@ -12,53 +14,29 @@ import { Badge, EmptyState, useQuery } from "../ui.tsx";
  * with the same filters).
  */
 
-interface ChannelBalance {
-  paymentChannelId: number;
-  provider: string;
-  currency: string;
-  collected: number;
-  fees: number;
-  refunded: number;
-  paidOut: number;
-  pendingOut: number;
-  adjustments: number;
-  available: number;
-}
-interface ChannelName {
-  databaseId: number;
-  name: string;
-}
+const BALANCES = graphql(`
+  query DashboardBalances {
+    balance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
+    paymentChannels { databaseId name }
+  }
+`);
+type ChannelBalance = DashboardBalancesQuery["balance"][number];
+type ChannelName = DashboardBalancesQuery["paymentChannels"][number];
 type BalanceRow = ChannelBalance & { key: string; channelName: string };
-
-const BALANCES = `query DashboardBalances {
-  balance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
-  paymentChannels { databaseId name }
-}`;
 
 const TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "adjustment"] as const;
 const PAGE_SIZE = 10;
-const TRANSACTIONS = `query DashboardBalanceTransactions($first: Int!, $after: String, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
-  balanceTransactions(first: $first, after: $after, type: $type, paymentChannelId: $paymentChannelId, dateFrom: $dateFrom, dateTo: $dateTo) {
-    totalCount pageInfo { hasNextPage endCursor }
-    edges { node { databaseId type amount fee net currency paymentChannelId sourceReference description createdAt } }
+const TRANSACTIONS = graphql(`
+  query DashboardBalanceTransactions($first: Int!, $after: String, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
+    balanceTransactions(first: $first, after: $after, type: $type, paymentChannelId: $paymentChannelId, dateFrom: $dateFrom, dateTo: $dateTo) {
+      totalCount pageInfo { ...DashboardPageInfo }
+      edges { node { databaseId type amount fee net currency paymentChannelId sourceReference description createdAt } }
+    }
   }
-}`;
-
-interface BalanceTransaction {
-  databaseId: number;
-  type: (typeof TYPES)[number];
-  amount: number;
-  fee: number;
-  net: number;
-  currency: string;
-  paymentChannelId: number;
-  sourceReference: string;
-  description: string | null;
-  createdAt: string;
-}
+`);
 
 export function Balances() {
-  const { data, error, loading, reload } = useQuery<{ balance: ChannelBalance[]; paymentChannels: ChannelName[] }>(BALANCES);
+  const { data, error, loading, reload } = useQuery(BALANCES);
   useReloadOnMoney(reload);
   const names = new Map(data?.paymentChannels.map((channel) => [channel.databaseId, channel.name]));
   const rows: BalanceRow[] | undefined = data?.balance.map((b) => ({ ...b, key: `${b.paymentChannelId}-${b.currency}`, channelName: names.get(b.paymentChannelId) ?? `Channel ${b.paymentChannelId}` }));
@@ -117,12 +95,12 @@ function BalanceTransactions({ channels }: { channels: ChannelName[] }) {
   const variables = {
     first: PAGE_SIZE,
     after: cursors.after,
-    type: filters.type || null,
+    type: (filters.type || null) as BalanceTransactionType | null,
     paymentChannelId: filters.channel ? Number(filters.channel) : null,
     dateFrom: filters.dateFrom || null,
     dateTo: filters.dateTo || null,
   };
-  const { data, error, loading, reload } = useQuery<{ balanceTransactions: Connection<BalanceTransaction> }>(TRANSACTIONS, variables);
+  const { data, error, loading, reload } = useQuery(TRANSACTIONS, variables);
   useReloadOnMoney(reload);
   const setFilter = (name: keyof Filters, value: string) => {
     setFilters({ ...filters, [name]: value });

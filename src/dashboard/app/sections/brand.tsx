@@ -1,22 +1,17 @@
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, ERROR_FIELDS, gql, mutate } from "../api.ts";
+import { ApiError, gql, mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardBrandFragment } from "../gql/graphql.ts";
 import { CardForm } from "../forms.tsx";
 import { freshAccessToken, refresh, type Session } from "../session.ts";
 import { ErrorNote, Loading, PageHeader, announce, useQuery } from "../ui.tsx";
 
-const BRAND_FIELDS = "displayName merchantName accentColor supportEmail logoUrl logoType logoSize";
-const BRAND = `query DashboardBrand { brand { ${BRAND_FIELDS} } }`;
-const UPDATE = `mutation DashboardUpdateBrand($input: UpdateBrandInput!) { updateBrand(input: $input) { ${ERROR_FIELDS} ... on Brand { ${BRAND_FIELDS} } } }`;
-
-interface Brand {
-  displayName: string | null;
-  merchantName: string;
-  accentColor: string | null;
-  supportEmail: string | null;
-  logoUrl: string | null;
-  logoType: string | null;
-  logoSize: number | null;
-}
+graphql(`fragment DashboardBrand on Brand { displayName merchantName accentColor supportEmail logoUrl logoType logoSize }`);
+type Brand = DashboardBrandFragment;
+const BRAND = graphql(`query DashboardBrand { brand { ...DashboardBrand } }`);
+const UPDATE = graphql(`
+  mutation DashboardUpdateBrand($input: UpdateBrandInput!) { updateBrand(input: $input) { __typename ...DashboardError ... on Brand { ...DashboardBrand } } }
+`);
 
 /** The gateway's rules, repeated here so the owner sees them while typing (the gateway checks again). */
 const MAX_LOGO_BYTES = 256 * 1024;
@@ -56,7 +51,7 @@ async function uploadLogo(file: File): Promise<void> {
 
 /** Brand: how the merchant appears on its payers' checkout and payment-link pages. Owners edit; everyone else reads. */
 export function BrandSettings({ session }: { session: Session }) {
-  const brand = useQuery<{ brand: Brand }>(BRAND);
+  const brand = useQuery(BRAND);
   const owner = session.user.role === "owner";
   return (
     <section>
@@ -140,12 +135,12 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
     setSaved(false);
     if (fileProblem) throw new ApiError(fileProblem, "validation_failed");
     // The text first: a refused colour or e-mail then leaves the logo as it was too.
-    let result: Brand = await mutate<Brand & { __typename: "Brand" }>(UPDATE, "updateBrand", {
+    let result: Brand = await mutate(UPDATE, "updateBrand", {
       input: { displayName: displayName.trim() || null, accentColor: accentColor.trim() || null, supportEmail: supportEmail.trim() || null, removeLogo: removeLogo && !file },
     });
     if (file) {
       await uploadLogo(file);
-      result = (await gql<{ brand: Brand }>(BRAND)).brand;
+      result = (await gql(BRAND)).brand;
       setFile(null);
     }
     setRemoveLogo(false);

@@ -1,26 +1,26 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, mutate } from "../api.ts";
+import { mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardChannelsQuery } from "../gql/graphql.ts";
 import { formatDate } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 
-const FIELDS = "databaseId name provider isActive isDefault webhookUrl createdAt";
-const LIST = `query DashboardChannels { paymentChannels { ${FIELDS} } }`;
-const CREATE = `mutation DashboardCreateChannel($input: CreatePaymentChannelInput!) { createPaymentChannel(input: $input) { ${ERROR_FIELDS} ... on PaymentChannel { databaseId } } }`;
-const DEACTIVATE = `mutation DashboardDeactivateChannel($id: Int!) { deactivatePaymentChannel(id: $id) { ${ERROR_FIELDS} ... on PaymentChannel { databaseId } } }`;
-const SET_DEFAULT = `mutation DashboardDefaultChannel($id: Int!) { setDefaultPaymentChannel(id: $id) { ${ERROR_FIELDS} ... on PaymentChannel { databaseId } } }`;
-
-interface Channel {
-  databaseId: number;
-  name: string;
-  provider: string;
-  isActive: boolean;
-  isDefault: boolean;
-  webhookUrl: string | null;
-  createdAt: string;
-}
+const LIST = graphql(`query DashboardChannels { paymentChannels { databaseId name provider isActive isDefault webhookUrl createdAt } }`);
+type Channel = DashboardChannelsQuery["paymentChannels"][number];
+const CREATE = graphql(`
+  mutation DashboardCreateChannel($input: CreatePaymentChannelInput!) {
+    createPaymentChannel(input: $input) { __typename ...DashboardError ... on PaymentChannel { databaseId } }
+  }
+`);
+const DEACTIVATE = graphql(`
+  mutation DashboardDeactivateChannel($id: Int!) { deactivatePaymentChannel(id: $id) { __typename ...DashboardError ... on PaymentChannel { databaseId } } }
+`);
+const SET_DEFAULT = graphql(`
+  mutation DashboardDefaultChannel($id: Int!) { setDefaultPaymentChannel(id: $id) { __typename ...DashboardError ... on PaymentChannel { databaseId } } }
+`);
 
 /** The credentials each provider takes. Secret ones are password inputs; none is ever read back. */
 interface CredentialField {
@@ -58,12 +58,12 @@ const PROVIDERS: Record<string, { label: string; fields: CredentialField[] }> = 
 
 export function Channels({ session }: { session: Session }) {
   const writable = canWrite(session);
-  const { data, error, loading, reload } = useQuery<{ paymentChannels: Channel[] }>(LIST);
+  const { data, error, loading, reload } = useQuery(LIST);
   const action = useAction();
   const [adding, setAdding] = useState(false);
-  const change = (query: string, field: string, channel: Channel, done: string) =>
+  const change = (write: (id: number) => Promise<unknown>, channel: Channel, done: string) =>
     action.run(async () => {
-      await mutate(query, field, { id: channel.databaseId });
+      await write(channel.databaseId);
       announce(`${channel.name}: ${done}`);
       await reload();
     });
@@ -128,7 +128,7 @@ export function Channels({ session }: { session: Session }) {
                 ? (channel) => (
                     <>
                       {channel.isActive && !channel.isDefault && (
-                        <button type="button" class="secondary small" disabled={action.busy} onClick={() => void change(SET_DEFAULT, "setDefaultPaymentChannel", channel, "now the default")}>
+                        <button type="button" class="secondary small" disabled={action.busy} onClick={() => void change((id) => mutate(SET_DEFAULT, "setDefaultPaymentChannel", { id }), channel, "now the default")}>
                           Make default
                         </button>
                       )}
@@ -138,7 +138,7 @@ export function Channels({ session }: { session: Session }) {
                           question={`Deactivate ${channel.name}? Payments can no longer use it.`}
                           confirmLabel="Deactivate channel"
                           disabled={action.busy}
-                          onConfirm={() => void change(DEACTIVATE, "deactivatePaymentChannel", channel, "deactivated")}
+                          onConfirm={() => void change((id) => mutate(DEACTIVATE, "deactivatePaymentChannel", { id }), channel, "deactivated")}
                         />
                       )}
                     </>

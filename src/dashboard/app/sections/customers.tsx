@@ -1,29 +1,28 @@
 import { useState } from "preact/hooks";
-import type { CustomerData } from "../../../modules/customers/types.ts";
+import { graphql } from "../gql/index.ts";
 import { formatDate } from "../format.ts";
 import { Pager } from "../paging.tsx";
 import { Listing, Table } from "../tables.tsx";
 import { EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
-const QUERY = `query DashboardCustomers($search: String, $page: Int, $limit: Int) {
-  customers(search: $search, page: $page, limit: $limit) {
-    __typename
-    ... on Error { code message }
-    ... on CustomerPage { total page pages items { databaseId email firstName lastName phone createdAt } }
+const QUERY = graphql(`
+  query DashboardCustomers($search: String, $page: Int, $limit: Int) {
+    customers(search: $search, page: $page, limit: $limit) {
+      __typename
+      ...DashboardError
+      ... on CustomerPage { total page pages items { databaseId email firstName lastName phone createdAt } }
+    }
   }
-}`;
-
-type Customer = CustomerData;
-type Answer = { customers: { __typename: "CustomerPage"; total: number; page: number; pages: number; items: Customer[] } | { __typename: string; message: string } };
+`);
 
 export function Customers() {
   const [draft, setDraft] = useState("");
   const [search, setSearch] = useState("");
   const [page, setPage] = useState(1);
-  const { data, error, loading } = useQuery<Answer>(QUERY, { search: search || null, page, limit: 20 });
+  const { data, error, loading } = useQuery(QUERY, { search: search || null, page, limit: 20 });
   const result = data?.customers;
-  const list = result?.__typename === "CustomerPage" ? (result as Extract<Answer["customers"], { __typename: "CustomerPage" }>) : null;
-  const failure = result && !list ? (result as { message: string }).message : null;
+  const list = result?.__typename === "CustomerPage" ? result : null;
+  const failure = result && result.__typename !== "CustomerPage" ? result.message : null;
 
   return (
     <section>

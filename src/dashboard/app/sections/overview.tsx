@@ -1,5 +1,7 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, expectOk, type Result } from "../api.ts";
+import { expectOk, type Ok } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardOverviewQuery } from "../gql/graphql.ts";
 import { BarChart } from "../chart.tsx";
 import { Balances } from "./balances.tsx";
 import { formatMoney, majorUnits } from "../format.ts";
@@ -14,37 +16,22 @@ import { ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 const CHART_DAYS = 30;
 const PERIODS = [1, 7, 30] as const;
 
-interface CurrencyTotal {
-  currency: string;
-  amount: number;
-  count: number;
-}
-interface Figures {
-  volume: CurrencyTotal[];
-  completedCount: number;
-  failedCount: number;
-  successRate: number | null;
-  refunds: CurrencyTotal[];
-}
-interface Day extends Figures {
-  date: string;
-}
-interface Period extends Figures {
-  days: number;
-  since: string;
-}
-interface Stats {
-  __typename: "PaymentStats";
-  asOf: string;
-  daily: Day[];
-  periods: Period[];
-}
-
-const TOTAL = "currency amount count";
-const FIGURES = `volume { ${TOTAL} } completedCount failedCount successRate refunds { ${TOTAL} }`;
-const QUERY = `query DashboardOverview($days: Int!, $periods: [Int!]!) {
-  paymentStats(days: $days, periods: $periods) { ${ERROR_FIELDS} ... on PaymentStats { asOf daily { date ${FIGURES} } periods { days since ${FIGURES} } } }
-}`;
+graphql(`
+  fragment DashboardFigures on PaymentFigures {
+    volume { currency amount count } completedCount failedCount successRate refunds { currency amount count }
+  }
+`);
+const QUERY = graphql(`
+  query DashboardOverview($days: Int!, $periods: [Int!]!) {
+    paymentStats(days: $days, periods: $periods) {
+      __typename ...DashboardError ... on PaymentStats { asOf daily { date ...DashboardFigures } periods { days since ...DashboardFigures } }
+    }
+  }
+`);
+type Stats = Ok<DashboardOverviewQuery["paymentStats"]>;
+type Day = Stats["daily"][number];
+type Period = Stats["periods"][number];
+type CurrencyTotal = Day["volume"][number];
 
 const PERIOD_TITLES: Record<number, string> = { 1: "Today", 7: "Last 7 days", 30: "Last 30 days" };
 
@@ -61,7 +48,7 @@ function compactMajor(minor: number, currency: string): string {
 const plural = (count: number, word: string) => `${count.toLocaleString("en-US")} ${word}${count === 1 ? "" : "s"}`;
 
 export function Overview() {
-  const { data, error, loading, reload } = useQuery<{ paymentStats: Result<Stats> }>(QUERY, { days: CHART_DAYS, periods: PERIODS });
+  const { data, error, loading, reload } = useQuery(QUERY, { days: CHART_DAYS, periods: [...PERIODS] });
   let stats: Stats | null = null;
   let failure = error;
   try {

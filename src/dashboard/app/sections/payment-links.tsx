@@ -1,30 +1,32 @@
 import { useState } from "preact/hooks";
-import { ApiError, ERROR_FIELDS, mutate } from "../api.ts";
+import { ApiError, mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardPaymentLinkFragment } from "../gql/graphql.ts";
 import { formatDate, formatMoney, parseMajorUnits } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 
-const LINK_FIELDS = "databaseId url slug active amount minAmount currency description reusable expiresAt paymentsCount createdAt";
-const LINKS = `query DashboardPaymentLinks($limit: Int) { paymentLinksPage(limit: $limit) { ${ERROR_FIELDS} ... on PaymentLinkPage { total items { ${LINK_FIELDS} } } } }`;
-const CREATE = `mutation DashboardCreatePaymentLink($input: CreatePaymentLinkInput!) { createPaymentLink(input: $input) { ${ERROR_FIELDS} ... on PaymentLink { ${LINK_FIELDS} } } }`;
-const DEACTIVATE = `mutation DashboardDeactivatePaymentLink($id: String!) { deactivatePaymentLink(id: $id) { ${ERROR_FIELDS} ... on PaymentLink { ${LINK_FIELDS} } } }`;
-
-interface PaymentLink {
-  databaseId: number;
-  url: string;
-  slug: string;
-  active: boolean;
-  amount: number | null;
-  minAmount: number;
-  currency: string;
-  description: string;
-  reusable: boolean;
-  expiresAt: string | null;
-  paymentsCount: number;
-  createdAt: string;
-}
+graphql(`
+  fragment DashboardPaymentLink on PaymentLink { databaseId url slug active amount minAmount currency description reusable expiresAt paymentsCount createdAt }
+`);
+type PaymentLink = DashboardPaymentLinkFragment;
+const LINKS = graphql(`
+  query DashboardPaymentLinks($limit: Int) {
+    paymentLinksPage(limit: $limit) { __typename ...DashboardError ... on PaymentLinkPage { total items { ...DashboardPaymentLink } } }
+  }
+`);
+const CREATE = graphql(`
+  mutation DashboardCreatePaymentLink($input: CreatePaymentLinkInput!) {
+    createPaymentLink(input: $input) { __typename ...DashboardError ... on PaymentLink { ...DashboardPaymentLink } }
+  }
+`);
+const DEACTIVATE = graphql(`
+  mutation DashboardDeactivatePaymentLink($id: String!) {
+    deactivatePaymentLink(id: $id) { __typename ...DashboardError ... on PaymentLink { ...DashboardPaymentLink } }
+  }
+`);
 
 const amountText = (link: PaymentLink) => (link.amount === null ? `Any amount from ${formatMoney(link.minAmount, link.currency)}` : formatMoney(link.amount, link.currency));
 const stateOf = (link: PaymentLink) =>
@@ -33,7 +35,7 @@ const stateOf = (link: PaymentLink) =>
 /** Payment links: "Request a payment" makes one and shows it to copy; the list shows each link's state, with Deactivate for writers. */
 export function PaymentLinks({ session }: { session: Session }) {
   const writable = canWrite(session);
-  const links = useQuery<{ paymentLinksPage: { total: number; items: PaymentLink[] } }>(LINKS, { limit: 100 });
+  const links = useQuery(LINKS, { limit: 100 });
   const [requesting, setRequesting] = useState(false);
   const [created, setCreated] = useState<PaymentLink | null>(null);
   const deactivate = useAction();
@@ -66,7 +68,7 @@ export function PaymentLinks({ session }: { session: Session }) {
         />
       )}
       <Listing
-        items={links.data?.paymentLinksPage.items}
+        items={links.data?.paymentLinksPage.__typename === "PaymentLinkPage" ? links.data.paymentLinksPage.items : undefined}
         loading={links.loading}
         error={links.error ?? deactivate.error}
         empty={<EmptyState title="No payment links">{writable && <p>Request a payment to get a link you can send to a payer by SMS, e-mail or chat.</p>}</EmptyState>}
@@ -156,7 +158,7 @@ function RequestForm({ onCreated, onCancel }: { onCreated: (link: PaymentLink) =
       reusable,
       ...(open ? (minor !== null ? { minAmount: minor } : {}) : { amount: minor }),
     };
-    const link = await mutate<PaymentLink & { __typename: "PaymentLink" }>(CREATE, "createPaymentLink", { input });
+    const link = await mutate(CREATE, "createPaymentLink", { input });
     announce("Payment link created. Copy it to send to your payer.");
     onCreated(link);
   };

@@ -1,33 +1,22 @@
 import { formatDate, formatMoney } from "../format.ts";
-import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { graphql } from "../gql/index.ts";
+import { CursorPager, useCursors } from "../paging.tsx";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, EmptyState, PageHeader, useQuery } from "../ui.tsx";
 import { providerCallsColumn } from "./provider-calls.tsx";
 
-const QUERY = `query DashboardPayouts($first: Int!, $after: String) {
-  payouts(first: $first, after: $after) {
-    totalCount pageInfo { hasNextPage endCursor }
-    edges { node { databaseId reference status amount currency phoneNumber description providerReference failureReason createdAt } }
+const QUERY = graphql(`
+  query DashboardPayouts($first: Int!, $after: String) {
+    payouts(first: $first, after: $after) {
+      totalCount pageInfo { ...DashboardPageInfo }
+      edges { node { databaseId reference status amount currency phoneNumber description providerReference failureReason createdAt } }
+    }
   }
-}`;
-
-interface Payout {
-  databaseId: number;
-  reference: string;
-  status: string;
-  amount: number;
-  currency: string;
-  phoneNumber: string;
-  description: string | null;
-  providerReference: string | null;
-  failureReason: string | null;
-  createdAt: string;
-}
-type Answer = { payouts: Connection<Payout> };
+`);
 
 export function Payouts() {
   const cursors = useCursors();
-  const { data, error, loading } = useQuery<Answer>(QUERY, { first: 20, after: cursors.after });
+  const { data, error, loading } = useQuery(QUERY, { first: 20, after: cursors.after });
   const connection = data?.payouts;
   return (
     <section>
@@ -54,7 +43,7 @@ export function Payouts() {
               { label: "Phone", cell: (payout) => payout.phoneNumber },
               { label: "Receipt", cell: (payout) => payout.providerReference ?? "—" },
               { label: "Date", cell: (payout) => formatDate(payout.createdAt) },
-              ...providerCallsColumn<Payout>("payout"),
+              ...providerCallsColumn("payout"),
             ]}
           />
         )}

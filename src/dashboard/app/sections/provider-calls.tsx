@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { formatDate } from "../format.ts";
 import type { Column } from "../tables.tsx";
 import { getSession, type Session } from "../session.ts";
+import { graphql } from "../gql/index.ts";
 import { ErrorNote, Loading, TableWrap, useQuery } from "../ui.tsx";
 
 /**
@@ -10,42 +11,25 @@ import { ErrorNote, Loading, TableWrap, useQuery } from "../ui.tsx";
  */
 type Owner = "transaction" | "refund" | "payout";
 
-interface ProviderCall {
-  connector: string;
-  operation: string;
-  method: string;
-  path: string;
-  statusCode: number | null;
-  durationMs: number;
-  requestBody: string | null;
-  responseBody: string | null;
-  error: string | null;
-  createdAt: string;
-}
+graphql(`fragment DashboardProviderCall on ProviderCall { connector operation method path statusCode durationMs requestBody responseBody error createdAt }`);
 
 /** One static document per owner (what codegen can type). */
-const QUERIES: Record<Owner, string> = {
-  transaction: `query DashboardTransactionProviderCalls($reference: String!) {
-    transaction(reference: $reference) {
-      __typename
-      ... on Error { code message }
-      ... on Transaction { providerCalls { connector operation method path statusCode durationMs requestBody responseBody error createdAt } }
+const QUERIES = {
+  transaction: graphql(`
+    query DashboardTransactionProviderCalls($reference: String!) {
+      transaction(reference: $reference) { __typename ...DashboardError ... on Transaction { providerCalls { ...DashboardProviderCall } } }
     }
-  }`,
-  refund: `query DashboardRefundProviderCalls($reference: String!) {
-    refund(reference: $reference) {
-      __typename
-      ... on Error { code message }
-      ... on Refund { providerCalls { connector operation method path statusCode durationMs requestBody responseBody error createdAt } }
+  `),
+  refund: graphql(`
+    query DashboardRefundProviderCalls($reference: String!) {
+      refund(reference: $reference) { __typename ...DashboardError ... on Refund { providerCalls { ...DashboardProviderCall } } }
     }
-  }`,
-  payout: `query DashboardPayoutProviderCalls($reference: String!) {
-    payout(reference: $reference) {
-      __typename
-      ... on Error { code message }
-      ... on Payout { providerCalls { connector operation method path statusCode durationMs requestBody responseBody error createdAt } }
+  `),
+  payout: graphql(`
+    query DashboardPayoutProviderCalls($reference: String!) {
+      payout(reference: $reference) { __typename ...DashboardError ... on Payout { providerCalls { ...DashboardProviderCall } } }
     }
-  }`,
+  `),
 };
 
 export function canReadProviderCalls(session: Session | null): boolean {
@@ -62,9 +46,10 @@ function readable(body: string): string {
 }
 
 function CallsTable({ owner, reference }: { owner: Owner; reference: string }) {
-  const { data, error, loading } = useQuery<Record<string, { __typename: string; message?: string; providerCalls?: ProviderCall[] | null }>>(QUERIES[owner], { reference });
-  const calls = data?.[owner]?.providerCalls;
-  if (!calls) return loading ? <Loading /> : <ErrorNote message={error ?? data?.[owner]?.message ?? null} />;
+  const { data, error, loading } = useQuery(QUERIES[owner] as typeof QUERIES.transaction, { reference });
+  const answer = (data as Record<Owner, NonNullable<typeof data>["transaction"]> | null)?.[owner];
+  const calls = answer && "providerCalls" in answer ? answer.providerCalls : null;
+  if (!calls) return loading ? <Loading /> : <ErrorNote message={error ?? (answer && "message" in answer ? answer.message : null)} />;
   if (calls.length === 0) return <p class="muted">No provider calls on record (they are kept 30 days).</p>;
   return (
     <TableWrap label="Provider calls">

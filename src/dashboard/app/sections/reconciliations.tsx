@@ -1,8 +1,10 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, expectOk, mutate, type Result } from "../api.ts";
+import { expectOk, mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardReconciliationFragment, DashboardReconciliationQuery, ReconciliationItemKind } from "../gql/graphql.ts";
 import { CardForm } from "../forms.tsx";
 import { formatDate, formatMoney, titleCase } from "../format.ts";
-import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { CursorPager, useCursors } from "../paging.tsx";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
@@ -13,18 +15,6 @@ import { Badge, EmptyState, ErrorNote, Loading, PageHeader, announce, useQuery }
  * (GraphQL `reconciliations` / `reconciliation(id)`); the detail lists every difference. An owner can run one.
  */
 
-interface Item {
-  databaseId: number;
-  kind: "missing_here" | "missing_there" | "status_mismatch" | "amount_mismatch";
-  reference: string | null;
-  providerReference: string | null;
-  gatewayStatus: string | null;
-  providerStatus: string | null;
-  gatewayAmount: number | null;
-  providerAmount: number | null;
-  currency: string | null;
-  resolution: string | null;
-}
 /** What the summary JSON holds that the page shows (every part optional: older reports may lack one). */
 interface Side {
   count?: number;
@@ -37,37 +27,42 @@ interface Summary {
   provider_record?: Side | null;
   differences?: number;
   settled_via_verify?: number;
-  items?: Partial<Record<Item["kind"], number>>;
+  items?: Partial<Record<ReconciliationItemKind, number>>;
 }
-interface Report {
-  databaseId: number;
-  paymentChannelId: number;
-  date: string;
-  status: string;
-  summary: Summary | null;
-  error: string | null;
-  createdAt: string;
-  completedAt: string | null;
-}
-interface Channel {
-  databaseId: number;
-  name: string;
-  provider: string;
-}
+/** The summary is JSON in the schema: what the page reads of it. */
+const summaryOf = (report: Report) => report.summary as Summary | null;
 
-const REPORT_FIELDS = "databaseId paymentChannelId date status summary error createdAt completedAt";
-const LIST = `query DashboardReconciliations($first: Int!, $after: String) {
-  reconciliations(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { ${REPORT_FIELDS} } } }
-  paymentChannels { databaseId name provider }
-}`;
-const DETAIL = `query DashboardReconciliation($id: Int!) {
-  reconciliation(id: $id) { ${ERROR_FIELDS} ... on Reconciliation { ${REPORT_FIELDS}
-    items { databaseId kind reference providerReference gatewayStatus providerStatus gatewayAmount providerAmount currency resolution } } }
-  paymentChannels { databaseId name provider }
-}`;
-const RUN = `mutation DashboardRunReconciliation($input: RunReconciliationInput!) { runReconciliation(input: $input) { ${ERROR_FIELDS} ... on Reconciliation { databaseId } } }`;
+graphql(`fragment DashboardReconciliation on Reconciliation { databaseId paymentChannelId date status summary error createdAt completedAt }`);
+type Report = DashboardReconciliationFragment;
+graphql(`fragment DashboardChannelName on PaymentChannel { databaseId name provider }`);
+const LIST = graphql(`
+  query DashboardReconciliations($first: Int!, $after: String) {
+    reconciliations(first: $first, after: $after) { totalCount pageInfo { ...DashboardPageInfo } edges { node { ...DashboardReconciliation } } }
+    paymentChannels { ...DashboardChannelName }
+  }
+`);
+const DETAIL = graphql(`
+  query DashboardReconciliation($id: Int!) {
+    reconciliation(id: $id) {
+      __typename
+      ...DashboardError
+      ... on Reconciliation {
+        ...DashboardReconciliation
+        items { databaseId kind reference providerReference gatewayStatus providerStatus gatewayAmount providerAmount currency resolution }
+      }
+    }
+    paymentChannels { ...DashboardChannelName }
+  }
+`);
+type Channel = DashboardReconciliationQuery["paymentChannels"][number];
+type Item = Extract<DashboardReconciliationQuery["reconciliation"], { __typename: "Reconciliation" }>["items"][number];
+const RUN = graphql(`
+  mutation DashboardRunReconciliation($input: RunReconciliationInput!) {
+    runReconciliation(input: $input) { __typename ...DashboardError ... on Reconciliation { databaseId } }
+  }
+`);
 
-const KIND_WORDS: Record<Item["kind"], string> = {
+const KIND_WORDS: Record<ReconciliationItemKind, string> = {
   missing_here: "Missing here",
   missing_there: "Missing at the provider",
   status_mismatch: "Status differs",
@@ -75,7 +70,7 @@ const KIND_WORDS: Record<Item["kind"], string> = {
 };
 
 const channelName = (channels: Channel[] | undefined, id: number) => channels?.find((c) => c.databaseId === id)?.name ?? `Channel ${id}`;
-const differences = (report: Report) => report.summary?.differences ?? Object.values(report.summary?.items ?? {}).reduce((sum, n) => sum + (n ?? 0), 0);
+const differences = (report: Report) => summaryOf(report)?.differences ?? Object.values(summaryOf(report)?.items ?? {}).reduce((sum, n) => sum + (n ?? 0), 0);
 const reportKind = (report: Report) => (report.status === "completed" ? (differences(report) === 0 ? "completed" : "pending") : report.status === "failed" ? "failed" : "info");
 const reportWords = (report: Report) => (report.status === "completed" ? (differences(report) === 0 ? "matched" : "differences") : report.status);
 
@@ -86,7 +81,7 @@ export function Reconciliations({ route, session }: { route: string; session: Se
 
 function ReconciliationList({ session }: { session: Session }) {
   const cursors = useCursors();
-  const { data, error, loading, reload } = useQuery<{ reconciliations: Connection<Report>; paymentChannels: Channel[] }>(LIST, { first: 20, after: cursors.after });
+  const { data, error, loading, reload } = useQuery(LIST, { first: 20, after: cursors.after });
   const [running, setRunning] = useState(false);
   const connection = data?.reconciliations;
   const owner = session.user.role === "owner" && canWrite(session);
@@ -136,7 +131,7 @@ function ReconciliationList({ session }: { session: Session }) {
                   </a>
                 ),
               },
-              { label: "Channel", cell: (r) => channelName(data?.paymentChannels, r.paymentChannelId), note: (r) => (r.summary?.provider ? titleCase(r.summary.provider) : null) },
+              { label: "Channel", cell: (r) => channelName(data?.paymentChannels, r.paymentChannelId), note: (r) => (summaryOf(r)?.provider ? titleCase(summaryOf(r)!.provider!) : null) },
               { label: "Result", cell: (r) => <Badge value={reportWords(r)} kind={reportKind(r)} />, note: (r) => r.error },
               { label: "Differences", num: true, cell: (r) => (r.status === "completed" ? String(differences(r)) : "—") },
               { label: "Run", cell: (r) => formatDate(r.createdAt) },
@@ -154,7 +149,7 @@ function RunForm({ channels, onDone }: { channels: Channel[]; onDone: (id: numbe
   const [channel, setChannel] = useState(String(channels[0]?.databaseId ?? ""));
   const [date, setDate] = useState(yesterday);
   const submit = async () => {
-    const report = await mutate<{ __typename: "Reconciliation"; databaseId: number }>(RUN, "runReconciliation", { input: { paymentChannelId: Number(channel), date } });
+    const report = await mutate(RUN, "runReconciliation", { input: { paymentChannelId: Number(channel), date } });
     announce("Reconciliation finished");
     onDone(report.databaseId);
   };
@@ -196,7 +191,7 @@ function Totals({ side }: { side: Side | null | undefined }) {
 }
 
 function ReconciliationDetail({ id }: { id: number }) {
-  const { data, error, loading } = useQuery<{ reconciliation: Result<Report & { __typename: "Reconciliation"; items: Item[] }>; paymentChannels: Channel[] }>(DETAIL, { id });
+  const { data, error, loading } = useQuery(DETAIL, { id });
   let report: (Report & { items: Item[] }) | null = null;
   let failure = error;
   try {
@@ -234,18 +229,18 @@ function ReconciliationDetail({ id }: { id: number }) {
             <div>
               <dt>Gateway</dt>
               <dd>
-                <Totals side={report.summary?.gateway} />
+                <Totals side={summaryOf(report)?.gateway} />
               </dd>
             </div>
             <div>
               <dt>Provider</dt>
               <dd>
-                <Totals side={report.summary?.provider_record} />
+                <Totals side={summaryOf(report)?.provider_record} />
               </dd>
             </div>
             <div>
               <dt>Settled through verify</dt>
-              <dd>{report.summary?.settled_via_verify ?? 0}</dd>
+              <dd>{summaryOf(report)?.settled_via_verify ?? 0}</dd>
             </div>
             <div>
               <dt>Run</dt>

@@ -1,31 +1,24 @@
 import { useState } from "preact/hooks";
-import { ApiError, ERROR_FIELDS, mutate } from "../api.ts";
+import { ApiError, mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardRefundFragment, RefundReason } from "../gql/graphql.ts";
 import { formatDate, formatMoney, majorUnits, parseMajorUnits, titleCase } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { Table } from "../tables.tsx";
 import { providerCallsColumn } from "./provider-calls.tsx";
 import { Badge, announce } from "../ui.tsx";
-import type { Status } from "./transaction-fields.ts";
 
 /** A transaction's refunds, as its page selects them (Transaction.refunds, newest first). */
-export const REFUND_FIELDS = "databaseId reference amount currency status reason merchantNote customerNote failureCode failureReason createdAt completedAt";
+graphql(`
+  fragment DashboardRefund on Refund {
+    databaseId reference amount currency status reason merchantNote customerNote failureCode failureReason createdAt completedAt
+  }
+`);
+export type Refund = DashboardRefundFragment;
 
-export interface Refund {
-  databaseId: number;
-  reference: string;
-  amount: number;
-  currency: string;
-  status: Status;
-  reason: string | null;
-  merchantNote: string | null;
-  customerNote: string | null;
-  failureCode: string | null;
-  failureReason: string | null;
-  createdAt: string;
-  completedAt: string | null;
-}
-
-const CREATE = `mutation DashboardCreateRefund($input: CreateRefundInput!) { createRefund(input: $input) { ${ERROR_FIELDS} ... on Refund { ${REFUND_FIELDS} } } }`;
+const CREATE = graphql(`
+  mutation DashboardCreateRefund($input: CreateRefundInput!) { createRefund(input: $input) { __typename ...DashboardError ... on Refund { ...DashboardRefund } } }
+`);
 
 /** The API's four reasons, in the order a merchant most often needs them. */
 const REASONS = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
@@ -58,7 +51,7 @@ export function RefundForm({
   remainingNow: () => Promise<number | null>;
 }) {
   const [amount, setAmount] = useState(majorUnits(payment.remaining, payment.currency));
-  const [reason, setReason] = useState("");
+  const [reason, setReason] = useState<RefundReason | "">("");
   const [merchantNote, setMerchantNote] = useState("");
   const [customerNote, setCustomerNote] = useState("");
   const amountRef = useFocusOnMount<HTMLInputElement>();
@@ -74,7 +67,7 @@ export function RefundForm({
     };
     let refund: Refund;
     try {
-      refund = await mutate<Refund & { __typename: "Refund" }>(CREATE, "createRefund", { input });
+      refund = await mutate(CREATE, "createRefund", { input });
     } catch (error) {
       // The API says what remains in minor units; say it as this page shows amounts, counted afresh.
       if (error instanceof ApiError && error.code === "amount_exceeds_refundable") {
@@ -105,7 +98,7 @@ export function RefundForm({
         </div>
         <div class="field">
           <label for="refund-reason">Reason (optional)</label>
-          <select id="refund-reason" value={reason} onChange={(e) => setReason(e.currentTarget.value)}>
+          <select id="refund-reason" value={reason} onChange={(e) => setReason(e.currentTarget.value as RefundReason | "")}>
             <option value="">Not given</option>
             {REASONS.map((value) => (
               <option value={value} key={value}>

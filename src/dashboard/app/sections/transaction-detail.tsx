@@ -6,52 +6,31 @@ import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Badge, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
-import { REFUND_FIELDS, RefundForm, RefundedBadge, RefundsTable, refundable, type Refund } from "./refunds.tsx";
-import { TRANSACTION_FIELDS, type Transaction } from "./transaction-fields.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardTransactionQuery } from "../gql/graphql.ts";
+import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
 import { methodLabel } from "./transactions.tsx";
 import { DELIVERIES, DeliveriesTable, type Delivery } from "./webhooks.tsx";
 
-const QUERY = `query DashboardTransaction($reference: String!) {
-  transaction(reference: $reference) {
-    __typename
-    ... on Error { code message }
-    ... on Transaction {
-      ${TRANSACTION_FIELDS} databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
-      amountRefunded refunded refunds { ${REFUND_FIELDS} }
-      events { id type occurredAt }
-      attempts { method status code reason detail createdAt }
+const QUERY = graphql(`
+  query DashboardTransaction($reference: String!) {
+    transaction(reference: $reference) {
+      __typename
+      ...DashboardError
+      ... on Transaction {
+        ...DashboardTransaction databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
+        amountRefunded refunded refunds { ...DashboardRefund }
+        events { id type occurredAt }
+        attempts { method status code reason detail createdAt }
+      }
     }
   }
-}`;
+`);
 
-interface Detail extends Transaction {
-  __typename: "Transaction";
-  databaseId: number;
-  description: string | null;
-  clientReference: string | null;
-  providerReference: string | null;
-  phoneNumber: string | null;
-  failureCode: string | null;
-  failureReason: string | null;
-  completedAt: string | null;
-  updatedAt: string;
-  amountRefunded: number;
-  refunded: boolean;
-  refunds: Refund[];
-  events: { id: string; type: string; occurredAt: string }[];
-  attempts: Attempt[];
-}
-
+type Detail = Extract<DashboardTransactionQuery["transaction"], { __typename: "Transaction" }>;
 /** One try on the hosted checkout (a card charge or an M-Pesa push), oldest first. */
-interface Attempt {
-  method: string;
-  status: string;
-  code: string | null;
-  reason: string | null;
-  detail: string | null;
-  createdAt: string;
-}
+type Attempt = Detail["attempts"][number];
 
 function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
   return (
@@ -83,10 +62,9 @@ function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
     </TableWrap>
   );
 }
-type Answer = { transaction: Detail | { __typename: string; code: string; message: string } };
 
 export function TransactionDetail({ reference, session }: { reference: string; session: Session }) {
-  const { data, error, loading, reload, setData } = useQuery<Answer>(QUERY, { reference });
+  const { data, error, loading, reload, setData } = useQuery(QUERY, { reference });
   const [refunding, setRefunding] = useState(false);
   const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
   const [deliveriesError, setDeliveriesError] = useState<string | null>(null);
@@ -97,7 +75,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
   const loadDeliveries = async () => {
     try {
       const ids = eventIds ? eventIds.split(",") : [];
-      const lists = await Promise.all(ids.map((eventId) => gql<{ webhookDeliveries: Delivery[] }>(DELIVERIES, { eventId, limit: 50 })));
+      const lists = await Promise.all(ids.map((eventId) => gql(DELIVERIES, { eventId, limit: 50 })));
       setDeliveries(lists.flatMap((list) => list.webhookDeliveries));
       setDeliveriesError(null);
     } catch (failure) {
@@ -177,7 +155,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
             void reload();
           }}
           remainingNow={async () => {
-            const fresh = await gql<Answer>(QUERY, { reference });
+            const fresh = await gql(QUERY, { reference });
             setData(() => fresh);
             return fresh.transaction.__typename === "Transaction" ? refundable(fresh.transaction as Detail) : null;
           }}

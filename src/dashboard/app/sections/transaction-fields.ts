@@ -1,16 +1,10 @@
-/** The transaction fields every list, detail and live event selects, and their type. */
-export const TRANSACTION_FIELDS = "reference status amount currency paymentMethod email createdAt channel { name provider } customer { email }";
+import { graphql } from "../gql/index.ts";
+import type { DashboardTransactionFragment } from "../gql/graphql.ts";
 
-export type Status = "pending" | "completed" | "failed";
+/** The transaction fields every list, detail and live event selects (`...DashboardTransaction`), and their type. */
+graphql(`
+  fragment DashboardTransaction on Transaction { reference status amount currency paymentMethod email createdAt channel { name provider } customer { email } }
+`);
 
-export interface Transaction {
-  reference: string;
-  status: Status;
-  amount: number;
-  currency: string;
-  paymentMethod: string | null;
-  email: string | null;
-  createdAt: string;
-  channel: { name: string; provider: string } | null;
-  customer: { email: string } | null;
-}
+export type Transaction = DashboardTransactionFragment;
+export type { TransactionStatus as Status } from "../gql/graphql.ts";

@@ -4,22 +4,26 @@ import { formatDate, formatMoney } from "../format.ts";
 import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import type { Mode } from "../session.ts";
-import { CursorPager, useCursors, type Connection } from "../paging.tsx";
+import { CursorPager, useCursors } from "../paging.tsx";
+import { graphql } from "../gql/index.ts";
+import type { DashboardTransactionsQuery } from "../gql/graphql.ts";
 import { Table } from "../tables.tsx";
 import { Badge, EmptyState, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 import { RefundedBadge } from "./refunds.tsx";
-import { TRANSACTION_FIELDS, type Status, type Transaction } from "./transaction-fields.ts";
+import type { Status, Transaction } from "./transaction-fields.ts";
 
 const PAGE_SIZE = 20;
-const QUERY = `query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
-  transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
-    totalCount pageInfo { hasNextPage endCursor } edges { node { ${TRANSACTION_FIELDS} amountRefunded refunded } }
+const QUERY = graphql(`
+  query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
+    transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
+      totalCount pageInfo { ...DashboardPageInfo } edges { node { ...DashboardTransaction amountRefunded refunded } }
+    }
   }
-}`;
+`);
 
 /** A row: live events carry the transaction as of the event, without what was refunded since (kept from the load). */
 type Row = Transaction & { amountRefunded?: number; refunded?: boolean };
-type Answer = { transactions: Connection<Row> };
+type Answer = { transactions: Omit<DashboardTransactionsQuery["transactions"], "edges"> & { edges: { node: Row }[] } };
 interface Filters {
   status: Status | "";
   dateFrom: string;
@@ -43,7 +47,8 @@ export function Transactions({ mode }: { mode: Mode }) {
   const [filters, setFilters] = useState<Filters>({ status: "", dateFrom: "", dateTo: "", search: "" });
   const cursors = useCursors();
   const variables = { first: PAGE_SIZE, after: cursors.after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null, search: filters.search.trim() || null };
-  const { data, error, loading, reload, setData } = useQuery<Answer>(QUERY, variables);
+  // Rows may be live events' transactions (without the refunded figures): the answer, widened to them.
+  const { data, error, loading, reload, setData } = useQuery<Answer, typeof variables>(QUERY, variables);
   const [fresh, setFresh] = useState<Set<string>>(new Set());
   const firstPage = cursors.page === 1;
 

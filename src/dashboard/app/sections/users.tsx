@@ -1,17 +1,28 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, mutate } from "../api.ts";
+import { mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardUserFragment, UserRole } from "../gql/graphql.ts";
 import { formatDate } from "../format.ts";
 import { CardForm } from "../forms.tsx";
 import type { Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 
-const FIELDS = "databaseId email role createdAt disabledAt";
-const LIST = `query DashboardUsers { users { ${FIELDS} } }`;
-const CREATE = `mutation DashboardCreateUser($input: CreateUserInput!) { createUser(input: $input) { ${ERROR_FIELDS} ... on User { ${FIELDS} } } }`;
-const CHANGE_ROLE = `mutation DashboardChangeUserRole($input: ChangeUserRoleInput!) { changeUserRole(input: $input) { ${ERROR_FIELDS} ... on User { ${FIELDS} } } }`;
-const DISABLE = `mutation DashboardDisableUser($id: Int!) { disableUser(id: $id) { ${ERROR_FIELDS} ... on User { ${FIELDS} } } }`;
-const CHANGE_PASSWORD = `mutation DashboardChangePassword($input: ChangePasswordInput!) { changePassword(input: $input) { ${ERROR_FIELDS} ... on User { databaseId } } }`;
+graphql(`fragment DashboardUser on User { databaseId email role createdAt disabledAt }`);
+type User = DashboardUserFragment;
+const LIST = graphql(`query DashboardUsers { users { ...DashboardUser } }`);
+const CREATE = graphql(`
+  mutation DashboardCreateUser($input: CreateUserInput!) { createUser(input: $input) { __typename ...DashboardError ... on User { ...DashboardUser } } }
+`);
+const CHANGE_ROLE = graphql(`
+  mutation DashboardChangeUserRole($input: ChangeUserRoleInput!) { changeUserRole(input: $input) { __typename ...DashboardError ... on User { ...DashboardUser } } }
+`);
+const DISABLE = graphql(`
+  mutation DashboardDisableUser($id: Int!) { disableUser(id: $id) { __typename ...DashboardError ... on User { ...DashboardUser } } }
+`);
+const CHANGE_PASSWORD = graphql(`
+  mutation DashboardChangePassword($input: ChangePasswordInput!) { changePassword(input: $input) { __typename ...DashboardError ... on User { databaseId } } }
+`);
 
 const ROLES = ["owner", "developer", "viewer"] as const;
 const ROLE_WORDS: Record<string, string> = {
@@ -19,14 +30,6 @@ const ROLE_WORDS: Record<string, string> = {
   developer: "changes test-mode data, reads live",
   viewer: "reads only",
 };
-
-interface User {
-  databaseId: number;
-  email: string;
-  role: string;
-  createdAt: string;
-  disabledAt: string | null;
-}
 
 /** Everyone changes their own password here; an owner also sees and manages the team. */
 export function Users({ session }: { session: Session }) {
@@ -41,11 +44,11 @@ export function Users({ session }: { session: Session }) {
 }
 
 function Team({ session }: { session: Session }) {
-  const { data, error, loading, reload } = useQuery<{ users: User[] }>(LIST);
+  const { data, error, loading, reload } = useQuery(LIST);
   const [adding, setAdding] = useState(false);
   const action = useAction();
 
-  const changeRole = (user: User, role: string) =>
+  const changeRole = (user: User, role: UserRole) =>
     action.run(async () => {
       await mutate(CHANGE_ROLE, "changeUserRole", { input: { id: user.databaseId, role } });
       await reload(); // announced once the table shows it, so what is read out and what is seen agree
@@ -108,7 +111,7 @@ function Team({ session }: { session: Session }) {
                 label: "Role",
                 cell: (user) =>
                   editable(user) ? (
-                    <select aria-label={`Role of ${user.email}`} value={user.role} disabled={action.busy} onChange={(e) => void changeRole(user, e.currentTarget.value)}>
+                    <select aria-label={`Role of ${user.email}`} value={user.role} disabled={action.busy} onChange={(e) => void changeRole(user, e.currentTarget.value as UserRole)}>
                       {ROLES.map((role) => (
                         <option key={role} value={role}>
                           {role}
@@ -143,9 +146,9 @@ function Team({ session }: { session: Session }) {
 function NewUserForm({ onCancel, onCreated }: { onCancel: () => void; onCreated: (user: User) => Promise<void> }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [role, setRole] = useState<string>("viewer");
+  const [role, setRole] = useState<UserRole>("viewer");
   const create = async () => {
-    const user = await mutate<User & { __typename: "User" }>(CREATE, "createUser", { input: { email: email.trim(), password, role } });
+    const user = await mutate(CREATE, "createUser", { input: { email: email.trim(), password, role } });
     await onCreated(user);
   };
   return (
@@ -161,7 +164,7 @@ function NewUserForm({ onCancel, onCreated }: { onCancel: () => void; onCreated:
       </div>
       <div class="field">
         <label for="new-user-role">Role</label>
-        <select id="new-user-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+        <select id="new-user-role" value={role} onChange={(e) => setRole(e.currentTarget.value as UserRole)}>
           {ROLES.map((r) => (
             <option key={r} value={r}>
               {r}: {ROLE_WORDS[r]}

@@ -1,5 +1,7 @@
 import { useState } from "preact/hooks";
-import { ERROR_FIELDS, mutate } from "../api.ts";
+import { mutate } from "../api.ts";
+import { graphql } from "../gql/index.ts";
+import type { DashboardWebhookDeliveryFragment, DashboardWebhookEndpointFragment } from "../gql/graphql.ts";
 import { formatDate } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { webhookEventTypes } from "../../../modules/webhooks/event-types.ts";
@@ -7,45 +9,37 @@ import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, ErrorNote, PageHeader, SecretOnce, announce, useAction, useQuery } from "../ui.tsx";
 
-const ENDPOINT_FIELDS = "databaseId url description events enabled disabledReason createdAt";
-const DELIVERY_FIELDS = "id eventId eventType status attempts lastStatusCode lastError createdAt deliveredAt endpoint { databaseId url }";
+graphql(`fragment DashboardWebhookEndpoint on WebhookEndpoint { databaseId url description events enabled disabledReason createdAt }`);
+graphql(`
+  fragment DashboardWebhookDelivery on WebhookDelivery {
+    id eventId eventType status attempts lastStatusCode lastError createdAt deliveredAt endpoint { databaseId url }
+  }
+`);
+type Endpoint = DashboardWebhookEndpointFragment;
+export type Delivery = DashboardWebhookDeliveryFragment;
 
-const ENDPOINTS = `query DashboardWebhookEndpoints { webhookEndpoints { ${ENDPOINT_FIELDS} } }`;
-const DELIVERIES = `query DashboardWebhookDeliveries($eventId: ID, $limit: Int) { webhookDeliveries(eventId: $eventId, limit: $limit) { ${DELIVERY_FIELDS} } }`;
-const CREATE = `mutation DashboardCreateWebhookEndpoint($input: CreateWebhookEndpointInput!) {
-  createWebhookEndpoint(input: $input) { ${ERROR_FIELDS} ... on WebhookEndpointWithSecret { secret endpoint { ${ENDPOINT_FIELDS} } } }
-}`;
-const DELETE = `mutation DashboardDeleteWebhookEndpoint($id: Int!) { deleteWebhookEndpoint(id: $id) { ${ERROR_FIELDS} ... on WebhookEndpoint { databaseId } } }`;
-const RESEND = `mutation DashboardResendEvent($eventId: ID!, $endpointId: Int) {
-  resendEvent(eventId: $eventId, endpointId: $endpointId) { ${ERROR_FIELDS} ... on ResendEventPayload { deliveries { id } } }
-}`;
-
-interface Endpoint {
-  databaseId: number;
-  url: string;
-  description: string | null;
-  events: string[];
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-}
-export interface Delivery {
-  id: string;
-  eventId: string;
-  eventType: string;
-  status: "pending" | "succeeded" | "failed";
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-  endpoint: { databaseId: number; url: string };
-}
+const ENDPOINTS = graphql(`query DashboardWebhookEndpoints { webhookEndpoints { ...DashboardWebhookEndpoint } }`);
+const DELIVERIES = graphql(`
+  query DashboardWebhookDeliveries($eventId: ID, $limit: Int) { webhookDeliveries(eventId: $eventId, limit: $limit) { ...DashboardWebhookDelivery } }
+`);
+const CREATE = graphql(`
+  mutation DashboardCreateWebhookEndpoint($input: CreateWebhookEndpointInput!) {
+    createWebhookEndpoint(input: $input) { __typename ...DashboardError ... on WebhookEndpointWithSecret { secret endpoint { ...DashboardWebhookEndpoint } } }
+  }
+`);
+const DELETE = graphql(`
+  mutation DashboardDeleteWebhookEndpoint($id: Int!) { deleteWebhookEndpoint(id: $id) { __typename ...DashboardError ... on WebhookEndpoint { databaseId } } }
+`);
+const RESEND = graphql(`
+  mutation DashboardResendEvent($eventId: ID!, $endpointId: Int) {
+    resendEvent(eventId: $eventId, endpointId: $endpointId) { __typename ...DashboardError ... on ResendEventPayload { deliveries { id } } }
+  }
+`);
 
 export function Webhooks({ session }: { session: Session }) {
   const writable = canWrite(session);
-  const endpoints = useQuery<{ webhookEndpoints: Endpoint[] }>(ENDPOINTS);
-  const deliveries = useQuery<{ webhookDeliveries: Delivery[] }>(DELIVERIES, { limit: 25 });
+  const endpoints = useQuery(ENDPOINTS);
+  const deliveries = useQuery(DELIVERIES, { limit: 25 });
   const [secret, setSecret] = useState<string | null>(null);
   const [adding, setAdding] = useState(false);
   const remove = useAction();
@@ -129,7 +123,7 @@ function NewEndpoint({ onCreated, onCancel }: { onCreated: (secret: string) => v
   const urlRef = useFocusOnMount<HTMLInputElement>();
   const create = async () => {
     const input = { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}) };
-    const result = await mutate<{ __typename: "WebhookEndpointWithSecret"; secret: string }>(CREATE, "createWebhookEndpoint", { input });
+    const result = await mutate(CREATE, "createWebhookEndpoint", { input });
     setUrl("");
     setDescription("");
     setEvents([]);
