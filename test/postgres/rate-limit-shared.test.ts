@@ -1,8 +1,9 @@
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, startTwoInstances, type HttpResult, type TestGateway } from "../support/gateway.ts";
-import { startRedis, type RedisServer } from "../support/redis.ts";
+import { describe, expect, it } from "vitest";
+import { withGateways } from "../support/fixture.ts";
+import { apiClient, type HttpResult, type TestGateway } from "../support/gateway.ts";
+import type { RedisServer } from "../support/redis.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 const BUDGET = 10;
@@ -32,16 +33,10 @@ describe("rate limiting shared by two instances through Redis", () => {
   const logsA = memoryLogger();
   const logsB = memoryLogger();
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    const env = { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: String(BUDGET) };
-    // Same PostgreSQL database, same Redis.
-    [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await redis?.stop();
+  // Same PostgreSQL database, same Redis.
+  withGateways({ redis: true, env: { RATE_LIMIT_PER_MINUTE: String(BUDGET) }, each: [{ logger: logsA.logger }, { logger: logsB.logger }] }, (started) => {
+    [a, b] = started.gateways as [TestGateway, TestGateway];
+    redis = started.redis!;
   });
 
   /** BUDGET requests alternating between the instances, then one more on each: both refuse. */

@@ -1,12 +1,13 @@
 import { Cluster } from "ioredis";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { createRedisTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { graphql } from "../gql/index.ts";
-import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { withGateways } from "../support/fixture.ts";
+import { apiClient, createSandboxMerchant, SANDBOX_CARD, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli } from "../support/process.ts";
-import { startRedisCluster, type RedisCluster } from "../support/redis-cluster.ts";
+import type { RedisCluster } from "../support/redis-cluster.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { EVENTUALLY_MS } from "../support/timing.ts";
 import { until, waitUntil } from "../support/wait.ts";
@@ -90,16 +91,11 @@ describe("Redis Cluster shared by two instances", () => {
   const logsA = memoryLogger();
   const logsB = memoryLogger();
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    const env = { REDIS_CLUSTER_NODES: cluster.nodes, RATE_LIMIT_PER_MINUTE: String(BUDGET), API_KEY_CACHE_TTL_MS: String(KEY_CACHE_TTL_MS) };
-    [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
+  const env = { RATE_LIMIT_PER_MINUTE: String(BUDGET), API_KEY_CACHE_TTL_MS: String(KEY_CACHE_TTL_MS) };
+  withGateways({ redis: "cluster", env, each: [{ logger: logsA.logger }, { logger: logsB.logger }] }, async (started) => {
+    [a, b] = started.gateways as [TestGateway, TestGateway];
+    cluster = started.cluster!;
     merchant = await createSandboxMerchant(a, "Clustered");
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await cluster?.stop();
   });
 
   const status = async (gw: TestGateway, key: string) => (await apiClient(gw.url, key).get("/v1/status")).status;
