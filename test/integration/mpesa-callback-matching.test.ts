@@ -1,8 +1,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { FakeDaraja } from "../fakes/daraja.ts";
-import { withDaraja } from "../support/benches.ts";
-import type { apiClient, TestGateway } from "../support/gateway.ts";
+import { withDaraja, type DarajaBench } from "../support/benches.ts";
 import { jobsFallDue, until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -21,10 +20,8 @@ const OVERDUE_MS = 120_000;
 const ACK = { ResultCode: 0, ResultDesc: "Accepted" };
 const NOT_APPLIED = /does not match .* field by field; not applied, left for the status query/;
 
-let fake: FakeDaraja;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, gw, api, channelId } = {} as DarajaBench;
 const logLines: { level: number; msg: string; reference?: string; mismatched?: string[] }[] = [];
 const logger = pino({ level: "warn" }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
 const prisma = () => gw.gateway.db.prisma;

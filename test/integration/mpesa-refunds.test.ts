@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FakeDaraja } from "../fakes/daraja.ts";
-import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { BENCH_ENV, withDaraja } from "../support/benches.ts";
-import type { apiClient, TestGateway } from "../support/gateway.ts";
+import { BENCH_ENV, withDaraja, type DarajaBench } from "../support/benches.ts";
 import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -18,12 +16,9 @@ const STATUS_PATH = "/mpesa/transactionstatus/v1/query";
 /** Far enough out that no refund.check job falls due by itself while this file runs. */
 const OVERDUE_MS = 120_000;
 
-let fake: FakeDaraja;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId } = {} as DarajaBench;
 /** Can reverse and pay out (an initiator); the other collects only. */
-let channelId: number;
 let collectOnlyChannelId: number;
 let token: string;
 const prisma = () => gw.gateway.db.prisma;

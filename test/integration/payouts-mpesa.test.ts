@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { FakeDaraja } from "../fakes/daraja.ts";
-import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { BENCH_ENV, withDaraja } from "../support/benches.ts";
+import { BENCH_ENV, withDaraja, type DarajaBench } from "../support/benches.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
@@ -15,12 +13,8 @@ const B2C_PATH = "/mpesa/b2c/v3/paymentrequest";
 /** Far enough out that no payout.query job falls due by itself while this file runs. */
 const OVERDUE_MS = 120_000;
 
-let fake: FakeDaraja;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let certPath: string;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, certPath } = {} as DarajaBench;
 const prisma = () => gw.gateway.db.prisma;
 
 async function createChannel(client: ReturnType<typeof apiClient>, config: Record<string, unknown>, name = "M-Pesa B2C") {

@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FakePaystack, FakeRefund } from "../fakes/paystack-api.ts";
-import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { BENCH_ENV, withPaystack } from "../support/benches.ts";
-import type { apiClient, TestGateway } from "../support/gateway.ts";
+import { BENCH_ENV, withPaystack, type PaystackBench } from "../support/benches.ts";
 import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -22,12 +20,8 @@ const GAVE_UP_WITHIN_MS = 10_000;
 /** PaystackOSS/openapi RefundCreate: the body's only fields. */
 const REFUND_CREATE_FIELDS = ["transaction", "amount", "currency", "customer_note", "merchant_note"];
 
-let fake: FakePaystack;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
-let webhookUrl: string;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, webhookUrl } = {} as PaystackBench;
 const prisma = () => gw.gateway.db.prisma;
 
 withPaystack(

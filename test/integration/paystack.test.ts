@@ -1,9 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
-import type { FakePaystack } from "../fakes/paystack-api.ts";
-import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { BENCH_ENV, withPaystack } from "../support/benches.ts";
-import type { apiClient, TestGateway } from "../support/gateway.ts";
+import { BENCH_ENV, withPaystack, type PaystackBench } from "../support/benches.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -22,12 +19,8 @@ const TIMEOUT_MS = 1500;
  */
 const GAVE_UP_WITHIN_MS = 10_000;
 
-let fake: FakePaystack;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
-let webhookUrl: string;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, webhookUrl } = {} as PaystackBench;
 const logLines: string[] = [];
 const responses: string[] = [];
 const prisma = () => gw.gateway.db.prisma;

@@ -1,8 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { FakeDaraja } from "../fakes/daraja.ts";
-import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { BENCH_ENV, withDaraja, type DarajaBench } from "../support/benches.ts";
-import type { apiClient, TestGateway } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -15,15 +12,9 @@ import { until } from "../support/wait.ts";
 const PHONE = "254708374149";
 const today = () => new Date().toISOString().slice(0, 10);
 
-let fake: FakeDaraja;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, createChannel, callbackToken: tokenOf } = {} as DarajaBench;
 const prisma = () => gw.gateway.db.prisma;
-
-let createChannel: DarajaBench["createChannel"];
-let tokenOf: DarajaBench["callbackToken"];
 
 /** An STK push left pending here (no callback); returns the row and its CheckoutRequestID. */
 async function pendingPush(amount: number, channel = channelId) {

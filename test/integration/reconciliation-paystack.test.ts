@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { FakePaystack } from "../fakes/paystack-api.ts";
-import type { WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { BENCH_ENV, withPaystack } from "../support/benches.ts";
+import { BENCH_ENV, withPaystack, type PaystackBench } from "../support/benches.ts";
 import { apiClient, type TestGateway } from "../support/gateway.ts";
 import { runCli } from "../support/process.ts";
 import { until } from "../support/wait.ts";
@@ -15,13 +13,10 @@ import { until } from "../support/wait.ts";
 const EMAIL = "payer@example.com";
 const today = () => new Date().toISOString().slice(0, 10);
 
-let fake: FakePaystack;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId } = {} as PaystackBench;
 let otherApi: ReturnType<typeof apiClient>;
 let liveApi: ReturnType<typeof apiClient>;
-let channelId: number;
 const prisma = () => gw.gateway.db.prisma;
 const row = (reference: string) => prisma().transaction.findUniqueOrThrow({ where: { reference } });
 

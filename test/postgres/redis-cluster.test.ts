@@ -1,11 +1,11 @@
 import { Cluster } from "ioredis";
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { createRedisTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { graphql } from "../gql/index.ts";
 import { withGateways } from "../support/fixture.ts";
-import { apiClient, createSandboxMerchant, SANDBOX_CARD, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { expectOneSharedBudget, memoryLogger, remaining } from "../support/shared-budget.ts";
+import { apiClient, createSandboxMerchant, SANDBOX_CARD, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli } from "../support/process.ts";
 import type { RedisCluster } from "../support/redis-cluster.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
@@ -46,19 +46,9 @@ const Everything = graphql(`
   }
 `);
 
-/** A logger that keeps its lines, to count warnings. */
-function memoryLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-  return {
-    logger,
-    count: (level: "warn" | "info", pattern: RegExp) => lines.filter((l) => l.level === pino.levels.values[level] && pattern.test(l.msg)).length,
-  };
-}
 const unreachable = /Redis is unreachable/;
 const reachableAgain = /Redis is reachable again/;
 
-const remaining = (res: HttpResult) => Number(res.headers.get("x-ratelimit-remaining"));
 
 describe("REDIS_CLUSTER_NODES", () => {
   it("takes host:port pairs, IPv6 in brackets", () => {
@@ -101,19 +91,6 @@ describe("Redis Cluster shared by two instances", () => {
   const status = async (gw: TestGateway, key: string) => (await apiClient(gw.url, key).get("/v1/status")).status;
   const redisReadiness = async () => Promise.all([a, b].map(async (gw) => (await apiClient(gw.url).get("/ready")).body.redis as string));
 
-  /** BUDGET requests alternating between the instances, then one more on each: both refuse. */
-  async function expectOneSharedBudget(key: string) {
-    const seen: number[] = [];
-    for (let i = 0; i < BUDGET; i++) {
-      const res = await apiClient((i % 2 ? b : a).url, key).get("/v1/status");
-      expect(res.status).toBe(200);
-      seen.push(remaining(res));
-    }
-    expect(seen).toEqual(Array.from({ length: BUDGET }, (_, i) => BUDGET - 1 - i));
-    expect(await status(a, key)).toBe(429);
-    expect(await status(b, key)).toBe(429);
-  }
-
   async function payOnA(m: TestMerchant): Promise<string> {
     const init = await apiClient(a.url, m.testKey).post("/api/transactions/initialize", { amount: 990, email: "c@example.com" });
     expect(init.status).toBe(200);
@@ -132,7 +109,7 @@ describe("Redis Cluster shared by two instances", () => {
 
   it("counts one budget per key across both instances, with the counters spread over the masters", async () => {
     const keys = await Promise.all(Array.from({ length: 6 }, () => a.createMerchant().then((m) => m.testKey)));
-    for (const key of keys) await expectOneSharedBudget(key);
+    for (const key of keys) await expectOneSharedBudget([a, b], key, BUDGET);
     // Six budgets, three masters: no hash tag pins every counter to one slot (odds of all on one node: 1 in 243).
     const holders = await Promise.all(
       cluster.ports.map(async (port) => {
@@ -237,7 +214,7 @@ describe("Redis Cluster shared by two instances", () => {
     expect([logsA.count("warn", unreachable), logsB.count("warn", unreachable)]).toEqual([1, 1]);
     expect([logsA.count("info", reachableAgain), logsB.count("info", reachableAgain)]).toEqual([1, 1]);
     const { testKey: afterRecovery } = await a.createMerchant();
-    await expectOneSharedBudget(afterRecovery);
+    await expectOneSharedBudget([a, b], afterRecovery, BUDGET);
 
     const after = await payOnA(merchant);
     await before.waitFor(4);
