@@ -47,9 +47,8 @@ interface Payment {
 
 /** How one connector's provider is made to answer. Every method works through the gateway's public API or the provider's. */
 interface Driver {
-  gw(): TestGateway;
-  api(): ReturnType<typeof apiClient>;
-  channelId(): number;
+  /** The connector's gateway, the merchant's test key and its channel (once the gateway is up). */
+  reach(): { gw: TestGateway; api: ReturnType<typeof apiClient>; channelId: number };
   currency: string;
   /** The capability the collection cases run through. */
   collection: "momo" | "hosted";
@@ -75,7 +74,7 @@ interface Driver {
 }
 
 /** The gateway and the merchant's channel of one connector, as the cases reach them. */
-const prismaOf = (d: Driver) => d.gw().gateway.db.prisma;
+const prismaOf = (d: Driver) => d.reach().gw.gateway.db.prisma;
 const rowOf = (d: Driver, id: number) => prismaOf(d).transaction.findUniqueOrThrow({ where: { id } });
 const settlingEvents = async (d: Driver, transactionId: number) =>
   (await prismaOf(d).event.findMany({ where: { transactionId, type: { in: ["transaction.completed", "transaction.failed"] } }, orderBy: { id: "asc" } })).map((e) => e.type);
@@ -84,7 +83,7 @@ const settlingEvents = async (d: Driver, transactionId: number) =>
 const settled = <T extends { status: string }>(d: Driver, read: () => Promise<T>) =>
   until(
     async () => {
-      await d.gw().gateway.services.jobs.runDueJobs();
+      await d.reach().gw.gateway.services.jobs.runDueJobs();
       return read();
     },
     (value) => value.status !== "pending",
@@ -97,25 +96,25 @@ async function askProvider(d: Driver, payment: Payment) {
     data: { runAt: new Date() },
   });
   expect(due.count, "one ask job queued for the payment").toBe(1);
-  await d.gw().gateway.services.jobs.runDueJobs(["transaction.reconcile"]);
+  await d.reach().gw.gateway.services.jobs.runDueJobs(["transaction.reconcile"]);
 }
 
 /** What the merchant reads back: GET /api/transactions/verify/:reference. */
 const verify = async (d: Driver, reference: string) => {
-  const res = await retryingUnavailable(() => d.api().get(`/api/transactions/verify/${reference}`));
+  const res = await retryingUnavailable(() => d.reach().api.get(`/api/transactions/verify/${reference}`));
   expect(res.status, res.text).toBe(200);
   return res.body.transaction as { status: string; amount: number; currency: string };
 };
 
 async function stkPush(d: Driver, amount: number, phone: string) {
-  const res = await d.api().post("/api/momo/stk-push", { amount, phone_number: phone, payment_channel_id: d.channelId() });
+  const res = await d.reach().api.post("/api/momo/stk-push", { amount, phone_number: phone, payment_channel_id: d.reach().channelId });
   expect(res.status, res.text).toBe(200);
   const t = res.body.transaction as { id: number; reference: string; checkout_request_id: string };
   return { id: t.id, reference: t.reference, checkoutRequestId: t.checkout_request_id };
 }
 
 async function initialize(d: Driver, amount: number) {
-  const res = await d.api().post("/api/transactions/initialize", { amount, email: "payer@example.com", currency: d.currency, payment_channel_id: d.channelId() });
+  const res = await d.reach().api.post("/api/transactions/initialize", { amount, email: "payer@example.com", currency: d.currency, payment_channel_id: d.reach().channelId });
   expect(res.status, res.text).toBe(200);
   return { reference: res.body.reference as string, id: (await prismaOf(d).transaction.findUniqueOrThrow({ where: { reference: res.body.reference } })).id };
 }
@@ -135,9 +134,7 @@ function sandboxDriver(): Driver {
   });
   afterAll(() => expectCleanLedger(gw));
   const driver: Driver = {
-    gw: () => gw,
-    api: () => api,
-    channelId: () => channelId,
+    reach: () => ({ gw, api, channelId }),
     currency: "KES",
     collection: "momo",
     // The sandbox's magic phone numbers choose its answer (src/providers/sandbox/momo.ts, the README).
@@ -182,9 +179,7 @@ function mpesaDriver(): Driver {
   // The channel has the fake's B2C initiator: refunds (reversals) and payouts need one.
   const bench = withDaraja({ initiator: true, merchant: "Contract M-Pesa", cleanLedger: true, env: BENCH_ENV });
   const driver: Driver = {
-    gw: () => bench.gw,
-    api: () => bench.api,
-    channelId: () => bench.channelId,
+    reach: () => bench,
     currency: "KES",
     collection: "momo",
     async pay(amount) {
@@ -215,9 +210,7 @@ function mpesaDriver(): Driver {
 function paystackDriver(): Driver {
   const bench = withPaystack({ merchant: "Contract Paystack", cleanLedger: true, env: BENCH_ENV });
   const driver: Driver = {
-    gw: () => bench.gw,
-    api: () => bench.api,
-    channelId: () => bench.channelId,
+    reach: () => bench,
     currency: "NGN",
     collection: "hosted",
     async pay(amount) {
@@ -347,24 +340,24 @@ describe.each(providerNames)("the %s connector", (name) => {
   it("refund: a whole payment refunded settles completed for the payment's amount", async () => {
     const payment = await d.pay(60_000);
     await expectCompletedOnce(payment, 60_000);
-    const res = await d.api().post("/v1/refunds", { transaction: payment.reference });
+    const res = await d.reach().api.post("/v1/refunds", { transaction: payment.reference });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data).toMatchObject({ amount: 60_000, currency: d.currency });
-    const refund = await settled(d, async () => (await d.api().get(`/v1/refunds/${res.body.data.reference}`)).body.data as { status: string });
+    const refund = await settled(d, async () => (await d.reach().api.get(`/v1/refunds/${res.body.data.reference}`)).body.data as { status: string });
     expect(refund).toMatchObject({ status: "completed", amount: 60_000, currency: d.currency });
     expect((await prismaOf(d).event.findMany({ where: { refundId: res.body.data.id } })).map((e) => e.type)).toEqual(["refund.completed"]);
   });
 
   it("payout: a payout settles completed for its amount, once", async () => {
-    const res = await d.api().post("/v1/payouts", { amount: 70_000, payment_channel_id: d.channelId(), reference: "CONTRACT-1", description: "Contract payout", ...d.payoutBody });
+    const res = await d.reach().api.post("/v1/payouts", { amount: 70_000, payment_channel_id: d.reach().channelId, reference: "CONTRACT-1", description: "Contract payout", ...d.payoutBody });
     expect(res.status, res.text).toBe(201);
-    const payout = await settled(d, async () => (await d.api().get(`/v1/payouts/${res.body.data.id}`)).body.data as { status: string });
+    const payout = await settled(d, async () => (await d.reach().api.get(`/v1/payouts/${res.body.data.id}`)).body.data as { status: string });
     expect(payout).toMatchObject({ status: "completed", amount: 70_000 });
     expect((await prismaOf(d).event.findMany({ where: { payoutId: res.body.data.id } })).map((e) => e.type)).toEqual(["payout.completed"]);
   });
 
   it("reconciliation: the day's report completes with the cases' completed payments, and differs only where the provider has no record", async () => {
-    const res = await d.api().post("/v1/reconciliations", { payment_channel_id: d.channelId(), date: today() });
+    const res = await d.reach().api.post("/v1/reconciliations", { payment_channel_id: d.reach().channelId, date: today() });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data).toMatchObject({ status: "completed", error: null });
     const missingThere = d.recordsPostedSuccess ? [] : settledByPostedSuccess;
