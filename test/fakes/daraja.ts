@@ -661,32 +661,32 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     if (!query) throw new Error(`no status query ${queryOriginatorConversationId}`);
     const ids = { OriginatorConversationID: query.originatorConversationId, ConversationID: query.conversationId };
     const referenceData = { ReferenceItem: { Key: "Occasion", Value: typeof query.body.Occasion === "string" ? query.body.Occasion : "" } };
+    /** The query worked (ResultCode 0): the transaction it found, described by its parameters. */
+    const found = (transactionId: string, parameters: { Key: string; Value?: unknown }[]) => ({
+      Result: {
+        ResultType: 0,
+        ResultCode: 0,
+        ResultDesc: "The service request is processed successfully.",
+        ...ids,
+        TransactionID: `${transactionId.slice(0, 3)}0000000`,
+        ResultParameters: { ResultParameter: parameters },
+        ReferenceData: referenceData,
+      },
+    });
     if (query.payout === null && query.reversal) {
       const reversal = reversals.get(query.reversal)!;
       const code = String(reversal.outcome.ResultCode);
       const reversed = code === "0" || code === "R000001";
-      return {
-        Result: {
-          ResultType: 0,
-          ResultCode: 0,
-          ResultDesc: "The service request is processed successfully.",
-          ...ids,
-          TransactionID: `${reversal.transactionId.slice(0, 3)}0000000`,
-          ResultParameters: {
-            ResultParameter: [
-              { Key: "DebitPartyName", Value: `${shortcode} - Fake Paybill` },
-              { Key: "OriginatorConversationID", Value: query.reversal },
-              { Key: "ReasonType", Value: "Reversal" },
-              reversed ? { Key: "TransactionReason" } : { Key: "TransactionReason", Value: reversal.outcome.ResultDesc },
-              { Key: "TransactionStatus", Value: reversed ? "Completed" : "Failed" },
-              { Key: "Amount", Value: reversal.body.Amount },
-              { Key: "ConversationID", Value: reversal.conversationId },
-              { Key: "ReceiptNo", Value: reversal.transactionId },
-            ],
-          },
-          ReferenceData: referenceData,
-        },
-      };
+      return found(reversal.transactionId, [
+        { Key: "DebitPartyName", Value: `${shortcode} - Fake Paybill` },
+        { Key: "OriginatorConversationID", Value: query.reversal },
+        { Key: "ReasonType", Value: "Reversal" },
+        reversed ? { Key: "TransactionReason" } : { Key: "TransactionReason", Value: reversal.outcome.ResultDesc },
+        { Key: "TransactionStatus", Value: reversed ? "Completed" : "Failed" },
+        { Key: "Amount", Value: reversal.body.Amount },
+        { Key: "ConversationID", Value: reversal.conversationId },
+        { Key: "ReceiptNo", Value: reversal.transactionId },
+      ]);
     }
     if (query.payout === null) {
       return {
@@ -702,33 +702,21 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     }
     const payout = payoutOf(query.payout);
     const paid = Number(payout.outcome.ResultCode) === 0;
-    return {
-      Result: {
-        ResultType: 0,
-        ResultCode: 0,
-        ResultDesc: "The service request is processed successfully.",
-        ...ids,
-        TransactionID: `${payout.transactionId.slice(0, 3)}0000000`,
-        ResultParameters: {
-          ResultParameter: [
-            { Key: "DebitPartyName", Value: `${b2cShortcode} - Fake B2C` },
-            { Key: "CreditPartyName", Value: `${payout.body.PartyB} - John Doe` },
-            { Key: "OriginatorConversationID", Value: query.payout },
-            { Key: "InitiatedTime", Value: payout.completedTimestamp },
-            { Key: "DebitAccountType", Value: "Utility Account" },
-            paid ? { Key: "DebitPartyCharges", Value: "Fee For B2C Payment|KES|22.40" } : { Key: "DebitPartyCharges" },
-            paid ? { Key: "TransactionReason" } : { Key: "TransactionReason", Value: payout.outcome.ResultDesc },
-            { Key: "ReasonType", Value: REASON_TYPES[payout.body.CommandID] ?? "Business Payment to Customer via API" },
-            { Key: "TransactionStatus", Value: payout.outcome.TransactionStatus ?? (paid ? "Completed" : "Failed") },
-            { Key: "FinalisedTime", Value: payout.completedTimestamp },
-            { Key: "Amount", Value: payout.body.Amount },
-            { Key: "ConversationID", Value: payout.conversationId },
-            { Key: "ReceiptNo", Value: payout.transactionId },
-          ],
-        },
-        ReferenceData: referenceData,
-      },
-    };
+    return found(payout.transactionId, [
+      { Key: "DebitPartyName", Value: `${b2cShortcode} - Fake B2C` },
+      { Key: "CreditPartyName", Value: `${payout.body.PartyB} - John Doe` },
+      { Key: "OriginatorConversationID", Value: query.payout },
+      { Key: "InitiatedTime", Value: payout.completedTimestamp },
+      { Key: "DebitAccountType", Value: "Utility Account" },
+      paid ? { Key: "DebitPartyCharges", Value: "Fee For B2C Payment|KES|22.40" } : { Key: "DebitPartyCharges" },
+      paid ? { Key: "TransactionReason" } : { Key: "TransactionReason", Value: payout.outcome.ResultDesc },
+      { Key: "ReasonType", Value: REASON_TYPES[payout.body.CommandID] ?? "Business Payment to Customer via API" },
+      { Key: "TransactionStatus", Value: payout.outcome.TransactionStatus ?? (paid ? "Completed" : "Failed") },
+      { Key: "FinalisedTime", Value: payout.completedTimestamp },
+      { Key: "Amount", Value: payout.body.Amount },
+      { Key: "ConversationID", Value: payout.conversationId },
+      { Key: "ReceiptNo", Value: payout.transactionId },
+    ]);
   }
 
   async function postResult(kind: PostedResult["kind"], url: string, body: unknown) {

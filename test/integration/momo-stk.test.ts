@@ -1,30 +1,20 @@
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createMpesaConnector } from "../../src/providers/mpesa/index.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
-import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
+import { withDaraja, type DarajaBench } from "../support/benches.ts";
 import { jobsFallDue } from "../support/wait.ts";
 
 /** M-Pesa STK push against a loopback Daraja: the connector, callbacks, reconciliation and REST shapes. */
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const PHONE = "254708374149";
 
-let fake: FakeDaraja;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, gw, api, channelId, createChannel } = {} as DarajaBench;
 const logLines: { level: number; msg: string }[] = [];
 const logger = pino({ level: "warn" }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
 
 const prisma = () => gw.gateway.db.prisma;
-
-async function createChannel(config: Record<string, unknown>, name = "M-Pesa") {
-  const res = await api.post("/api/payment-channels/create", { name, provider: "mpesa", config });
-  expect(res.status, res.text).toBe(201);
-  return res.body.channel.id as number;
-}
 
 async function push(body: Record<string, unknown> = {}) {
   return api.post("/api/momo/stk-push", { amount: 150000, phone_number: PHONE, payment_channel_id: channelId, reference: "INV-2024-000123-XYZ", description: "Order 123 for a long description", ...body });
@@ -40,29 +30,12 @@ const row = (id: number) => prisma().transaction.findUniqueOrThrow({ where: { id
 /** Settling events (completed/failed); every push also has its transaction.pending event. */
 const eventCount = (id: number) => prisma().event.count({ where: { transactionId: id, type: { not: "transaction.pending" } } });
 
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  gw = await startTestGateway({
-    env: {
-      ...darajaGatewayEnv(fake),
-      JOBS_ENABLED: "false",
-      STK_CALLBACK_OVERDUE_MS: "1",
-      STK_QUERY_BACKOFF_MS: "1",
-      RATE_LIMIT_ENABLED: "false",
-    },
-    logger,
-  });
-  fake.switches.callbackOrigin = gw.url;
-  const merchant = await gw.createMerchant();
-  api = apiClient(gw.url, merchant.testKey);
-  channelId = await createChannel(fake.channelConfig());
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-});
-afterAll(() => expectCleanLedger(gw));
+withDaraja(
+  { cleanLedger: true, env: { JOBS_ENABLED: "false", STK_CALLBACK_OVERDUE_MS: "1", STK_QUERY_BACKOFF_MS: "1", RATE_LIMIT_ENABLED: "false" }, logger },
+  (bench) => {
+    ({ fake, gw, api, channelId, createChannel } = bench);
+  },
+);
 
 describe("STK push", () => {
   it("initiates with the documented shape and Daraja's wire format, and a success callback completes it", async () => {

@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
+import { describe, expect, it } from "vitest";
+import type { FakeDaraja } from "../fakes/daraja.ts";
+import { withDaraja, type DarajaBench } from "../support/benches.ts";
 import { jobsFallDue, until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -24,24 +20,19 @@ const OVERDUE_MS = 120_000;
 const ACK = { ResultCode: 0, ResultDesc: "Accepted" };
 const NOT_APPLIED = /does not match .* field by field; not applied, left for the status query/;
 
-let fake: FakeDaraja;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let certDir: string;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, gw, api, channelId } = {} as DarajaBench;
 const logLines: { level: number; msg: string; reference?: string; mismatched?: string[] }[] = [];
 const logger = pino({ level: "warn" }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
 const prisma = () => gw.gateway.db.prisma;
 const withSwitches = <T>(changes: Partial<FakeDaraja["switches"]>, run: () => Promise<T>) => switched(fake.switches, changes, run);
 
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  certDir = mkdtempSync(join(tmpdir(), "mpesa-matching-"));
-  gw = await startTestGateway({
+withDaraja(
+  {
+    initiator: true,
+    merchant: "Callback Matching Ltd",
+    cleanLedger: true,
     env: {
-      MPESA_BASE_URL: fake.url,
-      MPESA_CERT_PATH: fake.writePublicKey(certDir),
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
       JOBS_ENABLED: "false",
       STK_CALLBACK_OVERDUE_MS: "1",
       STK_QUERY_BACKOFF_MS: "1",
@@ -50,24 +41,14 @@ beforeAll(async () => {
       RATE_LIMIT_ENABLED: "false",
     },
     logger,
-  });
-  fake.switches.callbackOrigin = gw.url;
-  // Results are posted by the tests themselves, never raced by the fake's own.
-  fake.switches.b2cNoResult = true;
-  fake.switches.reversalNoResult = true;
-  const merchant = await gw.createMerchant("Callback Matching Ltd");
-  api = apiClient(gw.url, merchant.testKey);
-  const res = await api.post("/api/payment-channels/create", { name: "M-Pesa", provider: "mpesa", config: fake.b2cChannelConfig() });
-  expect(res.status, res.text).toBe(201);
-  channelId = res.body.channel.id;
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
-});
-afterAll(() => expectCleanLedger(gw));
+  },
+  (bench) => {
+    ({ fake, gw, api, channelId } = bench);
+    // Results are posted by the tests themselves, never raced by the fake's own.
+    fake.switches.b2cNoResult = true;
+    fake.switches.reversalNoResult = true;
+  },
+);
 
 /** The warnings that say a callback about `reference` was not applied. */
 const notApplied = (reference: string) => logLines.filter((l) => l.level === 40 && NOT_APPLIED.test(l.msg) && l.reference === reference);

@@ -1,11 +1,6 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
+import { describe, expect, it } from "vitest";
+import type { FakeDaraja } from "../fakes/daraja.ts";
+import { BENCH_ENV, withDaraja, type DarajaBench } from "../support/benches.ts";
 import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -21,59 +16,31 @@ const STATUS_PATH = "/mpesa/transactionstatus/v1/query";
 /** Far enough out that no refund.check job falls due by itself while this file runs. */
 const OVERDUE_MS = 120_000;
 
-let fake: FakeDaraja;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let certDir: string;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId } = {} as DarajaBench;
 /** Can reverse and pay out (an initiator); the other collects only. */
-let channelId: number;
 let collectOnlyChannelId: number;
 let token: string;
 const prisma = () => gw.gateway.db.prisma;
 
-async function createChannel(config: Record<string, unknown>, name: string) {
-  const res = await api.post("/api/payment-channels/create", { name, provider: "mpesa", config });
-  expect(res.status, res.text).toBe(201);
-  return res.body.channel.id as number;
-}
-
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  receiver = await startWebhookReceiver();
-  certDir = mkdtempSync(join(tmpdir(), "mpesa-refunds-"));
-  gw = await startTestGateway({
-    env: {
-      MPESA_BASE_URL: fake.url,
-      MPESA_CERT_PATH: fake.writePublicKey(certDir),
-      PUBLIC_BASE_URL,
-      REVERSAL_RESULT_OVERDUE_MS: String(OVERDUE_MS),
-      JOBS_ENABLED: "false",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      RATE_LIMIT_ENABLED: "false",
-    },
-  });
-  fake.switches.callbackOrigin = gw.url;
-  // Daraja answers first and posts the Result later: 20 ms could beat our own 201 on a busy CPU.
-  fake.switches.reversalResultDelayMs = 250;
-  fake.switches.b2cResultDelayMs = 250;
-  const merchant = await gw.createMerchant("Nairobi Books");
-  api = apiClient(gw.url, merchant.testKey);
-  channelId = await createChannel(fake.b2cChannelConfig(), "M-Pesa with initiator");
-  collectOnlyChannelId = await createChannel(fake.channelConfig(), "M-Pesa collections");
-  const channel = await prisma().paymentChannel.findUniqueOrThrow({ where: { id: channelId } });
-  token = Buffer.from(channel.callbackToken, "utf8").toString("hex");
-  const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/refunds`, events: ["refund.completed", "refund.failed"] });
-  expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  await receiver?.close();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
-});
-afterAll(() => expectCleanLedger(gw));
+withDaraja(
+  {
+    initiator: true,
+    merchant: "Nairobi Books",
+    channelName: "M-Pesa with initiator",
+    webhooks: [{ path: "/refunds", events: ["refund.completed", "refund.failed"] }],
+    cleanLedger: true,
+    env: { ...BENCH_ENV, PUBLIC_BASE_URL, REVERSAL_RESULT_OVERDUE_MS: String(OVERDUE_MS) },
+  },
+  async (bench) => {
+    ({ fake, receiver, gw, api, channelId } = bench);
+    // Daraja answers first and posts the Result later: 20 ms could beat our own 201 on a busy CPU.
+    fake.switches.reversalResultDelayMs = 250;
+    fake.switches.b2cResultDelayMs = 250;
+    collectOnlyChannelId = await bench.createChannel(fake.channelConfig(), "M-Pesa collections");
+    token = await bench.callbackToken(channelId);
+  },
+);
 
 let receipts = 0;
 /** An STK payment of `amount` (KES minor units) through `channel`, completed by Daraja's callback; returns its reference and receipt. */

@@ -1,11 +1,6 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { describe, expect, it } from "vitest";
+import { BENCH_ENV, withDaraja, type DarajaBench } from "../support/benches.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
 import { expectNothingMoreWithin, until } from "../support/wait.ts";
 
 /**
@@ -18,15 +13,9 @@ const B2C_PATH = "/mpesa/b2c/v3/paymentrequest";
 /** Far enough out that no payout.query job falls due by itself while this file runs. */
 const OVERDUE_MS = 120_000;
 
-let fake: FakeDaraja;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let certDir: string;
-let certPath: string;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, certPath } = {} as DarajaBench;
 const prisma = () => gw.gateway.db.prisma;
-
 
 async function createChannel(client: ReturnType<typeof apiClient>, config: Record<string, unknown>, name = "M-Pesa B2C") {
   const res = await client.post("/api/payment-channels/create", { name, provider: "mpesa", config });
@@ -58,39 +47,21 @@ async function webhooksFor(reference: string) {
   return receiver.received.filter((r) => r.json?.data?.reference === reference);
 }
 
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  receiver = await startWebhookReceiver();
-  certDir = mkdtempSync(join(tmpdir(), "payouts-mpesa-"));
-  gw = await startTestGateway({
-    env: {
-      MPESA_BASE_URL: fake.url,
-      MPESA_CERT_PATH: (certPath = fake.writePublicKey(certDir)),
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
-      PAYOUT_RESULT_OVERDUE_MS: String(OVERDUE_MS),
-      JOBS_ENABLED: "false",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      RATE_LIMIT_ENABLED: "false",
-    },
-  });
-  fake.switches.callbackOrigin = gw.url;
-  // Daraja answers the request first and sends the Result later: 20 ms could beat our own 201 on a busy CPU,
-  // and the payouts below are asserted pending when created.
-  fake.switches.b2cResultDelayMs = 250;
-  const merchant = await gw.createMerchant();
-  api = apiClient(gw.url, merchant.testKey);
-  channelId = await createChannel(api, fake.b2cChannelConfig());
-  const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/payouts`, events: ["payout.completed", "payout.failed"] });
-  expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  await receiver?.close();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
-});
-afterAll(() => expectCleanLedger(gw));
+withDaraja(
+  {
+    initiator: true,
+    channelName: "M-Pesa B2C",
+    webhooks: [{ path: "/payouts", events: ["payout.completed", "payout.failed"] }],
+    cleanLedger: true,
+    env: { PAYOUT_RESULT_OVERDUE_MS: String(OVERDUE_MS), ...BENCH_ENV },
+  },
+  (bench) => {
+    ({ fake, receiver, gw, api, channelId, certPath } = bench);
+    // Daraja answers the request first and sends the Result later: 20 ms could beat our own 201 on a busy CPU,
+    // and the payouts below are asserted pending when created.
+    fake.switches.b2cResultDelayMs = 250;
+  },
+);
 
 describe("the B2C request on the wire", () => {
   it("carries the stored OriginatorConversationID, the initiator, shillings, the B2C shortcode and the gateway's token URLs; the result completes it", async () => {

@@ -1,9 +1,7 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
+import { withPaystack, type PaystackBench } from "../support/benches.ts";
 import { launchChromium } from "../support/browser.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { freePort } from "../support/local-server.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 
 /**
@@ -11,27 +9,16 @@ import { BROWSER_MS } from "../support/timing.ts";
  * to Paystack's page (the loopback fake's), and Paystack's redirect back shows the verified result.
  */
 describe("hosted checkout on a paystack channel", () => {
-  let fake: FakePaystack;
-  let gw: TestGateway;
   let browser: Browser;
-  let api: ReturnType<typeof apiClient>;
+  let { fake, gw, api } = {} as PaystackBench;
 
   beforeAll(async () => {
     browser = await launchChromium();
-    fake = await startFakePaystack();
-    // Paystack sends the payer back to PUBLIC_BASE_URL, so it must name the port the gateway listens on.
-    const port = await freePort();
-    gw = await startTestGateway({ port, env: { PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, PAYSTACK_BASE_URL: fake.url, JOBS_ENABLED: "false" } });
-    const merchant = await gw.createMerchant("Accra Crafts");
-    api = apiClient(gw.url, merchant.testKey);
-    const channel = await api.post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: fake.channelConfig() });
-    expect(channel.status, channel.text).toBe(201);
-    fake.webhookUrl = channel.body.channel.webhook_url;
   });
-  afterAll(async () => {
-    await browser?.close();
-    await gw?.close();
-    await fake?.close();
+  afterAll(() => browser?.close());
+  // Paystack sends the payer back to PUBLIC_BASE_URL: the bench's gateway listens on the port it names.
+  withPaystack({ merchant: "Accra Crafts", env: { JOBS_ENABLED: "false" } }, (bench) => {
+    ({ fake, gw, api } = bench);
   });
 
   async function startPayment(amount: number) {

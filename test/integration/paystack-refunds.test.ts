@@ -1,9 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakePaystack, type FakePaystack, type FakeRefund } from "../fakes/paystack-api.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
-import { freePort } from "../support/local-server.ts";
+import { describe, expect, it } from "vitest";
+import type { FakePaystack, FakeRefund } from "../fakes/paystack-api.ts";
+import { BENCH_ENV, withPaystack, type PaystackBench } from "../support/benches.ts";
 import { until, withSwitches as switched } from "../support/wait.ts";
 
 /**
@@ -23,49 +20,22 @@ const GAVE_UP_WITHIN_MS = 10_000;
 /** PaystackOSS/openapi RefundCreate: the body's only fields. */
 const REFUND_CREATE_FIELDS = ["transaction", "amount", "currency", "customer_note", "merchant_note"];
 
-let fake: FakePaystack;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
-let webhookUrl: string;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, webhookUrl } = {} as PaystackBench;
 const prisma = () => gw.gateway.db.prisma;
 
-beforeAll(async () => {
-  fake = await startFakePaystack();
-  receiver = await startWebhookReceiver();
-  const port = await freePort();
-  gw = await startTestGateway({
-    port,
-    env: {
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      PAYSTACK_BASE_URL: fake.url,
-      PAYSTACK_TIMEOUT_MS: String(TIMEOUT_MS),
-      JOBS_ENABLED: "false",
-      RATE_LIMIT_ENABLED: "false",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    },
-  });
-  const merchant = await gw.createMerchant("Lagos Books");
-  api = apiClient(gw.url, merchant.testKey);
-  const created = await api.post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: fake.channelConfig() });
-  expect(created.status, created.text).toBe(201);
-  channelId = created.body.channel.id;
-  webhookUrl = created.body.channel.webhook_url;
-  fake.webhookUrl = webhookUrl;
-  // Two endpoints: every refund event is delivered once to each.
-  for (const path of ["/a", "/b"]) {
-    const hook = await api.post("/v1/webhooks", { url: `${receiver.url}${path}`, events: ["refund.completed", "refund.failed"] });
-    expect(hook.status, hook.text).toBe(201);
-  }
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  await receiver?.close();
-});
-afterAll(() => expectCleanLedger(gw));
+withPaystack(
+  {
+    merchant: "Lagos Books",
+    // Two endpoints: every refund event is delivered once to each.
+    webhooks: ["/a", "/b"].map((path) => ({ path, events: ["refund.completed", "refund.failed"] })),
+    cleanLedger: true,
+    env: { PAYSTACK_TIMEOUT_MS: String(TIMEOUT_MS), ...BENCH_ENV },
+  },
+  (bench) => {
+    ({ fake, receiver, gw, api, channelId, webhookUrl } = bench);
+  },
+);
 
 /** A Paystack payment of `amount` NGN subunits, paid and completed (charge.success, verified). */
 async function paidPayment(amount = 250_000): Promise<string> {

@@ -1,10 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.ts";
-import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
-import { freePort } from "../support/local-server.ts";
+import { BENCH_ENV, withPaystack, type PaystackBench } from "../support/benches.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -23,12 +19,8 @@ const TIMEOUT_MS = 1500;
  */
 const GAVE_UP_WITHIN_MS = 10_000;
 
-let fake: FakePaystack;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
-let webhookUrl: string;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, webhookUrl } = {} as PaystackBench;
 const logLines: string[] = [];
 const responses: string[] = [];
 const prisma = () => gw.gateway.db.prisma;
@@ -59,39 +51,19 @@ async function runReconciler(reference: string) {
   await gw.gateway.services.jobs.runDueJobs(["transaction.reconcile"]);
 }
 
-beforeAll(async () => {
-  fake = await startFakePaystack();
-  receiver = await startWebhookReceiver();
-  const port = await freePort();
-  gw = await startTestGateway({
-    port,
-    env: {
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      PAYSTACK_BASE_URL: fake.url,
-      PAYSTACK_TIMEOUT_MS: String(TIMEOUT_MS),
-      JOBS_ENABLED: "false",
-      RATE_LIMIT_ENABLED: "false",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    },
+withPaystack(
+  {
+    merchant: "Lagos Books",
+    webhooks: [{ path: "/hooks" }],
+    cleanLedger: true,
+    env: { PAYSTACK_TIMEOUT_MS: String(TIMEOUT_MS), ...BENCH_ENV },
     logger: createLogger("debug", { write: (line: string) => void logLines.push(line) }),
-  });
-  const merchant = await gw.createMerchant("Lagos Books");
-  api = apiClient(gw.url, merchant.testKey);
-  const created = await kept(api.post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: fake.channelConfig() }));
-  expect(created.status, created.text).toBe(201);
-  channelId = created.body.channel.id;
-  webhookUrl = created.body.channel.webhook_url;
-  fake.webhookUrl = webhookUrl;
-  const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/hooks` });
-  expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  await receiver?.close();
-});
-afterAll(() => expectCleanLedger(gw));
+  },
+  (bench) => {
+    ({ fake, receiver, gw, api, channelId, webhookUrl } = bench);
+    responses.push(bench.channelCreated.text);
+  },
+);
 
 describe("a paystack channel", () => {
   it("shows the webhook URL to paste into Paystack's dashboard, in REST and GraphQL, and never the secret key", async () => {

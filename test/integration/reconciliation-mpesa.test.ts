@@ -1,10 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { describe, expect, it } from "vitest";
+import { BENCH_ENV, withDaraja, type DarajaBench } from "../support/benches.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -17,21 +12,9 @@ import { until } from "../support/wait.ts";
 const PHONE = "254708374149";
 const today = () => new Date().toISOString().slice(0, 10);
 
-let fake: FakeDaraja;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let certDir: string;
-let channelId: number;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId, createChannel, callbackToken: tokenOf } = {} as DarajaBench;
 const prisma = () => gw.gateway.db.prisma;
-
-async function createChannel(config: Record<string, unknown>, name = "M-Pesa") {
-  const res = await api.post("/api/payment-channels/create", { name, provider: "mpesa", config });
-  expect(res.status, res.text).toBe(201);
-  return res.body.channel.id as number;
-}
-
-const tokenOf = async (id: number) => Buffer.from((await prisma().paymentChannel.findUniqueOrThrow({ where: { id } })).callbackToken, "utf8").toString("hex");
 
 /** An STK push left pending here (no callback); returns the row and its CheckoutRequestID. */
 async function pendingPush(amount: number, channel = channelId) {
@@ -47,33 +30,8 @@ const run = async (channel = channelId) => {
   return res.body.data;
 };
 
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  receiver = await startWebhookReceiver();
-  certDir = mkdtempSync(join(tmpdir(), "reconciliation-mpesa-"));
-  gw = await startTestGateway({
-    env: {
-      MPESA_BASE_URL: fake.url,
-      MPESA_CERT_PATH: fake.writePublicKey(certDir),
-      PUBLIC_BASE_URL: "https://pay.gateway.test",
-      JOBS_ENABLED: "false",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-      RATE_LIMIT_ENABLED: "false",
-    },
-  });
-  fake.switches.callbackOrigin = gw.url;
-  const merchant = await gw.createMerchant();
-  api = apiClient(gw.url, merchant.testKey);
-  channelId = await createChannel(fake.b2cChannelConfig());
-  const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/hooks`, events: ["transaction.completed"] });
-  expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  await receiver?.close();
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
+withDaraja({ initiator: true, webhooks: [{ path: "/hooks", events: ["transaction.completed"] }], env: BENCH_ENV }, (bench) => {
+  ({ fake, receiver, gw, api, channelId, createChannel, callbackToken: tokenOf } = bench);
 });
 
 describe("an M-Pesa channel's day", () => {

@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { freePort } from "../support/local-server.ts";
+import { describe, expect, it } from "vitest";
+import { BENCH_ENV, withPaystack, type PaystackBench } from "../support/benches.ts";
+import { apiClient, type TestGateway } from "../support/gateway.ts";
 import { runCli } from "../support/process.ts";
 import { until } from "../support/wait.ts";
 
@@ -15,13 +13,10 @@ import { until } from "../support/wait.ts";
 const EMAIL = "payer@example.com";
 const today = () => new Date().toISOString().slice(0, 10);
 
-let fake: FakePaystack;
-let receiver: WebhookReceiver;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
+/** Bound when the bench is up (beforeAll). */
+let { fake, receiver, gw, api, channelId } = {} as PaystackBench;
 let otherApi: ReturnType<typeof apiClient>;
 let liveApi: ReturnType<typeof apiClient>;
-let channelId: number;
 const prisma = () => gw.gateway.db.prisma;
 const row = (reference: string) => prisma().transaction.findUniqueOrThrow({ where: { reference } });
 
@@ -39,37 +34,10 @@ async function paid(amount = 250_000) {
   return reference;
 }
 
-beforeAll(async () => {
-  fake = await startFakePaystack();
-  receiver = await startWebhookReceiver();
-  const port = await freePort();
-  gw = await startTestGateway({
-    port,
-    env: {
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      PAYSTACK_BASE_URL: fake.url,
-      PAYSTACK_TIMEOUT_MS: "1500",
-      JOBS_ENABLED: "false",
-      RATE_LIMIT_ENABLED: "false",
-      WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    },
-  });
-  const merchant = await gw.createMerchant("Lagos Books");
-  api = apiClient(gw.url, merchant.testKey);
-  liveApi = apiClient(gw.url, merchant.liveKey);
+withPaystack({ merchant: "Lagos Books", webhooks: [{ path: "/hooks" }], env: { PAYSTACK_TIMEOUT_MS: "1500", ...BENCH_ENV } }, async (bench) => {
+  ({ fake, receiver, gw, api, channelId } = bench);
+  liveApi = apiClient(gw.url, bench.merchant.liveKey);
   otherApi = apiClient(gw.url, (await gw.createMerchant("Other")).testKey);
-  const created = await api.post("/api/payment-channels/create", { name: "Paystack", provider: "paystack", config: fake.channelConfig() });
-  expect(created.status, created.text).toBe(201);
-  channelId = created.body.channel.id;
-  fake.webhookUrl = created.body.channel.webhook_url;
-  const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/hooks` });
-  expect(hook.status, hook.text).toBe(201);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-  await receiver?.close();
 });
 
 describe("a Paystack channel's day", () => {

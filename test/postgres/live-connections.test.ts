@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { apiClient, bearerClient, startTestGateway, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { startRedis, type RedisServer } from "../support/redis.ts";
+import { withGateways } from "../support/fixture.ts";
+import { apiClient, bearerClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, sseSubscribe, wsClientWith, type ClosedSocket } from "../support/subscriptions.ts";
 import { EVENTUALLY_MS } from "../support/timing.ts";
 import { waitUntil } from "../support/wait.ts";
@@ -62,22 +62,15 @@ async function run(client: ReturnType<typeof wsClientWith>, query: string): Prom
 }
 
 describe("long-lived connections follow their principal, across instances", () => {
-  let redis: RedisServer;
   let a: TestGateway;
   let b: TestGateway;
   let merchant: TestMerchant;
   let admin: { access_token: string };
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    [a, b] = await startTwoInstances({ env: { REDIS_URL: redis.url, RATE_LIMIT_ENABLED: "false" } });
+  withGateways({ redis: true, env: { RATE_LIMIT_ENABLED: "false" } }, async (started) => {
+    [a, b] = started.gateways as [TestGateway, TestGateway];
     merchant = await a.createMerchant("Sockets");
     admin = await signIn(b, await b.createUser(merchant.id, "owner"));
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await redis?.stop();
   });
 
   const onB = (query: string, variables?: Record<string, unknown>) => bearerClient(b.url, admin.access_token).post("/graphql", { query, variables });

@@ -1,29 +1,18 @@
 import { Redis } from "ioredis";
-import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, startTwoInstances, type HttpResult, type TestGateway } from "../support/gateway.ts";
-import { startRedis, type RedisServer } from "../support/redis.ts";
+import { describe, expect, it } from "vitest";
+import { withGateways } from "../support/fixture.ts";
+import { expectOneSharedBudget, memoryLogger, remaining } from "../support/shared-budget.ts";
+import { apiClient, type TestGateway } from "../support/gateway.ts";
+import type { RedisServer } from "../support/redis.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
 const BUDGET = 10;
-
-/** A logger that keeps its lines, to count warnings. */
-function memoryLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-  return {
-    logger,
-    count: (level: "warn" | "info", pattern: RegExp) =>
-      lines.filter((l) => l.level === pino.levels.values[level] && pattern.test(l.msg)).length,
-  };
-}
 
 const unreachable = /Redis is unreachable/;
 const reachableAgain = /Redis is reachable again/;
 
 const waitFor = (condition: () => boolean, what: string) => waitUntil(condition, what, 15_000);
 
-const remaining = (res: HttpResult) => Number(res.headers.get("x-ratelimit-remaining"));
 
 describe("rate limiting shared by two instances through Redis", () => {
   let redis: RedisServer;
@@ -32,30 +21,11 @@ describe("rate limiting shared by two instances through Redis", () => {
   const logsA = memoryLogger();
   const logsB = memoryLogger();
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    const env = { REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: String(BUDGET) };
-    // Same PostgreSQL database, same Redis.
-    [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
+  // Same PostgreSQL database, same Redis.
+  withGateways({ redis: true, env: { RATE_LIMIT_PER_MINUTE: String(BUDGET) }, each: [{ logger: logsA.logger }, { logger: logsB.logger }] }, (started) => {
+    [a, b] = started.gateways as [TestGateway, TestGateway];
+    redis = started.redis!;
   });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await redis?.stop();
-  });
-
-  /** BUDGET requests alternating between the instances, then one more on each: both refuse. */
-  async function expectOneSharedBudget(key: string) {
-    const seen: number[] = [];
-    for (let i = 0; i < BUDGET; i++) {
-      const res = await apiClient((i % 2 ? b : a).url, key).get("/v1/status");
-      expect(res.status).toBe(200);
-      seen.push(remaining(res));
-    }
-    expect(seen).toEqual(Array.from({ length: BUDGET }, (_, i) => BUDGET - 1 - i));
-    expect((await apiClient(a.url, key).get("/v1/status")).status).toBe(429);
-    expect((await apiClient(b.url, key).get("/v1/status")).status).toBe(429);
-  }
 
   it("runs both instances on one PostgreSQL database with Redis counters", async () => {
     expect(a.gateway.db.backend).toBe("postgres");
@@ -66,7 +36,7 @@ describe("rate limiting shared by two instances through Redis", () => {
   it("counts one budget per key across both instances", async () => {
     // Created through A, authenticated by B as well: one database.
     const { testKey } = await a.createMerchant();
-    await expectOneSharedBudget(testKey);
+    await expectOneSharedBudget([a, b], testKey, BUDGET);
   });
 
   it("keeps serving on in-memory counters while Redis is down, with one warning per instance, and returns to Redis", async () => {
@@ -92,7 +62,7 @@ describe("rate limiting shared by two instances through Redis", () => {
 
     await waitFor(() => logsA.count("info", reachableAgain) === 1 && logsB.count("info", reachableAgain) === 1, "the recovery notices");
     const { testKey: afterRecovery } = await a.createMerchant();
-    await expectOneSharedBudget(afterRecovery);
+    await expectOneSharedBudget([a, b], afterRecovery, BUDGET);
 
     // The counters are in Redis again, under a hash of the key, never the key itself.
     const inspect = new Redis(redis.url);

@@ -1,12 +1,13 @@
 import { Cluster } from "ioredis";
-import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { createRedisTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { graphql } from "../gql/index.ts";
-import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { withGateways } from "../support/fixture.ts";
+import { expectOneSharedBudget, memoryLogger, remaining } from "../support/shared-budget.ts";
+import { apiClient, createSandboxMerchant, SANDBOX_CARD, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli } from "../support/process.ts";
-import { startRedisCluster, type RedisCluster } from "../support/redis-cluster.ts";
+import type { RedisCluster } from "../support/redis-cluster.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { EVENTUALLY_MS } from "../support/timing.ts";
 import { until, waitUntil } from "../support/wait.ts";
@@ -45,19 +46,9 @@ const Everything = graphql(`
   }
 `);
 
-/** A logger that keeps its lines, to count warnings. */
-function memoryLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-  return {
-    logger,
-    count: (level: "warn" | "info", pattern: RegExp) => lines.filter((l) => l.level === pino.levels.values[level] && pattern.test(l.msg)).length,
-  };
-}
 const unreachable = /Redis is unreachable/;
 const reachableAgain = /Redis is reachable again/;
 
-const remaining = (res: HttpResult) => Number(res.headers.get("x-ratelimit-remaining"));
 
 describe("REDIS_CLUSTER_NODES", () => {
   it("takes host:port pairs, IPv6 in brackets", () => {
@@ -90,33 +81,15 @@ describe("Redis Cluster shared by two instances", () => {
   const logsA = memoryLogger();
   const logsB = memoryLogger();
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    const env = { REDIS_CLUSTER_NODES: cluster.nodes, RATE_LIMIT_PER_MINUTE: String(BUDGET), API_KEY_CACHE_TTL_MS: String(KEY_CACHE_TTL_MS) };
-    [a, b] = await startTwoInstances({ env, logger: logsA.logger }, { logger: logsB.logger });
+  const env = { RATE_LIMIT_PER_MINUTE: String(BUDGET), API_KEY_CACHE_TTL_MS: String(KEY_CACHE_TTL_MS) };
+  withGateways({ redis: "cluster", env, each: [{ logger: logsA.logger }, { logger: logsB.logger }] }, async (started) => {
+    [a, b] = started.gateways as [TestGateway, TestGateway];
+    cluster = started.cluster!;
     merchant = await createSandboxMerchant(a, "Clustered");
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await cluster?.stop();
   });
 
   const status = async (gw: TestGateway, key: string) => (await apiClient(gw.url, key).get("/v1/status")).status;
   const redisReadiness = async () => Promise.all([a, b].map(async (gw) => (await apiClient(gw.url).get("/ready")).body.redis as string));
-
-  /** BUDGET requests alternating between the instances, then one more on each: both refuse. */
-  async function expectOneSharedBudget(key: string) {
-    const seen: number[] = [];
-    for (let i = 0; i < BUDGET; i++) {
-      const res = await apiClient((i % 2 ? b : a).url, key).get("/v1/status");
-      expect(res.status).toBe(200);
-      seen.push(remaining(res));
-    }
-    expect(seen).toEqual(Array.from({ length: BUDGET }, (_, i) => BUDGET - 1 - i));
-    expect(await status(a, key)).toBe(429);
-    expect(await status(b, key)).toBe(429);
-  }
 
   async function payOnA(m: TestMerchant): Promise<string> {
     const init = await apiClient(a.url, m.testKey).post("/api/transactions/initialize", { amount: 990, email: "c@example.com" });
@@ -136,7 +109,7 @@ describe("Redis Cluster shared by two instances", () => {
 
   it("counts one budget per key across both instances, with the counters spread over the masters", async () => {
     const keys = await Promise.all(Array.from({ length: 6 }, () => a.createMerchant().then((m) => m.testKey)));
-    for (const key of keys) await expectOneSharedBudget(key);
+    for (const key of keys) await expectOneSharedBudget([a, b], key, BUDGET);
     // Six budgets, three masters: no hash tag pins every counter to one slot (odds of all on one node: 1 in 243).
     const holders = await Promise.all(
       cluster.ports.map(async (port) => {
@@ -241,7 +214,7 @@ describe("Redis Cluster shared by two instances", () => {
     expect([logsA.count("warn", unreachable), logsB.count("warn", unreachable)]).toEqual([1, 1]);
     expect([logsA.count("info", reachableAgain), logsB.count("info", reachableAgain)]).toEqual([1, 1]);
     const { testKey: afterRecovery } = await a.createMerchant();
-    await expectOneSharedBudget(afterRecovery);
+    await expectOneSharedBudget([a, b], afterRecovery, BUDGET);
 
     const after = await payOnA(merchant);
     await before.waitFor(4);

@@ -15,9 +15,9 @@ import {
   type GraphQLSchema,
   type IntrospectionQuery,
 } from "graphql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { startRedis, type RedisServer } from "../support/redis.ts";
+import { describe, expect, it } from "vitest";
+import { withGateways } from "../support/fixture.ts";
+import { apiClient, createSandboxMerchant, SANDBOX_CARD, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, listeningTo, sseSubscribe, wsClient } from "../support/subscriptions.ts";
 import { waitUntil } from "../support/wait.ts";
 
@@ -135,18 +135,16 @@ interface Scenario {
 }
 
 describe("every field of every subscription payload, for events from another instance", () => {
-  let redis: RedisServer;
   let a: TestGateway;
   let b: TestGateway;
   let merchant: TestMerchant;
   let schema: GraphQLSchema;
   let onB: ReturnType<typeof apiClient>;
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    [a, b] = await startTwoInstances({
+  withGateways(
+    {
+      redis: true,
       env: {
-        REDIS_URL: redis.url,
         // The documents select every field: more tokens than a client's query would need.
         GRAPHQL_MAX_TOKENS: "5000",
         // Refunds settle through a job soon after; payouts to 254700001019 only when this test delivers their result.
@@ -155,18 +153,16 @@ describe("every field of every subscription payload, for events from another ins
         PAYOUT_RESULT_OVERDUE_MS: "600000",
         RATE_LIMIT_ENABLED: "false",
       },
-    });
-    merchant = await createSandboxMerchant(b, "Every field");
-    onB = apiClient(b.url, merchant.testKey);
-    const introspection = await apiClient(a.url, merchant.testKey).post("/graphql", { query: getIntrospectionQuery() });
-    expect(introspection.status, introspection.text).toBe(200);
-    schema = buildClientSchema((introspection.body as { data: IntrospectionQuery }).data);
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await redis?.stop();
-  });
+    },
+    async (started) => {
+      [a, b] = started.gateways as [TestGateway, TestGateway];
+      merchant = await createSandboxMerchant(b, "Every field");
+      onB = apiClient(b.url, merchant.testKey);
+      const introspection = await apiClient(a.url, merchant.testKey).post("/graphql", { query: getIntrospectionQuery() });
+      expect(introspection.status, introspection.text).toBe(200);
+      schema = buildClientSchema((introspection.body as { data: IntrospectionQuery }).data);
+    },
+  );
 
   const initialize = async () => {
     const res = await onB.post("/api/transactions/initialize", { amount: 2500, email: "payer@example.com", metadata: { order: "A-1" } });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { apiClient, createSandboxMerchant, startTwoInstances, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { startRedis, type RedisServer } from "../support/redis.ts";
+import { withGateways } from "../support/fixture.ts";
+import { apiClient, createSandboxMerchant, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, listeningTo, sseSubscribe, wsClient } from "../support/subscriptions.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
@@ -31,22 +31,15 @@ const Everything = graphql(`
 
 /** Two gateway instances on one PostgreSQL database and one Redis: events cross instances. */
 describe("subscriptions across gateway instances", () => {
-  let redis: RedisServer;
   let a: TestGateway;
   let b: TestGateway;
   let merchant: TestMerchant;
   let other: TestMerchant;
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    [a, b] = await startTwoInstances({ env: { REDIS_URL: redis.url } });
+  withGateways({ redis: true }, async (started) => {
+    [a, b] = started.gateways as [TestGateway, TestGateway];
     merchant = await createSandboxMerchant(a, "Crossing");
     other = await createSandboxMerchant(a, "Bystander");
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await redis?.stop();
   });
 
   const initializeOnA = async (m: TestMerchant) => {
