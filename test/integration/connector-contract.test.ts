@@ -9,6 +9,7 @@ import { apiClient, createSandboxMerchant, SANDBOX_CARD, type TestGateway } from
 import { expectCleanLedger } from "../support/ledger-check.ts";
 import { retryingUnavailable } from "../support/retry.ts";
 import { until } from "../support/wait.ts";
+import { assertNoSecrets } from "../support/provider-call-secrets.ts";
 
 /**
  * The connector contract (issue 36), as Hyperswitch's ConnectorActions: the same cases, through the gateway's public
@@ -69,6 +70,8 @@ interface Driver {
   recordsPostedSuccess: boolean;
   /** Where a payout goes. */
   payoutBody: Record<string, unknown>;
+  /** The channel's credentials, which no recorded provider call may hold; none for a connector that makes no HTTP calls (the sandbox). */
+  credentials: (() => string[]) | null;
   /** Extra cases of a capability the collection does not cover (the sandbox's card charges). */
   card?: { pay(amount: number): Promise<Payment>; decline(amount: number): Promise<Payment & { code: string }> };
 }
@@ -159,6 +162,7 @@ function sandboxDriver(): Driver {
     },
     recordsPostedSuccess: false,
     payoutBody: { phone_number: PAYS },
+    credentials: null,
     card: {
       async pay(amount) {
         const payment = await initialize(driver, amount);
@@ -203,6 +207,7 @@ function mpesaDriver(): Driver {
     },
     recordsPostedSuccess: true,
     payoutBody: { phone_number: PAYS },
+    credentials: () => [bench.fake.consumerSecret, bench.fake.passkey, bench.fake.initiatorPassword, Buffer.from(`${bench.fake.consumerKey}:${bench.fake.consumerSecret}`).toString("base64")],
   };
   return driver;
 }
@@ -240,6 +245,7 @@ function paystackDriver(): Driver {
     },
     recordsPostedSuccess: true,
     payoutBody: { phone_number: PAYS, currency: "KES" },
+    credentials: () => [bench.fake.secretKey],
   };
   return driver;
 }
@@ -367,5 +373,19 @@ describe.each(providerNames)("the %s connector", (name) => {
       differences: missingThere.length,
       gateway: { completed_totals: { [d.currency]: completed.reduce((sum, amount) => sum + amount, 0) } },
     });
+  });
+
+  it("provider calls: the cases' HTTP exchanges are on record, each with its payment, refund or payout, and none holds a secret", async () => {
+    const { gw } = d.reach();
+    await gw.gateway.services.providerCalls.flush();
+    const rows = await prismaOf(d).providerCall.findMany({ orderBy: { id: "asc" } });
+    if (!d.credentials) return void expect(rows).toEqual([]); // the sandbox answers in-process: no HTTP, nothing to record
+    expect(rows.length).toBeGreaterThan(0);
+    expect(new Set(rows.map((r) => r.connector))).toEqual(new Set([name]));
+    // Every kind of money object the cases moved has its calls: collections, the refund and the payout.
+    expect(rows.some((r) => r.transactionId !== null)).toBe(true);
+    expect(rows.some((r) => r.refundId !== null)).toBe(true);
+    expect(rows.some((r) => r.payoutId !== null)).toBe(true);
+    assertNoSecrets(rows, { known: d.credentials() });
   });
 });
