@@ -108,6 +108,63 @@ describe("an API push and a page push", () => {
   });
 });
 
+describe("a C2B payment (the provider reports it on its own)", () => {
+  async function confirmationUrl() {
+    const row = await prisma().paymentChannel.findUniqueOrThrow({ where: { id: channelId } });
+    return `${gw.url}/callbacks/daraja/${Buffer.from(row.callbackToken, "utf8").toString("hex")}/c2b/confirmation`;
+  }
+  const confirmation = (transId: string) => ({
+    TransactionType: "Pay Bill", TransID: transId, TransTime: "20261128121325", TransAmount: "12.50", BusinessShortCode: fake.shortcode,
+    BillRefNumber: "INV-C2B", MSISDN: PHONE, FirstName: "Jane",
+  });
+  const deliver = async (url: string, transId: string) => {
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(confirmation(transId)) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ResultCode: 0, ResultDesc: "Success" });
+  };
+  /** The payments recorded for a receipt, each with its attempts. */
+  const recorded = (receipt: string) =>
+    prisma().transaction.findMany({
+      where: { providerReference: receipt },
+      select: { status: true, paymentMethod: true, amount: true, attempts: { select: { method: true, origin: true, status: true, detail: true, phoneNumber: true, providerReference: true, channelId: true, code: true, settledAt: true } } },
+    });
+  const oneSucceededAttempt = (receipt: string) => [
+    {
+      status: "completed", paymentMethod: "momo_c2b", amount: 1250n,
+      attempts: [{ method: "mpesa", origin: "c2b", status: "succeeded", detail: "2547*****149", phoneNumber: `+${PHONE}`, providerReference: receipt, channelId, code: null, settledAt: expect.any(Date) }],
+    },
+  ];
+
+  it("is one payment and its one attempt, born succeeded; the same confirmation again changes nothing", async () => {
+    const url = await confirmationUrl();
+    await deliver(url, "C2BATT0001");
+    expect(await recorded("C2BATT0001")).toEqual(oneSucceededAttempt("C2BATT0001"));
+    await deliver(url, "C2BATT0001");
+    expect(await recorded("C2BATT0001")).toEqual(oneSucceededAttempt("C2BATT0001"));
+  });
+
+  it("delivered several times at once, is still one payment and one attempt", async () => {
+    const url = await confirmationUrl();
+    await Promise.all(Array.from({ length: 5 }, () => deliver(url, "C2BATT0002")));
+    expect(await recorded("C2BATT0002")).toEqual(oneSucceededAttempt("C2BATT0002"));
+  });
+
+  it("recorded before the upgrade, gets its attempt from the migration, once", async () => {
+    const backfill = readFileSync(new URL("../../prisma/migrations/20261128204416_c2b_attempts/migration.sql", import.meta.url), "utf8")
+      .split(";")
+      .find((statement) => statement.includes('INSERT INTO "transaction_attempts"'))!;
+    await deliver(await confirmationUrl(), "C2BATT0003");
+    // As before the upgrade: C2B payments had no attempt row.
+    await prisma().transactionAttempt.deleteMany({ where: { providerReference: "C2BATT0003" } });
+    await prisma().$executeRawUnsafe(backfill);
+    await prisma().$executeRawUnsafe(backfill);
+    const [upgraded] = await recorded("C2BATT0003");
+    const [settled] = upgraded!.attempts;
+    expect(upgraded).toEqual(oneSucceededAttempt("C2BATT0003")[0]);
+    expect(settled!.settledAt).toEqual((await prisma().transaction.findFirstOrThrow({ where: { providerReference: "C2BATT0003" } })).createdAt);
+  });
+});
+
 describe("the upgrade", () => {
   /** The migration's backfill, as it runs at upgrade. */
   const backfill = readFileSync(new URL("../../prisma/migrations/20261128195011_payment_attempts_everywhere/migration.sql", import.meta.url), "utf8")

@@ -7,6 +7,7 @@ import type { JobDefinition, JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import { parseAmount } from "../../money.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
+import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { Connectors } from "../../providers/index.ts";
 import { providerNames } from "../../providers/registry.ts";
 import type { C2bDecision, C2bPayment, MomoConnector } from "../../providers/types.ts";
@@ -142,10 +143,12 @@ export function createMomoService(deps: MomoServiceDeps) {
       const type: "Completed" | "Cancelled" = responseType;
       const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
       const momo = momoOf(channel);
-      const own = deps.callbackUrls.of(channel);
-      if (!own.c2bConfirmation || !own.c2bValidation) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) takes no C2B payments`);
+      const { c2bConfirmation, c2bValidation } = deps.callbackUrls.of(channel);
+      if (!c2bConfirmation || !c2bValidation) throw new ValidationError("payment_channel_id", `payment channel ${channel.id} (${channel.provider}) takes no C2B payments`);
       // The provider calls the gateway; the gateway relays to the merchant's URLs stored here.
-      await momo.registerC2bUrls({ config: channels.readChannelConfig(channel), confirmationUrl: own.c2bConfirmation, validationUrl: own.c2bValidation, responseType: type });
+      await withProviderCallScope({ merchantId: channel.merchantId }, () =>
+        momo.registerC2bUrls({ config: channels.readChannelConfig(channel), confirmationUrl: c2bConfirmation, validationUrl: c2bValidation, responseType: type }),
+      );
       const data = { confirmationUrl, validationUrl, responseType: type };
       await prisma.momoC2bRegistration.upsert({ where: { channelId: channel.id }, create: { channelId: channel.id, ...data }, update: data });
       return data;
@@ -162,21 +165,24 @@ export function createMomoService(deps: MomoServiceDeps) {
       const channelConfig = channels.readChannelConfig(channel);
       if (!momo.canSimulateC2b(channelConfig)) throw new GatewayError("forbidden", "C2B simulation is available on sandbox channels only");
       const startedAt = new Date(Date.now() - 1000);
-      const simulated = await momo.simulateC2b({
-        config: channelConfig,
-        amount,
-        currency: momo.currency,
-        phoneNumber,
-        billRef: reference,
-        // The simulator plays the provider: it is answered in the provider's reply format, as a real validation request is.
-        deliverValidation: async (body) => {
-          momo.parseC2bPayment(body);
-          return momo.c2bValidationReply(await validateC2b(channel, momo, body));
-        },
-        deliverConfirmation: async (body) => {
-          await recordConfirmation(channel, momo, momo.parseC2bPayment(body), body);
-        },
-      });
+      // On record for the merchant: the payment it makes is not known yet.
+      const simulated = await withProviderCallScope({ merchantId: channel.merchantId }, () =>
+        momo.simulateC2b({
+          config: channelConfig,
+          amount,
+          currency: momo.currency,
+          phoneNumber,
+          billRef: reference,
+          // The simulator plays the provider: it is answered in the provider's reply format, as a real validation request is.
+          deliverValidation: async (body) => {
+            momo.parseC2bPayment(body);
+            return momo.c2bValidationReply(await validateC2b(channel, momo, body));
+          },
+          deliverConfirmation: async (body) => {
+            await recordConfirmation(channel, momo, momo.parseC2bPayment(body), body);
+          },
+        }),
+      );
       // The merchant's validation URL refused it: the provider sends no confirmation and records nothing.
       if (simulated?.rejected) return { amount, phoneNumber, reference, status: "failed" as const, transaction: null };
       // The provider confirms asynchronously: wait briefly for its confirmation before answering.

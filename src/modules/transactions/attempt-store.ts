@@ -5,18 +5,28 @@ import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./sto
 
 /**
  * Every statement on `transaction_attempts`, behind named functions: the one place that reads or writes a payer's
- * attempts (every provider call that may move a payer's money: a card charge, an STK push from the page or the API).
+ * attempts (every provider call that may move a payer's money: a card charge, an STK push from the page or the API,
+ * a payment the provider reports on its own, M-Pesa C2B).
  * The status an attempt may settle to is the one status machine's attempt rule (events/status-rules.ts).
  */
 
 /** How an attempt's method is shown (the page, GraphQL, webhooks); the payment's own method is card | momo_stk. */
 export type AttemptMethod = "card" | "mpesa";
 export type { AttemptStatus, SettledAttemptStatus };
-/** Where the payer was asked from: the hosted checkout page (retries, shown in the settling event) or the API. */
-export type AttemptOrigin = "checkout" | "api";
+/**
+ * Where the payer was asked from: the hosted checkout page (retries, shown in the settling event), the API, or
+ * nowhere: the payer paid on their own and the provider reported it (C2B, a paybill or till payment).
+ */
+export type AttemptOrigin = "checkout" | "api" | "c2b";
 
 /** The attempt's method for a payment method (what the payment records once the attempt settles it), and back. */
 export const PUSH_METHOD: AttemptMethod = "mpesa";
+/**
+ * A payment the provider reports on its own is mobile money's attempt too (its payment's method stays momo_c2b), and
+ * the report is its verdict: it is born settled, succeeded, which the attempt rule lets nothing change afterwards.
+ */
+const REPORTED_METHOD: AttemptMethod = "mpesa";
+const REPORTED_STATUS: SettledAttemptStatus = "succeeded";
 export const paymentMethodOf = (method: AttemptMethod) => (method === "card" ? "card" : "momo_stk");
 
 export interface NewAttempt {
@@ -150,6 +160,16 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
     /** An API push's attempt, inserted with its payment in the caller's database transaction. */
     insertApiPush(tx: Prisma.TransactionClient, push: { transactionId: number; channelId: number; phoneNumber: string | null; detail: string | null; createdAt: Date }) {
       return tx.transactionAttempt.create({ data: { ...push, method: PUSH_METHOD, origin: "api" } });
+    },
+
+    /**
+     * The attempt of a payment the provider reported on its own (C2B), inserted with its payment in the caller's
+     * database transaction: once per receipt, as the payment is (its unique channel + provider reference).
+     */
+    insertReportedPayment(tx: Prisma.TransactionClient, payment: { transactionId: number; channelId: number; phoneNumber: string | null; detail: string | null; providerReference: string; createdAt: Date }) {
+      return tx.transactionAttempt.create({
+        data: { ...payment, method: REPORTED_METHOD, origin: "c2b", status: REPORTED_STATUS, settledAt: payment.createdAt },
+      });
     },
 
     /** Records a verdict on the attempt alone; false when it was already settled (the attempt rule refused it). */

@@ -1,6 +1,6 @@
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
-import { ValidationError } from "../../errors.ts";
+import { isUniqueViolation, ValidationError } from "../../errors.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { parseAmount } from "../../money.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
@@ -12,7 +12,8 @@ import { afterCreate, insertPendingTransaction } from "./status.ts";
 
 /**
  * Mobile-money collections: an STK push from the API (a payment and its one attempt, sent through the one push
- * flow, push.ts; its verdicts land in outcomes.ts), and a payment the provider reports on its own (M-Pesa C2B).
+ * flow, push.ts; its verdicts land in outcomes.ts), and a payment the provider reports on its own (M-Pesa C2B: a
+ * payment and its attempt, born succeeded, since the report is the provider's verdict).
  */
 
 export interface StkCollectionInput {
@@ -97,16 +98,18 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
     },
 
     /**
-     * A payment the provider announces itself (M-Pesa C2B), recorded once per receipt (the unique
-     * channel + provider reference) and completed; `jobs` follow only the first recording.
+     * A payment the provider announces itself (M-Pesa C2B), recorded once per receipt (the unique channel + provider
+     * reference) with its attempt, born succeeded, in one database transaction; then completed. `jobs` follow only
+     * the first recording.
      */
     async recordProviderPayment(channel: PaymentChannel, payment: ProviderPayment, jobs: JobRequest[] = []) {
       const receipt = { channelId: channel.id, providerReference: payment.providerReference };
       let transaction = await store.findByProviderReceipt(receipt);
       if (!transaction) {
+        const e164 = payment.phoneNumber && /^\d{8,15}$/.test(payment.phoneNumber) ? `+${payment.phoneNumber}` : null;
         try {
-          const created = await deps.prisma.$transaction((tx) =>
-            insertPendingTransaction(
+          transaction = await deps.prisma.$transaction(async (tx) => {
+            const { transaction: t } = await insertPendingTransaction(
               tx,
               {
                 merchantId: channel.merchantId,
@@ -116,18 +119,26 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
                 amount: payment.amount,
                 currency: payment.currency,
                 paymentMethod: payment.paymentMethod,
-                phoneNumber: payment.phoneNumber && /^\d{8,15}$/.test(payment.phoneNumber) ? `+${payment.phoneNumber}` : payment.phoneNumber,
+                phoneNumber: e164 ?? payment.phoneNumber,
                 clientReference: payment.clientReference?.slice(0, 100) || null,
                 providerReference: payment.providerReference,
                 channelId: channel.id,
               },
               { announce: false },
-            ),
-          );
-          transaction = created.transaction;
+            );
+            await attempts.insertReportedPayment(tx, {
+              transactionId: t.id,
+              channelId: channel.id,
+              phoneNumber: e164,
+              detail: e164 && maskMsisdn(toMsisdn(e164)),
+              providerReference: payment.providerReference,
+              createdAt: t.createdAt,
+            });
+            return t;
+          });
         } catch (error) {
-          // A concurrent delivery of the same confirmation inserted it first.
-          if ((error as { code?: string }).code !== "P2002") throw error;
+          // A concurrent delivery of the same confirmation inserted it (and its attempt) first; this one rolled back.
+          if (!isUniqueViolation(error)) throw error;
           transaction = await store.findByProviderReceipt(receipt);
           if (!transaction) throw error;
         }
