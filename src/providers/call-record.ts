@@ -10,6 +10,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 export interface ProviderCallScope {
   merchantId: number;
   transactionId?: number | null;
+  /** An attempt's calls name its transaction too, so a payment's calls are found by transaction alone. */
   attemptId?: number | null;
   payoutId?: number | null;
   refundId?: number | null;

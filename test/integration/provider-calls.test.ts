@@ -53,7 +53,7 @@ describe("the sink", () => {
   it("writes a row for each call made in a scope, and the transaction's page lists them (its attempts' too), oldest first", async () => {
     const attempt = await prisma().transactionAttempt.findFirstOrThrow({ where: { transactionId } });
     await makeCalls({ merchantId: merchant.id, transactionId }, [call("stk_push"), call("stk_query", { statusCode: null, durationMs: 5000, responseBody: null, error: "timeout" })]);
-    await makeCalls({ merchantId: merchant.id, attemptId: attempt.id }, [call("card_charge", { connector: "paystack" })]);
+    await makeCalls({ merchantId: merchant.id, transactionId, attemptId: attempt.id }, [call("card_charge", { connector: "paystack" })]);
     // Outside any scope: no merchant to show it to, so not kept.
     calls().record(call("unscoped_probe"), currentProviderCallScope());
     await calls().flush();
@@ -67,7 +67,7 @@ describe("the sink", () => {
     expect(res.body.data[0]).toMatchObject({ status_code: 200, request_body: '{"op":"stk_push","Password":"[redacted]"}', response_body: '{"ResponseCode":"0"}' });
     expect(await prisma().providerCall.count({ where: { operation: "unscoped_probe" } })).toBe(0);
     const rows = await prisma().providerCall.findMany({ where: { merchantId: merchant.id } });
-    expect(rows.filter((r) => r.operation === "card_charge")).toMatchObject([{ attemptId: attempt.id, transactionId: null }]);
+    expect(rows.filter((r) => r.operation === "card_charge")).toMatchObject([{ attemptId: attempt.id, transactionId }]);
     assertNoSecrets(rows);
   });
 

@@ -30,15 +30,9 @@ export async function insertProviderCalls(prisma: PrismaClient, rows: ProviderCa
   await prisma.providerCall.createMany({ data: rows });
 }
 
-/** A transaction's calls: its own, and those of its attempts (a checkout push or charge is scoped to the attempt). */
+/** A transaction's calls: its own and its attempts' (an attempt's scope always names its transaction too). */
 export async function transactionCalls(prisma: PrismaClient, merchantId: number, transactionId: number): Promise<ProviderCallView[]> {
-  const rows = await prisma.$queryRaw<ProviderCallView[]>`
-    SELECT id, connector, operation, method, path, status_code AS "statusCode", duration_ms AS "durationMs",
-           request_body AS "requestBody", response_body AS "responseBody", error, created_at AS "createdAt"
-    FROM provider_calls
-    WHERE merchant_id = ${merchantId}
-      AND (transaction_id = ${transactionId} OR attempt_id IN (SELECT id FROM transaction_attempts WHERE transaction_id = ${transactionId}))
-    ORDER BY id DESC LIMIT ${CALLS_PER_OBJECT}`;
+  const rows = await prisma.providerCall.findMany({ where: { merchantId, transactionId }, select: viewColumns, orderBy: { id: "desc" }, take: CALLS_PER_OBJECT });
   return rows.reverse();
 }
 
