@@ -55,7 +55,7 @@ export const Transaction = builder.prismaNode("Transaction", {
     channel: t.relation("channel", { nullable: true }),
     customer: t.relation("customer", { nullable: true }),
     attempts: t.relation("attempts", {
-      description: "The payer's attempts on the hosted checkout (card charges, M-Pesa STK pushes), oldest first; empty for payments made otherwise.",
+      description: "Every provider call that may have moved the payer's money, oldest first: checkout card charges, STK pushes (from the checkout or the API) and C2B payments.",
       query: { orderBy: { id: "asc" } },
     }),
   }),
