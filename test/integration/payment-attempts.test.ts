@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { darajaGatewayEnv, startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { describe, expect, it } from "vitest";
+import { withDaraja, type DarajaBench } from "../support/benches.ts";
 import { jobsFallDue } from "../support/wait.ts";
 
 /**
@@ -12,31 +11,16 @@ import { jobsFallDue } from "../support/wait.ts";
 const PHONE = "254708374149";
 const ACK = { ResultCode: 0, ResultDesc: "Accepted" };
 
-let fake: FakeDaraja;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
 let statements: string[] = [];
+let { fake, gw, api, channelId } = {} as DarajaBench;
 const prisma = () => gw.gateway.db.prisma;
 
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  gw = await startTestGateway({
-    env: { ...darajaGatewayEnv(fake), JOBS_ENABLED: "false", STK_CALLBACK_OVERDUE_MS: "1", STK_QUERY_BACKOFF_MS: "1", RATE_LIMIT_ENABLED: "false" },
-    onQuery: (sql) => statements.push(sql),
-  });
-  fake.switches.callbackOrigin = gw.url;
-  const merchant = await gw.createMerchant("Attempts Ltd");
-  api = apiClient(gw.url, merchant.testKey);
-  const channel = await api.post("/api/payment-channels/create", { name: "M-Pesa", provider: "mpesa", config: fake.channelConfig() });
-  expect(channel.status, channel.text).toBe(201);
-  channelId = channel.body.channel.id;
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
-});
+withDaraja(
+  { merchant: "Attempts Ltd", env: { JOBS_ENABLED: "false", STK_CALLBACK_OVERDUE_MS: "1", STK_QUERY_BACKOFF_MS: "1", RATE_LIMIT_ENABLED: "false" }, onQuery: (sql) => statements.push(sql) },
+  (bench) => {
+    ({ fake, gw, api, channelId } = bench);
+  },
+);
 
 async function apiPush(amount = 150_000) {
   const res = await api.post("/api/momo/stk-push", { amount, phone_number: PHONE, payment_channel_id: channelId });

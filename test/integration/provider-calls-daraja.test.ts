@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { darajaGatewayEnv, startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { describe, expect, it } from "vitest";
+import { withDaraja, type DarajaBench } from "../support/benches.ts";
 import { assertNoSecrets } from "../support/provider-call-secrets.ts";
 
 /**
@@ -8,25 +7,10 @@ import { assertNoSecrets } from "../support/provider-call-secrets.ts";
  * Daraja, leaves its exchanges in provider_calls, scrubbed, on the transaction's page. Needs the connectors' HTTP
  * helper (src/providers/http.ts) handing exchanges to the sink inside the core's scope.
  */
-let fake: FakeDaraja;
-let gw: TestGateway;
-let api: ReturnType<typeof apiClient>;
-let channelId: number;
+let { fake, gw, api, channelId } = {} as DarajaBench;
 
-beforeAll(async () => {
-  fake = await startFakeDaraja();
-  gw = await startTestGateway({ env: { ...darajaGatewayEnv(fake), JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false" } });
-  fake.switches.callbackOrigin = gw.url;
-  const merchant = await gw.createMerchant();
-  api = apiClient(gw.url, merchant.testKey);
-  const channel = await api.post("/api/payment-channels/create", { name: "M-Pesa", provider: "mpesa", config: fake.channelConfig() });
-  expect(channel.status, channel.text).toBe(201);
-  channelId = channel.body.channel.id;
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await fake?.close();
+withDaraja({ env: { JOBS_ENABLED: "false", RATE_LIMIT_ENABLED: "false" } }, (bench) => {
+  ({ fake, gw, api, channelId } = bench);
 });
 
 describe("an STK push on record", () => {
