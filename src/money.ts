@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { GatewayError, ValidationError } from "./errors.ts";
+import { parseField } from "./validation.ts";
 
 /**
  * Amounts are integers in the currency's minor unit everywhere (KES 10.00 is 1000), never floats.
@@ -23,18 +25,22 @@ export function isKnownCurrency(code: string): code is CurrencyCode {
   return Object.hasOwn(currencies, code);
 }
 
+const OUT_OF_RANGE = `must be between 1 and ${MAX_AMOUNT} (minor units)`;
+
+/**
+ * An amount: a positive integer in minor units, at most MAX_AMOUNT, as a bigint (GraphQL's BigInt gives one, JSON
+ * a number); absent is "is required".
+ */
+export const amountSchema = z
+  .custom<bigint | number>((value) => typeof value === "bigint" || Number.isInteger(value), {
+    error: (issue) => (issue.input === undefined || issue.input === null ? "is required" : "must be an integer in the currency's minor unit (e.g. 1000 for KES 10.00)"),
+  })
+  .transform((value) => BigInt(value))
+  .pipe(z.bigint().min(1n, OUT_OF_RANGE).max(BigInt(MAX_AMOUNT), OUT_OF_RANGE));
+
 /** A positive integer in minor units, at most MAX_AMOUNT. */
 export function parseAmount(value: unknown, field = "amount"): bigint {
-  if (value === undefined || value === null) throw new ValidationError(field, "is required");
-  if (typeof value === "bigint") {
-    if (value < 1n || value > BigInt(MAX_AMOUNT)) throw new ValidationError(field, `must be between 1 and ${MAX_AMOUNT} (minor units)`);
-    return value;
-  }
-  if (typeof value !== "number" || !Number.isInteger(value)) {
-    throw new ValidationError(field, "must be an integer in the currency's minor unit (e.g. 1000 for KES 10.00)");
-  }
-  if (value < 1 || value > MAX_AMOUNT) throw new ValidationError(field, `must be between 1 and ${MAX_AMOUNT} (minor units)`);
-  return BigInt(value);
+  return parseField(amountSchema, value, field);
 }
 
 /** An ISO 4217 code the gateway knows and the channel's connector supports. */

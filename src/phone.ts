@@ -1,5 +1,6 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js";
-import { ValidationError } from "./errors.ts";
+import { z } from "zod";
+import { parseField, refuse } from "./validation.ts";
 
 /**
  * The one phone normaliser. One format is stored everywhere: E.164 with its + (+254712345678), which also
@@ -35,10 +36,12 @@ export function kenyanMobileOrNull(value: string | null | undefined): string | n
  * any valid international number with its leading + (a card payer may be from anywhere). Stored as E.164.
  */
 export function normalizePhone(value: string, field = "phone"): string {
-  const phone = phoneOrNull(value);
-  if (!phone) throw new ValidationError(field, `must be ${KENYAN_MOBILE_FORMS}, or an international number with its leading +, e.g. +447911123456`);
-  return phone;
+  return parseField(phoneSchema, value, field);
 }
+
+const NOT_A_PHONE = `must be ${KENYAN_MOBILE_FORMS}, or an international number with its leading +, e.g. +447911123456`;
+/** normalizePhone's rule as a schema. */
+export const phoneSchema = z.string({ error: NOT_A_PHONE }).transform((value, ctx) => phoneOrNull(value) ?? refuse(ctx, NOT_A_PHONE));
 
 /** normalizePhone's answer, or null when the text is not a phone (e.g. a search term that may be one). */
 export function phoneOrNull(value: string): string | null {
@@ -49,12 +52,14 @@ export function phoneOrNull(value: string): string | null {
   return phone?.isValid() ? phone.number : null;
 }
 
+/** A phone M-Pesa is asked to collect from or pay to (STK push, C2B simulation, payouts): Kenyan mobile only, as E.164. */
+export const msisdnSchema = z
+  .string({ error: (issue) => (issue.input === undefined || issue.input === null ? "is required" : `must be ${KENYAN_MOBILE_FORMS}`) })
+  .transform((value, ctx) => (value.trim() ? (kenyanMobileOrNull(value) ?? refuse(ctx, `must be ${KENYAN_MOBILE_FORMS}`)) : refuse(ctx, "is required")));
+
 /** A phone M-Pesa is asked to collect from or pay to (STK push, C2B simulation, payouts): Kenyan mobile only. Stored as E.164. */
 export function normalizeMsisdn(value: string | null | undefined, field = "phone_number"): string {
-  if (!value?.trim()) throw new ValidationError(field, "is required");
-  const kenyan = kenyanMobileOrNull(value);
-  if (!kenyan) throw new ValidationError(field, `must be ${KENYAN_MOBILE_FORMS}`);
-  return kenyan;
+  return parseField(msisdnSchema, value, field);
 }
 
 /** The stored E.164 number as mobile-money APIs and providers write it: digits only. */

@@ -1,14 +1,16 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentLink } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
-import { parseAmount, parseCurrency } from "../../money.ts";
+import { amountSchema, parseAmount, parseCurrency } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ChannelService } from "../channels/service.ts";
-import { parseCallbackUrl, type TransactionService } from "../transactions/service.ts";
+import { optionalTextSchema, parseInput, refuse } from "../../validation.ts";
+import { callbackUrlSchema, type TransactionService } from "../transactions/service.ts";
 import * as store from "./store.ts";
 import type { LinkFilters, LinkQuery } from "./store.ts";
 
@@ -65,17 +67,41 @@ export interface LinkPageView {
 /** How long a single-use link's claim lasts at most (a crashed instance's claim lapses by itself). */
 const CLAIM_MS = 30_000;
 
-function parseExpiry(value: string | null | undefined, now: Date): Date | null {
-  if (value === undefined || value === null || value === "") return null;
-  // ISO 8601 with a time and a zone: a bare date would be read in the server's zone.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(value)) {
-    throw new ValidationError("expires_at", "must be an ISO 8601 date and time with a zone, e.g. 2030-01-31T09:15:00Z");
-  }
-  const at = new Date(value);
-  if (Number.isNaN(at.getTime())) throw new ValidationError("expires_at", "is not a valid date");
-  if (at.getTime() <= now.getTime()) throw new ValidationError("expires_at", "must be in the future");
-  return at;
-}
+/** ISO 8601 with a time and a zone: a bare date would be read in the server's zone. */
+const EXPIRY_FORMAT = "must be an ISO 8601 date and time with a zone, e.g. 2030-01-31T09:15:00Z";
+const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** A link's input, in the order its fields are reported when several are wrong; the currency is the channel's to check. */
+const linkInput = z
+  .object({
+    // Absent is an open amount: the payer chooses it, at least min_amount.
+    amount: amountSchema.nullish().transform((amount) => amount ?? null),
+    minAmount: amountSchema.nullish(),
+    description: optionalTextSchema(MAX_DESCRIPTION).pipe(z.string("is required")),
+    reusable: z.boolean("must be true or false").nullish().transform((reusable) => reusable ?? false),
+    expiresAt: z
+      .string(EXPIRY_FORMAT)
+      .nullish()
+      .transform((value, ctx) => {
+        if (!value) return null;
+        if (!ISO_WITH_ZONE.test(value)) return refuse(ctx, EXPIRY_FORMAT);
+        const at = new Date(value);
+        if (Number.isNaN(at.getTime())) return refuse(ctx, "is not a valid date");
+        if (at.getTime() <= Date.now()) return refuse(ctx, "must be in the future");
+        return at;
+      }),
+    callbackUrl: callbackUrlSchema,
+    paymentChannelId: z
+      .custom<number>((id) => Number.isSafeInteger(id) && (id as number) >= 1, "must be a positive integer")
+      .nullish()
+      .transform((id) => id ?? null),
+    currency: z.string().nullish(),
+  })
+  .refine((link) => link.amount === null || link.minAmount == null, {
+    path: ["minAmount"],
+    message: "is only for an open amount: give amount or min_amount, not both",
+    when: (payload) => !payload.issues.some((issue) => issue.path?.[0] === "amount"),
+  });
 
 /**
  * Payment links: a merchant's standing request for money, paid through /pay/<slug>. Each payer's payment is an
@@ -130,37 +156,25 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
     async createLink(principal: Principal, input: PaymentLinkInput): Promise<PaymentLink> {
       const recovered = await recoveredObject(principal, "payment_link", (id) => store.findScoped(prisma, principal, id));
       if (recovered) return recovered;
-      const open = input.amount === undefined || input.amount === null;
-      const amount = open ? null : parseAmount(input.amount);
-      if (!open && input.minAmount != null) throw new ValidationError("min_amount", "is only for an open amount: give amount or min_amount, not both");
-      const minAmount = open && input.minAmount != null ? parseAmount(input.minAmount, "min_amount") : 1n;
-      const description = input.description?.trim();
-      if (!description) throw new ValidationError("description", "is required");
-      if (description.length > MAX_DESCRIPTION) throw new ValidationError("description", `must be at most ${MAX_DESCRIPTION} characters`);
-      if (input.reusable != null && typeof input.reusable !== "boolean") throw new ValidationError("reusable", "must be true or false");
-      const expiresAt = parseExpiry(input.expiresAt, new Date());
-      const callbackUrl = parseCallbackUrl(input.callbackUrl);
-      if (input.paymentChannelId != null && (!Number.isSafeInteger(input.paymentChannelId) || input.paymentChannelId < 1)) {
-        throw new ValidationError("payment_channel_id", "must be a positive integer");
-      }
+      const { amount, minAmount, description, reusable, expiresAt, callbackUrl, paymentChannelId, ...wanted } = parseInput(linkInput, input);
       // The channel and currency as initialize resolves them, so a link never promises what its payments cannot take.
-      const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, input.paymentChannelId);
+      const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, paymentChannelId);
       const connector = connectors.for(channel);
       if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
-      const currency = parseCurrency(input.currency || defaultCurrency, connector.currencies, channel.provider);
-      connector.hosted?.checkPayment({ amount: amount ?? minAmount, currency });
+      const currency = parseCurrency(wanted.currency || defaultCurrency, connector.currencies, channel.provider);
+      connector.hosted?.checkPayment({ amount: amount ?? minAmount ?? 1n, currency });
       const data = {
         merchantId: principal.merchantId,
         mode: principal.mode,
         slug: newSlug(),
         amount,
-        minAmount,
+        minAmount: minAmount ?? 1n,
         currency,
         description,
-        reusable: input.reusable ?? false,
+        reusable,
         expiresAt,
         callbackUrl,
-        paymentChannelId: input.paymentChannelId ?? null,
+        paymentChannelId,
       };
       return prisma.$transaction(async (tx) => {
         const link = await store.create(tx, data);

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import { scopeOf, type Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
 import type { PrismaClient, Reader } from "../../db/database.ts";
@@ -7,12 +8,12 @@ import { NotFoundError, ValidationError } from "../../errors.ts";
 import type { StatusDateFilters } from "../../filters.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
-import { parseAmount, parseCurrency } from "../../money.ts";
+import { amountSchema, parseCurrency } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
-import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
+import { msisdnSchema, toMsisdn } from "../../phone.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { Connector, PayoutConnector, PayoutResult } from "../../providers/types.ts";
-import { optionalText } from "../../validation.ts";
+import { optionalTextSchema, parseInput } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import { toPublishedEvent, type StatusCounter } from "../events/status-machine.ts";
@@ -59,6 +60,20 @@ export const PAYOUT_QUERY_JOB = "payout.query";
 export const payoutCommands = ["BusinessPayment", "SalaryPayment", "PromotionPayment"] as const;
 
 export { payoutSnapshot, type PayoutSnapshot } from "./store.ts";
+
+/** A payout's input, in the order its fields are reported when several are wrong; the currency is the channel's to check. */
+const payoutInput = z.object({
+  amount: amountSchema,
+  phoneNumber: msisdnSchema,
+  reference: optionalTextSchema(100),
+  description: optionalTextSchema(100),
+  commandId: z
+    .enum(payoutCommands, `must be one of ${payoutCommands.join(", ")}`)
+    .nullish()
+    .transform((command) => command ?? "BusinessPayment"),
+  paymentChannelId: z.number().int().nullish(),
+  currency: z.string().nullish(),
+});
 
 /**
  * Payouts over their own table, in the payments core's shape: validate -> channel and connector by
@@ -200,15 +215,9 @@ export function createPayoutService(deps: PayoutServiceDeps) {
     async createPayout(principal: Principal, input: PayoutInput): Promise<Payout> {
       const recovered = await moneyOut.recovered(principal);
       if (recovered) return recovered;
-      const amount = parseAmount(input.amount);
-      const phoneNumber = normalizeMsisdn(input.phoneNumber);
-      const clientReference = optionalText(input.reference, "reference", 100);
-      const description = optionalText(input.description, "description", 100);
-      const commandId = input.commandId ?? "BusinessPayment";
-      if (!(payoutCommands as readonly string[]).includes(commandId)) throw new ValidationError("command_id", `must be one of ${payoutCommands.join(", ")}`);
-      const { channel, connector, payouts, config } = await payoutChannel(principal, input.paymentChannelId);
-      let currencyInput = input.currency;
-      if (!currencyInput) currencyInput = (await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } })).defaultCurrency;
+      const { amount, phoneNumber, reference: clientReference, description, commandId, ...wanted } = parseInput(payoutInput, input);
+      const { channel, connector, payouts, config } = await payoutChannel(principal, wanted.paymentChannelId);
+      const currencyInput = wanted.currency || (await prisma.merchant.findUniqueOrThrow({ where: { id: principal.merchantId }, select: { defaultCurrency: true } })).defaultCurrency;
       const currency = parseCurrency(currencyInput, connector.currencies, channel.provider);
       payouts.checkAmount(amount, currency);
       const urls = deps.callbackUrls(channel);

@@ -1,15 +1,16 @@
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import { randomReference } from "../../references.ts";
 import type { Reader } from "../../db/database.ts";
 import type { PaymentChannel, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, isUniqueViolation, NotFoundError, ValidationError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import { parseAmount } from "../../money.ts";
+import { amountSchema } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { RefundCallbackUrls, RefundConnector, RefundOutcome, RefundRequest, RefundResult } from "../../providers/types.ts";
-import { optionalText } from "../../validation.ts";
+import { optionalTextSchema, parseInput, refuse } from "../../validation.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { TransactionService } from "../transactions/service.ts";
 import type { StatusMachineDeps } from "../events/status-machine.ts";
@@ -81,15 +82,27 @@ function reversedOnce(
 /** Said wherever a refund's amount is null (REST and GraphQL alike). */
 export const NULL_REFUND_AMOUNT = "must be a positive integer in minor units, not null; leave it out to refund all that is still refundable";
 
-/**
- * `amount` for a refund: absent means all that remains; otherwise a positive whole number of minor units. An
- * explicit null is refused: money leaves on the caller's word, and null is too easily an unset variable.
- */
-function parseRefundAmount(value: unknown): bigint | null {
-  if (value === undefined) return null;
-  if (value === null) throw new ValidationError("amount", NULL_REFUND_AMOUNT);
-  return parseAmount(value);
-}
+/** A transaction named by its reference or its numeric id. */
+const isTransactionKey = (key: unknown): key is string | number =>
+  typeof key === "number" ? Number.isSafeInteger(key) && key >= 1 : typeof key === "string" && key.trim() !== "";
+const TRANSACTION_KEY_REQUIRED = "is required: the transaction's reference or id";
+
+/** A refund's input, in the order its fields are reported when several are wrong. */
+const refundInput = z.object({
+  /**
+   * Absent means all that remains (null); otherwise a positive whole number of minor units. An explicit null is
+   * refused: money leaves on the caller's word, and null is too easily an unset variable.
+   */
+  amount: z
+    .unknown()
+    .optional()
+    .transform((amount, ctx) => (amount === undefined ? null : amount === null ? refuse(ctx, NULL_REFUND_AMOUNT) : amount))
+    .pipe(amountSchema.nullable()),
+  reason: z.enum(refundReasons, `must be one of ${refundReasons.join(", ")}`).nullish().transform((reason) => reason ?? null),
+  merchantNote: optionalTextSchema(255),
+  customerNote: optionalTextSchema(255),
+  transaction: z.custom<string | number>(isTransactionKey, TRANSACTION_KEY_REQUIRED),
+});
 
 /**
  * Refunds over their own table, in the payments core's shape: validate -> the payment and its rail ->
@@ -201,9 +214,7 @@ export function createRefundService(deps: RefundServiceDeps) {
 
   /** The caller's transaction named by `transaction` (its reference, or its numeric id). */
   function paymentOf(principal: Principal, key: unknown) {
-    if (typeof key === "number" ? !Number.isSafeInteger(key) || key < 1 : typeof key !== "string" || key.trim() === "") {
-      throw new ValidationError("transaction", "is required: the transaction's reference or id");
-    }
+    if (!isTransactionKey(key)) throw new ValidationError("transaction", TRANSACTION_KEY_REQUIRED);
     return transactions.getWithChannel(principal, String(key));
   }
 
@@ -211,12 +222,8 @@ export function createRefundService(deps: RefundServiceDeps) {
     async createRefund(principal: Principal, input: RefundInput): Promise<Refund> {
       const recovered = await moneyOut.recovered(principal);
       if (recovered) return recovered;
-      const amount = parseRefundAmount(input.amount);
-      const reason = input.reason ?? null;
-      if (reason !== null && !(refundReasons as readonly string[]).includes(reason)) throw new ValidationError("reason", `must be one of ${refundReasons.join(", ")}`);
-      const merchantNote = optionalText(input.merchantNote, "merchant_note", 255);
-      const customerNote = optionalText(input.customerNote, "customer_note", 255);
-      const transaction = await paymentOf(principal, input.transaction);
+      const { amount, reason, merchantNote, customerNote, transaction: key } = parseInput(refundInput, input);
+      const transaction = await paymentOf(principal, key);
       if (transaction.status !== "completed" || !transaction.channel) {
         throw new GatewayError("transaction_not_refundable", `Transaction ${transaction.reference} is ${transaction.status}: only a completed payment can be refunded`);
       }

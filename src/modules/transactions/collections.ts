@@ -1,10 +1,11 @@
+import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
 import { isUniqueViolation, ValidationError } from "../../errors.ts";
 import type { JobRequest } from "../../jobs/store.ts";
-import { parseAmount } from "../../money.ts";
-import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
-import { optionalText } from "../../validation.ts";
+import { amountSchema } from "../../money.ts";
+import { msisdnSchema, toMsisdn } from "../../phone.ts";
+import { optionalTextSchema, parseInput } from "../../validation.ts";
 import { maskMsisdn } from "./attempts.ts";
 import { connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
 import type { PushFlow } from "./push.ts";
@@ -23,6 +24,15 @@ export interface StkCollectionInput {
   reference?: string | null;
   description?: string | null;
 }
+
+/** The STK push's input, in the order its fields are reported when several are wrong. */
+const stkCollectionInput = z.object({
+  amount: amountSchema,
+  phoneNumber: msisdnSchema,
+  reference: optionalTextSchema(100),
+  description: optionalTextSchema(500),
+  paymentChannelId: z.number().int().nullish(),
+});
 
 /** A payment the provider reports on its own (an M-Pesa C2B confirmation), recorded once per receipt. */
 export interface ProviderPayment {
@@ -51,11 +61,8 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
     async startStkCollection(principal: Principal, input: StkCollectionInput) {
       const recovered = await ctx.recoveredTransaction(principal);
       if (recovered) return { transaction: recovered, customerMessage: RECOVERED_PUSH_MESSAGE };
-      const amount = parseAmount(input.amount);
-      const phoneNumber = normalizeMsisdn(input.phoneNumber);
-      const clientReference = optionalText(input.reference, "reference", 100);
-      const description = optionalText(input.description, "description", 500);
-      const channel = await channels.resolvePaymentChannel(principal, input.paymentChannelId);
+      const { amount, phoneNumber, reference: clientReference, description, paymentChannelId } = parseInput(stkCollectionInput, input);
+      const channel = await channels.resolvePaymentChannel(principal, paymentChannelId);
       const momo = momoConnectorOf(connectors, channel);
       if (!connectorOf(connectors, channel)!.currencies.includes(momo.currency)) {
         throw new ValidationError("payment_channel_id", `payment channel ${channel.id} cannot collect ${momo.currency}`);

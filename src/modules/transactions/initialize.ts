@@ -1,11 +1,11 @@
+import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { Prisma } from "../../db/generated/prisma/client.ts";
-import { GatewayError, ValidationError } from "../../errors.ts";
+import { GatewayError } from "../../errors.ts";
 import { inIdempotencyScope } from "../../idempotency/scope.ts";
-import { parseAmount, parseCurrency } from "../../money.ts";
-import { normalizePhone } from "../../phone.ts";
-import { optionalText, unsafeTextIn } from "../../validation.ts";
-import { normalizeEmail } from "../customers/service.ts";
+import { amountSchema, parseCurrency } from "../../money.ts";
+import { phoneSchema } from "../../phone.ts";
+import { optionalTextSchema, parseInput, refuse, unsafeTextAt } from "../../validation.ts";
 import { connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
 import type { HostedFlow } from "./hosted.ts";
 import { afterCreate, insertPendingTransaction } from "./status.ts";
@@ -40,38 +40,61 @@ function metadataDepth(value: unknown): number {
 }
 
 /**
- * initialize's `metadata`: a JSON object (not an array or a scalar) of at most 8 KB serialized (UTF-8),
- * returned as the object to store; null or absent is no metadata. Anything else is a 400 naming the field.
+ * initialize's `metadata`: a JSON object (not an array or a scalar) of at most 8 KB serialized (UTF-8), kept as the
+ * object to store; null or absent is no metadata.
  */
-export function parseMetadata(value: unknown): Record<string, unknown> | null {
+const metadataSchema = z.unknown().optional().transform((value, ctx): Record<string, unknown> | null => {
   if (value === undefined || value === null) return null;
-  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError("metadata", "must be a JSON object");
-  const serialized = JSON.stringify(value);
-  if (Buffer.byteLength(serialized, "utf8") > MAX_METADATA_BYTES) {
-    throw new ValidationError("metadata", `must be at most ${MAX_METADATA_BYTES} bytes as JSON (${MAX_METADATA_BYTES / 1024} KB)`);
+  if (typeof value !== "object" || Array.isArray(value)) return refuse(ctx, "must be a JSON object");
+  if (Buffer.byteLength(JSON.stringify(value), "utf8") > MAX_METADATA_BYTES) {
+    return refuse(ctx, `must be at most ${MAX_METADATA_BYTES} bytes as JSON (${MAX_METADATA_BYTES / 1024} KB)`);
   }
-  if (metadataDepth(value) > MAX_METADATA_DEPTH) throw new ValidationError("metadata", `must be nested at most ${MAX_METADATA_DEPTH} levels deep`);
+  if (metadataDepth(value) > MAX_METADATA_DEPTH) return refuse(ctx, `must be nested at most ${MAX_METADATA_DEPTH} levels deep`);
   // Text jsonb cannot store (NUL, lone surrogates): the one text check, which REST and GraphQL inputs have already passed.
-  const unsafe = unsafeTextIn(value, "metadata");
-  if (unsafe) throw unsafe;
+  const unsafe = unsafeTextAt(value, "metadata");
+  if (unsafe) return refuse(ctx, unsafe.problem, unsafe.field);
   return value as Record<string, unknown>;
-}
+});
 
 /** An http(s) URL the payer's browser is sent to; no credentials in it, at most 2,048 characters. */
-export function parseCallbackUrl(value: string | null | undefined): string | null {
-  const text = optionalText(value, "callback_url", 2048);
+export const callbackUrlSchema = optionalTextSchema(2048).transform((text, ctx) => {
   if (!text) return null;
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new ValidationError("callback_url", "must be an absolute http(s) URL");
+    return refuse(ctx, "must be an absolute http(s) URL");
   }
   if ((url.protocol !== "https:" && url.protocol !== "http:") || url.username || url.password) {
-    throw new ValidationError("callback_url", "must be an absolute http(s) URL without credentials");
+    return refuse(ctx, "must be an absolute http(s) URL without credentials");
   }
   return url.href;
-}
+});
+
+/** A payer's e-mail (customers' normalizeEmail rule): trimmed, lower-cased. */
+const emailSchema = z
+  .string({ error: "is required" })
+  .trim()
+  .toLowerCase()
+  .min(1, "is required")
+  .pipe(z.email("must be a valid e-mail address").max(254, "must be a valid e-mail address"));
+
+/** initialize's input, in the order its fields are reported when several are wrong; the currency is the channel's to check. */
+const initializeInput = z.object({
+  amount: amountSchema,
+  email: emailSchema,
+  // Empty is no phone.
+  phone: z.string().nullish().transform((phone) => phone || null).pipe(phoneSchema.nullable()),
+  firstName: optionalTextSchema(100),
+  lastName: optionalTextSchema(100),
+  description: optionalTextSchema(500),
+  callbackUrl: callbackUrlSchema,
+  // Kept as STK push keeps its reference: the merchant's own, not unique; the gateway's reference stays the key.
+  reference: optionalTextSchema(100),
+  metadata: metadataSchema,
+  paymentChannelId: z.number().int().nullish(),
+  currency: z.string().nullish(),
+});
 
 /** Where the payer goes after paying: the merchant's callback_url with ?trxref=<ref>&reference=<ref>, as Paystack sends them. */
 export function payerReturnUrl(callbackUrl: string, reference: string): string {
@@ -94,21 +117,11 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
   return async function initialize(principal: Principal, input: InitializeInput) {
     const recovered = await ctx.recoveredTransaction(principal);
     if (recovered) return recovered;
-    const amount = parseAmount(input.amount);
-    if (!input.email) throw new ValidationError("email", "is required");
-    const email = normalizeEmail(input.email);
-    const phone = input.phone ? normalizePhone(input.phone) : null;
-    const firstName = optionalText(input.firstName, "first_name", 100);
-    const lastName = optionalText(input.lastName, "last_name", 100);
-    const description = optionalText(input.description, "description", 500);
-    const callbackUrl = parseCallbackUrl(input.callbackUrl);
-    // Kept as STK push keeps its reference: the merchant's own, not unique; the gateway's reference stays the key.
-    const clientReference = optionalText(input.reference, "reference", 100);
-    const metadata = parseMetadata(input.metadata);
-    const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, input.paymentChannelId);
+    const { amount, email, phone, firstName, lastName, description, callbackUrl, reference: clientReference, metadata, ...wanted } = parseInput(initializeInput, input);
+    const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, wanted.paymentChannelId);
     const connector = connectorOf(connectors, channel);
     if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
-    const currency = parseCurrency(input.currency || defaultCurrency!, connector.currencies, channel.provider);
+    const currency = parseCurrency(wanted.currency || defaultCurrency!, connector.currencies, channel.provider);
     const hosted = connector.hosted;
     hosted?.checkPayment({ amount, currency });
 

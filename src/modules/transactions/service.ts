@@ -94,5 +94,5 @@ export {
   type HostedTiming,
   type TransactionServiceDeps,
 } from "./context.ts";
-export { MAX_METADATA_BYTES, parseCallbackUrl, parseMetadata, payerReturnUrl, type InitializeInput } from "./initialize.ts";
+export { MAX_METADATA_BYTES, callbackUrlSchema, payerReturnUrl, type InitializeInput } from "./initialize.ts";
 export { newestFirst, parseTransactionSearch, transactionWhere, type TransactionFilters, type TransactionSearch } from "./store.ts";

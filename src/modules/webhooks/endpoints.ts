@@ -1,10 +1,11 @@
+import { z } from "zod";
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Mode, Prisma, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
 import { NotFoundError, ValidationError } from "../../errors.ts";
 import type { SecretBox } from "../../security/encryption.ts";
 import type { MerchantUrls } from "../../security/outbound.ts";
-import { optionalText } from "../../validation.ts";
+import { optionalTextSchema, parseInputAsync, refuse } from "../../validation.ts";
 import { webhookEventTypes } from "./event-types.ts";
 import { generateWebhookSecret } from "./signing.ts";
 import * as store from "./store.ts";
@@ -20,23 +21,25 @@ const MAX_ENDPOINTS_PER_MODE = 16;
 /** After a rotation the previous secret keeps signing this long, so receivers can switch over. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 
-function parseEvents(value: readonly string[] | null | undefined): string[] {
-  const events = [...new Set(value ?? [])];
+const eventsSchema = z.array(z.string()).transform((list, ctx) => {
+  const events = [...new Set(list)];
   const unknown = events.find((e) => !(webhookEventTypes as readonly string[]).includes(e));
-  if (unknown !== undefined) throw new ValidationError("events", `unknown event type "${unknown.slice(0, 60)}"; known types: ${webhookEventTypes.join(", ")}`);
-  return events;
-}
+  return unknown === undefined ? events : refuse(ctx, `unknown event type "${unknown.slice(0, 60)}"; known types: ${webhookEventTypes.join(", ")}`);
+});
 
 /** A merchant's webhook endpoints: where its events are posted, each with its signing secret (encrypted at rest). */
 export function createEndpoints(deps: { prisma: PrismaClient; secrets: SecretBox; merchantUrls: MerchantUrls }) {
   const { prisma, secrets, merchantUrls } = deps;
 
-  /** HTTPS in live mode; loopback and private networks only in test mode with ALLOW_PRIVATE_URLS. */
-  async function validateUrl(mode: Mode, value: string | null | undefined): Promise<string> {
-    const url = value?.trim();
-    if (!url) throw new ValidationError("url", "is required");
-    return merchantUrls.check(mode, url);
-  }
+  /**
+   * An endpoint's input (new, or its changes), in the order its fields are reported when several are wrong. The URL
+   * is HTTPS in live mode, loopback and private networks only in test mode with ALLOW_PRIVATE_URLS: the URL guard's
+   * refusal is thrown as it is (it names `url`, the first field).
+   */
+  const urlIn = (mode: Mode) => z.string("is required").trim().min(1, "is required").transform((url) => merchantUrls.check(mode, url));
+  const newEndpoint = (mode: Mode) =>
+    z.object({ url: urlIn(mode), events: eventsSchema.nullish().transform((events) => events ?? []), description: optionalTextSchema(500), enabled: z.boolean().nullish() });
+  const endpointChanges = (mode: Mode) => z.object({ url: urlIn(mode).nullish(), events: eventsSchema.nullish(), description: optionalTextSchema(500), enabled: z.boolean().nullish() });
 
   async function getEndpoint(principal: Principal, id: number): Promise<WebhookEndpoint> {
     const endpoint = await store.findEndpoint(prisma, principal, id);
@@ -49,14 +52,12 @@ export function createEndpoints(deps: { prisma: PrismaClient; secrets: SecretBox
 
     /** Creates an endpoint; the signing secret is in the answer this once and never again. */
     async createEndpoint(principal: Principal, input: EndpointInput) {
-      const url = await validateUrl(principal.mode, input.url);
-      const events = parseEvents(input.events);
-      const description = optionalText(input.description, "description", 500);
+      const { url, events, description, enabled } = await parseInputAsync(newEndpoint(principal.mode), input);
       if ((await store.countEndpoints(prisma, principal)) >= MAX_ENDPOINTS_PER_MODE) {
         throw new ValidationError("url", `a merchant may have at most ${MAX_ENDPOINTS_PER_MODE} webhook endpoints per mode`);
       }
       const secret = generateWebhookSecret();
-      const endpoint = await store.insertEndpoint(prisma, { ...scopeOf(principal), url, events, description, enabled: input.enabled ?? true, secretEncrypted: secrets.encrypt(secret) });
+      const endpoint = await store.insertEndpoint(prisma, { ...scopeOf(principal), url, events, description, enabled: enabled ?? true, secretEncrypted: secrets.encrypt(secret) });
       return { endpoint, secret };
     },
 
@@ -65,13 +66,15 @@ export function createEndpoints(deps: { prisma: PrismaClient; secrets: SecretBox
     /** Re-enabling an endpoint clears why it was disabled and starts its 5-day failure clock afresh. */
     async updateEndpoint(principal: Principal, id: number, input: EndpointInput) {
       const endpoint = await getEndpoint(principal, id);
+      const changes = await parseInputAsync(endpointChanges(principal.mode), input);
       const data: Prisma.WebhookEndpointUncheckedUpdateInput = {};
-      if (input.url != null) data.url = await validateUrl(principal.mode, input.url);
-      if (input.events != null) data.events = parseEvents(input.events);
-      if (input.description !== undefined) data.description = optionalText(input.description, "description", 500);
-      if (input.enabled != null) {
-        data.enabled = input.enabled;
-        if (input.enabled && !endpoint.enabled) Object.assign(data, { disabledReason: null, failingSince: null });
+      if (changes.url != null) data.url = changes.url;
+      if (changes.events != null) data.events = changes.events;
+      // Null clears the description; absent leaves it.
+      if (input.description !== undefined) data.description = changes.description;
+      if (changes.enabled != null) {
+        data.enabled = changes.enabled;
+        if (changes.enabled && !endpoint.enabled) Object.assign(data, { disabledReason: null, failingSince: null });
       }
       return store.updateEndpoint(prisma, endpoint.id, data);
     },
