@@ -56,7 +56,8 @@ function subscribe(socket: WebSocket, id: string): Promise<{ type: string; paylo
 describe.each(["memory", "redis"] as const)("WebSocket authentication and subscribe budgets (%s counters)", (store) => {
   let gw: TestGateway;
   let sql: string[] = [];
-  const env = { RATE_LIMIT_IP_PER_MINUTE: String(IP_BUDGET), RATE_LIMIT_PER_MINUTE: String(KEY_BUDGET), TRUST_PROXY: "127.0.0.1" };
+  // No job runner: its polls are statements too, and "no database work" is asserted of the refused connections.
+  const env = { RATE_LIMIT_IP_PER_MINUTE: String(IP_BUDGET), RATE_LIMIT_PER_MINUTE: String(KEY_BUDGET), TRUST_PROXY: "127.0.0.1", JOBS_ENABLED: "false" };
   useTestGateway({ redis: store === "redis", env, onQuery: (statement) => sql.push(statement) }, (started) => void (gw = started));
 
   it("failed connection_inits spend the IP budget; then the IP is closed with 4429, without a key lookup", async () => {

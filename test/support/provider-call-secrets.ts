@@ -37,9 +37,10 @@ const PLACEHOLDER = /^(|[\s*x•.#-]+|[[(<{]?\s*(redacted|scrubbed|removed|filte
 const SECRET_KEY = /\bsk_(live|test)_[A-Za-z0-9]+/;
 /**
  * 13 to 19 digits in a row, or a card as people group it (4-4-4-4 with an optional last group of up to 3, Amex's
- * 4-6-5) with spaces or dashes; never digits joined across other separators (Daraja's ids are dash-joined numbers).
+ * 4-6-5) with spaces or dashes; never digits joined across other separators (Daraja's ids are dash-joined numbers),
+ * nor digits inside a longer word (a hex-encoded callback token is mostly digits), as the scrubbers read them too.
  */
-const CARD_SHAPES = [/(?<!\d)\d{13,19}(?!\d)/g, /(?<!\d[ -]?)\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?(?!\d)/g, /(?<!\d[ -]?)\d{4}([ -])\d{6}\1\d{5}(?!\d)/g];
+const CARD_SHAPES = [/(?<![0-9A-Za-z])\d{13,19}(?![0-9A-Za-z])/g, /(?<!\d[ -]?)\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?(?!\d)/g, /(?<!\d[ -]?)\d{4}([ -])\d{6}\1\d{5}(?!\d)/g];
 /** Card networks' prefixes (Visa, Mastercard, Amex, Discover, JCB, Diners, Verve, UnionPay): a timestamp or id rarely has one. */
 const CARD_PREFIX = /^(4|5[1-5]|222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|2720|3[47]|35|30[0-5]|36|38|6011|64[4-9]|65|506[01]|507[89]|650|62)/;
 

@@ -26,6 +26,9 @@ describe("assertNoSecrets", () => {
     expect(cardNumbersIn("4084-0840-8408-4081 12")).toEqual(["4084084084084081"]);
     expect(cardNumbersIn("3782 822463 10005")).toEqual(["378282246310005"]);
     expect(cardNumbersIn("4084084084084082")).toEqual([]); // fails Luhn
+    // Digits inside a word are not a card: a hex-encoded callback token is mostly digits (0x30-0x79 are digit pairs).
+    expect(cardNumbersIn("https://pay.test/callbacks/daraja/6a4084084084084081f0/stk")).toEqual([]);
+    expect(cardNumbersIn('{"number":"4084084084084081","url":"/x/4084084084084081/y"}')).toEqual(["4084084084084081"]);
     // Digits joined by dashes otherwise (Daraja's MerchantRequestID) are not read as one number.
     expect(cardNumbersIn("4-0840840-84084081")).toEqual([]);
     // Daraja's timestamps, receipts' ids and phone numbers are not cards.
