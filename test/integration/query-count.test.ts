@@ -48,6 +48,22 @@ const ConnectionWithRelations = graphql(`
   }
 `);
 
+/**
+ * Measures a request made right after `warm`, which leaves a channel kept for a second (channels/service.ts). On a
+ * machine so busy that the second passed before the measured request ended, the channel is rightly read again: warm
+ * and measure again, a few times, and give the answer of the last try (or of the first one that came in time).
+ */
+async function soonAfter<T>(warm: () => Promise<unknown>, measure: () => Promise<T>, inTime: (result: T) => boolean): Promise<T> {
+  let result!: T;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    await warm();
+    const warmedAt = Date.now();
+    result = await measure();
+    if (inTime(result) || Date.now() - warmedAt < 500) return result;
+  }
+  return result;
+}
+
 /** Every SQL statement Prisma sends is counted; a page's cost must not grow with its size (no N+1). */
 describe("SQL statements per list query", () => {
   let gw: TestGateway;
@@ -121,7 +137,8 @@ describe("SQL statements per list query", () => {
     const initialize = await countFor(() => api.post("/api/transactions/initialize", { amount: 500, email: "buyer1@example.com" }));
     expect(initialize.result.status).toBe(200);
     expect(initialize.count).toBe(2);
-    const next = await countFor(() => api.post("/api/transactions/initialize", { amount: 500, email: "buyer1@example.com" }));
+    const initializeOne = () => api.post("/api/transactions/initialize", { amount: 500, email: "buyer1@example.com" });
+    const next = await soonAfter(initializeOne, () => countFor(initializeOne), (measured) => measured.count === 1);
     expect(next.result.status).toBe(200);
     expect(next.count).toBe(1);
   });
@@ -171,6 +188,7 @@ describe("SQL statements per settling payment", () => {
       return response.body.transaction as { id: number; checkout_request_id: string };
     };
     const [first, second, third] = [await push(), await push(), await push()];
+    const spare = await Promise.all(Array.from({ length: 8 }, push));
     // A channel is read again after any change made to it (here through this instance).
     expect((await api.graphql(RenameChannel, { input: { id: mpesaChannelId, name: "M-Pesa till" } })).body.data?.updatePaymentChannel.__typename).toBe("PaymentChannel");
     const callback = await countFor(() => fake.sendStkCallback(first.checkout_request_id));
@@ -182,7 +200,14 @@ describe("SQL statements per settling payment", () => {
     const event = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { transactionId: first.id, type: "transaction.completed" }, include: { deliveries: true } });
     expect(event.deliveries).toHaveLength(1);
     // The next callback to the same channel, within a second, finds the channel without asking.
-    const next = await countFor(() => fake.sendStkCallback(second.checkout_request_id));
+    let next = await countFor(() => fake.sendStkCallback(second.checkout_request_id));
+    if (next.sent.length !== 2) {
+      next = await soonAfter(
+        () => fake.sendStkCallback(spare.shift()!.checkout_request_id),
+        () => countFor(() => fake.sendStkCallback(spare.shift()!.checkout_request_id)),
+        (measured) => measured.sent.length === 2,
+      );
+    }
     expect(next.result.status).toBe(200);
     expect(next.sent).toHaveLength(2);
     expect(next.sent.some((sql) => /payment_channels c WHERE c.callback_token/.test(sql))).toBe(false);
@@ -202,13 +227,19 @@ describe("SQL statements per settling payment", () => {
         body: JSON.stringify({ card_number: "4084084084084081", expiry_month: 12, expiry_year: new Date().getFullYear() + 2, cvc: "408" }),
       });
     // The first payment on a channel also has the metrics learn its provider (once per channel, off the request's path).
-    const [warm, reference] = [await initialize(), await initialize()];
-    expect((await pay(warm)).status).toBe(200);
-    const paid = await countFor(() => pay(reference));
+    const references = await Promise.all(Array.from({ length: 8 }, initialize));
+    const paid = await soonAfter(
+      async () => expect((await pay(references.shift()!)).status).toBe(200),
+      () => {
+        const reference = references.shift()!;
+        return countFor(() => pay(reference)).then((measured) => ({ ...measured, reference }));
+      },
+      (measured) => measured.sent.length === 4,
+    );
     expect(paid.result.status).toBe(200);
     expect(paid.sent, paid.sent.join("\n---\n")).toHaveLength(4);
     expect(paid.sent.some((sql) => /FROM payment_channels c WHERE c\.id = \$1$/.test(sql.trim()))).toBe(false);
-    const event = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { transaction: { reference }, type: "transaction.completed" }, include: { deliveries: true } });
+    const event = await gw.gateway.db.prisma.event.findFirstOrThrow({ where: { transaction: { reference: paid.reference }, type: "transaction.completed" }, include: { deliveries: true } });
     expect(event.deliveries).toHaveLength(1);
   });
 });
