@@ -30,6 +30,8 @@ export interface Connector {
   momo?: MomoConnector;
   payouts?: PayoutConnector;
   refunds?: RefundConnector;
+  /** Chargebacks: a payer contesting a card payment with their bank (absent where the rail has none: M-Pesa). */
+  disputes?: DisputeConnector;
   /** What the provider posts back to the gateway (its callbacks), and where. */
   inbound?: InboundConnector;
   /** Its record of payments and money, for the daily reconciliation. */
@@ -178,6 +180,8 @@ export type ProviderNotification =
    * refunds the notice can mean.
    */
   | { kind: "refund"; event: string; paymentReference: string | null; providerReference: string | null }
+  /** A dispute opened, was reminded of or resolved at the provider (Paystack's charge.dispute.*): the gateway asks about it. */
+  | { kind: "dispute"; event: string; providerReference: string }
   | { kind: "other"; event: string };
 
 export interface HostedCheckoutConnector {
@@ -324,6 +328,85 @@ export interface RefundConnector {
   readonly checkAfterMs: number;
   /** What the merchant is told to do about a payment whose receipt was sent for reversal and will not be sent again. */
   readonly reversedOnceAdvice?: string;
+}
+
+/* ---- Disputes (chargebacks). Amounts in minor units; the connector converts. ---- */
+
+/** Why the payer disputes, in the gateway's words (the provider's category mapped; `general` when unknown). */
+export const DISPUTE_REASONS = ["fraudulent", "product_not_received", "product_unacceptable", "duplicate", "subscription_canceled", "credit_not_processed", "general"] as const;
+export type DisputeReason = (typeof DISPUTE_REASONS)[number];
+
+/** needs_response -> under_review -> won | lost; needs_response -> lost (accepted, or the deadline passed). */
+export type DisputeState = "needs_response" | "under_review" | "won" | "lost";
+
+/** The provider's record of one dispute, provider-neutral. */
+export interface ProviderDispute {
+  /** The provider's id of the dispute (Paystack's numeric id as text). */
+  providerReference: string;
+  /** The disputed payment's reference as the provider keeps it (ours); null when it does not say. */
+  paymentReference: string | null;
+  /** What is disputed; null when the provider does not say (then the payment's whole amount). */
+  amount: bigint | null;
+  currency: string | null;
+  reason: DisputeReason;
+  state: DisputeState;
+  /** The deadline for the merchant's answer (Paystack's dueAt); null when none is given. */
+  dueBy: Date | null;
+  resolvedAt: Date | null;
+  /** What the provider or the bank wrote, oldest first. */
+  messages: { sender: string; body: string; createdAt: string | null }[];
+  /** What the provider charges on a lost dispute (minor units); 0 when it charges none. */
+  fee: bigint;
+}
+
+/** The merchant's answer, as the provider takes it. */
+export interface DisputeEvidence {
+  customerName: string;
+  customerEmail: string;
+  customerPhone: string;
+  serviceDetails: string;
+  deliveryAddress: string | null;
+  /** YYYY-MM-DD */
+  deliveryDate: string | null;
+}
+
+/** The disputed payment, as the gateway recorded it. */
+export interface DisputedPayment {
+  reference: string;
+  amount: bigint;
+  currency: string;
+  /** The provider's id of the payment (Paystack's transaction id, the sandbox's charge). */
+  providerReference: string | null;
+  completedAt: Date | null;
+}
+
+/** What the gateway knows of a dispute when it asks: a simulator (the sandbox) answers from it, a real provider from its own record. */
+export interface DisputeQuery {
+  config: unknown;
+  providerReference: string;
+  payment: DisputedPayment;
+  /** When evidence was submitted (contested), and its service details; null before. */
+  submitted: { at: Date; serviceDetails: string } | null;
+  /** When the merchant accepted the loss; null before. */
+  acceptedAt: Date | null;
+}
+
+export interface DisputeConnector {
+  /** Asks the provider about one dispute (a notification only names it). */
+  fetch(request: DisputeQuery): Promise<ProviderDispute>;
+  /**
+   * The dispute the provider has on a payment, or null: asked when a payment may have been disputed unseen (the
+   * sandbox's disputing card, or reconciliation). Absent when the provider only tells by notification.
+   */
+  ofPayment?(request: { config: unknown; payment: DisputedPayment }): Promise<ProviderDispute | null>;
+  /** The sandbox only: in how long a dispute opens on a payment it just approved (null: never), so the gateway asks then. */
+  opensAfterMs?(payment: DisputedPayment): number | null;
+  /** Hands one evidence file to the provider; answers the name later submissions use (Paystack's upload_url fileName). */
+  uploadFile(request: { config: unknown; providerReference: string; fileName: string; contentType: string; bytes: Buffer }): Promise<{ providerFileName: string }>;
+  /** Submits the evidence and contests the dispute (Paystack: evidence, then resolve `declined`). */
+  contest(request: DisputeQuery & { evidence: DisputeEvidence; files: string[]; amount: bigint; message: string }): Promise<void>;
+  /** Accepts the loss (Paystack: resolve `merchant-accepted` with the refund amount). */
+  accept(request: DisputeQuery & { amount: bigint; message: string }): Promise<void>;
 }
 
 /* ---- Inbound: what a provider posts back to the gateway, at /callbacks/<provider>/<channel token>/<path>. ---- */
