@@ -94,6 +94,12 @@ const envSchema = z.object({
   MPESA_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   SANDBOX_STK_DELAY_MS: positiveInt(2000),
   SANDBOX_REFUND_DELAY_MS: positiveInt(1000),
+  /** How long after a payment with the disputing test card a sandbox dispute opens, and after evidence its verdict comes. */
+  SANDBOX_DISPUTE_DELAY_MS: positiveInt(2000),
+  /** A sandbox dispute's deadline, after it opened (default 48 hours, as Paystack's in Kenya). */
+  SANDBOX_DISPUTE_DUE_MS: positiveInt(48 * 3_600_000),
+  /** How often each open dispute is asked about, so a lost webhook still ends right (default one hour). */
+  DISPUTE_CHECK_EVERY_MS: positiveInt(3_600_000),
   /** A certificate or public key PEM used instead of Safaricom's to encrypt B2C initiator passwords (tests). */
   MPESA_CERT_PATH: optionalString,
   PAYOUT_RESULT_OVERDUE_MS: positiveInt(60_000),
@@ -269,6 +275,12 @@ export interface Config {
     /** How long after an M-Pesa reversal or refund B2C request Transaction Status is first asked about it. */
     reversalResultOverdueMs: number;
   };
+  disputes: {
+    /** How often each open dispute is asked about. */
+    checkEveryMs: number;
+    sandboxDelayMs: number;
+    sandboxDueMs: number;
+  };
   jobs: {
     /** False for API-only instances: another instance works the queue. */
     enabled: boolean;
@@ -441,6 +453,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.PAYSTACK_TIMEOUT_MS,
     },
     refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS, paystackCheckAfterMs: e.PAYSTACK_REFUND_CHECK_AFTER_MS, reversalResultOverdueMs: e.REVERSAL_RESULT_OVERDUE_MS },
+    disputes: { checkEveryMs: e.DISPUTE_CHECK_EVERY_MS, sandboxDelayMs: e.SANDBOX_DISPUTE_DELAY_MS, sandboxDueMs: e.SANDBOX_DISPUTE_DUE_MS },
     jobs: {
       enabled: e.JOBS_ENABLED ?? true,
       pollIntervalMs: e.JOB_POLL_INTERVAL_MS,

@@ -23,6 +23,8 @@ export const errorCatalogue = {
   channel_inactive: { status: 400, message: "Payment channel is inactive" },
   transaction_not_refundable: { status: 409, message: "Only a completed payment can be refunded" },
   amount_exceeds_refundable: { status: 409, message: "The amount is more than can still be refunded" },
+  transaction_disputed: { status: 409, message: "The payment has an open dispute" },
+  dispute_closed: { status: 409, message: "The dispute can no longer be answered" },
   partial_refund_unsupported: { status: 400, message: "This payment can only be refunded in full" },
   payment_declined: { status: 402, message: "The payment was declined" },
   unsupported_currency: { status: 400, message: "Currency is not supported" },

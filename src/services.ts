@@ -18,6 +18,7 @@ import { createProviderCallService } from "./modules/provider-calls/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createReconciliationService } from "./modules/reconciliation/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
+import { createDisputeService, type DisputeService } from "./modules/disputes/service.ts";
 import { createRetentionService } from "./modules/retention/service.ts";
 import { createLedgerService } from "./modules/ledger/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
@@ -42,7 +43,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "disputes" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -68,6 +69,8 @@ export function createServices(deps: ServiceDeps) {
     mpesaCertPath: config.momo.mpesaCertPath,
     sandboxStkDelayMs: config.momo.sandboxStkDelayMs,
     sandboxRefundDelayMs: config.refunds.sandboxDelayMs,
+    sandboxDisputeDelayMs: config.disputes.sandboxDelayMs,
+    sandboxDisputeDueMs: config.disputes.sandboxDueMs,
     paystackBaseUrl: config.paystack.baseUrl,
     paystackTimeoutMs: config.paystack.timeoutMs,
     paystackRefundCheckAfterMs: config.refunds.paystackCheckAfterMs,
@@ -79,6 +82,8 @@ export function createServices(deps: ServiceDeps) {
   const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl);
   const merchantUrls = createMerchantUrls({ allowPrivateUrls: config.allowPrivateUrls });
   const customers = createCustomerService(prisma, read.prisma);
+  // Made after the transactions service, which asks it what a card payment's completion queues.
+  let disputes: DisputeService | undefined;
   const transactions = createTransactionService({
     prisma,
     sql: deps.sql,
@@ -100,6 +105,7 @@ export function createServices(deps: ServiceDeps) {
     },
     hosted: { verifyAfterMs: config.paystack.verifyAfterMs, abandonAfterMs: config.paystack.abandonAfterMs },
     stkCallbackUrl: (channel) => callbackUrls.of(channel).collection ?? "",
+    jobsOnCardPaid: (channel, payment) => disputes?.jobsOnCompleted(channel, payment) ?? [],
     pushLimits: createPushLimiter({ ...config.pushLimits, redis: deps.redis, onRefused: metrics?.rateLimited }),
   });
   const payouts = createPayoutService({
@@ -120,6 +126,7 @@ export function createServices(deps: ServiceDeps) {
     },
   });
   const refunds = createRefundService({ prisma, sql: deps.sql, read, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
+  disputes = createDisputeService({ prisma, sql: deps.sql, read, channels, transactions, connectors, publisher, jobs, logger, checkEveryMs: config.disputes.checkEveryMs });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
   const reconciliations = createReconciliationService({ prisma, read, channels, connectors, transactions, callbackUrls, jobs, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
@@ -155,6 +162,7 @@ export function createServices(deps: ServiceDeps) {
     transactions,
     payouts,
     refunds,
+    disputes,
     paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl, payerKey: deps.encryptionKey, payerCookieMs: config.checkout.expiryMs }),
     ledger: createLedgerService({ prisma, read }),
     reports: createReportService({ prisma, read }),
@@ -162,7 +170,7 @@ export function createServices(deps: ServiceDeps) {
     retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),
     momo,
     callbackUrls,
-    callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, momo, reconciliations, logger }),
+    callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, disputes, momo, reconciliations, logger }),
     webhooks: createWebhookService({ prisma, sql: deps.sql, read, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
   };
 }

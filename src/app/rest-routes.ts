@@ -6,6 +6,7 @@ import { transactionRoutes } from "../modules/transactions/routes.ts";
 import { webhookRoutes } from "../modules/webhooks/routes.ts";
 import { payoutRoutes } from "../modules/payouts/routes.ts";
 import { refundRoutes } from "../modules/refunds/routes.ts";
+import { disputeRoutes } from "../modules/disputes/routes.ts";
 import { paymentLinkRoutes } from "../modules/payment-links/routes.ts";
 import { ledgerRoutes } from "../modules/ledger/routes.ts";
 import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
@@ -15,5 +16,5 @@ import type { RestRoute } from "../rest/route-table.ts";
 /** Every REST row, from every feature: the route table (src/rest/route-table.ts) serves them, the composition root lists them. */
 export const restRoutes: RestRoute[] = [
   ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
-  ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes,
+  ...disputeRoutes, ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes,
 ];

@@ -336,6 +336,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/disputes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merchant's disputes (chargebacks): open ones first by deadline, then closed ones newest first */
+        get: operations["listDisputes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/disputes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One dispute, by its id (dp_...) */
+        get: operations["getDispute"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/disputes/{id}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save the evidence as a draft (submit: false), or send it to contest the dispute (submit: true): status under_review
+         * @description Submitting needs customer_name, customer_email, customer_phone and service_details. After due_by nothing can be submitted (409 dispute_closed).
+         */
+        post: operations["submitDisputeEvidence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/disputes/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept the loss: the provider refunds the payer and the held amount is taken (status lost) */
+        post: operations["acceptDispute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/disputes/{id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Upload one evidence file (PDF, PNG or JPEG by its content, at most 5 MB), then name its id in the evidence's uploaded_files */
+        post: operations["uploadDisputeFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/balance": {
         parameters: {
             query?: never;
@@ -345,7 +433,7 @@ export interface paths {
         };
         /**
          * Each channel's balance per currency, from the ledger
-         * @description available = collected - fees - refunded - paid_out - pending_out + adjustments (minor units). Only channels with ledger activity are listed.
+         * @description available = collected - fees - refunded - paid_out - pending_out - disputed - charged_back + adjustments (minor units). Only channels with ledger activity are listed.
          */
         get: operations["getBalance"];
         put?: never;
@@ -594,7 +682,7 @@ export interface components {
              * @description Machine-readable: see the error-code table
              * @enum {string}
              */
-            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "partial_refund_unsupported" | "payment_declined" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
+            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "transaction_disputed" | "dispute_closed" | "partial_refund_unsupported" | "payment_declined" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
         };
         SuccessEnvelope: {
             /** @constant */
@@ -949,6 +1037,13 @@ export interface operations {
                             amount_refunded: number;
                             /** @description True when all of it has been refunded */
                             refunded: boolean;
+                            /** @description True once a payer disputed it (a chargeback); its status stays completed */
+                            disputed: boolean;
+                            /**
+                             * @description Its latest dispute's status; null when never disputed
+                             * @enum {string|null}
+                             */
+                            dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
                             /** @description The JSON object sent with initialize; null when none was */
                             metadata: Record<string, never> | null;
                         };
@@ -1098,6 +1193,13 @@ export interface operations {
                             amount_refunded: number;
                             /** @description True when all of it has been refunded */
                             refunded: boolean;
+                            /** @description True once a payer disputed it (a chargeback); its status stays completed */
+                            disputed: boolean;
+                            /**
+                             * @description Its latest dispute's status; null when never disputed
+                             * @enum {string|null}
+                             */
+                            dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
                         }[];
                         /** @description Matching rows in all */
                         total: number;
@@ -1377,6 +1479,13 @@ export interface operations {
                             amount_refunded: number;
                             /** @description True when all of it has been refunded */
                             refunded: boolean;
+                            /** @description True once a payer disputed it (a chargeback); its status stays completed */
+                            disputed: boolean;
+                            /**
+                             * @description Its latest dispute's status; null when never disputed
+                             * @enum {string|null}
+                             */
+                            dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
                         };
                     };
                 };
@@ -3630,6 +3739,848 @@ export interface operations {
             };
         };
     };
+    listDisputes: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description needs_response, under_review, won, lost */
+                status?: "needs_response" | "under_review" | "won" | "lost";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+                /** @description The disputed transaction's reference or id */
+                transaction?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description dp_... */
+                            id: string;
+                            transaction_reference: string;
+                            /** @description What is held, minor units: the disputed amount, never more than the payment still has */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            reason: "fraudulent" | "product_not_received" | "product_unacceptable" | "duplicate" | "subscription_canceled" | "credit_not_processed" | "general";
+                            /**
+                             * @description needs_response -> under_review -> won | lost; needs_response -> lost (accepted, or unanswered by due_by)
+                             * @enum {string}
+                             */
+                            status: "needs_response" | "under_review" | "won" | "lost";
+                            /**
+                             * Format: date-time
+                             * @description The deadline for an answer
+                             */
+                            due_by: string | null;
+                            evidence: {
+                                customer_name: string | null;
+                                customer_email: string | null;
+                                customer_phone: string | null;
+                                service_details: string | null;
+                                delivery_address: string | null;
+                                /** @description YYYY-MM-DD */
+                                delivery_date: string | null;
+                                uploaded_files: string[];
+                            } | null;
+                            /** Format: date-time */
+                            evidence_submitted_at: string | null;
+                            messages: {
+                                sender: string;
+                                body: string;
+                                created_at: string | null;
+                            }[];
+                            files: {
+                                /** @description df_... */
+                                id: string;
+                                name: string;
+                                /** @description Bytes */
+                                size: number;
+                                /** @enum {string} */
+                                content_type: "application/pdf" | "image/png" | "image/jpeg";
+                            }[];
+                            /** @description What the provider charged on a loss, minor units */
+                            fee: number;
+                            provider_reference: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            closed_at: string | null;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDispute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description dp_... */
+                            id: string;
+                            transaction_reference: string;
+                            /** @description What is held, minor units: the disputed amount, never more than the payment still has */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            reason: "fraudulent" | "product_not_received" | "product_unacceptable" | "duplicate" | "subscription_canceled" | "credit_not_processed" | "general";
+                            /**
+                             * @description needs_response -> under_review -> won | lost; needs_response -> lost (accepted, or unanswered by due_by)
+                             * @enum {string}
+                             */
+                            status: "needs_response" | "under_review" | "won" | "lost";
+                            /**
+                             * Format: date-time
+                             * @description The deadline for an answer
+                             */
+                            due_by: string | null;
+                            evidence: {
+                                customer_name: string | null;
+                                customer_email: string | null;
+                                customer_phone: string | null;
+                                service_details: string | null;
+                                delivery_address: string | null;
+                                /** @description YYYY-MM-DD */
+                                delivery_date: string | null;
+                                uploaded_files: string[];
+                            } | null;
+                            /** Format: date-time */
+                            evidence_submitted_at: string | null;
+                            messages: {
+                                sender: string;
+                                body: string;
+                                created_at: string | null;
+                            }[];
+                            files: {
+                                /** @description df_... */
+                                id: string;
+                                name: string;
+                                /** @description Bytes */
+                                size: number;
+                                /** @enum {string} */
+                                content_type: "application/pdf" | "image/png" | "image/jpeg";
+                            }[];
+                            /** @description What the provider charged on a loss, minor units */
+                            fee: number;
+                            provider_reference: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            closed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (414): see the error-code table */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    submitDisputeEvidence: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    customer_name?: string;
+                    customer_email?: string;
+                    customer_phone?: string;
+                    /** @description What was sold and how it was delivered */
+                    service_details?: string;
+                    delivery_address?: string;
+                    /**
+                     * Format: date
+                     * @description YYYY-MM-DD
+                     */
+                    delivery_date?: string;
+                    uploaded_files?: string[];
+                    /** @description true sends it to the provider; false (default) keeps a draft */
+                    submit?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description dp_... */
+                            id: string;
+                            transaction_reference: string;
+                            /** @description What is held, minor units: the disputed amount, never more than the payment still has */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            reason: "fraudulent" | "product_not_received" | "product_unacceptable" | "duplicate" | "subscription_canceled" | "credit_not_processed" | "general";
+                            /**
+                             * @description needs_response -> under_review -> won | lost; needs_response -> lost (accepted, or unanswered by due_by)
+                             * @enum {string}
+                             */
+                            status: "needs_response" | "under_review" | "won" | "lost";
+                            /**
+                             * Format: date-time
+                             * @description The deadline for an answer
+                             */
+                            due_by: string | null;
+                            evidence: {
+                                customer_name: string | null;
+                                customer_email: string | null;
+                                customer_phone: string | null;
+                                service_details: string | null;
+                                delivery_address: string | null;
+                                /** @description YYYY-MM-DD */
+                                delivery_date: string | null;
+                                uploaded_files: string[];
+                            } | null;
+                            /** Format: date-time */
+                            evidence_submitted_at: string | null;
+                            messages: {
+                                sender: string;
+                                body: string;
+                                created_at: string | null;
+                            }[];
+                            files: {
+                                /** @description df_... */
+                                id: string;
+                                name: string;
+                                /** @description Bytes */
+                                size: number;
+                                /** @enum {string} */
+                                content_type: "application/pdf" | "image/png" | "image/jpeg";
+                            }[];
+                            /** @description What the provider charged on a loss, minor units */
+                            fee: number;
+                            provider_reference: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            closed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (502): see the error-code table */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    acceptDispute: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description dp_... */
+                            id: string;
+                            transaction_reference: string;
+                            /** @description What is held, minor units: the disputed amount, never more than the payment still has */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            reason: "fraudulent" | "product_not_received" | "product_unacceptable" | "duplicate" | "subscription_canceled" | "credit_not_processed" | "general";
+                            /**
+                             * @description needs_response -> under_review -> won | lost; needs_response -> lost (accepted, or unanswered by due_by)
+                             * @enum {string}
+                             */
+                            status: "needs_response" | "under_review" | "won" | "lost";
+                            /**
+                             * Format: date-time
+                             * @description The deadline for an answer
+                             */
+                            due_by: string | null;
+                            evidence: {
+                                customer_name: string | null;
+                                customer_email: string | null;
+                                customer_phone: string | null;
+                                service_details: string | null;
+                                delivery_address: string | null;
+                                /** @description YYYY-MM-DD */
+                                delivery_date: string | null;
+                                uploaded_files: string[];
+                            } | null;
+                            /** Format: date-time */
+                            evidence_submitted_at: string | null;
+                            messages: {
+                                sender: string;
+                                body: string;
+                                created_at: string | null;
+                            }[];
+                            files: {
+                                /** @description df_... */
+                                id: string;
+                                name: string;
+                                /** @description Bytes */
+                                size: number;
+                                /** @enum {string} */
+                                content_type: "application/pdf" | "image/png" | "image/jpeg";
+                            }[];
+                            /** @description What the provider charged on a loss, minor units */
+                            fee: number;
+                            provider_reference: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: date-time */
+                            closed_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (502): see the error-code table */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploadDisputeFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description df_... */
+                            id: string;
+                            name: string;
+                            /** @description Bytes */
+                            size: number;
+                            /** @enum {string} */
+                            content_type: "application/pdf" | "image/png" | "image/jpeg";
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (502): see the error-code table */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getBalance: {
         parameters: {
             query?: {
@@ -3671,7 +4622,11 @@ export interface operations {
                             pending_out: number;
                             /** @description The sum of adjustments, money in positive */
                             adjustments: number;
-                            /** @description collected - fees - refunded - paid_out - pending_out + adjustments */
+                            /** @description Held while payers' chargebacks are open */
+                            disputed: number;
+                            /** @description Taken back by lost disputes */
+                            charged_back: number;
+                            /** @description collected - fees - refunded - paid_out - pending_out - disputed - charged_back + adjustments */
                             available: number;
                         }[];
                     };
@@ -3754,8 +4709,8 @@ export interface operations {
                 date_from?: string;
                 /** @description YYYY-MM-DD (UTC), inclusive */
                 date_to?: string;
-                /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment */
-                type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment";
+                /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss */
+                type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
                 /** @description Only this payment channel's */
                 payment_channel_id?: number;
             };
@@ -3780,8 +4735,8 @@ export interface operations {
                         data: {
                             id: number;
                             /** @enum {string} */
-                            type: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment";
-                            /** @description Signed minor units: money in positive; a failed refund or payout is 0 */
+                            type: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
+                            /** @description Signed minor units: money in positive; a failed refund or payout is 0, a dispute's hold negative, its release positive, its loss 0 (the hold already took it) */
                             amount: number;
                             /** @description What the provider kept */
                             fee: number;
@@ -3790,7 +4745,7 @@ export interface operations {
                             /** @description ISO 4217 */
                             currency: string;
                             payment_channel_id: number;
-                            /** @description The payment's, refund's or payout's reference; an adjustment's own (adj_...) */
+                            /** @description The payment's, refund's, payout's or dispute's reference; an adjustment's own (adj_...) */
                             source_reference: string;
                             /** Format: date-time */
                             created_at: string;
@@ -5301,8 +6256,8 @@ export interface operations {
                 date_from?: string;
                 /** @description YYYY-MM-DD (UTC), inclusive */
                 date_to?: string;
-                /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment */
-                type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment";
+                /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss */
+                type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
                 /** @description Only this payment channel's */
                 payment_channel_id?: number;
             };

@@ -48,7 +48,7 @@ function operation(route: DocumentedRoute) {
     tags: [doc.tag],
     security: isAuth ? [] : isV1 ? [{ ApiKey: [] }, { Bearer: [] }] : [{ ApiKey: [] }],
     ...(parameters.length ? { parameters } : {}),
-    ...(doc.body ? { requestBody: { required: true, content: { "application/json": { schema: doc.body } } } } : {}),
+    ...(doc.body ? { requestBody: { required: true, content: { [doc.bodyContentType ?? "application/json"]: { schema: doc.body } } } } : {}),
     responses,
   };
 }

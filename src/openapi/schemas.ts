@@ -61,6 +61,8 @@ export const pageQuery = {
 export const refundedFields = {
   amount_refunded: int("The sum of its completed refunds, minor units"),
   refunded: bool("True when all of it has been refunded"),
+  disputed: bool("True once a payer disputed it (a chargeback); its status stays completed"),
+  dispute_status: nullable(oneOfStrings(["needs_response", "under_review", "won", "lost"], "Its latest dispute's status; null when never disputed")),
 };
 
 /** How a payout's and a refund's answers end: the provider's reference, the failure, the times. */

@@ -6,6 +6,8 @@ export interface RouteDoc {
   tag: string;
   /** The JSON request body's schema, for POST routes. */
   body?: Record<string, unknown>;
+  /** The request body's media type when it is not JSON (multipart/form-data for a file). */
+  bodyContentType?: string;
   query?: Record<string, { description: string; schema: Record<string, unknown> }>;
   /** The success status (200 unless said) and its body's schema. */
   status?: number;

@@ -22,6 +22,9 @@ export interface ConnectorOptions {
   sandboxStkDelayMs?: number;
   /** How long after it was made a sandbox refund settles (SANDBOX_REFUND_DELAY_MS). */
   sandboxRefundDelayMs?: number;
+  /** When a sandbox dispute opens, and its verdict comes after evidence (SANDBOX_DISPUTE_DELAY_MS); its deadline (SANDBOX_DISPUTE_DUE_MS). */
+  sandboxDisputeDelayMs?: number;
+  sandboxDisputeDueMs?: number;
   /** Safaricom certificate override for B2C SecurityCredential encryption (MPESA_CERT_PATH). */
   mpesaCertPath?: string | undefined;
   /** Overrides https://api.paystack.co for every paystack channel (PAYSTACK_BASE_URL). */
@@ -41,7 +44,12 @@ export interface ConnectorOptions {
 export function createConnectors(options: ConnectorOptions = {}): Connectors {
   const tokenStore = options.redis ? createRedisTokenStore(options.redis) : createMemoryTokenStore();
   const byName: Record<ProviderName, Connector> = {
-    sandbox: createSandboxConnector({ stkDelayMs: options.sandboxStkDelayMs, refundDelayMs: options.sandboxRefundDelayMs }),
+    sandbox: createSandboxConnector({
+      stkDelayMs: options.sandboxStkDelayMs,
+      refundDelayMs: options.sandboxRefundDelayMs,
+      disputeDelayMs: options.sandboxDisputeDelayMs,
+      disputeDueMs: options.sandboxDisputeDueMs,
+    }),
     mpesa: createMpesaConnector({ tokenStore, baseUrlOverride: options.mpesaBaseUrl, certPath: options.mpesaCertPath, reversalResultOverdueMs: options.reversalResultOverdueMs, recordCall: options.recordCall }),
     paystack: createPaystackConnector({ baseUrl: options.paystackBaseUrl, timeoutMs: options.paystackTimeoutMs, refundCheckAfterMs: options.paystackRefundCheckAfterMs, recordCall: options.recordCall }),
   };

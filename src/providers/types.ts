@@ -384,7 +384,8 @@ export interface DisputedPayment {
 export interface DisputeQuery {
   config: unknown;
   providerReference: string;
-  payment: DisputedPayment;
+  /** Null when the gateway does not know the dispute yet (a provider's notice of a new one). */
+  payment: DisputedPayment | null;
   /** When evidence was submitted (contested), and its service details; null before. */
   submitted: { at: Date; serviceDetails: string } | null;
   /** When the merchant accepted the loss; null before. */
@@ -399,6 +400,8 @@ export interface DisputeConnector {
    * sandbox's disputing card, or reconciliation). Absent when the provider only tells by notification.
    */
   ofPayment?(request: { config: unknown; payment: DisputedPayment }): Promise<ProviderDispute | null>;
+  /** The sandbox only: how long after evidence is submitted its verdict comes, so the gateway asks then (not at its usual interval). */
+  decidesAfterMs?: number;
   /** The sandbox only: in how long a dispute opens on a payment it just approved (null: never), so the gateway asks then. */
   opensAfterMs?(payment: DisputedPayment): number | null;
   /** Hands one evidence file to the provider; answers the name later submissions use (Paystack's upload_url fileName). */

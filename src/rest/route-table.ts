@@ -16,6 +16,8 @@ export interface RestRequest {
   body: Record<string, unknown>;
   query: Record<string, unknown>;
   params: Record<string, string>;
+  /** The one file of a multipart row (`upload`), as sent. */
+  file?: { name: string; bytes: Buffer };
 }
 
 export interface RestResponse {
@@ -43,6 +45,8 @@ export interface RestRoute<TData = any> {
   variables(request: RestRequest): Record<string, unknown>;
   respond(data: Answered<TData>, request: RestRequest): RestResponse;
   doc?: RouteDoc;
+  /** A row that takes one file as multipart/form-data (in the form field `field`, at most `maxBytes`) instead of JSON. */
+  upload?: { field: string; maxBytes: number };
 }
 
 /** A typed error result (`... on Error { code message }`): runOperation throws it, so a row's `respond` never sees one. */

@@ -9,6 +9,7 @@ import type { MomoService } from "../momo/service.ts";
 import type { PayoutService } from "../payouts/service.ts";
 import type { ReconciliationService } from "../reconciliation/service.ts";
 import type { RefundService } from "../refunds/service.ts";
+import type { DisputeService } from "../disputes/service.ts";
 import type { TransactionService } from "../transactions/service.ts";
 
 export interface CallbackServiceDeps {
@@ -17,6 +18,7 @@ export interface CallbackServiceDeps {
   transactions: TransactionService;
   payouts: PayoutService;
   refunds: Pick<RefundService, "verifyRefund" | "applyResult" | "resultTimedOut">;
+  disputes: Pick<DisputeService, "onNotice">;
   momo: MomoService;
   /** Where an account balance answer for a reconciliation goes. */
   reconciliations?: Pick<ReconciliationService, "applyBalance">;
@@ -84,7 +86,7 @@ export function matchCallbackPath(paths: readonly string[], rawPath: string): { 
  * acknowledgement, or its refusal, in the provider's reply shape. Nothing here knows a wire format.
  */
 export function createCallbackService(deps: CallbackServiceDeps) {
-  const { channels, connectors, transactions, payouts, refunds, momo, logger } = deps;
+  const { channels, connectors, transactions, payouts, refunds, disputes, momo, logger } = deps;
 
   /** A payout's or refund's outcome callback, handed to the service that owns the object. */
   async function settleBy<Result>(owner: OutcomeOwner<Result>, what: string, channel: PaymentChannel, callback: OutcomeCallback<Result>) {
@@ -133,6 +135,8 @@ export function createCallbackService(deps: CallbackServiceDeps) {
           await payouts.verifyPayout(channel, notification.reference);
         } else if (notification.kind === "refund") {
           await refunds.verifyRefund(channel, { paymentReference: notification.paymentReference, providerReference: notification.providerReference });
+        } else if (notification.kind === "dispute") {
+          await disputes.onNotice(channel, { providerReference: notification.providerReference, event: notification.event });
         }
         return undefined;
       }

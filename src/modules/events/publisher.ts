@@ -13,6 +13,8 @@ export interface PublishedEvent {
   payoutId: number | null;
   /** Set on refund events. */
   refundId?: number | null;
+  /** Set on dispute events. */
+  disputeId?: number | null;
   /** ISO 8601 UTC. */
   createdAt: string;
   payload: unknown;

@@ -28,6 +28,9 @@ function transactionAsOf(event: PublishedEvent): Transaction {
     amount: BigInt(t.amount),
     // Events recorded before the snapshot carried it: a transaction's own events all precede its refunds.
     amountRefunded: BigInt(t.amount_refunded ?? 0),
+    // A transaction's events are its status changes, all before any dispute (only a completed payment is disputed).
+    disputeStatus: null,
+    amountChargedBack: 0n,
     currency: t.currency,
     status: t.status,
     paymentMethod: t.payment_method,

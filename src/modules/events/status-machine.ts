@@ -43,13 +43,31 @@ export interface StatusRow {
   channelId: number | null;
 }
 
+/**
+ * The statuses of an object whose life is not the money objects' pending -> completed | failed (a dispute): which
+ * statuses a change to `to` may start from, the event it records, and the time column it sets (none: null).
+ */
+export interface StatusRules<To extends string> {
+  from(to: To): readonly string[];
+  eventType(to: To): string;
+  timeColumn(to: To): string | null;
+}
+
+const MONEY_RULES: StatusRules<TerminalStatus> = {
+  from: (to) => [guardStatus(to)],
+  eventType: (to) => to,
+  timeColumn: (to) => (to === "completed" ? "completed_at" : null),
+};
+
 /** How one table takes part: its table and columns, how its rows read, and its snapshot. */
-export interface StatusTable<Row extends StatusRow, Change extends string, Out = unknown> {
+export interface StatusTable<Row extends StatusRow, Change extends string, Out = unknown, To extends string = TerminalStatus> {
   /** The event type's prefix (transaction.completed, payout.failed ...) and the snapshot's key in the payload. */
-  subject: MoneySubject;
+  subject: MoneySubject | "dispute";
   table: string;
   /** The events column that links an event to its object. */
-  eventColumn: "transaction_id" | "payout_id" | "refund_id";
+  eventColumn: "transaction_id" | "payout_id" | "refund_id" | "dispute_id";
+  /** Its statuses, when they are not pending -> completed | failed. */
+  rules?: StatusRules<To>;
   /** The columns a change may write with the status, by model field. */
   changeColumns: Record<Change, string>;
   /** The SELECT list of a whole row, model field names as aliases, over bare column names. */
@@ -61,7 +79,7 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
    * What else the change writes in its statement, as data-modifying CTEs over the changed row `t` (e.g. a
    * completed refund adds its amount to the transaction's amount_refunded): atomic with the status change.
    */
-  alsoWrites?(to: TerminalStatus): string | null;
+  alsoWrites?(to: To): string | null;
 }
 
 /**
@@ -75,9 +93,9 @@ export interface LeadWrite {
   values: unknown[];
 }
 
-export interface StatusChange<Change extends string> {
+export interface StatusChange<Change extends string, To extends string = TerminalStatus> {
   id: number;
-  to: TerminalStatus;
+  to: To;
   /** Columns written together with the status (payment method, receipt, failure code...). */
   changes?: Partial<Record<Change, string | null>>;
   /** Jobs that follow from the change (e.g. forwarding a C2B confirmation), queued only when it applies. */
@@ -101,6 +119,7 @@ export function toPublishedEvent(event: Event): PublishedEvent {
     transactionId: event.transactionId,
     payoutId: event.payoutId,
     ...(event.refundId !== null ? { refundId: event.refundId } : {}),
+    ...(event.disputeId !== null ? { disputeId: event.disputeId } : {}),
     createdAt: event.createdAt.toISOString(),
     payload: event.payload,
   };
@@ -121,21 +140,24 @@ const statements = new Map<string, string>();
  * $1 id, $2 the time of the change, then the changed columns in changeColumns order, then the follow-up jobs
  * as JSON when there are any. One text per combination, each prepared once per connection.
  */
-function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStatus, changed: readonly string[], withJobs: boolean, lead?: LeadWrite): string {
+function changeStatement(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], withJobs: boolean, lead?: LeadWrite): string {
   const key = `${table.subject}|${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
   let text = statements.get(key);
   if (text) return text;
-  const sets = [`status = '${to}'`, "updated_at = $2", ...(to === "completed" ? ["completed_at = $2"] : [])];
+  const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
+  const timeColumn = rules.timeColumn(to);
+  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : [])];
+  const guard = rules.from(to).map((status) => `'${status}'`).join(", ");
   changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = $${i + 3}`));
   const jobsParam = `$${changed.length + 3}`;
   // Dependent writes and the ledger's postings (ledger/postings.ts), each only when the UPDATE applied.
   const also = [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join("");
   const leadCte = lead ? `lead AS (${lead.sql(changed.length + 3 + (withJobs ? 1 : 0))}), ` : "";
   text = `WITH ${leadCte}t AS (
-    UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status = '${guardStatus(to)}'${lead ? " AND EXISTS (SELECT 1 FROM lead)" : ""} RETURNING *
+    UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status IN (${guard})${lead ? " AND EXISTS (SELECT 1 FROM lead)" : ""} RETURNING *
   ), ev AS (
     INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
-    SELECT t.merchant_id, t.mode, '${table.subject}.${to}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
+    SELECT t.merchant_id, t.mode, '${table.subject}.${rules.eventType(to)}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
   ), ${WEBHOOK_FAN_OUT_CTES}${also}${
     // Queued once per row of ev: only when the change applied.
@@ -151,10 +173,10 @@ function changeStatement(table: StatusTable<StatusRow, string>, to: TerminalStat
 type ChangedRow = Record<string, unknown> & { eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; deliveriesQueued: number };
 
 /** Applies one guarded status change to a row of `table`: exactly once however many callers race. */
-export async function applyTransition<Row extends StatusRow, Change extends string, Out>(
+export async function applyTransition<Row extends StatusRow, Change extends string, Out, To extends string = TerminalStatus>(
   deps: StatusMachineDeps,
-  table: StatusTable<Row, Change, Out>,
-  request: StatusChange<Change>,
+  table: StatusTable<Row, Change, Out, To>,
+  request: StatusChange<Change, To>,
 ): Promise<StatusChangeResult<Row>> {
   const changes = (request.changes ?? {}) as Record<string, string | null | undefined>;
   const changed = Object.keys(table.changeColumns).filter((field) => changes[field] !== undefined);
@@ -162,7 +184,7 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
   const params: unknown[] = [request.id, new Date(), ...changed.map((field) => changes[field])];
   if (jobs.length) params.push(jobsParameter(jobs));
   if (request.lead) params.push(...request.lead.values);
-  const text = changeStatement(table as unknown as StatusTable<StatusRow, string>, request.to, changed, jobs.length > 0, request.lead);
+  const text = changeStatement(table as unknown as StatusTable<StatusRow, string, unknown, string>, request.to, changed, jobs.length > 0, request.lead);
   const [result] = await deps.sql.query<ChangedRow>(text, params);
   if (!result) {
     // Already terminal: nothing written; answer with the row as it is.
@@ -176,14 +198,16 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
     id: BigInt(eventId),
     merchantId: row.merchantId,
     mode: row.mode,
-    type: `${table.subject}.${request.to}`,
+    type: `${table.subject}.${(table.rules ?? (MONEY_RULES as StatusRules<string>)).eventType(request.to)}`,
     transactionId: table.eventColumn === "transaction_id" ? row.id : null,
     payoutId: table.eventColumn === "payout_id" ? row.id : null,
     refundId: table.eventColumn === "refund_id" ? row.id : null,
+    disputeId: table.eventColumn === "dispute_id" ? row.id : null,
     createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
     payload: eventPayload,
   };
   const published = afterCommit(deps, event, deliveriesQueued + jobs.length);
-  deps.metrics?.statusChanged(table.subject, request.to, row.channelId);
+  // Counted for the money objects (a dispute's statuses are its own).
+  if (!table.rules) deps.metrics?.statusChanged(table.subject as MoneySubject, request.to as TerminalStatus, row.channelId);
   return { applied: true, row, event: published };
 }

@@ -16,11 +16,11 @@ export const LEDGER_CHECKS = {
   entries_balance: "every entry's postings sum to zero, there are at least two, on known accounts of its own channel",
   entries_agree: "every entry's amount and fee agree with its postings (net = postings on available + pending_out; fee = posting on fees)",
   postings_follow_rules: "every entry's postings are the ones its rule gives for its source's amount",
-  sources_have_entries: "every completed payment, every refund and payout (reservation), every completed or failed refund and payout has its entry",
+  sources_have_entries: "every completed payment, every refund and payout (reservation), every completed or failed refund and payout, every dispute (hold) and every won or lost one has its entry",
   entries_have_sources: "no entry points at a missing source, or at one in another state, channel, currency or amount",
   balances_recomputed: "every channel's balances recomputed from the postings equal what the API reports (channelBalances)",
   balances_from_journal: "the balance transactions add up to the balances (sum of net = available + pending_out; collected, fees, refunded, paid out)",
-  balances_match_business: "collected, refunded, paid_out and pending_out equal the completed payments, refunds, payouts and the ones in flight",
+  balances_match_business: "collected, refunded, paid_out, pending_out, disputed and charged_back equal the completed payments, refunds, payouts, the ones in flight, the open and the lost disputes",
 } as const;
 export type LedgerCheckName = keyof typeof LEDGER_CHECKS;
 
@@ -42,9 +42,10 @@ type Tx = Prisma.TransactionClient;
 
 /** The entry types each source may have, and the source each entry type names. */
 const SOURCE_OF_TYPE = `(VALUES ('payment', 'transaction'), ('refund_reservation', 'refund'), ('refund', 'refund'), ('refund_failure', 'refund'),
-  ('payout_reservation', 'payout'), ('payout', 'payout'), ('payout_failure', 'payout'), ('adjustment', 'adjustment')) AS st(type, source_type)`;
-const ACCOUNT_KINDS = "('available', 'pending_out', 'fees', 'payers', 'refunds', 'payees', 'adjustments')";
-const BALANCE_TYPES = "('payment', 'refund', 'refund_failure', 'payout', 'payout_failure', 'adjustment')";
+  ('payout_reservation', 'payout'), ('payout', 'payout'), ('payout_failure', 'payout'), ('adjustment', 'adjustment'),
+  ('dispute_hold', 'dispute'), ('dispute_release', 'dispute'), ('dispute_loss', 'dispute')) AS st(type, source_type)`;
+const ACCOUNT_KINDS = "('available', 'pending_out', 'disputed', 'fees', 'payers', 'refunds', 'payees', 'adjustments', 'chargebacks')";
+const BALANCE_TYPES = "('payment', 'refund', 'refund_failure', 'payout', 'payout_failure', 'adjustment', 'dispute_hold', 'dispute_release', 'dispute_loss')";
 
 /** One problem row of a check's statement: its text, and how many rows the whole statement found. */
 interface ProblemRow {
@@ -71,8 +72,11 @@ const RULE_LEGS: Record<string, Partial<Record<(typeof KINDS)[number], string>>>
   payout: { pending_out: "-s", payees: "s" },
   payout_failure: { pending_out: "-s", available: "s" },
   adjustment: { available: "e.amount", adjustments: "-e.amount" },
+  dispute_hold: { available: "-s", disputed: "s" },
+  dispute_release: { disputed: "-s", available: "s" },
+  dispute_loss: { disputed: "-s", chargebacks: "s", available: "-e.fee", fees: "e.fee" },
 };
-const KINDS = ["available", "pending_out", "fees", "payers", "refunds", "payees", "adjustments"] as const;
+const KINDS = ["available", "pending_out", "disputed", "fees", "payers", "refunds", "payees", "adjustments", "chargebacks"] as const;
 
 /** The expected leg of one kind, as a CASE over the entry's type (0 where its rule has none). */
 function expectedLeg(kind: (typeof KINDS)[number]): string {
@@ -103,14 +107,15 @@ const ENTRY_CHECKS = `
       (l.entry_id IS NOT NULL AND (l.min_merchant <> e.merchant_id OR l.max_merchant <> e.merchant_id OR l.min_mode <> e.mode OR l.max_mode <> e.mode
         OR l.min_channel <> e.channel_id OR l.max_channel <> e.channel_id OR l.min_currency <> e.currency OR l.max_currency <> e.currency)) AS foreign_legs,
       st.type IS NOT NULL AS known_type,
-      CASE e.source_type WHEN 'transaction' THEN t.amount WHEN 'refund' THEN r.amount WHEN 'payout' THEN po.amount END AS source_amount,
-      (e.source_type = 'adjustment' OR coalesce(t.id, r.id, po.id) IS NOT NULL) AS has_source
+      CASE e.source_type WHEN 'transaction' THEN t.amount WHEN 'refund' THEN r.amount WHEN 'payout' THEN po.amount WHEN 'dispute' THEN d.amount END AS source_amount,
+      (e.source_type = 'adjustment' OR coalesce(t.id, r.id, po.id, d.id) IS NOT NULL) AS has_source
     FROM ledger_entries e
     LEFT JOIN legs l ON l.entry_id = e.id
     LEFT JOIN ${SOURCE_OF_TYPE} ON st.type = e.type AND st.source_type = e.source_type
     LEFT JOIN transactions t ON e.source_type = 'transaction' AND t.id = e.source_id
     LEFT JOIN refunds r ON e.source_type = 'refund' AND r.id = e.source_id
     LEFT JOIN payouts po ON e.source_type = 'payout' AND po.id = e.source_id
+    LEFT JOIN disputes d ON e.source_type = 'dispute' AND d.id = e.source_id
   ), found AS MATERIALIZED (
     SELECT v.check_name, e.id AS sort_key, 'entry ' || e.id || ' (' || e.type || ' ' || e.source_reference || '): ' || v.detail AS detail
     FROM x e
@@ -147,7 +152,10 @@ const EXPECTED_ENTRIES = `
   UNION ALL SELECT 'refund', id, 'refund_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0 FROM refunds WHERE status = 'failed'
   UNION ALL SELECT 'payout', id, 'payout_reservation', 'created', merchant_id, mode, channel_id, currency, reference, 0 FROM payouts
   UNION ALL SELECT 'payout', id, 'payout', 'completed', merchant_id, mode, channel_id, currency, reference, -amount FROM payouts WHERE status = 'completed'
-  UNION ALL SELECT 'payout', id, 'payout_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0 FROM payouts WHERE status = 'failed'`;
+  UNION ALL SELECT 'payout', id, 'payout_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0 FROM payouts WHERE status = 'failed'
+  UNION ALL SELECT 'dispute', id, 'dispute_hold', 'created', merchant_id, mode, channel_id, currency, reference, -amount FROM disputes WHERE amount > 0
+  UNION ALL SELECT 'dispute', id, 'dispute_release', 'won', merchant_id, mode, channel_id, currency, reference, amount FROM disputes WHERE status = 'won' AND amount > 0
+  UNION ALL SELECT 'dispute', id, 'dispute_loss', 'lost', merchant_id, mode, channel_id, currency, reference, 0 FROM disputes WHERE status = 'lost' AND amount > 0`;
 
 const SOURCES_HAVE_ENTRIES = `
   SELECT x.source_id AS sort_key, x.source_type || ' ' || x.source_id || ' (' || x.reference || ', ' || x.state || '): no ' || x.type || ' entry' AS detail
@@ -159,7 +167,8 @@ const ENTRIES_HAVE_SOURCES = `
       WHEN s.source_id IS NULL AND NOT EXISTS (
         SELECT 1 FROM transactions t WHERE e.source_type = 'transaction' AND t.id = e.source_id
         UNION ALL SELECT 1 FROM refunds r WHERE e.source_type = 'refund' AND r.id = e.source_id
-        UNION ALL SELECT 1 FROM payouts p WHERE e.source_type = 'payout' AND p.id = e.source_id)
+        UNION ALL SELECT 1 FROM payouts p WHERE e.source_type = 'payout' AND p.id = e.source_id
+        UNION ALL SELECT 1 FROM disputes d WHERE e.source_type = 'dispute' AND d.id = e.source_id)
         THEN 'its source ' || e.source_type || ' ' || coalesce(e.source_id::text, '(none)') || ' does not exist'
       WHEN s.source_id IS NULL THEN 'its source ' || e.source_type || ' ' || e.source_id || ' is not in a state that posts ' || e.type
       ELSE concat_ws('; ',
@@ -168,14 +177,14 @@ const ENTRIES_HAVE_SOURCES = `
         CASE WHEN e.currency <> s.currency THEN 'currency ' || e.currency || ', its source says ' || s.currency END,
         CASE WHEN e.source_reference <> s.reference THEN 'reference ' || e.source_reference || ', its source says ' || s.reference END,
         CASE WHEN e.amount <> s.amount THEN 'amount ' || e.amount || ', its source says ' || s.amount END,
-        CASE WHEN e.type NOT IN ('payment') AND e.fee <> 0 THEN 'fee ' || e.fee || ' on a ' || e.type || ' (only payments have fees)' END,
+        CASE WHEN e.type NOT IN ('payment', 'dispute_loss') AND e.fee <> 0 THEN 'fee ' || e.fee || ' on a ' || e.type || ' (only payments and lost disputes have fees)' END,
         CASE WHEN e.fee < 0 THEN 'negative fee ' || e.fee END)
     END AS detail
   FROM ledger_entries e
   LEFT JOIN (${EXPECTED_ENTRIES}) s ON s.source_type = e.source_type AND s.source_id = e.source_id AND s.type = e.type
   WHERE e.source_type <> 'adjustment' AND (s.source_id IS NULL
     OR (e.merchant_id, e.mode, e.channel_id, e.currency, e.source_reference, e.amount) IS DISTINCT FROM (s.merchant_id, s.mode, s.channel_id, s.currency, s.reference, s.amount)
-    OR (e.type <> 'payment' AND e.fee <> 0) OR e.fee < 0)`;
+    OR (e.type NOT IN ('payment', 'dispute_loss') AND e.fee <> 0) OR e.fee < 0)`;
 
 /** Every figure of every channel and currency, three ways: from the postings, from the journal, from the business tables. */
 const FIGURES = `
@@ -188,6 +197,7 @@ const FIGURES = `
       -sum(balance) FILTER (WHERE kind = 'payers') AS collected, sum(balance) FILTER (WHERE kind = 'fees') AS fees,
       sum(balance) FILTER (WHERE kind = 'refunds') AS refunded, sum(balance) FILTER (WHERE kind = 'payees') AS paid_out,
       sum(balance) FILTER (WHERE kind = 'pending_out') AS pending_out, -sum(balance) FILTER (WHERE kind = 'adjustments') AS adjustments,
+      sum(balance) FILTER (WHERE kind = 'disputed') AS disputed, sum(balance) FILTER (WHERE kind = 'chargebacks') AS charged_back,
       sum(balance) FILTER (WHERE kind = 'available') AS available, sum(balance) AS total
     FROM by_account GROUP BY merchant_id, mode, channel_id, currency
   ), journal AS (
@@ -197,11 +207,13 @@ const FIGURES = `
       sum(amount) FILTER (WHERE type = 'adjustment') AS adjustments, sum(amount - fee) FILTER (WHERE type IN ${BALANCE_TYPES}) AS net
     FROM ledger_entries GROUP BY merchant_id, mode, channel_id, currency
   ), business AS (
-    SELECT merchant_id, mode, channel_id, currency, sum(collected) AS collected, sum(refunded) AS refunded, sum(paid_out) AS paid_out, sum(pending_out) AS pending_out
+    SELECT merchant_id, mode, channel_id, currency, sum(collected) AS collected, sum(refunded) AS refunded, sum(paid_out) AS paid_out, sum(pending_out) AS pending_out,
+      sum(disputed) AS disputed, sum(charged_back) AS charged_back
     FROM (
-      SELECT merchant_id, mode, channel_id, currency, amount AS collected, 0 AS refunded, 0 AS paid_out, 0 AS pending_out FROM transactions WHERE status = 'completed' AND channel_id IS NOT NULL
-      UNION ALL SELECT merchant_id, mode, channel_id, currency, 0, CASE WHEN status = 'completed' THEN amount ELSE 0 END, 0, CASE WHEN status = 'pending' THEN amount ELSE 0 END FROM refunds
-      UNION ALL SELECT merchant_id, mode, channel_id, currency, 0, 0, CASE WHEN status = 'completed' THEN amount ELSE 0 END, CASE WHEN status = 'pending' THEN amount ELSE 0 END FROM payouts
+      SELECT merchant_id, mode, channel_id, currency, amount AS collected, 0 AS refunded, 0 AS paid_out, 0 AS pending_out, 0 AS disputed, 0 AS charged_back FROM transactions WHERE status = 'completed' AND channel_id IS NOT NULL
+      UNION ALL SELECT merchant_id, mode, channel_id, currency, 0, CASE WHEN status = 'completed' THEN amount ELSE 0 END, 0, CASE WHEN status = 'pending' THEN amount ELSE 0 END, 0, 0 FROM refunds
+      UNION ALL SELECT merchant_id, mode, channel_id, currency, 0, 0, CASE WHEN status = 'completed' THEN amount ELSE 0 END, CASE WHEN status = 'pending' THEN amount ELSE 0 END, 0, 0 FROM payouts
+      UNION ALL SELECT merchant_id, mode, channel_id, currency, 0, 0, 0, 0, CASE WHEN status IN ('needs_response', 'under_review') THEN amount ELSE 0 END, CASE WHEN status = 'lost' THEN amount ELSE 0 END FROM disputes
     ) moves GROUP BY merchant_id, mode, channel_id, currency
   ), keys AS (
     SELECT merchant_id, mode, channel_id, currency FROM postings UNION SELECT merchant_id, mode, channel_id, currency FROM journal
@@ -210,11 +222,13 @@ const FIGURES = `
   SELECT k.merchant_id AS "merchantId", k.mode::text AS mode, k.channel_id AS "channelId", k.currency,
     json_build_object('collected', coalesce(p.collected, 0)::text, 'fees', coalesce(p.fees, 0)::text, 'refunded', coalesce(p.refunded, 0)::text,
       'paidOut', coalesce(p.paid_out, 0)::text, 'pendingOut', coalesce(p.pending_out, 0)::text, 'adjustments', coalesce(p.adjustments, 0)::text,
+      'disputed', coalesce(p.disputed, 0)::text, 'chargedBack', coalesce(p.charged_back, 0)::text,
       'available', coalesce(p.available, 0)::text, 'total', coalesce(p.total, 0)::text) AS postings,
     json_build_object('collected', coalesce(j.collected, 0)::text, 'fees', coalesce(j.fees, 0)::text, 'refunded', coalesce(j.refunded, 0)::text,
       'paidOut', coalesce(j.paid_out, 0)::text, 'adjustments', coalesce(j.adjustments, 0)::text, 'net', coalesce(j.net, 0)::text) AS journal,
     json_build_object('collected', coalesce(b.collected, 0)::text, 'refunded', coalesce(b.refunded, 0)::text,
-      'paidOut', coalesce(b.paid_out, 0)::text, 'pendingOut', coalesce(b.pending_out, 0)::text) AS business
+      'paidOut', coalesce(b.paid_out, 0)::text, 'pendingOut', coalesce(b.pending_out, 0)::text,
+      'disputed', coalesce(b.disputed, 0)::text, 'chargedBack', coalesce(b.charged_back, 0)::text) AS business
   FROM keys k
   LEFT JOIN postings p USING (merchant_id, mode, channel_id, currency)
   LEFT JOIN journal j USING (merchant_id, mode, channel_id, currency)
@@ -226,12 +240,15 @@ interface FigureRow {
   mode: "test" | "live";
   channelId: number;
   currency: string;
-  postings: Record<"collected" | "fees" | "refunded" | "paidOut" | "pendingOut" | "adjustments" | "available" | "total", string>;
+  postings: Record<"collected" | "fees" | "refunded" | "paidOut" | "pendingOut" | "adjustments" | "disputed" | "chargedBack" | "available" | "total", string>;
   journal: Record<"collected" | "fees" | "refunded" | "paidOut" | "adjustments" | "net", string>;
-  business: Record<"collected" | "refunded" | "paidOut" | "pendingOut", string>;
+  business: Record<"collected" | "refunded" | "paidOut" | "pendingOut" | "disputed" | "chargedBack", string>;
 }
 
-const FIGURE_NAMES = { collected: "collected", fees: "fees", refunded: "refunded", paidOut: "paid_out", pendingOut: "pending_out", adjustments: "adjustments", available: "available" } as const;
+const FIGURE_NAMES = {
+  collected: "collected", fees: "fees", refunded: "refunded", paidOut: "paid_out", pendingOut: "pending_out", adjustments: "adjustments",
+  disputed: "disputed", chargedBack: "charged_back", available: "available",
+} as const;
 
 /** Runs every check on one snapshot of the database. `limit` caps the differences listed per check (not those counted). */
 export async function checkLedger(prisma: PrismaClient, options: { limit?: number } = {}): Promise<LedgerCheckResult> {
@@ -291,8 +308,10 @@ export async function checkLedger(prisma: PrismaClient, options: { limit?: numbe
         }
         if (p.total !== 0n) differ("balances_recomputed", `${where}: its accounts sum to ${p.total}, not 0`);
         // The available figure the issue defines must be what the accounts hold.
-        const defined = p.collected - p.fees - p.refunded - p.paidOut - p.pendingOut + p.adjustments;
-        if (defined !== p.available) differ("balances_recomputed", `${where}: available ${p.available}, but collected - fees - refunded - paid_out - pending_out + adjustments is ${defined}`);
+        const defined = p.collected - p.fees - p.refunded - p.paidOut - p.pendingOut - p.disputed - p.chargedBack + p.adjustments;
+        if (defined !== p.available) {
+          differ("balances_recomputed", `${where}: available ${p.available}, but collected - fees - refunded - paid_out - pending_out - disputed - charged_back + adjustments is ${defined}`);
+        }
 
         // The journal (balance transactions) against the postings.
         const journalChecks: [string, bigint, bigint][] = [
@@ -317,6 +336,8 @@ export async function checkLedger(prisma: PrismaClient, options: { limit?: numbe
           ["refunded", b.refunded, p.refunded],
           ["paid_out", b.paidOut, p.paidOut],
           ["pending_out", b.pendingOut, p.pendingOut],
+          ["disputed", b.disputed, p.disputed],
+          ["charged_back", b.chargedBack, p.chargedBack],
         ];
         const businessOff = businessChecks.filter(([, fromTables, fromPostings]) => fromTables !== fromPostings);
         if (businessOff.length) {
@@ -348,6 +369,8 @@ function tableOf(figure: string): string {
   if (figure === "collected") return "completed transactions";
   if (figure === "refunded") return "completed refunds";
   if (figure === "paid_out") return "completed payouts";
+  if (figure === "disputed") return "open disputes";
+  if (figure === "charged_back") return "lost disputes";
   return "pending refunds and payouts";
 }
 

@@ -12,17 +12,22 @@ import type { MoneySubject, TerminalStatus } from "../events/status-rules.ts";
  * also answers when a concurrent statement made it unseen by this one's snapshot).
  *
  * Accounts, per merchant, mode, channel and currency: `available` (what the provider holds for the
- * merchant), `pending_out` (reserved for refunds and payouts in flight), `fees` (what the provider kept),
- * and the outside world split by who is on the other side: `payers`, `refunds`, `payees`, `adjustments`.
+ * merchant), `pending_out` (reserved for refunds and payouts in flight), `disputed` (held while a payer's chargeback
+ * is open), `fees` (what the provider kept), and the outside world split by who is on the other side: `payers`,
+ * `refunds`, `payees`, `adjustments`, `chargebacks` (what lost disputes took back).
  */
-export const ACCOUNT_KINDS = ["available", "pending_out", "fees", "payers", "refunds", "payees", "adjustments"] as const;
+export const ACCOUNT_KINDS = ["available", "pending_out", "disputed", "fees", "payers", "refunds", "payees", "adjustments", "chargebacks"] as const;
 export type AccountKind = (typeof ACCOUNT_KINDS)[number];
 
-/** Entry types. The reservations move money inside the merchant's holding and are not balance transactions. */
-export const BALANCE_TRANSACTION_TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "adjustment"] as const;
+/**
+ * Entry types. The reservations move money inside the merchant's holding and are not balance transactions. A dispute's
+ * hold is one: the payer's bank has it, so it leaves what the merchant can use (available) for `disputed`, which is
+ * not part of the net; a win brings it back, and a loss makes it final (its net is only the provider's fee, if any).
+ */
+export const BALANCE_TRANSACTION_TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "adjustment", "dispute_hold", "dispute_release", "dispute_loss"] as const;
 export type BalanceTransactionType = (typeof BALANCE_TRANSACTION_TYPES)[number];
 export type EntryType = BalanceTransactionType | "refund_reservation" | "payout_reservation";
-export type EntrySource = "transaction" | "refund" | "payout" | "adjustment";
+export type EntrySource = "transaction" | "refund" | "payout" | "adjustment" | "dispute";
 
 /**
  * One rule. Amounts are linear in the source's amount (`src.amount`) and the entry's fee (`e.fee`), written as
@@ -60,15 +65,21 @@ const reserve = (type: EntryType) => balanced({ type, amount: NOTHING, fee: "0",
 const release = (type: EntryType) => balanced({ type, amount: NOTHING, fee: "0", legs: [["pending_out", OUT], ["available", IN]] });
 const send = (type: EntryType, to: AccountKind) => balanced({ type, amount: OUT, fee: "0", legs: [["pending_out", OUT], [to, IN]] });
 
-type Step = "created" | TerminalStatus;
+type Step = "created" | TerminalStatus | "won" | "lost";
 
 /** What each step of each money object posts. A failed payment moved no money and posts nothing. */
-const RULES: Record<MoneySubject, Partial<Record<Step, PostingRule>>> = {
+const RULES: Record<MoneySubject | "dispute", Partial<Record<Step, PostingRule>>> = {
   transaction: {
     completed: balanced({ type: "payment", amount: IN, fee: PAYMENT_FEE, legs: [["payers", OUT], ["available", [1, -1]], ["fees", [0, 1]]] }),
   },
   refund: { created: reserve("refund_reservation"), completed: send("refund", "refunds"), failed: release("refund_failure") },
   payout: { created: reserve("payout_reservation"), completed: send("payout", "payees"), failed: release("payout_failure") },
+  // A dispute's fee (src.fee) is what the provider charged on the loss: 0 where it charges none.
+  dispute: {
+    created: balanced({ type: "dispute_hold", amount: OUT, fee: "0", legs: [["available", OUT], ["disputed", IN]] }),
+    won: balanced({ type: "dispute_release", amount: IN, fee: "0", legs: [["disputed", OUT], ["available", IN]] }),
+    lost: balanced({ type: "dispute_loss", amount: NOTHING, fee: "src.fee", legs: [["disputed", OUT], ["chargebacks", IN], ["available", [0, -1]], ["fees", [0, 1]]] }),
+  },
 };
 
 const ADJUSTMENT = balanced({ type: "adjustment", amount: IN, fee: "0", legs: [["available", IN], ["adjustments", OUT]] });
@@ -85,7 +96,8 @@ function postingCtes(source: EntrySource, rule: PostingRule, from: string, extra
   return `ledger_entry AS (
     INSERT INTO ledger_entries (merchant_id, mode, channel_id, currency, type, source_type, source_id, source_reference, amount, fee, note, created_by)
     SELECT src.merchant_id, src.mode, src.channel_id, src.currency, '${rule.type}', '${source}', src.id, src.reference, ${linearSql(rule.amount)}, ${rule.fee}, ${extra.note}, ${extra.createdBy}
-    FROM ${from} src WHERE src.channel_id IS NOT NULL
+    -- A dispute of a payment already refunded in full holds nothing: it moves no money and posts nothing.
+    FROM ${from} src WHERE src.channel_id IS NOT NULL AND src.amount <> 0
     RETURNING id, merchant_id, mode, channel_id, currency, fee
   ), ledger_legs AS (
     INSERT INTO ledger_postings (entry_id, account_id, amount)
@@ -102,18 +114,18 @@ function postingCtes(source: EntrySource, rule: PostingRule, from: string, extra
  * The postings of a status change, for the status machine's statement (events/status-machine.ts), whose
  * changed row is the CTE `t`: null when the step moves no money.
  */
-export function postingsOnChange(subject: MoneySubject, to: TerminalStatus): string | null {
-  const rule = RULES[subject][to];
+export function postingsOnChange(subject: MoneySubject | "dispute", to: string): string | null {
+  const rule = RULES[subject][to as Step];
   return rule ? postingCtes(subject, rule, "t") : null;
 }
 
-const TABLES: Record<"refund" | "payout", string> = { refund: "refunds", payout: "payouts" };
+const TABLES: Record<"refund" | "payout" | "dispute", string> = { refund: "refunds", payout: "payouts", dispute: "disputes" };
 
 /**
  * Reserves a new refund's or payout's amount (available -> pending_out), in the caller's database transaction
  * that created it: the reservation commits with the row or not at all.
  */
-export async function postReservation(tx: Prisma.TransactionClient, subject: "refund" | "payout", id: number): Promise<void> {
+export async function postReservation(tx: Prisma.TransactionClient, subject: "refund" | "payout" | "dispute", id: number): Promise<void> {
   const rule = RULES[subject].created!;
   await tx.$executeRawUnsafe(`WITH created AS (SELECT * FROM ${TABLES[subject]} WHERE id = $1), ${postingCtes(subject, rule, "created")} SELECT count(*) FROM ledger_legs`, id);
 }

@@ -26,23 +26,25 @@ const balanceItem = obj({
   paid_out: int("Payouts completed"),
   pending_out: int("Reserved for refunds and payouts in flight"),
   adjustments: signed("The sum of adjustments, money in positive"),
-  available: signed("collected - fees - refunded - paid_out - pending_out + adjustments"),
+  disputed: int("Held while payers' chargebacks are open"),
+  charged_back: int("Taken back by lost disputes"),
+  available: signed("collected - fees - refunded - paid_out - pending_out - disputed - charged_back + adjustments"),
 });
 
 const balanceTransactionItem = obj({
   id: int(),
   type: oneOfStrings([...BALANCE_TRANSACTION_TYPES]),
-  amount: signed("Signed minor units: money in positive; a failed refund or payout is 0"),
+  amount: signed("Signed minor units: money in positive; a failed refund or payout is 0, a dispute's hold negative, its release positive, its loss 0 (the hold already took it)"),
   fee: int("What the provider kept"),
   net: signed("amount - fee"),
   currency: str("ISO 4217"),
   payment_channel_id: int(),
-  source_reference: str("The payment's, refund's or payout's reference; an adjustment's own (adj_...)"),
+  source_reference: str("The payment's, refund's, payout's or dispute's reference; an adjustment's own (adj_...)"),
   created_at: dateTime(),
 });
 
 graphql(`
-  fragment V1Balance on ChannelBalance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
+  fragment V1Balance on ChannelBalance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments disputed chargedBack available }
 `);
 graphql(`
   fragment V1BalanceTransaction on BalanceTransaction { databaseId type amount fee net currency paymentChannelId sourceReference createdAt }
@@ -58,6 +60,8 @@ const toV1Balance = (b: V1BalanceFragment) => ({
   paid_out: b.paidOut,
   pending_out: b.pendingOut,
   adjustments: b.adjustments,
+  disputed: b.disputed,
+  charged_back: b.chargedBack,
   available: b.available,
 });
 
@@ -96,7 +100,7 @@ export const ledgerRoutes = [
     doc: {
       operationId: "getBalance",
       summary: "Each channel's balance per currency, from the ledger",
-      description: "available = collected - fees - refunded - paid_out - pending_out + adjustments (minor units). Only channels with ledger activity are listed.",
+      description: "available = collected - fees - refunded - paid_out - pending_out - disputed - charged_back + adjustments (minor units). Only channels with ledger activity are listed.",
       tag: "Balances",
       query: { payment_channel_id: channelQuery },
       response: envelope({ data: list(balanceItem) }),

@@ -37,7 +37,7 @@ const BalanceTransactionPage = offsetPageType("BalanceTransactionPage", BalanceT
 
 const ChannelBalance = builder.objectRef<ChannelBalanceRow>("ChannelBalance").implement({
   description:
-    "One channel's balance in one currency, from the ledger's accounts: available = collected - fees - refunded - paidOut - pendingOut + adjustments. " +
+    "One channel's balance in one currency, from the ledger's accounts: available = collected - fees - refunded - paidOut - pendingOut - disputed - chargedBack + adjustments. " +
     "Only channels with ledger activity are listed.",
   fields: (t) => ({
     paymentChannelId: t.exposeInt("channelId"),
@@ -49,6 +49,8 @@ const ChannelBalance = builder.objectRef<ChannelBalanceRow>("ChannelBalance").im
     paidOut: t.expose("paidOut", { type: "BigInt", description: "Payouts completed." }),
     pendingOut: t.expose("pendingOut", { type: "BigInt", description: "Reserved for refunds and payouts in flight." }),
     adjustments: t.expose("adjustments", { type: "BigInt", description: "The sum of adjustments, money in positive." }),
+    disputed: t.expose("disputed", { type: "BigInt", description: "Held while payers' chargebacks are open." }),
+    chargedBack: t.expose("chargedBack", { type: "BigInt", description: "Taken back by lost disputes." }),
     available: t.expose("available", { type: "BigInt", description: "What the provider holds for the merchant, less what is reserved." }),
   }),
 });

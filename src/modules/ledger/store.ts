@@ -16,7 +16,7 @@ export interface LedgerScope {
 /**
  * One channel's balance in one currency, from its accounts' balances (each the sum of its postings). The
  * accounts of a channel and currency sum to zero, so
- * available = collected - fees - refunded - paid_out - pending_out + adjustments.
+ * available = collected - fees - refunded - paid_out - pending_out - disputed - charged_back + adjustments.
  */
 export interface ChannelBalance {
   channelId: number;
@@ -33,6 +33,10 @@ export interface ChannelBalance {
   pendingOut: bigint;
   /** Corrections, money in positive. */
   adjustments: bigint;
+  /** Held while payers' chargebacks are open. */
+  disputed: bigint;
+  /** Taken back by lost disputes. */
+  chargedBack: bigint;
   available: bigint;
 }
 
@@ -63,7 +67,7 @@ export async function channelBalances(db: Db, scope: LedgerScope, channelId?: nu
     const key = `${row.channelId}|${row.currency}`;
     let b = byKey.get(key);
     if (!b) {
-      b = { channelId: row.channelId, provider: row.provider, currency: row.currency, collected: 0n, fees: 0n, refunded: 0n, paidOut: 0n, pendingOut: 0n, adjustments: 0n, available: 0n };
+      b = { channelId: row.channelId, provider: row.provider, currency: row.currency, collected: 0n, fees: 0n, refunded: 0n, paidOut: 0n, pendingOut: 0n, adjustments: 0n, disputed: 0n, chargedBack: 0n, available: 0n };
       byKey.set(key, b);
     }
     const amount = BigInt(row.balance);
@@ -74,6 +78,8 @@ export async function channelBalances(db: Db, scope: LedgerScope, channelId?: nu
       case "payees": b.paidOut = amount; break;
       case "pending_out": b.pendingOut = amount; break;
       case "adjustments": b.adjustments = -amount; break;
+      case "disputed": b.disputed = amount; break;
+      case "chargebacks": b.chargedBack = amount; break;
       case "available": b.available = amount; break;
     }
   }

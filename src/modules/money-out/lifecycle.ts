@@ -69,7 +69,8 @@ export const idOrReference = (key: string): { id: number } | { reference: string
 /** `Extra`: the columns beyond an outcome's that the kind writes with it (a refund's reversed receipt). */
 export function createMoneyOut<Row extends MoneyOutRow, Extra extends string = never>(deps: MoneyOutDeps, kind: MoneyOutKind<Row, OutcomeChange | Extra>) {
   const { prisma, logger } = deps;
-  const subject = kind.table.subject;
+  // Payouts and refunds: the money objects that are sent out.
+  const subject = kind.table.subject as "payout" | "refund";
 
   /** A connector call about `row`, on record against it. */
   const callFor = <T>(row: Row, call: () => Promise<T>): Promise<T> => withProviderCallScope(kind.callScope(row), call);

@@ -79,6 +79,9 @@ function reversedOnce(
   );
 }
 
+const disputedError = (reference: string) =>
+  new GatewayError("transaction_disputed", `Transaction ${reference} has an open dispute: it cannot be refunded until the dispute is closed (answer or accept it)`);
+
 /** Said wherever a refund's amount is null (REST and GraphQL alike). */
 export const NULL_REFUND_AMOUNT = "must be a positive integer in minor units, not null; leave it out to refund all that is still refundable";
 
@@ -232,7 +235,8 @@ export function createRefundService(deps: RefundServiceDeps) {
       if (!rail) throw new GatewayError("transaction_not_refundable", `Payments through ${channel.provider} channels cannot be refunded by the gateway`);
       const payment = { reference: transaction.reference, amount: transaction.amount, currency: transaction.currency, paymentMethod: transaction.paymentMethod, providerReference: transaction.providerReference, phoneNumber: transaction.phoneNumber };
       // "All that remains" is what the rail is chosen for: after a partial refund, the rest of an M-Pesa payment is no reversal.
-      const wanted = amount ?? transaction.amount - (await store.unfailedAmount(prisma, transaction.id));
+      if (transaction.disputeStatus === "needs_response" || transaction.disputeStatus === "under_review") throw disputedError(transaction.reference);
+      const wanted = amount ?? transaction.amount - transaction.amountChargedBack - (await store.unfailedAmount(prisma, transaction.id));
       if (wanted <= 0n) throw new GatewayError("amount_exceeds_refundable", `amount: at most 0 can still be refunded on transaction ${transaction.reference}`);
       const choice = rail.method(payment, wanted, channels.readChannelConfig(channel));
       if ("refused" in choice) throw new GatewayError("partial_refund_unsupported", choice.refused);
@@ -259,6 +263,7 @@ export function createRefundService(deps: RefundServiceDeps) {
             });
           if ("refund" in reservation) return reservation.refund;
           if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
+          if (reservation.refused === "transaction_disputed") throw disputedError(transaction.reference);
           if (reservation.refused === "reversal_failed") throw reversedOnce(rail, transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
           throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
         },

@@ -61,6 +61,8 @@ export type NewRefund = Omit<Prisma.RefundUncheckedCreateInput, "transactionId" 
 export type Reservation =
   | { refund: Refund }
   | { refused: "transaction_not_refundable" }
+  /** A dispute of the payment is open: the payer's bank decides first. */
+  | { refused: "transaction_disputed" }
   | { refused: "amount_exceeds_refundable"; refundable: bigint }
   /** The payment's receipt was sent for reversal and that reversal failed: it is never sent again, and nothing else is refunded. */
   | { refused: "reversal_failed"; failed: Pick<Refund, "reference" | "reversedReceipt" | "failureCode" | "failureReason"> };
@@ -75,6 +77,7 @@ export type Reservation =
 export async function reserveRefund(tx: Prisma.TransactionClient, transaction: Pick<Transaction, "id">, amount: bigint | null, data: NewRefund): Promise<Reservation> {
   const locked = await lockForRefund(tx, transaction.id);
   if (!locked || locked.status !== "completed" || locked.channelId === null) return { refused: "transaction_not_refundable" };
+  if (locked.disputeStatus === "needs_response" || locked.disputeStatus === "under_review") return { refused: "transaction_disputed" };
   // One statement, so what it counts and the failed reversal it finds are one snapshot.
   const [used] = await tx.$queryRaw<{ sum: string; failed_reversal: number | null }[]>`
     SELECT coalesce(sum(amount) FILTER (WHERE status <> 'failed'), 0)::text AS sum,
@@ -84,7 +87,8 @@ export async function reserveRefund(tx: Prisma.TransactionClient, transaction: P
     const failed = await tx.refund.findUniqueOrThrow({ where: { id: used!.failed_reversal }, select: { reference: true, reversedReceipt: true, failureCode: true, failureReason: true } });
     return { refused: "reversal_failed", failed };
   }
-  const refundable = locked.amount - BigInt(used!.sum);
+  // What lost disputes took back is gone too: refunds and chargebacks together never exceed what was paid.
+  const refundable = locked.amount - BigInt(used!.sum) - locked.amountChargedBack;
   const wanted = amount ?? refundable;
   if (wanted <= 0n || wanted > refundable) return { refused: "amount_exceeds_refundable", refundable };
   const refund = await tx.refund.create({

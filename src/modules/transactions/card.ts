@@ -86,7 +86,13 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
         return { transaction: failed?.transaction ?? transaction, outcome };
       }
       await ctx.attempts.settle({ attemptId, status: "succeeded", providerReference: outcome.providerReference });
-      const result = await ctx.transition({ transactionId: transaction.id, to: "completed", changes: { paymentMethod: "card", providerReference: outcome.providerReference } });
+      const jobs = ctx.deps.jobsOnCardPaid?.(channel, { reference, amount: transaction.amount, currency: transaction.currency, providerReference: outcome.providerReference }) ?? [];
+      const result = await ctx.transition({
+        transactionId: transaction.id,
+        to: "completed",
+        changes: { paymentMethod: "card", providerReference: outcome.providerReference },
+        ...(jobs.length ? { jobs } : {}),
+      });
       if (!result.applied) {
         // Only possible when this charge outlived its lease and another attempt took over and settled:
         // this attempt's outcome is not the recorded one, so it is not reported as if it were.

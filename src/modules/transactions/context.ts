@@ -1,3 +1,4 @@
+import type { JobRequest } from "../../jobs/store.ts";
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient, Reader, Sql } from "../../db/database.ts";
@@ -71,6 +72,11 @@ export interface TransactionServiceDeps {
   pushLimits?: PushLimiter;
   /** Where a channel's provider sends the outcome of an STK push (mobile money owns the URL shape). */
   stkCallbackUrl(channel: PaymentChannel, momo: MomoConnector): string;
+  /**
+   * Jobs a card payment's completion queues with itself (disputes: asking whether the sandbox's disputing card was
+   * disputed). Given by the composition root, as the disputes service is made after this one.
+   */
+  jobsOnCardPaid?(channel: PaymentChannel, payment: { reference: string; amount: bigint; currency: string; providerReference: string | null }): JobRequest[];
 }
 
 /** The job that settles a pending collection or hosted payment whose provider has not told us (reconcile.ts). */

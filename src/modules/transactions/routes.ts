@@ -17,7 +17,7 @@ const summary = (t: RestTransactionSummaryFragment) => ({
 
 /** What the gateway learnt of a payment beyond the published fields: currency, references, the provider's verdict. */
 graphql(`
-  fragment RestTransactionOutcome on Transaction { amount currency clientReference providerReference failureCode failureReason amountRefunded }
+  fragment RestTransactionOutcome on Transaction { amount currency clientReference providerReference failureCode failureReason amountRefunded disputeStatus }
 `);
 
 /**
@@ -36,6 +36,9 @@ export function withOutcome<T extends object>(item: T, t: RestTransactionOutcome
     // Refunds never change a completed payment's status (legacy clients keep working): these say how much went back.
     amount_refunded: t.amountRefunded,
     refunded: t.amountRefunded > 0 && t.amountRefunded >= t.amount,
+    // Likewise a chargeback: the status stays completed, these say a payer disputed it and where that stands.
+    disputed: t.disputeStatus !== null,
+    dispute_status: t.disputeStatus,
   });
 }
 

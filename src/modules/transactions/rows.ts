@@ -18,6 +18,8 @@ const TRANSACTION_FIELDS = {
   accessCode: "access_code",
   amount: "amount::text",
   amountRefunded: "amount_refunded::text",
+  amountChargedBack: "amount_charged_back::text",
+  disputeStatus: "dispute_status",
   currency: "currency",
   status: "status",
   paymentMethod: "payment_method",
@@ -57,9 +59,10 @@ const ALL_FIELDS = Object.keys(TRANSACTION_FIELDS) as TransactionField[];
 export const TRANSACTION_COLUMNS = selectList(ALL_FIELDS);
 
 /** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
-export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
+export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "amountChargedBack" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
   amount: string;
   amountRefunded: string;
+  amountChargedBack: string;
   createdAt: Date | string;
   updatedAt: Date | string;
   completedAt: Date | string | null;
@@ -74,6 +77,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
     ...row,
     amount: BigInt(row.amount),
     amountRefunded: BigInt(row.amountRefunded),
+    amountChargedBack: BigInt(row.amountChargedBack),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     completedAt: optionalDate(row.completedAt),
@@ -89,7 +93,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
  */
 export const TRANSACTION_SUMMARY_FIELDS = [
   "id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference",
-  "failureCode", "failureReason", "createdAt", "metadata",
+  "failureCode", "failureReason", "createdAt", "metadata", "disputeStatus",
 ] as const satisfies readonly TransactionField[];
 
 export const TRANSACTION_SUMMARY_COLUMNS = selectList(TRANSACTION_SUMMARY_FIELDS);

@@ -25,6 +25,13 @@ export const Transaction = builder.prismaNode("Transaction", {
       select: { amount: true, amountRefunded: true },
       resolve: (transaction) => transaction.amountRefunded > 0n && transaction.amountRefunded >= transaction.amount,
     }),
+    disputed: t.boolean({
+      description: "True once a payer disputed it (a chargeback); its status stays completed.",
+      select: { disputeStatus: true },
+      resolve: (transaction) => transaction.disputeStatus !== null,
+    }),
+    disputeStatus: t.exposeString("disputeStatus", { nullable: true, description: "Its latest dispute's status: needs_response, under_review, won or lost; null when never disputed." }),
+    amountChargedBack: t.expose("amountChargedBack", { type: "BigInt", description: "What lost disputes took back, in minor units." }),
     refunds: t.relation("refunds", { description: "Its refunds, newest first.", query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] } }),
     currency: t.exposeString("currency"),
     status: t.expose("status", { type: TransactionStatusEnum }),
@@ -82,7 +89,7 @@ const TransactionPage = offsetPageType("TransactionPage", Transaction);
  * Transaction fields that read only the summary columns (rows.ts): those exposed under the model field's own
  * name, plus databaseId (the id) and authorizationUrl (the reference).
  */
-const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded"]);
+const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded", "disputed"]);
 
 /**
  * Whether the transaction (at `path` below the current field: the page's items) is selected for summary fields

@@ -57,6 +57,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     findSimulatedC2b: collections.findSimulatedC2b,
     getByReference: reads.getByReference,
     getWithChannel: reads.getWithChannel,
+    /** A channel's payment by our reference, with its channel (a provider's notice names it); null when unknown. */
+    paymentOnChannel: (reference: string, channelId: number) => ctx.store.findWithChannelByReference(reference, channelId),
     listPage: reads.listPage,
     listConnection: reads.listConnection,
     count: reads.count,

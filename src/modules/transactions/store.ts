@@ -169,6 +169,9 @@ export interface LockedPayment {
   currency: string;
   status: Transaction["status"];
   channelId: number | null;
+  /** Its latest dispute's status (null: never disputed), and what lost disputes took back. */
+  disputeStatus: string | null;
+  amountChargedBack: bigint;
 }
 
 /**
@@ -176,11 +179,22 @@ export interface LockedPayment {
  * are decided one at a time, on any number of instances. Null when there is no such transaction.
  */
 export async function lockForRefund(tx: Prisma.TransactionClient, id: number): Promise<LockedPayment | null> {
-  const [row] = await tx.$queryRaw<(Omit<LockedPayment, "amount"> & { amount: string })[]>`
-    SELECT id, merchant_id AS "merchantId", mode, reference, amount::text AS amount, currency, status, channel_id AS "channelId"
+  const [row] = await tx.$queryRaw<(Omit<LockedPayment, "amount" | "amountChargedBack"> & { amount: string; amountChargedBack: string })[]>`
+    SELECT id, merchant_id AS "merchantId", mode, reference, amount::text AS amount, currency, status, channel_id AS "channelId",
+      dispute_status AS "disputeStatus", amount_charged_back::text AS "amountChargedBack"
     FROM transactions WHERE id = ${id} FOR UPDATE`;
-  return row ? { ...row, amount: BigInt(row.amount) } : null;
+  return row ? { ...row, amount: BigInt(row.amount), amountChargedBack: BigInt(row.amountChargedBack) } : null;
 }
+
+/** A payment's disputes are decided one at a time with its refunds: the same row lock (disputes/store.ts). */
+export const lockForDispute = lockForRefund;
+
+/**
+ * For a dispute's statements (disputes/store.ts), over its changed or created row `t`: the payment shows the dispute's
+ * status, and a lost dispute adds its amount to what was charged back, in the same statement as the change.
+ */
+export const disputeOnPaymentCte = (lost: boolean) =>
+  `disputed_payment AS (UPDATE transactions SET dispute_status = t.status${lost ? ", amount_charged_back = transactions.amount_charged_back + t.amount" : ""} FROM t WHERE transactions.id = t.transaction_id)`;
 
 /**
  * For the refunds' status change (events/status-machine.ts): a CTE over the completed refund's row `t` that

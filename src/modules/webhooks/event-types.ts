@@ -2,5 +2,6 @@
  * Every event type an endpoint can subscribe to. In a module of its own, with no imports, so the dashboard's
  * event picker (src/dashboard/app, bundled for the browser) offers exactly the list the server accepts.
  */
-export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed"] as const;
+export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed",
+  "dispute.created", "dispute.updated", "dispute.closed"] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];

@@ -4,6 +4,7 @@
  */
 import { GatewayError } from "../../errors.ts";
 import type { CardOutcome } from "../types.ts";
+import { DISPUTE_MARK, SANDBOX_DISPUTE_CARD } from "./disputes.ts";
 import { REFUND_FAILS_MARK, SANDBOX_REFUND_FAILS_CARD } from "./refunds.ts";
 
 export const sandboxTestCards: Record<
@@ -15,6 +16,8 @@ export const sandboxTestCards: Record<
   "5555555555554444": { outcome: "succeeded" },
   // Pays, but every refund of the payment fails (refunds.ts).
   [SANDBOX_REFUND_FAILS_CARD]: { outcome: "succeeded" },
+  // Pays, then the payer disputes it (disputes.ts).
+  [SANDBOX_DISPUTE_CARD]: { outcome: "succeeded" },
   "4000000000000002": { outcome: "declined", code: "card_declined", reason: "Card declined by the issuer" },
   "4000000000009995": { outcome: "declined", code: "insufficient_funds", reason: "Insufficient funds" },
   "4000000000000069": { outcome: "declined", code: "expired_card", reason: "Card expired" },
@@ -39,6 +42,7 @@ export function simulateCardCharge(number: string, providerReference: string): C
   }
   if (known.outcome === "unavailable") throw new GatewayError("provider_unavailable", "The sandbox card processor is unavailable (test card)");
   if (known.outcome !== "succeeded") return { ...known, last4, brand };
-  const reference = number === SANDBOX_REFUND_FAILS_CARD ? providerReference.replace(/^sbx_/, REFUND_FAILS_MARK) : providerReference;
+  const mark = number === SANDBOX_REFUND_FAILS_CARD ? REFUND_FAILS_MARK : number === SANDBOX_DISPUTE_CARD ? DISPUTE_MARK : null;
+  const reference = mark ? providerReference.replace(/^sbx_/, mark) : providerReference;
   return { outcome: "succeeded", providerReference: reference, last4, brand };
 }

@@ -6,10 +6,13 @@ import { simulateCardCharge } from "./cards.ts";
 import { createSandboxMomo } from "./momo.ts";
 import { createSandboxPayouts } from "./payouts.ts";
 import { createSandboxRecord } from "./record.ts";
+import { createSandboxDisputes } from "./disputes.ts";
 import { createSandboxRefunds } from "./refunds.ts";
 
 /** The built-in simulator: everything a real provider does, with no network. */
-export function createSandboxConnector(options: { stkDelayMs?: number; payoutDelayMs?: number; refundDelayMs?: number } = {}): Connector {
+export function createSandboxConnector(
+  options: { stkDelayMs?: number; payoutDelayMs?: number; refundDelayMs?: number; disputeDelayMs?: number; disputeDueMs?: number } = {},
+): Connector {
   const record = createSandboxRecord();
   const momo = createSandboxMomo({ stkDelayMs: options.stkDelayMs ?? 2000, record });
   const payouts = createSandboxPayouts({ delayMs: options.payoutDelayMs ?? options.stkDelayMs ?? 2000 });
@@ -19,6 +22,7 @@ export function createSandboxConnector(options: { stkDelayMs?: number; payoutDel
     momo,
     payouts,
     refunds: createSandboxRefunds({ delayMs: options.refundDelayMs ?? 1000 }),
+    disputes: createSandboxDisputes({ delayMs: options.disputeDelayMs ?? 2000, dueMs: options.disputeDueMs ?? 48 * 3_600_000 }),
     // The simulator speaks Daraja's callback format; its own results are delivered in process, but a
     // callback posted over HTTP (at /callbacks/sandbox/..., or /callbacks/daraja/... as before) is read the same way.
     inbound: createDarajaInbound({ segment: "sandbox", aliases: ["daraja"], forbiddenUrlWords: [], momo, payouts }),
