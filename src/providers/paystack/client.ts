@@ -20,6 +20,7 @@ export interface PaystackClientOptions {
 }
 
 const API_BASE = "https://api.paystack.co";
+type PaystackMethod = "GET" | "POST" | "PUT";
 export const DEFAULT_TIMEOUT_MS = 15_000;
 
 /** Paystack's secret fields (saved cards' authorization codes charge the card again) and any secret key in text. */
@@ -70,7 +71,7 @@ export function createPaystackClient(options: PaystackClientOptions = {}) {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const send = createProviderHttp({ connector: "paystack", label: "Paystack", timeoutMs, recordCall: options.recordCall });
 
-  async function call(config: PaystackConfig, method: "GET" | "POST", path: string, operation: string, body?: unknown): Promise<PaystackResponse> {
+  async function call(config: PaystackConfig, method: PaystackMethod, path: string, operation: string, body?: unknown): Promise<PaystackResponse> {
     return send({
       operation,
       method,
@@ -86,8 +87,12 @@ export function createPaystackClient(options: PaystackClientOptions = {}) {
     timeoutMs,
     call,
     /** The `data` of a successful answer, or the mapped failure. */
-    async data(config: PaystackConfig, method: "GET" | "POST", path: string, operation: string, body?: unknown): Promise<Record<string, any>> {
+    async data(config: PaystackConfig, method: PaystackMethod, path: string, operation: string, body?: unknown): Promise<Record<string, any>> {
       return paystackData(await call(config, method, path, operation, body), operation, config.secret_key);
+    },
+    /** PUTs a file to a URL Paystack signed (its storage, not its API): no bearer, so the secret key never leaves for that host. */
+    async putFile(config: PaystackConfig, signedUrl: string, operation: string, file: { bytes: Buffer; contentType: string }): Promise<PaystackResponse> {
+      return send({ operation, method: "PUT", url: signedUrl, file, scrub: paystackScrubber(config.secret_key) });
     },
   };
 }
