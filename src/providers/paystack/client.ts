@@ -23,8 +23,11 @@ const API_BASE = "https://api.paystack.co";
 type PaystackMethod = "GET" | "POST" | "PUT";
 export const DEFAULT_TIMEOUT_MS = 15_000;
 
-/** Paystack's secret fields (saved cards' authorization codes charge the card again) and any secret key in text. */
-const PAYSTACK_SECRET_KEYS = [...COMMON_SECRET_KEYS, "authorization_code"];
+/**
+ * Paystack's secret fields (saved cards' authorization codes charge the card again; a dispute upload's signedUrl
+ * lets anyone write the file while it lasts) and any secret key in text.
+ */
+const PAYSTACK_SECRET_KEYS = [...COMMON_SECRET_KEYS, "authorization_code", "signedUrl"];
 const SECRET_KEY_PATTERN = /\bsk_(?:test|live)_[A-Za-z0-9]+/;
 
 /** Scrubs Paystack exchanges of one channel: secret fields, authorization codes, and any secret key. */
