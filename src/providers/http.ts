@@ -23,11 +23,13 @@ export interface ProviderHttpOptions {
 export interface ProviderHttpRequest {
   /** What the call does, in words for messages ("STK push"); recorded in snake_case ("stk_push"). */
   operation: string;
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT";
   url: string;
   headers?: Record<string, string>;
   /** Sent as JSON. */
   body?: unknown;
+  /** Sent as these bytes instead of `body` (a file to a signed upload URL); recorded as its size and type, never its bytes. */
+  file?: { bytes: Buffer; contentType: string };
   /** The connector's scrubber for this channel: applied to both bodies before they are recorded. */
   scrub: Scrubber;
 }
@@ -95,15 +97,18 @@ export function createProviderHttp(options: ProviderHttpOptions) {
   }
 
   return async function send(request: ProviderHttpRequest): Promise<ProviderHttpAnswer> {
-    const requestText = request.body === undefined ? null : JSON.stringify(request.body);
+    const { file } = request;
+    const json = file || request.body === undefined ? null : JSON.stringify(request.body);
+    const requestText = file ? `<file ${file.bytes.length} bytes ${file.contentType}>` : json;
     const signal = AbortSignal.timeout(options.timeoutMs);
     const startedAt = performance.now();
     let response: Response;
     try {
       response = await fetch(request.url, {
         method: request.method,
-        headers: { ...(requestText === null ? {} : { "content-type": "application/json" }), ...request.headers },
-        ...(requestText === null ? {} : { body: requestText }),
+        headers: { ...(file ? { "content-type": file.contentType } : json === null ? {} : { "content-type": "application/json" }), ...request.headers },
+        // A copy typed as fetch wants it (a Buffer may sit on a shared ArrayBuffer).
+        ...(file ? { body: new Uint8Array(file.bytes) } : json === null ? {} : { body: json }),
         signal,
       });
     } catch (error) {

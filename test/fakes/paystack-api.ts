@@ -4,7 +4,8 @@ import type { AddressInfo, Socket } from "node:net";
 
 /**
  * A loopback Paystack: transaction initialize and verify, its hosted payment page, transfer recipients,
- * transfers and transfer verify, refunds (create, fetch, list by transaction), speaking the documented envelope ({status, message, data}) and checking
+ * transfers and transfer verify, refunds (create, fetch, list by transaction), disputes (fetch, list, upload URL and the
+ * signed upload itself, evidence, resolve), speaking the documented envelope ({status, message, data}) and checking
  * what Paystack checks (the secret key, reference characters, duplicate references, currencies, the
  * transfer source). Webhooks are posted with a real `x-paystack-signature`: hex HMAC-SHA512 of the raw
  * body keyed with the secret key. Switches reproduce Paystack's failures.
@@ -25,8 +26,8 @@ export interface FakeTransaction {
   callback_url: string | null;
   metadata: unknown;
   access_code: string;
-  /** What verify reports: "abandoned" until the payer pays (Paystack's own wording for an unpaid transaction). */
-  status: "abandoned" | "success" | "failed";
+  /** What verify reports: "abandoned" until the payer pays (Paystack's own wording for an unpaid transaction); "reversed" after a lost dispute. */
+  status: "abandoned" | "success" | "failed" | "reversed";
   paid_at: string | null;
   gateway_response: string;
   created_at: string;
@@ -65,6 +66,41 @@ export interface FakeRefund {
   customer_note: string;
   createdAt: string;
   refunded_at: string | null;
+}
+
+export type FakeDisputeResolution = "declined" | "merchant-accepted" | "auto-accepted";
+
+/** A chargeback as Paystack keeps it (providers.md, Disputes). */
+export interface FakeDispute {
+  id: number;
+  transaction: FakeTransaction;
+  /** What the payer claims back, in subunits; Paystack leaves it null on some disputes. */
+  refund_amount: number | null;
+  currency: string;
+  status: "awaiting-merchant-feedback" | "awaiting-bank-feedback" | "pending" | "resolved" | "archived";
+  resolution: FakeDisputeResolution | null;
+  category: string;
+  dueAt: string | null;
+  resolvedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  history: { status: string; by: string; at: string }[];
+  messages: { sender: string; body: string; at: string }[];
+  /** The latest evidence POSTed for it, as Paystack answered it (with its id). */
+  evidence: Record<string, unknown> | null;
+  /** Every PUT /dispute/:id/resolve body accepted, in order. */
+  resolves: Record<string, unknown>[];
+}
+
+/** A file PUT to a signed upload URL the fake handed out. */
+export interface FakeUpload {
+  disputeId: number;
+  /** The name the merchant asked for (upload_filename). */
+  requestedName: string;
+  /** The signature of its URL; the PUT must carry it. */
+  signature: string;
+  bytes: Buffer | null;
+  contentType: string | null;
 }
 
 export interface FakePaystackSwitches {
@@ -124,6 +160,9 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
   const recipients = new Map<string, FakeRecipient>();
   const transfers = new Map<string, FakeTransfer>();
   const refunds = new Map<number, FakeRefund>();
+  const disputes = new Map<number, FakeDispute>();
+  /** Signed uploads by the fileName Paystack gave (upload_url), with the bytes once PUT. */
+  const uploads = new Map<string, FakeUpload>();
   const webhooksSent: { url: string; body: unknown; status: number | null; error?: string }[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const sockets = new Set<Socket>();
@@ -155,6 +194,8 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     recipients,
     transfers,
     refunds,
+    disputes,
+    uploads,
     settlements,
     switches,
     webhooksSent,
@@ -245,6 +286,57 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       return r;
     },
 
+    /**
+     * A dispute as Paystack shows it: REST (`GET /dispute/:id`: createdAt/updatedAt, attachments a string) or a
+     * charge.dispute.* webhook (created_at/updated_at, attachments null); dueAt and resolvedAt camelCase in both.
+     */
+    disputeData(d: FakeDispute, shape: "rest" | "webhook" = "rest") {
+      const at = shape === "rest" ? "createdAt" : "created_at";
+      return {
+        id: d.id, refund_amount: d.refund_amount, currency: d.currency, status: d.status, resolution: d.resolution, domain: "test",
+        transaction: { ...fake.verifyData(d.transaction.reference), authorization: {} }, transaction_reference: null, merchant_transaction_reference: null,
+        category: d.category, customer: { id: 181873746, first_name: null, last_name: null, email: d.transaction.email, customer_code: "CUS_fake", phone: null, risk_action: "default" },
+        bin: "408408", last4: "4081", dueAt: d.dueAt, resolvedAt: d.resolvedAt, evidence: d.evidence, attachments: shape === "rest" ? "[]" : null, note: null,
+        history: d.history.map((h) => ({ status: h.status, by: h.by, [at]: h.at })),
+        messages: d.messages.map((m) => ({ sender: m.sender, body: m.body, [at]: m.at })),
+        ...(shape === "rest" ? { createdAt: d.createdAt, updatedAt: d.updatedAt } : { created_at: d.createdAt, updated_at: d.updatedAt }),
+      };
+    },
+
+    /** The payer's bank opens a chargeback on a paid transaction: the merchant has until dueAt (48 hours unless said). */
+    openDispute(reference: string, opts: { amount?: number | null; category?: string; dueAt?: string | null; message?: string } = {}) {
+      const t = transactions.get(reference);
+      if (!t || t.status !== "success") throw new Error(`no paid transaction ${reference} to dispute`);
+      const now = new Date().toISOString();
+      const d: FakeDispute = {
+        id: nextId++, transaction: t, refund_amount: opts.amount === undefined ? t.amount : opts.amount, currency: t.currency, status: "awaiting-merchant-feedback", resolution: null,
+        category: opts.category ?? "chargeback", dueAt: opts.dueAt === undefined ? new Date(Date.now() + 48 * 3_600_000).toISOString() : opts.dueAt, resolvedAt: null, createdAt: now, updatedAt: now,
+        history: [{ status: "pending", by: "disputes@paystack.test", at: now }],
+        messages: [{ sender: "disputes@paystack.test", body: opts.message ?? "Customer complained about debit without value", at: now }],
+        evidence: null, resolves: [],
+      };
+      disputes.set(d.id, d);
+      return d;
+    },
+
+    /** The bank's verdict: declined means the merchant won; an acceptance means lost, and the payment is reversed to the payer. */
+    resolveDispute(id: number, verdict: FakeDisputeResolution) {
+      const d = disputes.get(id);
+      if (!d) throw new Error(`no dispute ${id}`);
+      const now = new Date().toISOString();
+      Object.assign(d, { status: "resolved", resolution: verdict, resolvedAt: now, updatedAt: now });
+      d.history.push({ status: "resolved", by: "disputes@paystack.test", at: now });
+      if (verdict !== "declined") d.transaction.status = "reversed";
+      return d;
+    },
+
+    /** POSTs charge.dispute.create, .remind or .resolve for the dispute as it stands, signed like every webhook. */
+    async sendDisputeWebhook(id: number, event: "charge.dispute.create" | "charge.dispute.remind" | "charge.dispute.resolve", target: string) {
+      const d = disputes.get(id);
+      if (!d) throw new Error(`no dispute ${id}`);
+      return fake.sendWebhook(target, { event, data: fake.disputeData(d, "webhook") });
+    },
+
     /** POSTs a webhook as Paystack does; rawBody/signedBody reproduce a tampered body, signature a forged header. */
     async sendWebhook(target: string, body: unknown, opts: { signWith?: string; rawBody?: string; signedBody?: string; signature?: string } = {}) {
       const raw = opts.rawBody ?? JSON.stringify(body);
@@ -324,7 +416,16 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     timers.add(timer);
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, raw: string) {
+  /** The failNext switch, used up by a call whose path it matches. */
+  function takeFailure(path: string) {
+    const failure = switches.failNext;
+    if (!(failure && path.startsWith(failure.path))) return null;
+    failure.count = (failure.count ?? 1) - 1;
+    if (failure.count <= 0) switches.failNext = null;
+    return failure;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, raw: string, bytes: Buffer) {
     const path = req.url ?? "/";
     let body: any = null;
     try {
@@ -354,13 +455,24 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       return void res.writeHead(302, { location }).end();
     }
 
-    if (req.headers.authorization !== `Bearer ${secretKey}`) return refuse(res, 401, "Invalid key");
-    const failure = switches.failNext;
-    if (failure && path.startsWith(failure.path)) {
-      failure.count = (failure.count ?? 1) - 1;
-      if (failure.count <= 0) switches.failNext = null;
-      return send(res, failure.status, failure.body);
+    // A signed upload URL (Paystack's file storage): authorized by its signature, never by the secret key.
+    const upload = /^\/uploads\/([^/?]+)\?X-Amz-Signature=([0-9a-f]+)$/.exec(path);
+    if (req.method === "PUT" && upload) {
+      const failure = takeFailure(path);
+      if (failure) return send(res, failure.status, failure.body);
+      const pending = uploads.get(decodeURIComponent(upload[1]!));
+      const xml = (status: number, error: string) => void res.writeHead(status, { "content-type": "application/xml" }).end(`<Error><Code>${error}</Code></Error>`);
+      // Storage refuses a second way of authorizing next to the URL's signature (and the key must not travel there).
+      if (req.headers.authorization) return xml(400, "InvalidArgument");
+      if (!pending || pending.signature !== upload[2]) return xml(403, "SignatureDoesNotMatch");
+      pending.bytes = bytes;
+      pending.contentType = req.headers["content-type"] ?? null;
+      return void res.writeHead(200).end();
     }
+
+    if (req.headers.authorization !== `Bearer ${secretKey}`) return refuse(res, 401, "Invalid key");
+    const failure = takeFailure(path);
+    if (failure) return send(res, failure.status, failure.body);
 
     if (req.method === "POST" && path === "/transaction/initialize") {
       const amount = typeof body?.amount === "string" && /^\d+$/.test(body.amount) ? Number(body.amount) : body?.amount;
@@ -472,6 +584,8 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       });
     }
 
+    if (path.startsWith("/dispute")) return handleDispute(req, res, path, body);
+
     // GET /transaction and GET /settlement: one page of those created in [from, to] (either bound optional), newest first.
     const listed = /^\/(transaction|settlement)(?:\?(.*))?$/.exec(path);
     if (req.method === "GET" && listed) {
@@ -501,11 +615,93 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     return refuse(res, 404, "Not found");
   }
 
+  /** Paystack's dispute routes (providers.md, Disputes). */
+  function handleDispute(req: IncomingMessage, res: ServerResponse, path: string, body: any) {
+    const [pathname, search = ""] = path.split("?", 2) as [string, string?];
+    const query = new URLSearchParams(search);
+    const newestFirst = (of: (d: FakeDispute) => boolean) => [...disputes.values()].filter(of).reverse();
+
+    if (req.method === "GET" && pathname === "/dispute") {
+      const key = query.get("transaction");
+      const all = newestFirst((d) => key === null || String(d.transaction.id) === key);
+      const perPage = Number(query.get("perPage") ?? 50) || 50;
+      const page = Math.max(1, Number(query.get("page") ?? 1) || 1);
+      const items = all.slice((page - 1) * perPage, page * perPage).map((d) => fake.disputeData(d));
+      return send(res, 200, { status: true, message: "Disputes retrieved", data: items, meta: { total: all.length, skipped: (page - 1) * perPage, perPage, page, pageCount: Math.max(1, Math.ceil(all.length / perPage)) } });
+    }
+
+    const ofTransaction = /^\/dispute\/transaction\/(\d+)$/.exec(pathname);
+    if (req.method === "GET" && ofTransaction) {
+      const d = newestFirst((x) => String(x.transaction.id) === ofTransaction[1])[0];
+      if (!d) return refuse(res, 404, "Dispute not found", { type: "validation_error", code: "not_found" });
+      return send(res, 200, { status: true, message: "Dispute retrieved successfully", data: fake.disputeData(d) });
+    }
+
+    const route = /^\/dispute\/(\d+)(?:\/(upload_url|evidence|resolve))?$/.exec(pathname);
+    const d = route ? disputes.get(Number(route[1])) : undefined;
+    if (!route) return refuse(res, 404, "Not found");
+    if (!d) return refuse(res, 404, "Dispute not found", { type: "validation_error", code: "not_found" });
+    const action = `${req.method} ${route[2] ?? ""}`;
+    const now = new Date().toISOString();
+
+    if (action === "GET ") return send(res, 200, { status: true, message: "Dispute retrieved", data: fake.disputeData(d) });
+
+    if (action === "GET upload_url") {
+      const requestedName = query.get("upload_filename");
+      if (!requestedName) return refuse(res, 400, "upload_filename is required", { type: "validation_error", code: "missing_params" });
+      const fileName = `${randomBytes(10).toString("hex")}${/\.[A-Za-z0-9]{1,5}$/.exec(requestedName)?.[0] ?? ""}`;
+      const signature = randomBytes(16).toString("hex");
+      uploads.set(fileName, { disputeId: d.id, requestedName, signature, bytes: null, contentType: null });
+      return send(res, 200, { status: true, message: "Upload url generated", data: { signedUrl: `${url}/uploads/${fileName}?X-Amz-Signature=${signature}`, fileName } });
+    }
+
+    if (action === "POST evidence") {
+      for (const field of ["customer_email", "customer_name", "customer_phone", "service_details"]) {
+        if (typeof body?.[field] !== "string" || !body[field]) return refuse(res, 400, `${field} is required`, { type: "validation_error", code: "missing_params" });
+      }
+      const { customer_email, customer_name, customer_phone, service_details, delivery_address, delivery_date } = body;
+      if (delivery_date !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(delivery_date)) return refuse(res, 400, "delivery_date must be a date (YYYY-MM-DD)", { type: "validation_error", code: "invalid_params" });
+      d.evidence = {
+        customer_email, customer_name, customer_phone, service_details, ...(delivery_address === undefined ? {} : { delivery_address }), ...(delivery_date === undefined ? {} : { delivery_date }),
+        dispute: d.id, id: nextId++, createdAt: now, updatedAt: now,
+      };
+      return send(res, 200, { status: true, message: "Evidence created", data: d.evidence });
+    }
+
+    if (action === "PUT resolve") {
+      const { resolution, message, refund_amount, uploaded_filename, evidence } = body ?? {};
+      if (resolution !== "merchant-accepted" && resolution !== "declined") return refuse(res, 400, "resolution must be one of merchant-accepted, declined", { type: "validation_error", code: "invalid_params" });
+      if (typeof message !== "string" || !message) return refuse(res, 400, "message is required", { type: "validation_error", code: "missing_params" });
+      if (!Number.isSafeInteger(refund_amount) || refund_amount < 0) return refuse(res, 400, "refund_amount is required", { type: "validation_error", code: "missing_params" });
+      if (refund_amount > d.transaction.amount) return refuse(res, 400, "Refund amount cannot be greater than initial amount", { type: "validation_error", code: "invalid_params" });
+      if (typeof uploaded_filename !== "string") return refuse(res, 400, "uploaded_filename is required", { type: "validation_error", code: "missing_params" });
+      // A file it names must be one uploaded for this dispute; sent empty, none is attached.
+      if (uploaded_filename && uploads.get(uploaded_filename)?.disputeId !== d.id) return refuse(res, 400, "Uploaded file not found", { type: "validation_error", code: "invalid_params" });
+      if (evidence !== undefined && evidence !== d.evidence?.id) return refuse(res, 400, "Evidence not found", { type: "validation_error", code: "invalid_params" });
+      if (d.status === "resolved" || d.status === "archived") return refuse(res, 400, "Dispute has already been resolved", { type: "validation_error", code: "invalid_params" });
+      d.resolves.push(body);
+      d.refund_amount = refund_amount;
+      d.updatedAt = now;
+      d.messages.push({ sender: "owner@example.com", body: message, at: now });
+      if (resolution === "merchant-accepted") {
+        Object.assign(d, { status: "resolved", resolution, resolvedAt: now });
+        d.transaction.status = "reversed";
+      } else {
+        d.status = "awaiting-bank-feedback";
+      }
+      d.history.push({ status: d.status, by: "owner@example.com", at: now });
+      return send(res, 200, { status: true, message: "Dispute successfully resolved", data: fake.disputeData(d) });
+    }
+
+    return refuse(res, 404, "Not found");
+  }
+
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      handle(req, res, Buffer.concat(chunks).toString("utf8")).catch((error: unknown) => {
+      const bytes = Buffer.concat(chunks);
+      handle(req, res, bytes.toString("utf8"), bytes).catch((error: unknown) => {
         if (!res.headersSent) refuse(res, 500, (error as Error).message);
       });
     });

@@ -20,10 +20,14 @@ export interface PaystackClientOptions {
 }
 
 const API_BASE = "https://api.paystack.co";
+type PaystackMethod = "GET" | "POST" | "PUT";
 export const DEFAULT_TIMEOUT_MS = 15_000;
 
-/** Paystack's secret fields (saved cards' authorization codes charge the card again) and any secret key in text. */
-const PAYSTACK_SECRET_KEYS = [...COMMON_SECRET_KEYS, "authorization_code"];
+/**
+ * Paystack's secret fields (saved cards' authorization codes charge the card again; a dispute upload's signedUrl
+ * lets anyone write the file while it lasts) and any secret key in text.
+ */
+const PAYSTACK_SECRET_KEYS = [...COMMON_SECRET_KEYS, "authorization_code", "signedUrl"];
 const SECRET_KEY_PATTERN = /\bsk_(?:test|live)_[A-Za-z0-9]+/;
 
 /** Scrubs Paystack exchanges of one channel: secret fields, authorization codes, and any secret key. */
@@ -70,7 +74,7 @@ export function createPaystackClient(options: PaystackClientOptions = {}) {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const send = createProviderHttp({ connector: "paystack", label: "Paystack", timeoutMs, recordCall: options.recordCall });
 
-  async function call(config: PaystackConfig, method: "GET" | "POST", path: string, operation: string, body?: unknown): Promise<PaystackResponse> {
+  async function call(config: PaystackConfig, method: PaystackMethod, path: string, operation: string, body?: unknown): Promise<PaystackResponse> {
     return send({
       operation,
       method,
@@ -86,8 +90,12 @@ export function createPaystackClient(options: PaystackClientOptions = {}) {
     timeoutMs,
     call,
     /** The `data` of a successful answer, or the mapped failure. */
-    async data(config: PaystackConfig, method: "GET" | "POST", path: string, operation: string, body?: unknown): Promise<Record<string, any>> {
+    async data(config: PaystackConfig, method: PaystackMethod, path: string, operation: string, body?: unknown): Promise<Record<string, any>> {
       return paystackData(await call(config, method, path, operation, body), operation, config.secret_key);
+    },
+    /** PUTs a file to a URL Paystack signed (its storage, not its API): no bearer, so the secret key never leaves for that host. */
+    async putFile(config: PaystackConfig, signedUrl: string, operation: string, file: { bytes: Buffer; contentType: string }): Promise<PaystackResponse> {
+      return send({ operation, method: "PUT", url: signedUrl, file, scrub: paystackScrubber(config.secret_key) });
     },
   };
 }

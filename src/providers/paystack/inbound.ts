@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { GatewayError } from "../../errors.ts";
 import { jsonNestedDeeperThan } from "../../rest/json-depth.ts";
 import type { InboundConnector, ProviderNotification } from "../types.ts";
+import { idOf } from "./wire.ts";
 
 /** Paystack's webhooks are small; anything larger is not one. */
 const WEBHOOK_BODY_LIMIT_BYTES = 256 * 1024;
@@ -28,6 +29,11 @@ export function readPaystackNotification(rawBody: Buffer, signature: unknown, se
     return { kind: "other", event: "unreadable" };
   }
   const event = text(body?.event) ?? "unknown";
+  if (event.startsWith("charge.dispute.")) {
+    // A dispute's data has no top-level reference: it is named by Paystack's numeric dispute id.
+    const providerReference = idOf(body?.data?.id);
+    if (providerReference && /^[1-9]/.test(providerReference)) return { kind: "dispute", event, providerReference };
+  }
   const reference = text(body?.data?.reference);
   if (reference && event.startsWith("charge.")) return { kind: "collection", reference, event };
   if (reference && event.startsWith("transfer.")) return { kind: "payout", reference, event };

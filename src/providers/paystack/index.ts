@@ -3,6 +3,7 @@ import { connectorCurrencies } from "../registry.ts";
 import type { Connector } from "../types.ts";
 import { createPaystackClient } from "./client.ts";
 import { createPaystackCollections } from "./collections.ts";
+import { createPaystackDisputes } from "./disputes.ts";
 import { paystackInbound } from "./inbound.ts";
 import { createPaystackPayouts } from "./payouts.ts";
 import { createPaystackReconciliation } from "./reconciliation.ts";
@@ -29,6 +30,7 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
     hosted: createPaystackCollections(client),
     payouts: createPaystackPayouts(client),
     refunds: createPaystackRefunds({ client, checkAfterMs: options.refundCheckAfterMs ?? 60_000 }),
+    disputes: createPaystackDisputes(client),
     inbound: paystackInbound,
     reconciliation: createPaystackReconciliation(client),
   };
