@@ -10,7 +10,12 @@ export const str = (description?: string, extra: Schema = {}): Schema => ({ type
 export const int = (description?: string, extra: Schema = {}): Schema => ({ type: "integer", ...(description ? { description } : {}), ...extra });
 export const bool = (description?: string): Schema => ({ type: "boolean", ...(description ? { description } : {}) });
 export const dateTime = (description?: string): Schema => str(description, { format: "date-time" });
-export const nullable = (schema: Schema): Schema => ({ ...schema, type: [schema.type as string, "null"] });
+export const nullable = (schema: Schema): Schema => ({
+  ...schema,
+  type: [schema.type as string, "null"],
+  // An enum lists every value allowed, null included.
+  ...(Array.isArray(schema.enum) ? { enum: [...(schema.enum as unknown[]), null] } : {}),
+});
 export const list = (items: Schema, description?: string): Schema => ({ type: "array", items, ...(description ? { description } : {}) });
 export const oneOfStrings = (values: readonly string[], description?: string): Schema => str(description, { enum: [...values] });
 

@@ -32,13 +32,13 @@ describe("prisma migrations", () => {
         writeFileSync(
           schemaPath,
           `${readFileSync(DEFAULT_SCHEMA_PATH, "utf8")}
-model Dispute {
+model Voucher {
   id         Int    @id @default(autoincrement())
   merchantId Int    @map("merchant_id")
   amount     BigInt
   reference  String @unique
 
-  @@map("disputes")
+  @@map("vouchers")
 }
 `,
         );
@@ -46,27 +46,27 @@ model Dispute {
         const before = readdirSync(migrationsDir);
 
         const { created } = await createMigration({
-          name: "add_disputes",
+          name: "add_vouchers",
           schemaPath,
           migrationsDir,
           now: new Date(Date.UTC(2099, 0, 2, 3, 4, 5)),
         });
 
-        expect(created).toBe(join(migrationsDir, "20990102030405_add_disputes"));
+        expect(created).toBe(join(migrationsDir, "20990102030405_add_vouchers"));
         expect(readdirSync(migrationsDir).filter((name) => !before.includes(name))).toEqual([
-          "20990102030405_add_disputes",
+          "20990102030405_add_vouchers",
         ]);
         const sql = readFileSync(join(created!, "migration.sql"), "utf8");
-        expect(sql).toContain(`CREATE TABLE "disputes"`);
-        expect(sql).toContain(`CREATE UNIQUE INDEX "disputes_reference_key"`);
+        expect(sql).toContain(`CREATE TABLE "vouchers"`);
+        expect(sql).toContain(`CREATE UNIQUE INDEX "vouchers_reference_key"`);
         // Only the new model: the existing tables come from the copied migrations.
         expect(sql).not.toContain(`CREATE TABLE "merchants"`);
         expect(readFileSync(join(migrationsDir, "migration_lock.toml"), "utf8")).toContain(`provider = "postgresql"`);
 
-        const again = await createMigration({ name: "add_disputes_again", schemaPath, migrationsDir });
+        const again = await createMigration({ name: "add_vouchers_again", schemaPath, migrationsDir });
         expect(again.created).toBeNull();
         expect(readdirSync(migrationsDir).filter((name) => !before.includes(name))).toHaveLength(1);
-        expect(existsSync(join(migrationsDir, "20990102030405_add_disputes", "migration.sql"))).toBe(true);
+        expect(existsSync(join(migrationsDir, "20990102030405_add_vouchers", "migration.sql"))).toBe(true);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

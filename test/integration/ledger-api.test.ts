@@ -8,7 +8,7 @@ import { until } from "../support/wait.ts";
  * with a fee schedule, refunds that complete and fail, payouts that complete and fail); the invariant
  * sum(net) == available + pending_out checked at rest and with a refund in flight.
  */
-const BALANCE_KEYS = ["payment_channel_id", "provider", "currency", "collected", "fees", "refunded", "paid_out", "pending_out", "adjustments", "available"];
+const BALANCE_KEYS = ["payment_channel_id", "provider", "currency", "collected", "fees", "refunded", "paid_out", "pending_out", "adjustments", "disputed", "charged_back", "available"];
 const ITEM_KEYS = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "created_at"];
 const CSV_HEADER = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "description", "created_at"];
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -145,7 +145,7 @@ describe("balances and balance transactions from the real flows", () => {
     expect(Object.keys(res.body.data[0])).toEqual(BALANCE_KEYS);
     expect(res.body.data[0]).toEqual({
       payment_channel_id: channelId, provider: "sandbox", currency: "KES",
-      collected: 35_001, fees: 555, refunded: 14_000, paid_out: 3_000, pending_out: 0, adjustments: 0,
+      collected: 35_001, fees: 555, refunded: 14_000, paid_out: 3_000, pending_out: 0, adjustments: 0, disputed: 0, charged_back: 0,
       available: 35_001 - 555 - 14_000 - 3_000,
     });
     await expectNetMatchesHolding(api, channelId);
@@ -195,7 +195,7 @@ describe("balances and balance transactions from the real flows", () => {
     expect(page2.body.data).toEqual(all.slice(3, 6));
 
     const bad: [string, RegExp][] = [
-      ["type=refund_reservation", /^type: must be one of payment, refund, refund_failure, payout, payout_failure, adjustment$/],
+      ["type=refund_reservation", /^type: must be one of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss$/],
       ["type=nonsense", /^type: must be one of/],
       ["payment_channel_id=abc", /^payment_channel_id: must be an integer/],
       ["payment_channel_id=0", /^payment_channel_id: must be a positive integer/],

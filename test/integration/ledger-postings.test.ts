@@ -64,7 +64,7 @@ describe("channel balances", () => {
     // 1.5 % of 20,001 is 300.015: 300, plus 10 fixed.
     expect(b).toEqual({
       channelId: channel.body.channel.id, provider: "sandbox", currency: "KES",
-      collected: 20_001n, fees: 310n, refunded: 0n, paidOut: 0n, pendingOut: 0n, adjustments: 0n, available: 19_691n,
+      collected: 20_001n, fees: 310n, refunded: 0n, paidOut: 0n, pendingOut: 0n, adjustments: 0n, disputed: 0n, chargedBack: 0n, available: 19_691n,
     });
   });
 });

@@ -9,7 +9,7 @@ const SUCCESS_CARD = { card_number: "4084084084084081", expiry_month: 12, expiry
 graphql(`
   fragment TransactionListFields on Transaction {
     databaseId reference amount status createdAt paymentMethod currency
-    clientReference providerReference failureCode failureReason amountRefunded refunded
+    clientReference providerReference failureCode failureReason amountRefunded refunded disputed disputeStatus
   }
 `);
 
@@ -70,7 +70,7 @@ const InitializeTransaction = graphql(`
 
 type ReadFields =
   | "databaseId" | "reference" | "amount" | "status" | "createdAt" | "paymentMethod" | "currency" | "clientReference" | "providerReference"
-  | "failureCode" | "failureReason" | "amountRefunded" | "refunded";
+  | "failureCode" | "failureReason" | "amountRefunded" | "refunded" | "disputed" | "disputeStatus";
 
 /** A transaction read over GraphQL, under the legacy REST list's field names (for the parity tests). */
 function asLegacyListItem(t: Record<ReadFields, unknown>) {
@@ -88,6 +88,8 @@ function asLegacyListItem(t: Record<ReadFields, unknown>) {
     failure_reason: t.failureReason,
     amount_refunded: t.amountRefunded,
     refunded: t.refunded,
+    disputed: t.disputed,
+    dispute_status: t.disputeStatus,
   };
 }
 
@@ -231,6 +233,8 @@ describe("transactions", () => {
         failure_reason: null,
         amount_refunded: 0,
         refunded: false,
+        disputed: false,
+        dispute_status: null,
         metadata: null,
       };
       expect(pending.text).toBe(`{"status":"success","transaction":${JSON.stringify(expectedTransaction)},"status":"pending"}`);
@@ -363,7 +367,7 @@ describe("transactions", () => {
       expect(Object.keys(res.body.data[0])).toEqual([
         "id", "reference", "amount", "status", "created_at",
         "payment_method", "currency", "client_reference", "provider_reference", "failure_code", "failure_reason",
-        "amount_refunded", "refunded",
+        "amount_refunded", "refunded", "disputed", "dispute_status",
       ]);
     });
 
