@@ -428,7 +428,7 @@ export function createDisputeService(deps: DisputeServiceDeps) {
         content: new Uint8Array(file.bytes),
         providerFileName: uploaded.providerFileName,
       });
-      return { id: row.reference, name: row.name, size: row.size, contentType: row.contentType, createdAt: row.createdAt };
+      return { reference: row.reference, name: row.name, size: row.size, contentType: row.contentType, createdAt: row.createdAt };
     },
 
     /** Asks the provider about an open dispute now (the CLI, a test). */
