@@ -22,6 +22,7 @@ const SUCCESS_CARD = "4242424242424242";
 const DECLINED_CARD = "4000000000000002";
 /** Pays normally, but the sandbox fails every refund of it (refund_failed): providers/sandbox/refunds.ts. */
 const REFUND_FAILS_CARD = "4000000000005126";
+const DISPUTE_CARD = "4000000000000259";
 /** Safaricom's sandbox test number; the sandbox connector completes its push after SANDBOX_STK_DELAY_MS. */
 const SANDBOX_PHONE = "254708374149";
 const TRIGGER_AMOUNT = 10_000; // KES 100.00 in minor units: whole shillings, so an STK push accepts it too
@@ -63,11 +64,12 @@ interface GatewayEvent {
   webhookBody: unknown;
 }
 
-/** Every event a webhook endpoint can receive: the transactions', the payouts' and the refunds'. */
+/** Every event a webhook endpoint can receive: the transactions', the payouts', the refunds' and the disputes'. */
 const EVENT_SUBSCRIPTIONS = [
   "subscription CliWebhooksListen { transactionEvents { id type occurredAt webhookBody } }",
   "subscription CliWebhooksListenPayouts { payoutEvents { id type occurredAt webhookBody } }",
   "subscription CliWebhooksListenRefunds { refundEvents { id type occurredAt webhookBody } }",
+  "subscription CliWebhooksListenDisputes { disputeEvents { id type occurredAt webhookBody } }",
 ];
 
 export interface ListenOptions {
@@ -201,6 +203,8 @@ const triggers: Record<string, (call: GatewayCall, channelId: number) => Promise
   // A card payment refunded in full; the sandbox settles the refund SANDBOX_REFUND_DELAY_MS later (transaction.completed comes first).
   "refund.completed": async (call, channelId) => refund(call, await payByCard(call, channelId, SUCCESS_CARD, 200)),
   "refund.failed": async (call, channelId) => refund(call, await payByCard(call, channelId, REFUND_FAILS_CARD, 200)),
+  // A payment with the disputing test card: the sandbox opens its dispute SANDBOX_DISPUTE_DELAY_MS later.
+  "dispute.created": (call, channelId) => payByCard(call, channelId, DISPUTE_CARD, 200),
 };
 
 export const triggerableEvents = Object.keys(triggers);

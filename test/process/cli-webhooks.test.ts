@@ -89,6 +89,20 @@ describe("cli webhooks listen and trigger", () => {
       await listener.waitFor(new RegExp(`^\\S+Z ${type.replace(".", "\\.")} ${refundDelivery!.headers["webhook-id"]} -> 200$`, "m"));
     }
 
+    // A dispute: the payment of the disputing test card, then the sandbox's dispute of it, forwarded as dispute.created.
+    const disputed = await runCli(["webhooks", "trigger", "dispute.created", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    expect(disputed.code, disputed.output).toBe(0);
+    const paid = JSON.parse(disputed.output.trim());
+    expect(paid).toEqual({ event: "dispute.created", reference: expect.stringMatching(/^txn-/) });
+    const disputeDelivery = await until(
+      () => receiver.received.find((d) => d.json?.type === "dispute.created" && d.json.data.transaction_reference === paid.reference),
+      (found) => found !== undefined,
+      15_000,
+    );
+    expect(disputeDelivery!.json.data).toMatchObject({ id: expect.stringMatching(/^dp_/), status: "needs_response", amount: 10_000 });
+    expect(new Webhook(secret!).verify(disputeDelivery!.body, disputeDelivery!.headers)).toEqual(disputeDelivery!.json);
+    await listener.waitFor(new RegExp(`^\\S+Z dispute\\.created ${disputeDelivery!.headers["webhook-id"]} -> 200$`, "m"));
+
     listener.child.kill("SIGTERM");
     expect(await listener.exited).toBe(0);
   });
@@ -96,7 +110,7 @@ describe("cli webhooks listen and trigger", () => {
   it("trigger refuses an unknown event type with exit 2, naming the supported ones", async () => {
     const { code, output } = await runCli(["trigger", "charge.succeeded", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
     expect(code).toBe(2);
-    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending, payout.completed, payout.failed, refund.completed, refund.failed/);
+    expect(output).toMatch(/Cannot trigger "charge.succeeded"; supported events: transaction.completed, transaction.failed, transaction.pending, payout.completed, payout.failed, refund.completed, refund.failed, dispute.created/);
   });
 
   it("trigger's default URL follows PORT: a gateway that is not there is named in the error", async () => {
