@@ -4998,7 +4998,7 @@ export interface operations {
                             completed_at: string | null;
                             items: {
                                 /** @enum {string} */
-                                kind: "missing_here" | "missing_there" | "status_mismatch" | "amount_mismatch";
+                                kind: "missing_here" | "missing_there" | "status_mismatch" | "amount_mismatch" | "reversed_not_disputed";
                                 reference: string | null;
                                 provider_reference: string | null;
                                 gateway_status: string | null;
@@ -5132,7 +5132,7 @@ export interface operations {
                             completed_at: string | null;
                             items: {
                                 /** @enum {string} */
-                                kind: "missing_here" | "missing_there" | "status_mismatch" | "amount_mismatch";
+                                kind: "missing_here" | "missing_there" | "status_mismatch" | "amount_mismatch" | "reversed_not_disputed";
                                 reference: string | null;
                                 provider_reference: string | null;
                                 gateway_status: string | null;

@@ -523,7 +523,8 @@ export interface ProviderPaymentRecord {
   reference: string | null;
   amount: bigint;
   currency: string;
-  status: "completed" | "failed" | "pending";
+  /** `reversed`: paid, then given back to the payer by the provider (a chargeback lost or accepted, or a refund in full). */
+  status: "completed" | "failed" | "pending" | "reversed";
   /** When the provider created it (its day is the report's), and when it was paid; null when the provider does not say. */
   createdAt: Date | null;
   paidAt: Date | null;

@@ -8,13 +8,14 @@ import { until } from "../support/wait.ts";
  * Reconciliation of a Paystack channel against the loopback Paystack's GET /transaction (paged) and GET /settlement:
  * each kind of difference made by a real difference between the two records, the payment pending here that
  * Paystack settled completed through verify once (one event, one merchant webhook), a provider that cannot be
- * read, tenants, and the CLI run as its own process. Jobs run only when a test runs them.
+ * read, tenants, the CLI run as its own process, and a payment Paystack reversed by a chargeback the gateway has not
+ * recorded as lost. Jobs run only when a test runs them.
  */
 const EMAIL = "payer@example.com";
 const today = () => new Date().toISOString().slice(0, 10);
 
 /** Bound when the bench is up (beforeAll). */
-let { fake, receiver, gw, api, channelId } = {} as PaystackBench;
+let { fake, receiver, gw, api, channelId, webhookUrl } = {} as PaystackBench;
 let otherApi: ReturnType<typeof apiClient>;
 let liveApi: ReturnType<typeof apiClient>;
 const prisma = () => gw.gateway.db.prisma;
@@ -35,7 +36,7 @@ async function paid(amount = 250_000) {
 }
 
 withPaystack({ merchant: "Lagos Books", webhooks: [{ path: "/hooks" }], env: { PAYSTACK_TIMEOUT_MS: "1500", ...BENCH_ENV } }, async (bench) => {
-  ({ fake, receiver, gw, api, channelId } = bench);
+  ({ fake, receiver, gw, api, channelId, webhookUrl } = bench);
   liveApi = apiClient(gw.url, bench.merchant.liveKey);
   otherApi = apiClient(gw.url, (await gw.createMerchant("Other")).testKey);
 });
@@ -194,7 +195,7 @@ describe("npm run cli -- reconcile", () => {
     expect(code, output).toBe(0);
     const printed = JSON.parse(output.trim());
     expect(printed.reconciliation).toMatchObject({ channel_id: channelId, date: today(), status: "completed" });
-    expect(printed.items_by_kind).toEqual({ missing_here: 1, missing_there: 1, status_mismatch: 1, amount_mismatch: 1 });
+    expect(printed.items_by_kind).toEqual({ missing_here: 1, missing_there: 1, status_mismatch: 1, amount_mismatch: 1, reversed_not_disputed: 0 });
     expect(printed.items).toContainEqual(expect.objectContaining({ kind: "amount_mismatch", gateway: "completed 300000 NGN", provider: "completed 290000 NGN" }));
     expect(await prisma().reconciliation.count({ where: { id: printed.reconciliation.id } })).toBe(1);
 
@@ -209,5 +210,63 @@ describe("npm run cli -- reconcile", () => {
     const unknown = await runCli(["reconcile", "--channel", "999999", "--date", today()], cliEnv());
     expect(unknown.code).toBe(1);
     expect(unknown.output).toMatch(/Payment channel 999999/);
+  });
+});
+
+// After the CLI's run: these payments would change the day's counts it asserts.
+describe("a payment Paystack reversed by a chargeback", () => {
+  type Item = { kind: string; reference: string };
+  const reconcile = async () => {
+    const res = await api.post("/v1/reconciliations", { payment_channel_id: channelId, date: today() });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ status: "completed", error: null });
+    return res.body.data as { id: number; items: Item[]; summary: { items: Record<string, number>; provider_record: { by_status: Record<string, number> } } };
+  };
+  const itemsOf = (report: { items: Item[] }, reference: string) => report.items.filter((i) => i.reference === reference);
+
+  it("is reported as reversed_not_disputed while the gateway shows it completed and undisputed, and no longer once the gateway records the dispute lost", async () => {
+    const reference = await paid(150_000);
+    // The payer's bank wins by default at Paystack (auto-accepted), and no webhook reached the gateway.
+    const dispute = fake.openDispute(reference);
+    fake.resolveDispute(dispute.id, "auto-accepted");
+    expect(fake.transactions.get(reference)!.status).toBe("reversed");
+    expect(await row(reference)).toMatchObject({ status: "completed", disputeStatus: null });
+
+    const before = await reconcile();
+    expect(itemsOf(before, reference)).toEqual([
+      {
+        kind: "reversed_not_disputed", reference, provider_reference: String(fake.transactions.get(reference)!.id), gateway_status: "completed", provider_status: "reversed",
+        gateway_amount: 150_000, provider_amount: 150_000, currency: "NGN", resolution: null,
+      },
+    ]);
+    expect(before.summary.items.reversed_not_disputed).toBe(1);
+    expect(before.summary.provider_record.by_status.reversed).toBe(1);
+    const gql = await api.post("/graphql", { query: `query($id: Int!) { reconciliation(id: $id) { ... on Reconciliation { items { kind reference providerStatus } } } }`, variables: { id: before.id } });
+    expect(gql.body.data.reconciliation.items).toContainEqual({ kind: "reversed_not_disputed", reference, providerStatus: "reversed" });
+
+    // Paystack's charge.dispute.resolve reaches the gateway: it asks Paystack, and records the dispute lost.
+    expect((await fake.sendDisputeWebhook(dispute.id, "charge.dispute.resolve", webhookUrl)).status).toBe(200);
+    expect(await row(reference)).toMatchObject({ status: "completed", disputeStatus: "lost", amountChargedBack: 150_000n });
+    const after = await reconcile();
+    expect(itemsOf(after, reference)).toEqual([]);
+    expect(after.summary.items.reversed_not_disputed).toBe(0);
+  });
+
+  it("is reported while the gateway's dispute is still open; a payment refunded here in full, which Paystack shows reversed, is not", async () => {
+    const disputed = await paid(60_000);
+    const dispute = fake.openDispute(disputed);
+    expect((await fake.sendDisputeWebhook(dispute.id, "charge.dispute.create", webhookUrl)).status).toBe(200);
+    expect(await row(disputed)).toMatchObject({ disputeStatus: "needs_response" });
+    fake.resolveDispute(dispute.id, "auto-accepted"); // its resolve webhook lost on the way
+
+    const refunded = await paid(45_000);
+    const refund = await api.post("/v1/refunds", { transaction: refunded });
+    expect(refund.status, refund.text).toBe(201);
+    await until(() => row(refunded), (t) => t.amountRefunded === 45_000n);
+    fake.transactions.get(refunded)!.status = "reversed"; // Paystack shows a payment refunded in full as reversed
+
+    const report = await reconcile();
+    expect(itemsOf(report, disputed)).toEqual([expect.objectContaining({ kind: "reversed_not_disputed", gateway_status: "completed", provider_status: "reversed", gateway_amount: 60_000 })]);
+    expect(itemsOf(report, refunded)).toEqual([]);
   });
 });

@@ -1,11 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/errors.ts";
 import { dayBounds } from "../../src/modules/reconciliation/service.ts";
 import { createMpesaConnector } from "../../src/providers/mpesa/index.ts";
 import { createMemoryTokenStore } from "../../src/providers/mpesa/token-store.ts";
 import { parseAccountBalanceBody, parseAccountBalanceValue } from "../../src/providers/mpesa/wire.ts";
+import { createPaystackConnector } from "../../src/providers/paystack/index.ts";
+import { startFakePaystack, type FakePaystack } from "../fakes/paystack-api.ts";
 
-/** Daraja's Account Balance Result (the documented sample's format) and the reconciliation's day. */
+/** Daraja's Account Balance Result (the documented sample's format), Paystack's transaction list as records, and the reconciliation's day. */
 const SAMPLE =
   "Working Account|KES|453845.00|453845.00|0.00|0.00&Float Account|KES|0.00|0.00|0.00|0.00&Utility Account|KES|65602.5|65602.50|0.00|0.00&Charges Paid Account|KES|-660.00|-660.00|0.00|0.00";
 
@@ -49,5 +51,24 @@ describe("the reconciled day", () => {
   it("is a UTC calendar day, today or earlier", () => {
     expect(dayBounds("2026-02-28")).toEqual({ date: "2026-02-28", from: new Date("2026-02-28T00:00:00Z"), to: new Date("2026-03-01T00:00:00Z") });
     for (const bad of ["2026-02-29", "2026-13-01", "26-01-01", "2026-1-1", 20260101, null, "9999-01-01"]) expect(() => dayBounds(bad)).toThrow(ValidationError);
+  });
+});
+
+describe("Paystack's transaction list, read as the provider's payment records", () => {
+  let fake: FakePaystack;
+  beforeAll(async () => {
+    fake = await startFakePaystack();
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+
+  it("reads success as completed, failed as failed, reversed (a chargeback lost, a refund in full) as reversed, and an unpaid one as pending", async () => {
+    const statuses = { txn_ok: "success", txn_declined: "failed", txn_charged_back: "reversed", txn_unpaid: "abandoned" } as const;
+    for (const [reference, status] of Object.entries(statuses)) fake.inject({ reference, amount: 150_000, currency: "KES", status });
+    const rail = createPaystackConnector({ baseUrl: fake.url }).reconciliation!;
+    const records = await rail.payments!({ config: fake.channelConfig(), from: new Date(Date.now() - 60_000), to: new Date(Date.now() + 60_000), providerReferences: [] });
+    expect(Object.fromEntries(records.map((r) => [r.reference, r.status]))).toEqual({ txn_ok: "completed", txn_declined: "failed", txn_charged_back: "reversed", txn_unpaid: "pending" });
+    expect(records.find((r) => r.reference === "txn_charged_back")).toMatchObject({ providerReference: String(fake.transactions.get("txn_charged_back")!.id), amount: 150_000n, currency: "KES" });
   });
 });

@@ -14,6 +14,10 @@ const ReconciliationItemKindEnum = builder.enumType("ReconciliationItemKind", {
     missing_there: { description: "The gateway has a completed payment the provider has no record of." },
     status_mismatch: { description: "Both have it, with different statuses (a payment pending here that the provider settled is settled through verify: see resolution)." },
     amount_mismatch: { description: "Both have it, settled alike, for different amounts or currencies." },
+    reversed_not_disputed: {
+      description:
+        "The provider reversed the payment (a chargeback lost or accepted there, or a refund in full) while the gateway shows it completed, with no dispute lost here and not refunded in full: the balance still counts the money.",
+    },
   } satisfies Record<(typeof itemKinds)[number], { description: string }>,
 });
 
@@ -25,7 +29,7 @@ const ReconciliationItem = builder.prismaObject("ReconciliationItem", {
     reference: t.exposeString("reference", { nullable: true, description: "The gateway's reference, when it has the payment (or the provider keeps it)." }),
     providerReference: t.exposeString("providerReference", { nullable: true, description: "The provider's id of the payment." }),
     gatewayStatus: t.exposeString("gatewayStatus", { nullable: true, description: "pending, completed or failed; null when the gateway has no record. For a settled item, the status before settling (pending)." }),
-    providerStatus: t.exposeString("providerStatus", { nullable: true, description: "pending, completed or failed as the provider reports it; null when it has no record." }),
+    providerStatus: t.exposeString("providerStatus", { nullable: true, description: "pending, completed, failed or reversed as the provider reports it; null when it has no record." }),
     gatewayAmount: t.expose("gatewayAmount", { type: "BigInt", nullable: true, description: "Minor units." }),
     providerAmount: t.expose("providerAmount", { type: "BigInt", nullable: true, description: "Minor units." }),
     currency: t.exposeString("currency", { nullable: true }),
@@ -50,7 +54,7 @@ export const Reconciliation = builder.prismaNode("Reconciliation", {
       type: "JSON",
       description:
         "Counts and totals on each side: {provider, gateway: {count, by_status, completed_totals: {CUR: minor units}}, provider_record (same shape; null when the provider lists nothing, M-Pesa), " +
-        "items: {missing_here, missing_there, status_mismatch, amount_mismatch}, differences, settled_via_verify, settlements: {count, statuses, totals: {CUR: {total, fees, settled}}} (Paystack) or null, " +
+        "items: {missing_here, missing_there, status_mismatch, amount_mismatch, reversed_not_disputed}, differences, settled_via_verify, settlements: {count, statuses, totals: {CUR: {total, fees, settled}}} (Paystack) or null, " +
         "balance (M-Pesa): {state: requested|received|failed|unavailable, ledger: [{currency, available, pending_out}], accounts: [{account, currency, current, available, reserved, uncleared}] once received}.",
     }),
     error: t.exposeString("error", { nullable: true }),

@@ -31,7 +31,7 @@ const RUN_ATTEMPTS = 6;
  */
 const EDGE_MS = 10 * 60_000;
 
-export const itemKinds = ["missing_here", "missing_there", "status_mismatch", "amount_mismatch"] as const;
+export const itemKinds = ["missing_here", "missing_there", "status_mismatch", "amount_mismatch", "reversed_not_disputed"] as const;
 export type ItemKind = (typeof itemKinds)[number];
 
 export interface ReconciliationServiceDeps {
@@ -68,7 +68,13 @@ interface GatewayPayment {
   status: string;
   /** A push the provider can be asked about (its request id); null for payments made on a checkout page. */
   checkoutRequestId: string | null;
+  /** Its latest dispute's status (null when never disputed) and what was refunded: a reversal they account for is no difference. */
+  disputeStatus: string | null;
+  amountRefunded: bigint;
 }
+
+/** The gateway already knows the money went back to the payer: the dispute was lost, or the payment refunded in full. */
+const reversalKnown = (payment: GatewayPayment) => payment.disputeStatus === "lost" || payment.amountRefunded >= payment.amount;
 
 /** Count per status and completed totals per currency, for one side. */
 function sideSummary(payments: { amount: bigint; currency: string; status: string }[]) {
@@ -133,7 +139,14 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
         if (payment.status === "completed") items.push({ ...base, kind: "missing_there", gatewayStatus: payment.status, providerStatus: null, providerAmount: null });
         continue;
       }
-      if (record.status !== payment.status) {
+      if (record.status === "reversed" && payment.status === "completed") {
+        // A chargeback (or refund) the gateway has not recorded: its balance and ledger still count money the merchant no longer has.
+        if (!reversalKnown(payment)) items.push({ ...base, kind: "reversed_not_disputed", gatewayStatus: payment.status, providerStatus: record.status, providerAmount: record.amount });
+        continue;
+      }
+      // A payment reversed there and failed here is no difference: neither side kept the money.
+      const providerStatus = record.status === "reversed" ? "failed" : record.status;
+      if (providerStatus !== payment.status) {
         items.push({ ...base, kind: "status_mismatch", gatewayStatus: payment.status, providerStatus: record.status, providerAmount: record.amount });
       } else if (record.amount !== payment.amount || record.currency !== payment.currency) {
         items.push({ ...base, kind: "amount_mismatch", gatewayStatus: payment.status, providerStatus: record.status, providerAmount: record.amount, currency: record.currency === payment.currency ? payment.currency : `${payment.currency}/${record.currency}`.slice(0, 7) });

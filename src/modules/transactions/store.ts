@@ -217,7 +217,8 @@ export function listChannelDay(db: Pick<PrismaClient, "transaction">, channel: {
   return db.transaction.findMany({
     where: { merchantId: channel.merchantId, mode: channel.mode, channelId: channel.id, createdAt: { gte: from, lt: to } },
     orderBy: { id: "asc" },
-    select: { id: true, reference: true, providerReference: true, checkoutRequestId: true, amount: true, currency: true, status: true, createdAt: true },
+    // With what tells a payment the provider reversed apart from one the gateway knows is given back: a lost dispute, a full refund.
+    select: { id: true, reference: true, providerReference: true, checkoutRequestId: true, amount: true, currency: true, status: true, createdAt: true, disputeStatus: true, amountRefunded: true },
   });
 }
 

@@ -34,7 +34,8 @@ export function createPaystackReconciliation(client: PaystackClient): Reconcilia
           reference: text(row.reference),
           amount: bigintOf(row.amount) ?? 0n,
           currency: text(row.currency) ?? "",
-          status: status.outcome.state,
+          // Verify reads a reversed payment as failed (nothing to settle); the reconciliation tells the two apart.
+          status: status.outcome.state === "failed" && status.outcome.code === "reversed" ? "reversed" : status.outcome.state,
           createdAt: dateOf(row.created_at ?? row.createdAt),
           paidAt: dateOf(row.paid_at ?? row.paidAt),
         };

@@ -67,6 +67,7 @@ const KIND_WORDS: Record<ReconciliationItemKind, string> = {
   missing_there: "Missing at the provider",
   status_mismatch: "Status differs",
   amount_mismatch: "Amount differs",
+  reversed_not_disputed: "Reversed at the provider",
 };
 
 const channelName = (channels: Channel[] | undefined, id: number) => channels?.find((c) => c.databaseId === id)?.name ?? `Channel ${id}`;
