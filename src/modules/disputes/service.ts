@@ -428,7 +428,8 @@ export function createDisputeService(deps: DisputeServiceDeps) {
         content: new Uint8Array(file.bytes),
         providerFileName: uploaded.providerFileName,
       });
-      return { id: row.reference, name: row.name, size: row.size, contentType: row.contentType, createdAt: row.createdAt };
+      // The DisputeFile view (schema.ts) exposes `reference` as the file's id, as filesOf answers it.
+      return { reference: row.reference, name: row.name, size: row.size, contentType: row.contentType, createdAt: row.createdAt };
     },
 
     /** Asks the provider about an open dispute now (the CLI, a test). */
