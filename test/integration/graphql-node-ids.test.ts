@@ -2,6 +2,7 @@ import { isObjectType } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schema } from "../../src/app/schema.ts";
 import { apiClient, bearerClient, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 
 /** Relay global ids and connection cursors a client can get wrong: "not found" or a named validation error, never an internal one. */
 
@@ -89,7 +90,8 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
     bCustomerId = await createCustomer(b.testKey, "relay-b@example.com");
     aLiveCustomerId = await createCustomer(a.liveKey, "relay-a-live@example.com");
     let firstReference = "";
-    const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
+    // The sandbox's disputing card: each payment is disputed a moment later, for the disputes connection's paging.
+    const card = { card_number: "4000000000000259", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
     for (let i = 0; i < 3; i++) {
       const init = await apiClient(gw.url, a.testKey).post("/api/transactions/initialize", { amount: 1000 + i, email: "relay@example.com" });
       expect(init.status, init.text).toBe(200);
@@ -126,6 +128,8 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       expect(run.body.data?.runReconciliation?.__typename, run.text).toBe("Reconciliation");
       own.Reconciliation = run.body.data.runReconciliation.id;
     }
+    const disputes = await until(() => gql(a.testKey, `{ disputes(first: 1) { totalCount edges { node { id } } } }`), (r) => r.body.data?.disputes?.totalCount === 3);
+    own.Dispute = disputes.body.data.disputes.edges[0].node.id;
     await gw.createUser(a.id, "viewer");
     // The team is listed to a signed-in owner only (issue 35).
     const team = await bearerClient(gw.url, await gw.signIn(a.id, "owner")).post("/graphql", { query: `{ users { id } }` });
@@ -195,7 +199,7 @@ describe("Relay node(id), nodes(ids) and connection cursors", () => {
       .map((field) => field.name);
 
   it("covers every Relay connection of the schema", () => {
-    expect(connections().sort()).toEqual(["balanceTransactions", "paymentLinks", "payouts", "reconciliations", "refunds", "transactions"]);
+    expect(connections().sort()).toEqual(["balanceTransactions", "disputes", "paymentLinks", "payouts", "reconciliations", "refunds", "transactions"]);
   });
 
   it("a malformed after/before cursor is a validation_failed naming the argument, on every connection", async () => {

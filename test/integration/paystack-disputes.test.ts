@@ -151,7 +151,7 @@ function tinyPdf(): Buffer {
 
 const DisputeEvents = graphql(`
   subscription PaystackDisputeEvents {
-    disputeEvents(ready: true) { id type dispute { id status amount transactionReference } }
+    disputeEvents(ready: true) { id type dispute { reference status amount transactionReference } }
   }
 `);
 
@@ -408,10 +408,10 @@ describe("paystack disputes", () => {
       const d = fake.openDispute(reference);
       await notify(d, "charge.dispute.create");
       const dispute = await disputeOf(reference);
-      const mine = () => events.results.filter((r) => r.data?.disputeEvents.dispute.id === dispute.id);
+      const mine = () => events.results.filter((r) => r.data?.disputeEvents.dispute.reference === dispute.id);
       await until(() => mine(), (list) => list.length >= 1);
       expect(mine().map((r) => r.data!.disputeEvents)).toEqual([
-        { id: expect.any(String), type: "dispute.created", dispute: { id: dispute.id, status: "needs_response", amount: 8_000, transactionReference: reference } },
+        { id: expect.any(String), type: "dispute.created", dispute: { reference: dispute.id, status: "needs_response", amount: 8_000, transactionReference: reference } },
       ]);
       expect(events.error).toBeUndefined();
     } finally {

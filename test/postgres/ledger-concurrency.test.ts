@@ -113,7 +113,7 @@ describe("the ledger under 200 concurrent operations on one channel across two i
     expect(balances).toEqual([
       {
         channelId, provider: "sandbox", currency: "KES",
-        collected: BigInt(collected), fees: BigInt(fees), refunded: BigInt(refunded), paidOut: BigInt(paidOut), pendingOut: 0n, adjustments: 0n,
+        collected: BigInt(collected), fees: BigInt(fees), refunded: BigInt(refunded), paidOut: BigInt(paidOut), pendingOut: 0n, adjustments: 0n, disputed: 0n, chargedBack: 0n,
         available: BigInt(collected - fees - refunded - paidOut),
       },
     ]);

@@ -131,7 +131,7 @@ interface Scenario {
   /** The payload after which every event the scenario causes has arrived. */
   isLast(payload: Record<string, any>): boolean;
   /** Where the payload holds its object (`key`), and the Query field (of the given result type) that reads it now by reference. */
-  current: { key: string; query: string; type: string };
+  current: { key: string; query: string; type: string; arg?: "reference" | "id" };
 }
 
 describe("every field of every subscription payload, for events from another instance", () => {
@@ -149,6 +149,8 @@ describe("every field of every subscription payload, for events from another ins
         GRAPHQL_MAX_TOKENS: "5000",
         // Refunds settle through a job soon after; payouts to 254700001019 only when this test delivers their result.
         SANDBOX_REFUND_DELAY_MS: "50",
+        // A payment with the disputing card is disputed this soon after.
+        SANDBOX_DISPUTE_DELAY_MS: "200",
         JOB_POLL_INTERVAL_MS: "100",
         PAYOUT_RESULT_OVERDUE_MS: "600000",
         RATE_LIMIT_ENABLED: "false",
@@ -224,6 +226,16 @@ describe("every field of every subscription payload, for events from another ins
       isLast: (p) => p.payout.status !== "pending",
       current: { key: "payout", query: "payout", type: "Payout" },
     },
+    disputeEvents: {
+      arrange: async () => ({}),
+      act: async () => {
+        const reference = await initialize();
+        const res = await apiClient(b.url).post(`/payment/checkout/${reference}/pay`, { ...SANDBOX_CARD, card_number: "4000000000000259" });
+        expect(res.status, res.text).toBe(200);
+      },
+      isLast: (p) => p.type === "dispute.created",
+      current: { key: "dispute", query: "dispute", type: "Dispute", arg: "id" },
+    },
     payoutStatusChanged: {
       arrange: async () => ({ reference: await pendingPayout() }),
       act: ({ reference }) => deliverPayoutResult(reference as string),
@@ -295,10 +307,10 @@ describe("every field of every subscription payload, for events from another ins
 
   /** What the Query field `current.query` answers now for the object the payload carries under `current.key`. */
   async function currentOf(name: string, selection: Selection, payload: Record<string, any>) {
-    const { query, key, type } = scenarios[name]!.current;
+    const { query, key, type, arg = "reference" } = scenarios[name]!.current;
     const inner = selection.get(key)!;
     const res = await apiClient(b.url, merchant.testKey).post("/graphql", {
-      query: `query Now($reference: String!) { ${query}(reference: $reference) { __typename ... on ${type} { ${render(inner!)} } } }`,
+      query: `query Now($reference: String!) { ${query}(${arg}: $reference) { __typename ... on ${type} { ${render(inner!)} } } }`,
       variables: { reference: payload[key].reference },
     });
     expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();

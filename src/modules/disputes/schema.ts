@@ -106,16 +106,19 @@ builder.prismaObjectField("Transaction", "disputes", (t) =>
 const DisputePage = offsetPageType("DisputePage", Dispute);
 
 const DisputeSnapshotType = builder.objectRef<DisputeSnapshot>("DisputeSnapshot").implement({
-  description: "A dispute as it was when the event happened (the /v1/disputes shape).",
+  description: "A dispute as it was when the event happened (its fields named as on Dispute; the webhook carries the /v1/disputes shape).",
   fields: (t) => ({
-    id: t.exposeString("id", { description: "dp_..." }),
+    reference: t.exposeString("id", { description: "dp_..." }),
     transactionReference: t.exposeString("transaction_reference"),
     amount: t.exposeInt("amount"),
     currency: t.exposeString("currency"),
-    reason: t.exposeString("reason"),
+    reason: t.field({ type: DisputeReasonEnum, resolve: (d) => d.reason as (typeof DISPUTE_REASONS)[number] }),
     status: t.field({ type: DisputeStatusEnum, resolve: (d) => d.status as (typeof DISPUTE_STATUSES)[number] }),
     dueBy: t.exposeString("due_by", { nullable: true }),
+    evidenceSubmittedAt: t.exposeString("evidence_submitted_at", { nullable: true }),
+    providerReference: t.exposeString("provider_reference"),
     createdAt: t.exposeString("created_at"),
+    updatedAt: t.exposeString("updated_at"),
     closedAt: t.exposeString("closed_at", { nullable: true }),
   }),
 });

@@ -272,6 +272,20 @@ export function createDisputeService(deps: DisputeServiceDeps) {
     return { status: (input.status as DisputeState | null | undefined) ?? null, transactionId, dateFrom: input.dateFrom ?? null, dateTo: input.dateTo ?? null };
   }
 
+  /**
+   * The provider's messages once it has the merchant's answer (Paystack keeps the answer's message among them), kept with
+   * the change, so the next check does not take the merchant's own words for news. None when the provider cannot say now.
+   */
+  async function messagesAfterAnswer(dispute: NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>>, connector: DisputeConnector): Promise<{ messages?: string }> {
+    try {
+      const record = await about(dispute.transaction, () => connector.fetch(queryOf(dispute, dispute.providerReference, dispute.transaction, dispute.channel)));
+      return { messages: JSON.stringify(messagesOf(record)) };
+    } catch (error) {
+      logger.warn({ dispute: dispute.reference, err: (error as Error).message }, "dispute not asked about after the answer; its next check will");
+      return {};
+    }
+  }
+
   /** An open dispute of the caller's, answerable now: its deadline not passed. */
   async function answerable(principal: Principal, reference: string) {
     const found = await store.findScoped(prisma, principal, reference);
@@ -382,7 +396,8 @@ export function createDisputeService(deps: DisputeServiceDeps) {
           message: "The merchant contests this dispute with the evidence submitted.",
         }),
       );
-      const row = await transition(dispute, "under_review", { evidence: JSON.stringify(stored), evidenceSubmittedAt: submittedAt.toISOString() });
+      const messages = await messagesAfterAnswer({ ...dispute, evidence: stored as Prisma.JsonValue, evidenceSubmittedAt: submittedAt }, connector);
+      const row = await transition(dispute, "under_review", { evidence: JSON.stringify(stored), evidenceSubmittedAt: submittedAt.toISOString(), ...messages });
       // A provider that decides soon (the sandbox) is asked then, not at the usual interval.
       if (connector.decidesAfterMs !== undefined) {
         await reschedule(prisma, DISPUTE_CHECK_JOB, { disputeId: dispute.id }, new Date(submittedAt.getTime() + connector.decidesAfterMs + 250));
@@ -402,7 +417,7 @@ export function createDisputeService(deps: DisputeServiceDeps) {
           message: "The merchant accepts this dispute.",
         }),
       );
-      return transition(dispute, "lost", { acceptedAt: acceptedAt.toISOString() });
+      return transition(dispute, "lost", { acceptedAt: acceptedAt.toISOString(), ...(await messagesAfterAnswer({ ...dispute, acceptedAt }, connector)) });
     },
 
     /** One evidence file, stored for the merchant and handed to the provider; its id is named in the evidence. */
