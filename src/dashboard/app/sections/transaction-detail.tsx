@@ -2,12 +2,13 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { gql } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
-import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
+import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Badge, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
+import { DisputedBadge, DisputesTable } from "./disputes.tsx";
 import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
 import { methodLabel } from "./transactions.tsx";
@@ -21,6 +22,7 @@ const QUERY = graphql(`
       ... on Transaction {
         ...DashboardTransaction databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
         amountRefunded refunded refunds { ...DashboardRefund }
+        disputeStatus amountChargedBack disputes { ...DashboardDispute }
         events { id type occurredAt }
         attempts { method status code reason detail createdAt }
       }
@@ -86,6 +88,8 @@ export function TransactionDetail({ reference, session }: { reference: string; s
   useEffect(() => onTransactionEvent((event) => event.transaction.reference === reference && void reload()), [reference, reload]);
   // Its refunds settle later (refund.completed or refund.failed): load it again, amounts refunded included.
   useEffect(() => onRefundEvent((event) => event.refund.transactionReference === reference && void reload()), [reference, reload]);
+  // A dispute of it opened, moved or closed (its badge, its disputes, what remains refundable).
+  useEffect(() => onDisputeEvent((event) => event.dispute.transactionReference === reference && void reload()), [reference, reload]);
   // After a dropped connection, events may have been missed.
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
@@ -105,12 +109,20 @@ export function TransactionDetail({ reference, session }: { reference: string; s
       </section>
     );
   }
-  // Owners, and developers in test mode, as the API decides (viewers never); a completed payment with something left.
+  // Owners, and developers in test mode, as the API decides (viewers never); a completed payment with something left,
+  // and no dispute open (the API refuses a refund until the dispute closes).
   const remaining = refundable(transaction);
-  const canRefund = canWrite(session) && transaction.status === "completed" && remaining > 0;
+  const disputeOpen = transaction.disputeStatus === "needs_response" || transaction.disputeStatus === "under_review";
+  const canRefund = canWrite(session) && transaction.status === "completed" && remaining > 0 && !disputeOpen;
   const fields: [string, ComponentChildren][] = [
     ["Amount", formatMoney(transaction.amount, transaction.currency)],
-    ["Status", <Badge value={transaction.status} />],
+    [
+      "Status",
+      <>
+        <Badge value={transaction.status} />
+        {transaction.disputeStatus && <> <DisputedBadge payment={transaction} /></>}
+      </>,
+    ],
     ["Method", methodLabel(transaction.paymentMethod)],
     ["Channel", transaction.channel ? `${transaction.channel.name} (${transaction.channel.provider})` : "—"],
     ["Customer", transaction.customer?.email ?? transaction.email ?? "—"],
@@ -130,6 +142,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
       </>,
     ]);
   }
+  if (transaction.amountChargedBack > 0) fields.splice(1, 0, ["Charged back", formatMoney(transaction.amountChargedBack, transaction.currency)]);
   if (transaction.failureReason || transaction.failureCode) fields.push(["Failure", `${transaction.failureReason ?? ""} ${transaction.failureCode ? `(${transaction.failureCode})` : ""}`]);
 
   return (
@@ -181,6 +194,12 @@ export function TransactionDetail({ reference, session }: { reference: string; s
         <>
           <h2>Refunds</h2>
           <RefundsTable refunds={transaction.refunds} />
+        </>
+      )}
+      {transaction.disputes.length > 0 && (
+        <>
+          <h2>Disputes</h2>
+          <DisputesTable disputes={transaction.disputes} bodyId="transaction-disputes" />
         </>
       )}
       <ProviderCallsSection owner="transaction" reference={transaction.reference} />
