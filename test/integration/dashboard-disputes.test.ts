@@ -89,6 +89,7 @@ describe("dashboard disputes", () => {
     await row.getByRole("link", { name: dispute.id }).click();
     await page.getByRole("heading", { name: `Dispute ${dispute.id}` }).waitFor();
     expect(await fieldsText(page)).toContain("StatusNeeds response");
+    expect(await fieldsText(page)).toContain("Time leftDue in 47 hours");
     expect(await fieldsText(page)).toContain(`Transaction${reference}KES 50.00 from payer@example.com`);
     expect(await page.textContent("#dispute-messages")).toContain("The cardholder does not recognise this payment.");
     // The payer's e-mail is offered from the payment.
@@ -133,8 +134,14 @@ describe("dashboard disputes", () => {
     await page.reload();
     await page.locator("#dispute-fields .badge", { hasText: "Won" }).waitFor();
     expect(await page.textContent("#dispute-messages")).toContain("The evidence shows the payment was authorised.");
-    expect(await page.locator("#dispute-fields [class~=deadline]").textContent()).toMatch(/^Won \d/);
+    expect(await fieldsText(page)).toMatch(/Closed\d/);
+    expect(await fieldsText(page)).not.toContain("Time left");
     await page.screenshot({ path: `${SHOTS}/disputes-closed.png`, fullPage: true });
+    // On a phone the page fits its width (no sideways scrolling).
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    await page.screenshot({ path: `${SHOTS}/disputes-phone-closed.png`, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     // Its transaction: the badge, and its disputes linked.
     await page.locator("#dispute-fields").getByRole("link", { name: reference }).click();

@@ -126,8 +126,9 @@ function TransactionLink({ reference }: { reference: string }) {
 }
 
 /** Disputes as rows, each opening its page: the Disputes list, and a transaction's disputes. */
-export function DisputesTable({ disputes, bodyId }: { disputes: Dispute[]; bodyId: string }) {
+export function DisputesTable({ disputes, bodyId, withTransaction = true }: { disputes: Dispute[]; bodyId: string; withTransaction?: boolean }) {
   const now = useNow();
+  const transaction = { label: "Transaction", cell: (d: Dispute) => <TransactionLink reference={d.transactionReference} /> };
   return (
     <Table
       label="Disputes"
@@ -144,7 +145,7 @@ export function DisputesTable({ disputes, bodyId }: { disputes: Dispute[]; bodyI
             </a>
           ),
         },
-        { label: "Transaction", cell: (d) => <TransactionLink reference={d.transactionReference} /> },
+        ...(withTransaction ? [transaction] : []),
         { label: "Amount", num: true, cell: (d) => formatMoney(d.amount, d.currency) },
         { label: "Reason", cell: (d) => titleCase(d.reason) },
         { label: "Status", cell: (d) => <DisputeBadge status={d.status} /> },
@@ -172,7 +173,7 @@ function DisputeList() {
   return (
     <section>
       <PageHeader title="Disputes" />
-      <p class="muted hint">
+      <p class="muted">
         When a payer's bank disputes a card payment, its amount is held from your balance until the dispute closes. Answer each one before its deadline: submit evidence
         to contest it, or accept it. One left unanswered is lost.
       </p>
@@ -228,6 +229,9 @@ function DisputeList() {
   );
 }
 
+/** One name and value of a details card. */
+type Field = [string, ComponentChildren];
+
 const fileSize = (bytes: number) => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${Math.round(bytes / 1024)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
 
 function DisputePage({ id, session }: { id: string; session: Session }) {
@@ -263,12 +267,14 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
       announce(`Dispute ${dispute.reference} accepted: lost`);
     });
 
-  const fields: [string, ComponentChildren][] = [
+  // What matters now first: the time left while it awaits an answer, when it closed once it has.
+  const open = dispute.status === "needs_response";
+  const fields = ([
     ["Status", <DisputeBadge status={dispute.status} />],
     ["Amount", formatMoney(dispute.amount, dispute.currency)],
     ["Reason", titleCase(dispute.reason)],
-    [dispute.status === "needs_response" ? "Answer by" : "Deadline", dispute.dueBy ? formatDate(dispute.dueBy) : "—"],
-    ["Time left", <Deadline dispute={dispute} now={now} />],
+    open ? ["Time left", <Deadline dispute={dispute} now={now} />] : null,
+    [open ? "Answer by" : "Deadline", dispute.dueBy ? formatDate(dispute.dueBy) : "—"],
     [
       "Transaction",
       <>
@@ -280,11 +286,11 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
       </>,
     ],
     ["Opened", formatDate(dispute.createdAt)],
-    ["Evidence submitted", formatDate(dispute.evidenceSubmittedAt)],
-    ["Closed", formatDate(dispute.closedAt)],
+    dispute.evidenceSubmittedAt ? ["Evidence submitted", formatDate(dispute.evidenceSubmittedAt)] : null,
+    dispute.closedAt ? ["Closed", formatDate(dispute.closedAt)] : null,
     ["Provider reference", <span class="mono">{dispute.providerReference}</span>],
-  ];
-  if (dispute.fee > 0) fields.push(["Chargeback fee", formatMoney(dispute.fee, dispute.currency)]);
+    dispute.fee > 0 ? ["Chargeback fee", formatMoney(dispute.fee, dispute.currency)] : null,
+  ] satisfies (Field | null)[]).filter((field) => field !== null);
 
   return (
     <section>
@@ -318,7 +324,7 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
           {dispute.messages.map((message, i) => (
             <li key={i}>
               <strong>{titleCase(message.sender)}</strong> <span class="muted">{message.createdAt ? formatDate(message.createdAt) : ""}</span>
-              <span class="block message-body">{message.body}</span>
+              <span class="message-body">{message.body}</span>
             </li>
           ))}
         </ol>
@@ -468,29 +474,33 @@ function EvidenceFiles({ files }: { files: Detail["files"] }) {
 function SubmittedEvidence({ dispute }: { dispute: Detail }) {
   const evidence = dispute.evidence;
   if (!evidence) return null;
-  const rows: [string, string | null | undefined][] = [
-    ["Customer name", evidence.customerName],
-    ["Customer e-mail", evidence.customerEmail],
-    ["Customer phone", evidence.customerPhone],
-    ["Delivery address", evidence.deliveryAddress],
-    ["Delivery date", evidence.deliveryDate],
+  const files = dispute.files.filter((file) => evidence.uploadedFiles.includes(file.id));
+  const rows: Field[] = [
+    ["Customer name", evidence.customerName || "—"],
+    ["Customer e-mail", evidence.customerEmail || "—"],
+    ["Customer phone", evidence.customerPhone || "—"],
+    ["Delivery address", evidence.deliveryAddress || "—"],
+    ["Delivery date", evidence.deliveryDate || "—"],
   ];
   return (
     <>
       <h2>{dispute.evidenceSubmittedAt ? "Evidence submitted" : "Evidence (draft)"}</h2>
-      <div class="card" id="dispute-evidence">
-        <dl class="fields">
-          {rows.map(([name, value]) => (
-            <div key={name}>
-              <dt>{name}</dt>
-              <dd>{value || "—"}</dd>
-            </div>
-          ))}
-        </dl>
-        <h3>Service details</h3>
-        <p class="message-body">{evidence.serviceDetails || "—"}</p>
-        <EvidenceFiles files={dispute.files.filter((file) => evidence.uploadedFiles.includes(file.id))} />
-      </div>
+      <dl class="card fields" id="dispute-evidence">
+        {rows.map(([name, value]) => (
+          <div key={name}>
+            <dt>{name}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+        <div class="wide">
+          <dt>Service details</dt>
+          <dd class="message-body">{evidence.serviceDetails || "—"}</dd>
+        </div>
+        <div class="wide">
+          <dt>Files</dt>
+          <dd>{files.length ? <EvidenceFiles files={files} /> : "—"}</dd>
+        </div>
+      </dl>
     </>
   );
 }

@@ -199,7 +199,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
       {transaction.disputes.length > 0 && (
         <>
           <h2>Disputes</h2>
-          <DisputesTable disputes={transaction.disputes} bodyId="transaction-disputes" />
+          <DisputesTable disputes={transaction.disputes} bodyId="transaction-disputes" withTransaction={false} />
         </>
       )}
       <ProviderCallsSection owner="transaction" reference={transaction.reference} />
