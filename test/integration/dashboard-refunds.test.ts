@@ -192,7 +192,7 @@ describe("dashboard refunds", () => {
     await page.getByRole("link", { name: "Webhooks" }).click();
     await page.getByRole("button", { name: "New endpoint" }).click();
     const offered = await page.locator('input[name="events"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value));
-    expect(offered).toEqual(["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed"]);
+    expect(offered).toEqual(["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed", "dispute.created", "dispute.updated", "dispute.closed"]);
     await page.context().close();
   });
 });
