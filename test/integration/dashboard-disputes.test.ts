@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { launchChromium, signedInLive } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { expectCleanLedger } from "../support/ledger-check.ts";
 import { solidPng } from "../support/png.ts";
@@ -45,20 +45,7 @@ describe("dashboard disputes", () => {
     expect(browserErrors).toEqual([]);
   });
 
-  async function signedIn(user: { email: string; password: string }, path = "/disputes"): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(BROWSER_MS);
-    const page = await context.newPage();
-    await confineToGateway(page, gw.url, offHost);
-    recordPageErrors(page, browserErrors);
-    await page.goto(`${gw.url}/dashboard${path}`);
-    await page.getByLabel("E-mail").fill(user.email);
-    await page.getByLabel("Password").fill(user.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    // Every subscription (disputes' too) listens: no event can be missed from here on.
-    await page.locator('#live-status[data-status="live"]').waitFor();
-    return page;
-  }
+  const signedIn = (user: { email: string; password: string }, path: string) => signedInLive(browser, gw.url, user, path, { offHost, errors: browserErrors });
 
   /** A payment of the disputing card, and its dispute once the sandbox opened it (as /v1/disputes shows it). */
   async function disputed(amount: number): Promise<{ reference: string; dispute: { id: string; due_by: string } }> {

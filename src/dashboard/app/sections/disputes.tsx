@@ -1,4 +1,3 @@
-import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, mutate, rest } from "../api.ts";
 import { CardForm } from "../forms.tsx";
@@ -10,7 +9,7 @@ import { Pager } from "../paging.tsx";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
-import { Badge, ConfirmButton, EmptyState, ErrorNote, Loading, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
+import { BackLink, Badge, ConfirmButton, DetailFields, DetailMissing, EmptyState, ErrorNote, PageHeader, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
 
 /**
  * Disputes (chargebacks): the list (GraphQL `disputesPage`: open ones first, soonest deadline first) with the time
@@ -229,9 +228,6 @@ function DisputeList() {
   );
 }
 
-/** One name and value of a details card. */
-type Field = [string, ComponentChildren];
-
 const fileSize = (bytes: number) => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${Math.round(bytes / 1024)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
 
 function DisputePage({ id, session }: { id: string; session: Session }) {
@@ -241,21 +237,9 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
   useEffect(() => onDisputeEvent((event) => event.dispute.id === id && void reload()), [id, reload]);
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
-  const back = (
-    <a href={`${BASE}/disputes`} onClick={(e) => onLinkClick(e, "/disputes")} class="back">
-      ← All disputes
-    </a>
-  );
-  if (!data) return <section>{back}{loading ? <Loading /> : <ErrorNote message={error} />}</section>;
-  if (data.dispute.__typename !== "Dispute") {
-    return (
-      <section>
-        {back}
-        <PageHeader title="Dispute not found" />
-        <p>{(data.dispute as { message: string }).message}</p>
-      </section>
-    );
-  }
+  const back = <BackLink route="/disputes" label="All disputes" />;
+  if (!data) return <DetailMissing back={back} loading={loading} error={error} />;
+  if (data.dispute.__typename !== "Dispute") return <DetailMissing back={back} loading={loading} error={error} notFound={{ title: "Dispute not found", message: (data.dispute as { message: string }).message }} />;
   const dispute = data.dispute as Detail;
   const show = (fresh: Detail) => setData(() => ({ dispute: { __typename: "Dispute" as const, ...fresh } }));
   // Answered by owners, and developers in test mode (as the API decides), while it awaits an answer and is not overdue.
@@ -290,7 +274,7 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
     dispute.closedAt ? ["Closed", formatDate(dispute.closedAt)] : null,
     ["Provider reference", <span class="mono">{dispute.providerReference}</span>],
     dispute.fee > 0 ? ["Chargeback fee", formatMoney(dispute.fee, dispute.currency)] : null,
-  ] satisfies (Field | null)[]).filter((field) => field !== null);
+  ] satisfies (DetailField | null)[]).filter((field) => field !== null);
 
   return (
     <section>
@@ -307,14 +291,7 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
         )}
       </PageHeader>
       <ErrorNote message={error ?? accepting.error} />
-      <dl class="card fields" id="dispute-fields">
-        {fields.map(([name, value]) => (
-          <div key={name}>
-            <dt>{name}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <DetailFields id="dispute-fields" fields={fields} />
       {overdue && canWrite(session) && <p class="muted">The deadline has passed: nothing can be submitted now. The provider closes it as lost.</p>}
       <h2>Messages</h2>
       {dispute.messages.length === 0 ? (
@@ -475,7 +452,7 @@ function SubmittedEvidence({ dispute }: { dispute: Detail }) {
   const evidence = dispute.evidence;
   if (!evidence) return null;
   const files = dispute.files.filter((file) => evidence.uploadedFiles.includes(file.id));
-  const rows: Field[] = [
+  const rows: DetailField[] = [
     ["Customer name", evidence.customerName || "—"],
     ["Customer e-mail", evidence.customerEmail || "—"],
     ["Customer phone", evidence.customerPhone || "—"],
@@ -485,13 +462,7 @@ function SubmittedEvidence({ dispute }: { dispute: Detail }) {
   return (
     <>
       <h2>{dispute.evidenceSubmittedAt ? "Evidence submitted" : "Evidence (draft)"}</h2>
-      <dl class="card fields" id="dispute-evidence">
-        {rows.map(([name, value]) => (
-          <div key={name}>
-            <dt>{name}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
+      <DetailFields id="dispute-evidence" fields={rows}>
         <div class="wide">
           <dt>Service details</dt>
           <dd class="message-body">{evidence.serviceDetails || "—"}</dd>
@@ -500,7 +471,7 @@ function SubmittedEvidence({ dispute }: { dispute: Detail }) {
           <dt>Files</dt>
           <dd>{files.length ? <EvidenceFiles files={files} /> : "—"}</dd>
         </div>
-      </dl>
+      </DetailFields>
     </>
   );
 }

@@ -1,11 +1,9 @@
-import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { gql } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
 import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
-import { BASE, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
-import { Badge, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
+import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, TableWrap, useQuery, type DetailField } from "../ui.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
 import { DisputedBadge, DisputesTable } from "./disputes.tsx";
@@ -93,28 +91,15 @@ export function TransactionDetail({ reference, session }: { reference: string; s
   // After a dropped connection, events may have been missed.
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
-  const back = (
-    <a href={`${BASE}/transactions`} onClick={(e) => onLinkClick(e, "/transactions")} class="back">
-      ← All transactions
-    </a>
-  );
-  if (!data) return <section>{back}{loading ? <Loading /> : <ErrorNote message={error} />}</section>;
-  if (!transaction) {
-    const failure = data.transaction as { message: string };
-    return (
-      <section>
-        {back}
-        <PageHeader title="Transaction not found" />
-        <p>{failure.message}</p>
-      </section>
-    );
-  }
+  const back = <BackLink route="/transactions" label="All transactions" />;
+  if (!data) return <DetailMissing back={back} loading={loading} error={error} />;
+  if (!transaction) return <DetailMissing back={back} loading={loading} error={error} notFound={{ title: "Transaction not found", message: (data.transaction as { message: string }).message }} />;
   // Owners, and developers in test mode, as the API decides (viewers never); a completed payment with something left,
   // and no dispute open (the API refuses a refund until the dispute closes).
   const remaining = refundable(transaction);
   const disputeOpen = transaction.disputeStatus === "needs_response" || transaction.disputeStatus === "under_review";
   const canRefund = canWrite(session) && transaction.status === "completed" && remaining > 0 && !disputeOpen;
-  const fields: [string, ComponentChildren][] = [
+  const fields: DetailField[] = [
     ["Amount", formatMoney(transaction.amount, transaction.currency)],
     [
       "Status",
@@ -174,14 +159,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
           }}
         />
       )}
-      <dl class="card fields" id="transaction-fields">
-        {fields.map(([name, value]) => (
-          <div key={name}>
-            <dt>{name}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <DetailFields id="transaction-fields" fields={fields} />
       {transaction.attempts.length > 0 && (
         <>
           <h2>Checkout attempts</h2>
