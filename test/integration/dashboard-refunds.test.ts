@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { launchChromium, signedInLive } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 import { BROWSER_MS } from "../support/timing.ts";
@@ -43,21 +43,8 @@ describe("dashboard refunds", () => {
     expect(browserErrors).toEqual([]);
   });
 
-  async function signedIn(user: { email: string; password: string }): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(BROWSER_MS);
-    const page = await context.newPage();
-    await confineToGateway(page, gw.url, offHost);
-    recordPageErrors(page, browserErrors);
-    // Signed in from the transactions page, the app stays on it (the landing page is the Overview).
-    await page.goto(`${gw.url}/dashboard/transactions`);
-    await page.getByLabel("E-mail").fill(user.email);
-    await page.getByLabel("Password").fill(user.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    // Both subscriptions (transactions and refunds) listen: no settling event can be missed from here on.
-    await page.locator('#live-status[data-status="live"]').waitFor();
-    return page;
-  }
+  // Signed in from the transactions page, the app stays on it (the landing page is the Overview).
+  const signedIn = (user: { email: string; password: string }) => signedInLive(browser, gw.url, user, "/transactions", { offHost, errors: browserErrors });
 
   const paid = (amount: number, card = PAYS) =>
     paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount, description: "Kikapu" }, { ...SANDBOX_CARD, card_number: card });

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { BROWSER_MS } from "./timing.ts";
 
 /** Debian's Chromium, headless, with the flags that keep it off the (closed) network. */
 export async function launchChromium(): Promise<Browser> {
@@ -59,5 +60,30 @@ export async function signedInDashboard(browser: Browser, gatewayUrl: string, us
   await page.getByLabel("Password").fill(user.password);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.locator("#merchant-name").filter({ hasNotText: "…" }).waitFor();
+  return page;
+}
+
+/**
+ * A new page (1280x900) signed in to the dashboard through its form at `path` (the app stays there), kept on the
+ * gateway (other hosts pushed to `offHost`) and its errors pushed to `errors`. Resolves once every live subscription
+ * listens, so no event can be missed from then on.
+ */
+export async function signedInLive(
+  browser: Browser,
+  gatewayUrl: string,
+  user: { email: string; password: string },
+  path: string,
+  record: { offHost: string[]; errors: string[] },
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(BROWSER_MS);
+  const page = await context.newPage();
+  await confineToGateway(page, gatewayUrl, record.offHost);
+  recordPageErrors(page, record.errors);
+  await page.goto(`${gatewayUrl}/dashboard${path}`);
+  await page.getByLabel("E-mail").fill(user.email);
+  await page.getByLabel("Password").fill(user.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator('#live-status[data-status="live"]').waitFor();
   return page;
 }

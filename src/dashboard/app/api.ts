@@ -1,6 +1,6 @@
 import { graphql } from "./gql/index.ts";
 import type { TypedDocumentString } from "./gql/graphql.ts";
-import { clearSession, getAccessToken, refresh } from "./session.ts";
+import { clearSession, freshAccessToken, getAccessToken, refresh } from "./session.ts";
 
 /** A GraphQL or transport failure, with the gateway's machine-readable code (e.g. "forbidden"). */
 export class ApiError extends Error {
@@ -82,6 +82,34 @@ export function expectOk<T extends { __typename: string }>(result: T): Ok<T> {
  */
 export async function mutate<T extends Record<F, { __typename: string }>, V, F extends keyof T & string>(query: Document<T, V>, field: F, variables: V): Promise<Ok<T[F]>> {
   return expectOk((await gql(query, variables))[field]);
+}
+
+/**
+ * A REST request as the signed-in user, with the access token as a bearer token (it lives in this tab's memory, so
+ * the browser would not send it on its own). An expired token (401) is refreshed once and the request retried.
+ * A network failure throws fetch's TypeError.
+ */
+export async function fetchAsUser(url: string, init: { method?: string; headers?: Record<string, string>; body?: BodyInit } = {}): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const token = await freshAccessToken();
+    const response = await fetch(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token ?? ""}` } });
+    if (response.status !== 401 || attempt === 1 || !(await refresh().catch(() => false))) return response;
+  }
+}
+
+/** A /v1 call as the signed-in user: the envelope's data, or its error (message and code) as an ApiError. */
+export async function rest<T>(url: string, init: { method?: string; body?: BodyInit } = {}): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetchAsUser(url, { ...init, headers: { accept: "application/json" } });
+  } catch {
+    throw new ApiError("The gateway cannot be reached; check your connection", "network_error");
+  }
+  const envelope = (await response.json().catch(() => null)) as { status?: string; data?: T; message?: string; code?: string } | null;
+  if (!response.ok || envelope?.status !== "success" || envelope.data === undefined) {
+    throw new ApiError(envelope?.message ?? `Request failed (HTTP ${response.status})`, envelope?.code ?? "http_error");
+  }
+  return envelope.data;
 }
 
 export function errorMessage(error: unknown): string {

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { freshAccessToken, refresh } from "./session.ts";
+import { fetchAsUser } from "./api.ts";
 
 /** A report's URL with the filters that are set (empty ones left out). */
 export function reportUrl(path: string, filters: Record<string, string | number | null | undefined>): string {
@@ -29,20 +29,15 @@ export function ExportCsv({ href, fallbackName, id }: { href: string; fallbackNa
     setBusy(true);
     setError(null);
     try {
-      let response: Response | null = null;
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const token = await freshAccessToken();
-        response = await fetch(href, { headers: { authorization: `Bearer ${token ?? ""}`, accept: "text/csv" } });
-        if (response.status !== 401 || attempt === 1 || !(await refresh().catch(() => false))) break;
+      const response = await fetchAsUser(href, { headers: { accept: "text/csv" } });
+      if (!response.ok) {
+        const body = (await response.json().catch(() => null)) as { message?: string } | null;
+        throw new Error(body?.message ?? `The export failed (HTTP ${response.status})`);
       }
-      if (!response!.ok) {
-        const body = (await response!.json().catch(() => null)) as { message?: string } | null;
-        throw new Error(body?.message ?? `The export failed (HTTP ${response!.status})`);
-      }
-      const url = URL.createObjectURL(await response!.blob());
+      const url = URL.createObjectURL(await response.blob());
       const link = document.createElement("a");
       link.href = url;
-      link.download = fileName(response!, fallbackName);
+      link.download = fileName(response, fallbackName);
       document.body.append(link);
       link.click();
       link.remove();

@@ -15,6 +15,7 @@ export function CardForm({
   submit,
   onSubmit,
   onCancel,
+  alternative,
   status,
   children,
 }: {
@@ -25,6 +26,8 @@ export function CardForm({
   submit: string;
   onSubmit: () => Promise<unknown>;
   onCancel?: () => void;
+  /** A second way to send the form (e.g. "Save draft" beside "Submit"), run as the same action. */
+  alternative?: { label: string; run: () => Promise<unknown> };
   /** Shown under the error once a submit went through, e.g. a role="status" confirmation. */
   status?: ComponentChildren;
   children: ComponentChildren;
@@ -49,6 +52,11 @@ export function CardForm({
         <button type="submit" disabled={action.busy}>
           {submit}
         </button>
+        {alternative && (
+          <button type="button" class="secondary" disabled={action.busy} onClick={() => void action.run(alternative.run)}>
+            {alternative.label}
+          </button>
+        )}
         {onCancel && (
           <button type="button" class="secondary" onClick={onCancel}>
             Cancel

@@ -1,18 +1,21 @@
 import { createClient, type Client } from "graphql-ws/client";
 import { freshAccessToken, getAccessToken, getSession, onAccessToken } from "./session.ts";
 import { graphql } from "./gql/index.ts";
-import type { DashboardRefundEventsSubscription, DashboardTransactionEventsSubscription } from "./gql/graphql.ts";
+import type { DashboardDisputeEventsSubscription, DashboardRefundEventsSubscription, DashboardTransactionEventsSubscription } from "./gql/graphql.ts";
 
 /**
  * One graphql-ws connection per signed-in mode, carrying the transactionEvents subscription that the
- * header (announcements) and the transactions table (rows) both listen to, and refundEvents, which a
- * transaction's page (its refunds) and the table (its refund badges) follow. connectionParams is a
+ * header (announcements) and the transactions table (rows) both listen to, refundEvents, which a
+ * transaction's page (its refunds) and the table (its refund badges) follow, and disputeEvents, which the Disputes
+ * pages and a transaction's page follow. connectionParams is a
  * function, so a reconnect presents the current access token; each new token of the same mode is also sent on the
  * open socket (a graphql-ws ping with {Authorization}), as the server closes a socket whose token expired (4401).
  */
 export type TransactionEvent = DashboardTransactionEventsSubscription["transactionEvents"];
 /** A refund's settling change (refund.completed or refund.failed), with the refund as of that change. */
 export type RefundEvent = DashboardRefundEventsSubscription["refundEvents"];
+/** A dispute's change (dispute.created, dispute.updated or dispute.closed), with the dispute as of that change. */
+export type DisputeEvent = DashboardDisputeEventsSubscription["disputeEvents"];
 export type LiveStatus = "connecting" | "live" | "offline";
 
 // ready: true: the server says when it listens (a first message with extensions.ready); only then is the page
@@ -26,11 +29,20 @@ const SUBSCRIPTIONS = {
       refundEvents(ready: true) { id type occurredAt refund { reference transactionReference amount currency status failureReason } }
     }
   `),
+  disputeEvents: graphql(`
+    subscription DashboardDisputeEvents { disputeEvents(ready: true) { id type occurredAt dispute { id transactionReference amount currency status dueBy } } }
+  `),
 };
 type Field = keyof typeof SUBSCRIPTIONS;
 const FIELDS = Object.keys(SUBSCRIPTIONS) as Field[];
 
-const eventListeners = { transactionEvents: new Set<(event: TransactionEvent) => void>(), refundEvents: new Set<(event: RefundEvent) => void>() };
+/** Any event of the three subscriptions (each listener set receives only its own field's). */
+type AnyEvent = TransactionEvent & RefundEvent & DisputeEvent;
+const eventListeners = {
+  transactionEvents: new Set<(event: TransactionEvent) => void>(),
+  refundEvents: new Set<(event: RefundEvent) => void>(),
+  disputeEvents: new Set<(event: DisputeEvent) => void>(),
+};
 const statusListeners = new Set<(status: LiveStatus, reconnected: boolean) => void>();
 let client: Client | null = null;
 let stops: (() => void)[] = [];
@@ -78,7 +90,7 @@ export function startLive(): () => void {
   // A socket closed because its token expired (4401: graphql-ws clients never retry it on their own) is opened again
   // at once: the lazy client reconnects for the new subscription, and connectionParams fetches a fresh token.
   const subscribe = (field: Field, index: number) => {
-    stops[index] = own.subscribe<Record<Field, TransactionEvent & RefundEvent>>(
+    stops[index] = own.subscribe<Record<Field, AnyEvent>>(
       { query: String(SUBSCRIPTIONS[field]) },
       {
         next: (result) => {
@@ -89,7 +101,7 @@ export function startLive(): () => void {
           const event = result.data?.[field];
           if (!event || seen.has(event.id)) return;
           seen.add(event.id);
-          (eventListeners[field] as Set<(event: TransactionEvent & RefundEvent) => void>).forEach((listener) => listener(event));
+          (eventListeners[field] as Set<(event: AnyEvent) => void>).forEach((listener) => listener(event));
         },
         error: (error) => {
           setStatus("offline");
@@ -122,6 +134,11 @@ export function onTransactionEvent(listener: (event: TransactionEvent) => void):
 export function onRefundEvent(listener: (event: RefundEvent) => void): () => void {
   eventListeners.refundEvents.add(listener);
   return () => void eventListeners.refundEvents.delete(listener);
+}
+
+export function onDisputeEvent(listener: (event: DisputeEvent) => void): () => void {
+  eventListeners.disputeEvents.add(listener);
+  return () => void eventListeners.disputeEvents.delete(listener);
 }
 
 /** `reconnected` is true when the connection came back after a drop (events may have been missed). */

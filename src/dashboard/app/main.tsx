@@ -1,13 +1,14 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { errorMessage } from "./api.ts";
-import { onLiveStatus, onRefundEvent, onTransactionEvent, startLive, type LiveStatus } from "./live.ts";
+import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent, startLive, type LiveStatus } from "./live.ts";
 import { formatMoney } from "./format.ts";
 import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
 import { ApiKeys } from "./sections/api-keys.tsx";
 import { BrandSettings } from "./sections/brand.tsx";
 import { Channels } from "./sections/channels.tsx";
 import { Customers } from "./sections/customers.tsx";
+import { Disputes } from "./sections/disputes.tsx";
 import { Overview } from "./sections/overview.tsx";
 import { PaymentLinks } from "./sections/payment-links.tsx";
 import { Payouts } from "./sections/payouts.tsx";
@@ -25,6 +26,7 @@ import "./styles.css";
 const NAV = [
   ["/overview", "Overview"],
   ["/transactions", "Transactions"],
+  ["/disputes", "Disputes"],
   ["/payment-links", "Payment links"],
   ["/customers", "Customers"],
   ["/channels", "Payment channels"],
@@ -78,6 +80,14 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
       ),
     [],
   );
+  useEffect(
+    () =>
+      onDisputeEvent(({ type, dispute }) => {
+        if (type === "dispute.created") announce(`Payment ${dispute.transactionReference} disputed: ${formatMoney(dispute.amount, dispute.currency)} held until the dispute closes`);
+        if (type === "dispute.closed") announce(`Dispute ${dispute.id} on payment ${dispute.transactionReference} ${dispute.status}`);
+      }),
+    [],
+  );
   useEffect(() => {
     if (route === "/" || !NAV.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/overview", true);
     // After a client-side navigation, move focus to the new page's heading (as a page load would). On a change
@@ -107,6 +117,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   if (detail) page = <TransactionDetail reference={decodeURIComponent(detail[1]!)} session={session} />;
   else if (route.startsWith("/overview")) page = <Overview />;
   else if (route.startsWith("/customers")) page = <Customers />;
+  else if (route.startsWith("/disputes")) page = <Disputes route={route} session={session} />;
   else if (route.startsWith("/channels")) page = <Channels session={session} />;
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
   else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;

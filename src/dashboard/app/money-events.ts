@@ -1,9 +1,10 @@
 import { useEffect } from "preact/hooks";
-import { onLiveStatus, onRefundEvent, onTransactionEvent } from "./live.ts";
+import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "./live.ts";
 
 /**
- * Runs `reload` shortly after money moves (a payment or refund settles, or the live connection comes back after
- * events may have been missed), once for a burst of events: what the Overview's figures and balances follow.
+ * Runs `reload` shortly after money moves (a payment or refund settles, a dispute holds or releases an amount, or the
+ * live connection comes back after events may have been missed), once for a burst of events: what the Overview's
+ * figures and balances follow.
  */
 export function useReloadOnMoney(reload: () => unknown, delayMs = 400) {
   useEffect(() => {
@@ -15,6 +16,7 @@ export function useReloadOnMoney(reload: () => unknown, delayMs = 400) {
     const stops = [
       onTransactionEvent(({ type }) => type !== "transaction.pending" && soon()),
       onRefundEvent(() => soon()),
+      onDisputeEvent(({ type }) => type !== "dispute.updated" && soon()),
       onLiveStatus((_status, reconnected) => reconnected && soon()),
     ];
     return () => {

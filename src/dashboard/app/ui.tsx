@@ -2,6 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { errorMessage, gql, type Document } from "./api.ts";
 import { titleCase } from "./format.ts";
+import { BASE, onLinkClick } from "./router.ts";
 
 /** Loads a query when its variables change; `reload` runs it again, `setData` edits the result locally. */
 export function useQuery<T, V>(query: Document<T, V>, variables: V | Record<string, never> = {}) {
@@ -70,6 +71,55 @@ export function EmptyState({ title, children }: { title: string; children?: Comp
       <h2>{title}</h2>
       {children}
     </div>
+  );
+}
+
+/** The "← All ..." link above a detail page, back to its list. */
+export function BackLink({ route, label }: { route: string; label: string }) {
+  return (
+    <a href={`${BASE}${route}`} onClick={(e) => onLinkClick(e, route)} class="back">
+      ← {label}
+    </a>
+  );
+}
+
+/**
+ * A detail page without its object: "Loading…" or the load's error while there is no answer, and with `notFound`
+ * (the answer was an error result) its title and the API's message.
+ */
+export function DetailMissing({ back, loading, error, notFound }: { back: ComponentChildren; loading: boolean; error: string | null; notFound?: { title: string; message: string } }) {
+  return (
+    <section>
+      {back}
+      {notFound ? (
+        <>
+          <PageHeader title={notFound.title} />
+          <p>{notFound.message}</p>
+        </>
+      ) : loading ? (
+        <Loading />
+      ) : (
+        <ErrorNote message={error} />
+      )}
+    </section>
+  );
+}
+
+/** One name and value of a detail card. */
+export type DetailField = [string, ComponentChildren];
+
+/** A detail page's card of fields, each name over its value; `children` adds fields of their own shape. */
+export function DetailFields({ id, fields, children }: { id: string; fields: DetailField[]; children?: ComponentChildren }) {
+  return (
+    <dl class="card fields" id={id}>
+      {fields.map(([name, value]) => (
+        <div key={name}>
+          <dt>{name}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+      {children}
+    </dl>
   );
 }
 

@@ -23,9 +23,9 @@ const CREATE = graphql(`
 /** The API's four reasons, in the order a merchant most often needs them. */
 const REASONS = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
 
-/** What can still be refunded, as the gateway counts it: the amount paid less every refund that has not failed. */
-export function refundable(payment: { amount: number; refunds: Refund[] }): number {
-  return payment.amount - payment.refunds.filter((refund) => refund.status !== "failed").reduce((sum, refund) => sum + refund.amount, 0);
+/** What can still be refunded, as the gateway counts it: the amount paid less every refund that has not failed and what lost disputes took. */
+export function refundable(payment: { amount: number; amountChargedBack: number; refunds: Refund[] }): number {
+  return payment.amount - payment.amountChargedBack - payment.refunds.filter((refund) => refund.status !== "failed").reduce((sum, refund) => sum + refund.amount, 0);
 }
 
 /** The "Partially refunded" / "Refunded" badge of a completed transaction (nothing when none of it is refunded). */

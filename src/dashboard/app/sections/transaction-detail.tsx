@@ -1,13 +1,12 @@
-import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { gql } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
-import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
-import { BASE, onLinkClick } from "../router.ts";
+import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { canWrite, type Session } from "../session.ts";
-import { Badge, ErrorNote, Loading, PageHeader, TableWrap, useQuery } from "../ui.tsx";
+import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, TableWrap, useQuery, type DetailField } from "../ui.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
+import { DisputedBadge, DisputesTable } from "./disputes.tsx";
 import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
 import { methodLabel } from "./transactions.tsx";
@@ -21,6 +20,7 @@ const QUERY = graphql(`
       ... on Transaction {
         ...DashboardTransaction databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
         amountRefunded refunded refunds { ...DashboardRefund }
+        disputeStatus amountChargedBack disputes { ...DashboardDispute }
         events { id type occurredAt }
         attempts { method status code reason detail createdAt }
       }
@@ -86,31 +86,28 @@ export function TransactionDetail({ reference, session }: { reference: string; s
   useEffect(() => onTransactionEvent((event) => event.transaction.reference === reference && void reload()), [reference, reload]);
   // Its refunds settle later (refund.completed or refund.failed): load it again, amounts refunded included.
   useEffect(() => onRefundEvent((event) => event.refund.transactionReference === reference && void reload()), [reference, reload]);
+  // A dispute of it opened, moved or closed (its badge, its disputes, what remains refundable).
+  useEffect(() => onDisputeEvent((event) => event.dispute.transactionReference === reference && void reload()), [reference, reload]);
   // After a dropped connection, events may have been missed.
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
-  const back = (
-    <a href={`${BASE}/transactions`} onClick={(e) => onLinkClick(e, "/transactions")} class="back">
-      ← All transactions
-    </a>
-  );
-  if (!data) return <section>{back}{loading ? <Loading /> : <ErrorNote message={error} />}</section>;
-  if (!transaction) {
-    const failure = data.transaction as { message: string };
-    return (
-      <section>
-        {back}
-        <PageHeader title="Transaction not found" />
-        <p>{failure.message}</p>
-      </section>
-    );
-  }
-  // Owners, and developers in test mode, as the API decides (viewers never); a completed payment with something left.
+  const back = <BackLink route="/transactions" label="All transactions" />;
+  if (!data) return <DetailMissing back={back} loading={loading} error={error} />;
+  if (!transaction) return <DetailMissing back={back} loading={loading} error={error} notFound={{ title: "Transaction not found", message: (data.transaction as { message: string }).message }} />;
+  // Owners, and developers in test mode, as the API decides (viewers never); a completed payment with something left,
+  // and no dispute open (the API refuses a refund until the dispute closes).
   const remaining = refundable(transaction);
-  const canRefund = canWrite(session) && transaction.status === "completed" && remaining > 0;
-  const fields: [string, ComponentChildren][] = [
+  const disputeOpen = transaction.disputeStatus === "needs_response" || transaction.disputeStatus === "under_review";
+  const canRefund = canWrite(session) && transaction.status === "completed" && remaining > 0 && !disputeOpen;
+  const fields: DetailField[] = [
     ["Amount", formatMoney(transaction.amount, transaction.currency)],
-    ["Status", <Badge value={transaction.status} />],
+    [
+      "Status",
+      <>
+        <Badge value={transaction.status} />
+        {transaction.disputeStatus && <> <DisputedBadge payment={transaction} /></>}
+      </>,
+    ],
     ["Method", methodLabel(transaction.paymentMethod)],
     ["Channel", transaction.channel ? `${transaction.channel.name} (${transaction.channel.provider})` : "—"],
     ["Customer", transaction.customer?.email ?? transaction.email ?? "—"],
@@ -130,6 +127,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
       </>,
     ]);
   }
+  if (transaction.amountChargedBack > 0) fields.splice(1, 0, ["Charged back", formatMoney(transaction.amountChargedBack, transaction.currency)]);
   if (transaction.failureReason || transaction.failureCode) fields.push(["Failure", `${transaction.failureReason ?? ""} ${transaction.failureCode ? `(${transaction.failureCode})` : ""}`]);
 
   return (
@@ -161,14 +159,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
           }}
         />
       )}
-      <dl class="card fields" id="transaction-fields">
-        {fields.map(([name, value]) => (
-          <div key={name}>
-            <dt>{name}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <DetailFields id="transaction-fields" fields={fields} />
       {transaction.attempts.length > 0 && (
         <>
           <h2>Checkout attempts</h2>
@@ -181,6 +172,12 @@ export function TransactionDetail({ reference, session }: { reference: string; s
         <>
           <h2>Refunds</h2>
           <RefundsTable refunds={transaction.refunds} />
+        </>
+      )}
+      {transaction.disputes.length > 0 && (
+        <>
+          <h2>Disputes</h2>
+          <DisputesTable disputes={transaction.disputes} bodyId="transaction-disputes" withTransaction={false} />
         </>
       )}
       <ProviderCallsSection owner="transaction" reference={transaction.reference} />

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ExportCsv, reportUrl } from "../export.tsx";
 import { formatDate, formatMoney } from "../format.ts";
-import { onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
+import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import type { Mode } from "../session.ts";
 import { CursorPager, useCursors } from "../paging.tsx";
@@ -9,6 +9,7 @@ import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionsQuery } from "../gql/graphql.ts";
 import { Table } from "../tables.tsx";
 import { Badge, EmptyState, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
+import { DisputedBadge } from "./disputes.tsx";
 import { RefundedBadge } from "./refunds.tsx";
 import type { Status, Transaction } from "./transaction-fields.ts";
 
@@ -16,13 +17,13 @@ const PAGE_SIZE = 20;
 const QUERY = graphql(`
   query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
     transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
-      totalCount pageInfo { ...DashboardPageInfo } edges { node { ...DashboardTransaction amountRefunded refunded } }
+      totalCount pageInfo { ...DashboardPageInfo } edges { node { ...DashboardTransaction amountRefunded refunded disputeStatus } }
     }
   }
 `);
 
-/** A row: live events carry the transaction as of the event, without what was refunded since (kept from the load). */
-type Row = Transaction & { amountRefunded?: number; refunded?: boolean };
+/** A row: live events carry the transaction as of the event, without what was refunded or disputed since (kept from the load). */
+type Row = Transaction & { amountRefunded?: number; refunded?: boolean; disputeStatus?: string | null };
 type Answer = { transactions: Omit<DashboardTransactionsQuery["transactions"], "edges"> & { edges: { node: Row }[] } };
 interface Filters {
   status: Status | "";
@@ -70,9 +71,10 @@ export function Transactions({ mode }: { mode: Mode }) {
       }),
     [setData, firstPage, filters],
   );
-  // A refund of a row settled: load the page again, for its badge.
+  // A refund of a row settled, or a row was disputed: load the page again, for its badges.
   const shown = data?.transactions.edges.map((edge) => edge.node.reference).join(",") ?? "";
   useEffect(() => onRefundEvent(({ refund }) => shown.split(",").includes(refund.transactionReference) && void reload()), [shown, reload]);
+  useEffect(() => onDisputeEvent(({ dispute }) => shown.split(",").includes(dispute.transactionReference) && void reload()), [shown, reload]);
   // After a dropped connection, events may have been missed: load the page again.
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
@@ -161,7 +163,9 @@ export function Transactions({ mode }: { mode: Mode }) {
                 label: "Status",
                 cell: (t) => (
                   <>
-                    <Badge value={t.status} /> <RefundedBadge payment={t} />
+                    <Badge value={t.status} />
+                    {t.amountRefunded ? <> <RefundedBadge payment={t} /></> : null}
+                    {t.disputeStatus ? <> <DisputedBadge payment={t} /></> : null}
                   </>
                 ),
               },
