@@ -115,7 +115,7 @@ describe("sandbox disputes", () => {
     expect(draft.body.data).toMatchObject({ status: "needs_response", evidence: { customer_name: "Jane", service_details: "Sent by courier", customer_email: null }, evidence_submitted_at: null });
     const missing = await api.post(`/v1/disputes/${dispute.id}/evidence`, { customer_name: "Jane", service_details: "x", submit: true });
     expect(missing.status).toBe(400);
-    expect(missing.body.message).toMatch(/^customer_email: /);
+    expect(missing.body.message).toBe("customer_email: is required to submit");
     for (const bad of [{ customer_name: "Ja\u0000ne" }, { delivery_date: "2026-13-45" }, { uploaded_files: ["df_nope"] }, { uploaded_files: "df_x" }, { submit: "yes" }]) {
       const res = await api.post(`/v1/disputes/${dispute.id}/evidence`, bad);
       expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).toBe(400);

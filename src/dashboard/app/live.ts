@@ -30,7 +30,7 @@ const SUBSCRIPTIONS = {
     }
   `),
   disputeEvents: graphql(`
-    subscription DashboardDisputeEvents { disputeEvents(ready: true) { id type occurredAt dispute { id transactionReference amount currency status dueBy } } }
+    subscription DashboardDisputeEvents { disputeEvents(ready: true) { id type occurredAt dispute { reference transactionReference amount currency status dueBy } } }
   `),
 };
 type Field = keyof typeof SUBSCRIPTIONS;

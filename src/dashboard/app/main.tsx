@@ -84,7 +84,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
     () =>
       onDisputeEvent(({ type, dispute }) => {
         if (type === "dispute.created") announce(`Payment ${dispute.transactionReference} disputed: ${formatMoney(dispute.amount, dispute.currency)} held until the dispute closes`);
-        if (type === "dispute.closed") announce(`Dispute ${dispute.id} on payment ${dispute.transactionReference} ${dispute.status}`);
+        if (type === "dispute.closed") announce(`Dispute ${dispute.reference} on payment ${dispute.transactionReference} ${dispute.status}`);
       }),
     [],
   );

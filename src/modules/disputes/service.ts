@@ -50,7 +50,7 @@ export interface DisputeServiceDeps extends StatusMachineDeps {
 
 const requiredText = (max: number) =>
   z
-    .string({ error: "must be text" })
+    .string({ error: (issue) => (issue.input == null ? "is required to submit" : "must be text") })
     .transform((value, ctx) => {
       const text = value.trim();
       if (!text) return refuse(ctx, "is required to submit");

@@ -234,7 +234,7 @@ function DisputePage({ id, session }: { id: string; session: Session }) {
   const { data, error, loading, reload, setData } = useQuery(DETAIL, { id });
   const accepting = useAction();
   const now = useNow();
-  useEffect(() => onDisputeEvent((event) => event.dispute.id === id && void reload()), [id, reload]);
+  useEffect(() => onDisputeEvent((event) => event.dispute.reference === id && void reload()), [id, reload]);
   useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
 
   const back = <BackLink route="/disputes" label="All disputes" />;
