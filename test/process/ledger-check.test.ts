@@ -161,6 +161,6 @@ describe("ledger check", () => {
     );
     const capped = await runCli(["ledger", "check", "--limit", "1"], gw.database.env);
     expect(capped.code, capped.output).toBe(1);
-    expect(capped.output).toMatch(/FAIL {2}every completed payment, every refund and payout \(reservation\), every completed or failed refund and payout has its entry \(2 differences\)\n {10}sources_have_entries: [^\n]+\n {10}\.\.\. and 1 more\n/);
+    expect(capped.output).toMatch(/FAIL {2}every completed payment, every refund and payout \(reservation\), every completed or failed refund and payout, every dispute \(hold\) and every won or lost one has its entry \(2 differences\)\n {10}sources_have_entries: [^\n]+\n {10}\.\.\. and 1 more\n/);
   });
 });
