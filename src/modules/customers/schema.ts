@@ -54,3 +54,13 @@ builder.mutationField("createCustomer", (t) =>
     resolve: (_root, { input }, ctx) => ctx.services.customers.createCustomer(ctx.principal!, input),
   }),
 );
+
+builder.queryField("customer", (t) =>
+  t.field({
+    type: Customer,
+    description: "One of the caller's customers, by its databaseId (the id /v1/customers shows).",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.customers.getCustomer(ctx.principal!, id),
+  }),
+);

@@ -309,6 +309,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
 
     findById: (id: number) => findById(sql, id),
 
+    /** The payer's choice on the checkout page: save (or not) the card or phone this payment is made with. */
+    async setSavePaymentMethod(id: number, save: boolean): Promise<void> {
+      await prisma.transaction.updateMany({ where: { id, status: "pending" }, data: { savePaymentMethod: save } });
+    },
+
     /** The caller's transaction with this id (an Idempotency-Key retry's recovered one), or null. */
     findInScope(principal: Principal, id: number): Promise<Transaction | null> {
       return prisma.transaction.findFirst({ where: { id, merchantId: principal.merchantId, mode: principal.mode } });
