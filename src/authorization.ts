@@ -101,6 +101,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
   Mutation: {
     acceptDispute: "write",
     changePassword: "own_account",
+    chargePaymentMethod: "write",
     changeUserRole: "signed_in_owner",
     createAdjustment: "signed_in_owner",
     createApiKey: "api_keys",

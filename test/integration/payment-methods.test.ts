@@ -27,8 +27,8 @@ describe("saved payment methods on the sandbox", () => {
     otherApi = apiClient(gw.url, (await gw.createMerchant()).testKey);
     await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
   });
-  afterAll(() => expectCleanLedger(gw));
   afterAll(() => gw?.close());
+  afterAll(() => expectCleanLedger(gw));
 
   async function customer(email: string): Promise<number> {
     const created = await api.post("/api/customers/create", { email, first_name: "Wanjiru", last_name: "Kamau", phone: "+254712345678" });

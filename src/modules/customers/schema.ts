@@ -17,6 +17,7 @@ export const Customer = builder.prismaNode("Customer", {
     firstName: t.exposeString("firstName", { nullable: true }),
     lastName: t.exposeString("lastName", { nullable: true }),
     phone: t.exposeString("phone", { nullable: true, description: "E.164, e.g. +254712345678." }),
+    metadata: t.expose("metadata", { type: "JSON", nullable: true, description: "Your own JSON object, as sent to POST /v1/customers." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
 });
@@ -29,6 +30,7 @@ const CreateCustomerInput = builder.inputType("CreateCustomerInput", {
     firstName: t.string({ description: "At most 100 characters." }),
     lastName: t.string({ description: "At most 100 characters." }),
     phone: t.string({ description: PHONE_INPUT_DESCRIPTION }),
+    metadata: t.field({ type: "JSON", description: "A JSON object of yours, at most 8 KB serialized." }),
   }),
 });
 

@@ -1,7 +1,7 @@
-import { bool, dateTime, envelope, int, list, nullable, obj, oneOfStrings, str } from "../../openapi/schemas.ts";
+import { body, bool, dateTime, envelope, int, list, nullable, obj, oneOfStrings, str } from "../../openapi/schemas.ts";
 import { graphql } from "../../rest/gql/index.ts";
-import type { V1PaymentMethodFragment } from "../../rest/gql/graphql.ts";
-import { intParam, required } from "../../rest/params.ts";
+import type { V1ChargeFragment, V1PaymentMethodFragment } from "../../rest/gql/graphql.ts";
+import { intField, intParam, required, stringField } from "../../rest/params.ts";
 import { defineRoute } from "../../rest/route-table.ts";
 
 /** /v1 saved payment methods over the GraphQL operations frontends use, in the {"status":"success","data":...} envelope. */
@@ -35,7 +35,98 @@ export const paymentMethodSchema = obj({
   detached_at: nullable(dateTime("Set once detached: it can never be charged again")),
 });
 
+graphql(`
+  fragment V1Charge on ChargePaymentMethodPayload {
+    transaction { reference amount currency status paymentMethod description clientReference providerReference failureCode failureReason metadata createdAt }
+    nextAction { type url }
+    paymentMethod { id customerId }
+  }
+`);
+
+/** A charge as /v1/charges answers it: the payment (its reference is its id), and where the payer must go when asked. */
+const toV1Charge = (c: V1ChargeFragment) => ({
+  reference: c.transaction.reference,
+  amount: c.transaction.amount,
+  currency: c.transaction.currency,
+  status: c.transaction.status,
+  payment_method: c.transaction.paymentMethod,
+  customer: c.paymentMethod?.customerId ?? null,
+  saved_payment_method: c.paymentMethod?.id ?? null,
+  description: c.transaction.description,
+  client_reference: c.transaction.clientReference,
+  provider_reference: c.transaction.providerReference,
+  failure_code: c.transaction.failureCode,
+  failure_reason: c.transaction.failureReason,
+  metadata: c.transaction.metadata ?? null,
+  created_at: c.transaction.createdAt,
+  next_action: c.nextAction ? { type: c.nextAction.type, url: c.nextAction.url } : null,
+});
+
+const text = nullable(str());
+const chargeSchema = obj({
+  reference: str("The payment's reference: GET /api/transactions/verify/{reference} and webhooks name it"),
+  amount: int("Minor units", { minimum: 1 }),
+  currency: str(),
+  status: oneOfStrings(["pending", "completed", "failed"]),
+  payment_method: nullable(oneOfStrings(["card", "momo_stk"])),
+  customer: nullable(int()),
+  saved_payment_method: nullable(str("pm_...")),
+  description: text,
+  client_reference: text,
+  provider_reference: text,
+  failure_code: nullable(str("card_declined, insufficient_funds, ... when failed")),
+  failure_reason: text,
+  metadata: nullable({ type: "object" }),
+  created_at: dateTime(),
+  next_action: nullable(obj({ type: oneOfStrings(["redirect"]), url: str("Send the payer here to finish (their bank asks them)") })),
+});
+
 export const paymentMethodRoutes = [
+  defineRoute({
+    method: "POST",
+    path: "/v1/charges",
+    doc: {
+      operationId: "chargePaymentMethod",
+      summary: "Charge a customer's saved payment method without the payer (Idempotency-Key required)",
+      description:
+        "Needs an Idempotency-Key header (400 without one): one key is charged at most once, across retries and crashes. A card completes or fails at once, " +
+        "or stays pending with next_action when the bank wants the payer. An M-Pesa method sends a prompt the payer approves on the phone: pending until they do. " +
+        "A detached method answers 409 payment_method_detached.",
+      tag: "Payment methods",
+      body: body(
+        {
+          customer: int("The customer's id"),
+          payment_method: str("pm_..."),
+          amount: int("Minor units", { minimum: 1 }),
+          currency: str("ISO 4217"),
+          reference: str("Your own reference, kept as client_reference", { maxLength: 100 }),
+          description: str(),
+          metadata: { type: "object", description: "A JSON object of yours, at most 8 KB" },
+        },
+        ["customer", "payment_method", "amount", "currency"],
+      ),
+      status: 201,
+      response: envelope({ data: chargeSchema }),
+      errors: [404, 409, 502],
+    },
+    operation: graphql(`
+      mutation V1ChargePaymentMethod($input: ChargePaymentMethodInput!) {
+        chargePaymentMethod(input: $input) { __typename ... on Error { code message } ... on ChargePaymentMethodPayload { ...V1Charge } }
+      }
+    `),
+    variables: ({ body }) => ({
+      input: {
+        customer: required(intField(body, "customer"), "customer"),
+        paymentMethod: required(stringField(body, "payment_method"), "payment_method"),
+        amount: required(intField(body, "amount"), "amount"),
+        currency: required(stringField(body, "currency"), "currency"),
+        reference: stringField(body, "reference"),
+        description: stringField(body, "description"),
+        metadata: body.metadata ?? undefined,
+      },
+    }),
+    respond: (data) => ({ statusCode: 201, body: { status: "success", data: toV1Charge(data.chargePaymentMethod) } }),
+  }),
   defineRoute({
     method: "GET",
     path: "/v1/customers/:id/payment-methods",

@@ -1,6 +1,7 @@
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import { Customer } from "../customers/schema.ts";
+import { Transaction } from "../transactions/schema.ts";
 import { maskMsisdn } from "../transactions/attempts.ts";
 
 /**
@@ -64,5 +65,54 @@ builder.mutationField("detachPaymentMethod", (t) =>
     errors: { types: businessErrors },
     args: { id: t.arg.string({ required: true, description: "pm_..." }) },
     resolve: (_root, { id }, ctx) => ctx.services.paymentMethods.detach(ctx.principal!, id),
+  }),
+);
+
+const NextAction = builder.objectRef<{ type: "redirect"; url: string }>("NextAction").implement({
+  description: "What the payer must do before the charge can complete (their bank wants them: 2FA).",
+  fields: (t) => ({
+    type: t.exposeString("type", { description: "redirect: send the payer to url." }),
+    url: t.exposeString("url", { description: "The checkout page where the payer finishes." }),
+  }),
+});
+
+const ChargePaymentMethodInput = builder.inputType("ChargePaymentMethodInput", {
+  fields: (t) => ({
+    customer: t.int({ required: true, description: "The customer's databaseId." }),
+    paymentMethod: t.string({ required: true, description: "pm_..., one of the customer's attached methods." }),
+    amount: t.field({ type: "BigInt", required: true, description: "Positive integer in the currency's minor unit." }),
+    currency: t.string({ required: true, description: "ISO 4217; one the method's channel takes." }),
+    reference: t.string({ description: "Your own reference (at most 100 characters), kept as clientReference." }),
+    description: t.string({ description: "At most 500 characters." }),
+    metadata: t.field({ type: "JSON", description: "A JSON object of yours, at most 8 KB serialized." }),
+  }),
+});
+
+const ChargePaymentMethodPayload = builder
+  .objectRef<{ transaction: unknown; nextAction: { type: "redirect"; url: string } | null; paymentMethodId: number | null }>("ChargePaymentMethodPayload")
+  .implement({
+    fields: (t) => ({
+      transaction: t.field({ type: Transaction, resolve: (p) => p.transaction as never }),
+      nextAction: t.field({ type: NextAction, nullable: true, resolve: (p) => p.nextAction }),
+      paymentMethod: t.prismaField({
+        type: "PaymentMethod",
+        nullable: true,
+        resolve: (query, p, _args, ctx) => (p.paymentMethodId === null ? null : ctx.prisma.paymentMethod.findUnique({ ...query, where: { id: p.paymentMethodId } })),
+      }),
+    }),
+  });
+
+builder.mutationField("chargePaymentMethod", (t) =>
+  t.field({
+    type: ChargePaymentMethodPayload,
+    description:
+      "Charges a customer's saved payment method without the payer. Needs an Idempotency-Key (one key, at most one charge). " +
+      "A card completes or fails at once, or waits for the payer (nextAction); an M-Pesa method sends a prompt the payer approves on the phone (pending).",
+    errors: { types: businessErrors },
+    args: { input: t.arg({ type: ChargePaymentMethodInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { transaction, nextAction } = await ctx.services.transactions.chargeSavedMethod(ctx.principal!, input);
+      return { transaction, nextAction, paymentMethodId: transaction.paymentMethodId };
+    },
   }),
 );

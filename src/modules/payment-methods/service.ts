@@ -30,6 +30,7 @@ export function createPaymentMethodService(deps: { prisma: PrismaClient; secrets
   const store = createPaymentMethodStore(deps.prisma);
   const fingerprintKey = Buffer.from(hkdfSync("sha256", deps.encryptionKey, Buffer.alloc(0), "payment-gateway payment method fingerprints v1", 32));
   /** Keyed, so the table never holds a card's signature or a phone number in a form that could be matched elsewhere. */
+  const tokenIn = (method: PaymentMethod) => (method.tokenEncrypted ? deps.secrets.decryptJson<SealedToken>(method.tokenEncrypted).token : null);
   const fingerprintOf = (kind: string, value: string) => createHmac("sha256", fingerprintKey).update(`${kind}:${value}`).digest("hex");
 
   return {
@@ -81,11 +82,13 @@ export function createPaymentMethodService(deps: { prisma: PrismaClient; secrets
       if (!method || method.customerId !== customerId) throw new NotFoundError(`Payment method ${reference} of customer ${customerId}`);
       if (method.detachedAt) throw new GatewayError("payment_method_detached", `Payment method ${reference} was detached and can no longer be charged`);
       if (!method.reusable) throw new GatewayError("payment_method_not_reusable", `The provider does not allow payment method ${reference} to be charged again`);
-      const token = method.tokenEncrypted ? deps.secrets.decryptJson<SealedToken>(method.tokenEncrypted).token : null;
-      return { method, token };
+      return { method, token: tokenIn(method) };
     },
 
-    findById: store.findById,
+    async tokenOf(paymentMethodId: number): Promise<string | null> {
+      const method = await store.findById(paymentMethodId);
+      return method && !method.detachedAt && method.reusable ? tokenIn(method) : null;
+    },
   };
 }
 

@@ -2,7 +2,7 @@ import type { JobRequest } from "../../jobs/store.ts";
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient, Reader, Sql } from "../../db/database.ts";
-import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, PaymentMethod, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, ValidationError } from "../../errors.ts";
 import { recoveredObject } from "../../idempotency/scope.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
@@ -92,6 +92,10 @@ export interface MethodOwner {
 export interface PaymentMethodSaver {
   saveCard(owner: MethodOwner, card: SavedCard): Promise<unknown>;
   saveMpesa(owner: MethodOwner, msisdn: string): Promise<unknown>;
+  /** The customer's method to charge and its provider token; refuses a detached or single-use one. */
+  chargeable(principal: Principal, reference: string, customerId: number): Promise<{ method: PaymentMethod; token: string | null }>;
+  /** The token of a method still attached (a retried charge's), or null. */
+  tokenOf(paymentMethodId: number): Promise<string | null>;
 }
 
 /** The job that settles a pending collection or hosted payment whose provider has not told us (reconcile.ts). */

@@ -49,7 +49,7 @@ function metadataDepth(value: unknown): number {
  * initialize's `metadata`: a JSON object (not an array or a scalar) of at most 8 KB serialized (UTF-8), kept as the
  * object to store; null or absent is no metadata.
  */
-const metadataSchema = z.unknown().optional().transform((value, ctx): Record<string, unknown> | null => {
+export const metadataSchema = z.unknown().optional().transform((value, ctx): Record<string, unknown> | null => {
   if (value === undefined || value === null) return null;
   if (typeof value !== "object" || Array.isArray(value)) return refuse(ctx, "must be a JSON object");
   if (Buffer.byteLength(JSON.stringify(value), "utf8") > MAX_METADATA_BYTES) {
