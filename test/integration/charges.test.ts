@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withPaystack, type PaystackBench } from "../support/benches.ts";
-import { apiClient, bearerClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, bearerClient } from "../support/gateway.ts";
+import { withSandboxMerchants, type SandboxMerchants } from "../support/sandbox-merchants.ts";
 import { expectCleanLedger } from "../support/ledger-check.ts";
 import { until } from "../support/wait.ts";
 
@@ -16,21 +17,11 @@ let keys = 0;
 const key = () => ({ "idempotency-key": `charge-${process.pid}-${Date.now()}-${++keys}` });
 
 describe("charges on the sandbox", () => {
-  let gw: TestGateway;
-  let api: ReturnType<typeof apiClient>;
-  let otherApi: ReturnType<typeof apiClient>;
-  let merchantId: number;
-
-  beforeAll(async () => {
-    gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", SANDBOX_STK_DELAY_MS: "100" } });
-    const merchant = await gw.createMerchant();
-    merchantId = merchant.id;
-    api = apiClient(gw.url, merchant.testKey);
-    otherApi = apiClient(gw.url, (await gw.createMerchant()).testKey);
-    await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+  const bench = withSandboxMerchants();
+  let { gw, api, otherApi, merchantId } = {} as SandboxMerchants;
+  beforeAll(() => {
+    ({ gw, api, otherApi, merchantId } = bench);
   });
-  afterAll(() => gw?.close());
-  afterAll(() => expectCleanLedger(gw));
 
   /** A customer (POST /v1/customers) with the card saved by paying once with it. */
   async function savedCard(number: string): Promise<{ customer: number; method: string }> {

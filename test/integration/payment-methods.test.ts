@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withPaystack, type PaystackBench } from "../support/benches.ts";
-import { apiClient, bearerClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, bearerClient } from "../support/gateway.ts";
+import { withSandboxMerchants, type SandboxMerchants } from "../support/sandbox-merchants.ts";
 import { expectCleanLedger } from "../support/ledger-check.ts";
 import { until } from "../support/wait.ts";
 
@@ -14,21 +15,11 @@ const card = (number: string, save?: boolean) => ({ card_number: number, expiry_
 const PAYS = "254708374149";
 
 describe("saved payment methods on the sandbox", () => {
-  let gw: TestGateway;
-  let api: ReturnType<typeof apiClient>;
-  let otherApi: ReturnType<typeof apiClient>;
-  let merchantId: number;
-
-  beforeAll(async () => {
-    gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", SANDBOX_STK_DELAY_MS: "100" } });
-    const merchant = await gw.createMerchant();
-    merchantId = merchant.id;
-    api = apiClient(gw.url, merchant.testKey);
-    otherApi = apiClient(gw.url, (await gw.createMerchant()).testKey);
-    await api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
+  const bench = withSandboxMerchants();
+  let { gw, api, otherApi, merchantId } = {} as SandboxMerchants;
+  beforeAll(() => {
+    ({ gw, api, otherApi, merchantId } = bench);
   });
-  afterAll(() => gw?.close());
-  afterAll(() => expectCleanLedger(gw));
 
   async function customer(email: string): Promise<number> {
     const created = await api.post("/api/customers/create", { email, first_name: "Wanjiru", last_name: "Kamau", phone: "+254712345678" });

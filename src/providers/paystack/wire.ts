@@ -60,13 +60,7 @@ export function readTransactionStatus(data: Record<string, any> | null | undefin
   else if (status === "failed") outcome = { state: "failed", code: "declined", message: message || "The payment failed at Paystack" };
   else if (status === "reversed") outcome = { state: "failed", code: "reversed", message: "The payment was reversed at Paystack" };
   else outcome = { state: "pending" }; // abandoned, ongoing, pending, processing, queued
-  return {
-    outcome,
-    amount: bigintOf(data?.amount),
-    currency: text(data?.currency),
-    paymentMethod: text(data?.channel),
-    savedCard: status === "success" && text(data?.channel) === "card" ? readAuthorization(data?.authorization) : null,
-  };
+  return { outcome, amount: bigintOf(data?.amount), currency: text(data?.currency), paymentMethod: text(data?.channel) };
 }
 
 /** A transfer's verify (or webhook) data as a payout result; null while Paystack has not settled it. */
