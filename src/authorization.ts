@@ -68,6 +68,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     balanceTransactionsPage: "read",
     brand: "read",
     currentUser: "read",
+    customer: "read",
     customers: "read",
     dispute: "read",
     disputes: "read",
@@ -100,6 +101,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
   Mutation: {
     acceptDispute: "write",
     changePassword: "own_account",
+    chargePaymentMethod: "write",
     changeUserRole: "signed_in_owner",
     createAdjustment: "signed_in_owner",
     createApiKey: "api_keys",
@@ -112,6 +114,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     createWebhookEndpoint: "write",
     deactivatePaymentChannel: "write",
     deactivatePaymentLink: "write",
+    detachPaymentMethod: "write",
     deleteWebhookEndpoint: "write",
     disableUser: "signed_in_owner",
     initializeTransaction: "write",

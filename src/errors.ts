@@ -27,6 +27,8 @@ export const errorCatalogue = {
   dispute_closed: { status: 409, message: "The dispute can no longer be answered" },
   partial_refund_unsupported: { status: 400, message: "This payment can only be refunded in full" },
   payment_declined: { status: 402, message: "The payment was declined" },
+  payment_method_detached: { status: 409, message: "The payment method was detached and can no longer be charged" },
+  payment_method_not_reusable: { status: 409, message: "The provider does not allow this payment method to be charged again" },
   unsupported_currency: { status: 400, message: "Currency is not supported" },
   rate_limited: { status: 429, message: "Rate limit exceeded" },
   mpesa_prompt_limit: { status: 429, message: "Too many M-Pesa prompts were sent to this phone number; try again later" },

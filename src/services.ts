@@ -14,6 +14,7 @@ import { createMerchantService } from "./modules/merchants/service.ts";
 import { createBrandService } from "./modules/brand/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPaymentLinkService } from "./modules/payment-links/service.ts";
+import { createPaymentMethodService } from "./modules/payment-methods/service.ts";
 import { createProviderCallService } from "./modules/provider-calls/service.ts";
 import { createPayoutService } from "./modules/payouts/service.ts";
 import { createReconciliationService } from "./modules/reconciliation/service.ts";
@@ -82,6 +83,7 @@ export function createServices(deps: ServiceDeps) {
   const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl);
   const merchantUrls = createMerchantUrls({ allowPrivateUrls: config.allowPrivateUrls });
   const customers = createCustomerService(prisma, read.prisma);
+  const paymentMethods = createPaymentMethodService({ prisma, secrets: deps.secrets, encryptionKey: deps.encryptionKey, customers, logger });
   // Made after the transactions service, which asks it what a card payment's completion queues.
   let disputes: DisputeService | undefined;
   const transactions = createTransactionService({
@@ -106,6 +108,7 @@ export function createServices(deps: ServiceDeps) {
     hosted: { verifyAfterMs: config.paystack.verifyAfterMs, abandonAfterMs: config.paystack.abandonAfterMs },
     stkCallbackUrl: (channel) => callbackUrls.of(channel).collection ?? "",
     jobsOnCardPaid: (channel, payment) => disputes?.jobsOnCompleted(channel, payment) ?? [],
+    paymentMethods,
     pushLimits: createPushLimiter({ ...config.pushLimits, redis: deps.redis, onRefused: metrics?.rateLimited }),
   });
   const payouts = createPayoutService({
@@ -159,6 +162,7 @@ export function createServices(deps: ServiceDeps) {
     brand: createBrandService({ prisma, sql: deps.sql }),
     channels,
     customers,
+    paymentMethods,
     transactions,
     payouts,
     refunds,

@@ -8,6 +8,7 @@ import { payoutRoutes } from "../modules/payouts/routes.ts";
 import { refundRoutes } from "../modules/refunds/routes.ts";
 import { disputeRoutes } from "../modules/disputes/routes.ts";
 import { paymentLinkRoutes } from "../modules/payment-links/routes.ts";
+import { paymentMethodRoutes } from "../modules/payment-methods/routes.ts";
 import { ledgerRoutes } from "../modules/ledger/routes.ts";
 import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
 import { providerCallRoutes } from "../modules/provider-calls/routes.ts";
@@ -15,6 +16,6 @@ import type { RestRoute } from "../rest/route-table.ts";
 
 /** Every REST row, from every feature: the route table (src/rest/route-table.ts) serves them, the composition root lists them. */
 export const restRoutes: RestRoute[] = [
-  ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
+  ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...paymentMethodRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
   ...disputeRoutes, ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes,
 ];

@@ -5,6 +5,7 @@ import "../graphql/errors.ts";
 import "../modules/merchants/schema.ts";
 import "../modules/channels/schema.ts";
 import "../modules/customers/schema.ts";
+import "../modules/payment-methods/schema.ts";
 import "../modules/transactions/schema.ts";
 import "../modules/momo/schema.ts";
 import "../modules/events/schema.ts";

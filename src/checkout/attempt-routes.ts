@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { NotFoundError } from "../errors.ts";
+import { boolField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
 
@@ -16,7 +17,7 @@ export function registerCheckoutAttemptRoutes(app: FastifyInstance, services: Se
   app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/mpesa", payment, async (request, reply) => {
     const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
     assertSafeText({ params: request.params, body });
-    const { attempt } = await services.transactions.payWithMpesa(request.params.reference, body.phone);
+    const { attempt } = await services.transactions.payWithMpesa(request.params.reference, body.phone, { savePaymentMethod: boolField(body, "save_payment_method") });
     return reply.code(202).header("cache-control", "no-store").send({ status: "pending", message: "Check your phone to approve the payment", attempt });
   });
 

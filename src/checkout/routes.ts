@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors.ts";
-import { intField, required, stringField } from "../rest/params.ts";
+import { boolField, intField, required, stringField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
 import { registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
@@ -69,7 +69,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
       expMonth: required(intField(body, "expiry_month"), "expiry_month"),
       expYear: required(intField(body, "expiry_year"), "expiry_year"),
       cvc: required(stringField(body, "cvc"), "cvc"),
-    });
+    }, { savePaymentMethod: boolField(body, "save_payment_method") });
     // This caller's own charge decides its answer (a concurrent one was refused with a 409 before charging).
     if (outcome.outcome !== "succeeded") throw new GatewayError("payment_declined", outcome.reason);
     return reply.send({

@@ -25,7 +25,7 @@ export interface RouteDoc {
  * that imports them (users/routes.ts <-> document.ts was a cycle).
  */
 export interface DocumentedRoute {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   path: string;
   doc: RouteDoc;
 }

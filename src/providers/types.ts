@@ -28,6 +28,8 @@ export interface Connector {
   /** The payer pays on the provider's own page (Paystack); the gateway verifies every outcome. */
   hosted?: HostedCheckoutConnector;
   momo?: MomoConnector;
+  /** Charges a card saved on an earlier payment, without the payer. */
+  savedCards?: SavedCardConnector;
   payouts?: PayoutConnector;
   refunds?: RefundConnector;
   /** Chargebacks: a payer contesting a card payment with their bank (absent where the rail has none: M-Pesa). */
@@ -40,8 +42,47 @@ export interface Connector {
 
 /** What a card charge came to: the core records it through the state machine. */
 export type CardOutcome =
-  | { outcome: "succeeded"; providerReference: string; last4: string; brand: string }
+  | { outcome: "succeeded"; providerReference: string; last4: string; brand: string; saved?: SavedCard }
   | { outcome: "declined" | "failed"; code: string; reason: string; last4: string; brand: string };
+
+/**
+ * A card the provider can charge again without the payer (Paystack's `authorization`): what a successful payment
+ * leaves behind. `token` charges it (secret: stored sealed, never shown); `signature` is the same for one card across
+ * payments, so one card saved twice is one payment method.
+ */
+export interface SavedCard {
+  token: string;
+  signature: string;
+  brand: string;
+  last4: string;
+  expMonth: number | null;
+  expYear: number | null;
+  bank: string | null;
+  reusable: boolean;
+}
+
+/** A charge of a saved card: the payment's reference is fixed before the call, so a lost answer is asked about by it. */
+export interface SavedCardChargeRequest {
+  config: unknown;
+  token: string;
+  email: string;
+  reference: string;
+  amount: bigint;
+  currency: string;
+}
+
+/** A saved card's charge: settled, refused, or waiting for the payer (`redirectUrl`: where the bank wants them). */
+export type SavedCardOutcome =
+  | { outcome: "succeeded"; providerReference: string }
+  | { outcome: "declined" | "failed"; code: string; reason: string }
+  | { outcome: "pending"; redirectUrl: string | null };
+
+/** Charging saved cards without the payer (recurring payments). */
+export interface SavedCardConnector {
+  charge(request: SavedCardChargeRequest): Promise<SavedCardOutcome>;
+  /** What became of an earlier charge by its reference; "unknown" when the provider never received it. */
+  status(request: { config: unknown; reference: string }): Promise<SavedCardOutcome | { outcome: "unknown" }>;
+}
 
 /* ---- Mobile money (M-Pesa STK push and C2B). Amounts are minor units; the connector converts. ---- */
 
@@ -165,6 +206,8 @@ export interface HostedPaymentStatus {
   currency: string | null;
   /** card, bank, mobile_money, ... when the provider says. */
   paymentMethod: string | null;
+  /** The card it was paid with, as the provider can charge it again; null when it cannot say. */
+  savedCard?: SavedCard | null;
 }
 
 /**

@@ -34,7 +34,7 @@ export function pageBody<Item>(p: { items: Item[]; total: number; page: number; 
 }
 
 export interface RestRoute<TData = any> {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   /** Fastify path syntax, e.g. /api/transactions/verify/:reference */
   path: string;
   /**

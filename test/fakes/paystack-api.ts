@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 
 /**
- * A loopback Paystack: transaction initialize and verify, its hosted payment page, transfer recipients,
+ * A loopback Paystack: transaction initialize and verify, charge_authorization (saved cards), its hosted payment page, transfer recipients,
  * transfers and transfer verify, refunds (create, fetch, list by transaction), disputes (fetch, list, upload URL and the
  * signed upload itself, evidence, resolve), speaking the documented envelope ({status, message, data}) and checking
  * what Paystack checks (the secret key, reference characters, duplicate references, currencies, the
@@ -31,6 +31,14 @@ export interface FakeTransaction {
   paid_at: string | null;
   gateway_response: string;
   created_at: string;
+  /** The card it was paid with, as verify's `authorization` shows it: made once, when first paid. */
+  authorization?: FakeAuthorization;
+}
+
+/** A paid card's authorization (providers.md, Recurring): exp_month/exp_year strings, card_type with a trailing space. */
+export interface FakeAuthorization {
+  authorization_code: string; bin: string; last4: string; exp_month: string; exp_year: string; channel: "card"; card_type: string;
+  bank: string; country_code: string; brand: string; reusable: boolean; signature: string; account_name: string | null;
 }
 
 export interface FakeRecipient {
@@ -129,6 +137,14 @@ export interface FakePaystackSwitches {
   refundReply: "normal" | "error_after_create" | "hang_after_create";
   /** The most GET /transaction and GET /settlement serve per page, whatever perPage asks (to make a test's day span pages). */
   listMaxPerPage: number;
+  /** Whether the next paid cards' authorizations may be charged again (Paystack's `reusable`). */
+  authorizationReusable: boolean;
+  /**
+   * How POST /transaction/charge_authorization ends: paid, declined, or paused for the payer's bank (2FA: an
+   * authorization_url); and how it answers once the charge is made: normally, or a 502 (the answer lost on the way back).
+   */
+  chargeOutcome: "success" | "failed" | "paused";
+  chargeReply: "normal" | "error_after_create";
 }
 
 /** A settlement as GET /settlement lists it (PaystackOSS/openapi Settlement). */
@@ -180,6 +196,21 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     refundWebhooks: true,
     refundReply: "normal",
     listMaxPerPage: 100,
+    authorizationReusable: true,
+    chargeOutcome: "success",
+    chargeReply: "normal",
+  };
+  /** The one card every payer of this fake pays with: its signature is the same across authorizations. */
+  const cardSignature = code("SIG_");
+  /** Every authorization handed out, by its code: what charge_authorization charges. */
+  const authorizations = new Map<string, FakeAuthorization>();
+  const authorizationOf = (t: FakeTransaction) => {
+    t.authorization ??= {
+      authorization_code: code("AUTH_"), bin: "408408", last4: "4081", exp_month: "12", exp_year: "2030", channel: "card", card_type: "visa ",
+      bank: "TEST BANK", country_code: "NG", brand: "visa", reusable: switches.authorizationReusable, signature: cardSignature, account_name: null,
+    };
+    authorizations.set(t.authorization.authorization_code, t.authorization);
+    return t.authorization;
   };
   const settlements: FakeSettlement[] = [];
   let nextId = 4_000_000 + randomInt(1000);
@@ -191,6 +222,7 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
     publicKey,
     requests,
     transactions,
+    authorizations,
     recipients,
     transfers,
     refunds,
@@ -219,9 +251,7 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
         channel: "card",
         metadata: t.metadata,
         fees: paid ? Math.round(t.amount * 0.015) : null,
-        authorization: paid
-          ? { authorization_code: code("AUTH_"), bin: "408408", last4: "4081", exp_month: "12", exp_year: "2030", channel: "card", card_type: "visa ", bank: "TEST BANK", country_code: "NG", brand: "visa", reusable: true, signature: code("SIG_") }
-          : {},
+        authorization: paid || t.authorization ? authorizationOf(t) : {},
         customer: { id: 181873746, email: t.email, customer_code: "CUS_fake" },
         ...(switches.verifyOverride[reference] ?? {}),
       };
@@ -489,6 +519,30 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
         access_code: accessCode, status: "abandoned", paid_at: null, gateway_response: "The transaction was not completed", created_at: new Date().toISOString(),
       });
       return send(res, 200, { status: true, message: "Authorization URL created", data: { authorization_url: `${url}/checkout/${accessCode}`, access_code: accessCode, reference } });
+    }
+
+    if (req.method === "POST" && path === "/transaction/charge_authorization") {
+      const authorization = authorizations.get(body?.authorization_code);
+      if (!authorization) return refuse(res, 400, "Invalid authorization code", { type: "validation_error", code: "invalid_params" });
+      if (!authorization.reusable) return refuse(res, 400, "This authorization is not reusable", { type: "validation_error", code: "invalid_params" });
+      if (typeof body?.email !== "string" || !/^[^@\s]+@[^@\s]+$/.test(body.email)) return refuse(res, 400, "Invalid Email Address Passed", { type: "validation_error", code: "invalid_params" });
+      if (!Number.isSafeInteger(body.amount) || body.amount <= 0) return refuse(res, 400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_params" });
+      const reference = typeof body.reference === "string" ? body.reference : code("T");
+      if (transactions.has(reference)) return refuse(res, 400, "Duplicate Transaction Reference", { type: "validation_error", code: "duplicate_reference" });
+      const outcome = switches.chargeOutcome;
+      const accessCode = randomBytes(8).toString("hex");
+      const now = new Date().toISOString();
+      const t: FakeTransaction = {
+        id: nextId++, reference, amount: body.amount, currency: body.currency ?? "NGN", email: body.email, callback_url: null, metadata: body.metadata ?? null, access_code: accessCode,
+        status: outcome === "paused" ? "abandoned" : outcome, paid_at: outcome === "success" ? now : null,
+        gateway_response: outcome === "success" ? "Approved" : outcome === "failed" ? "Declined" : "The transaction was not completed", created_at: now, authorization,
+      };
+      transactions.set(reference, t);
+      if (switches.chargeReply === "error_after_create") return send(res, 502, { status: false, message: "Bad gateway" });
+      if (outcome === "paused") {
+        return send(res, 200, { status: true, message: "Please, redirect your customer to the authorization url provided", data: { authorization_url: `${url}/checkout/${accessCode}`, reference, access_code: accessCode, paused: true } });
+      }
+      return send(res, 200, { status: true, message: "Charge attempted", data: fake.verifyData(reference) });
     }
 
     const verify = /^\/transaction\/verify\/([^/?]+)$/.exec(path);

@@ -1,11 +1,12 @@
 import { graphql } from "../../rest/gql/index.ts";
-import type { RestCustomerFragment } from "../../rest/gql/graphql.ts";
+import type { RestCustomerFragment, V1CustomerFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, pageBody } from "../../rest/route-table.ts";
-import { bodyFields, intParam, stringParam } from "../../rest/params.ts";
-import { body, envelope, int, list, schemas, str } from "../../openapi/schemas.ts";
+import { bodyFields, intParam, required, stringParam } from "../../rest/params.ts";
+import { body, dateTime, envelope, int, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 graphql(`fragment RestCustomer on Customer { databaseId email firstName lastName phone createdAt }`);
+graphql(`fragment V1Customer on Customer { databaseId email firstName lastName phone metadata createdAt }`);
 
 const toLegacyCustomer = (c: RestCustomerFragment) => ({
   id: c.databaseId,
@@ -16,7 +17,49 @@ const toLegacyCustomer = (c: RestCustomerFragment) => ({
   created_at: c.createdAt,
 });
 
+/** A customer as /v1 shows it: its integer id (as /api/customers and GraphQL's databaseId), the id charges and initialize take. */
+const toV1Customer = (c: V1CustomerFragment) => ({ ...toLegacyCustomer(c), metadata: c.metadata ?? null });
+const v1CustomerSchema = obj({
+  id: int("The id initialize's and POST /v1/charges' `customer` take"),
+  email: str(),
+  first_name: nullable(str()),
+  last_name: nullable(str()),
+  phone: nullable(str("E.164")),
+  metadata: nullable({ type: "object", description: "Your own JSON object" }),
+  created_at: dateTime(),
+});
+
 export const customerRoutes = [
+  defineRoute({
+    method: "POST",
+    path: "/v1/customers",
+    doc: {
+      operationId: "createV1Customer",
+      summary: "Create a customer (one per e-mail and mode)",
+      tag: "Customers",
+      body: body({ email: str(), first_name: str(), last_name: str(), phone: str(PHONE_INPUT_DESCRIPTION), metadata: { type: "object", description: "A JSON object of yours, at most 8 KB" } }, ["email"]),
+      status: 201,
+      response: envelope({ data: v1CustomerSchema }),
+      errors: [409],
+    },
+    operation: graphql(`
+      mutation V1CreateCustomer($input: CreateCustomerInput!) {
+        createCustomer(input: $input) { __typename ... on Customer { ...V1Customer } ... on Error { code message } }
+      }
+    `),
+    variables: ({ body }) => ({ input: { ...bodyFields(body, { email: "email", firstName: "first_name", lastName: "last_name", phone: "phone" }), metadata: body.metadata ?? undefined } }),
+    respond: ({ createCustomer }) => ({ statusCode: 201, body: { status: "success", data: toV1Customer(createCustomer) } }),
+  }),
+  defineRoute({
+    method: "GET",
+    path: "/v1/customers/:id",
+    doc: { operationId: "getV1Customer", summary: "One customer, by its id", tag: "Customers", response: envelope({ data: v1CustomerSchema }), errors: [404] },
+    operation: graphql(`
+      query V1Customer($id: Int!) { customer(id: $id) { __typename ... on Customer { ...V1Customer } ... on Error { code message } } }
+    `),
+    variables: ({ params }) => ({ id: required(intParam(params, "id"), "id") }),
+    respond: ({ customer }) => ({ body: { status: "success", data: toV1Customer(customer) } }),
+  }),
   defineRoute({
     method: "POST",
     path: "/api/customers/create",

@@ -17,6 +17,7 @@ export const Customer = builder.prismaNode("Customer", {
     firstName: t.exposeString("firstName", { nullable: true }),
     lastName: t.exposeString("lastName", { nullable: true }),
     phone: t.exposeString("phone", { nullable: true, description: "E.164, e.g. +254712345678." }),
+    metadata: t.expose("metadata", { type: "JSON", nullable: true, description: "Your own JSON object, as sent to POST /v1/customers." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
 });
@@ -29,6 +30,7 @@ const CreateCustomerInput = builder.inputType("CreateCustomerInput", {
     firstName: t.string({ description: "At most 100 characters." }),
     lastName: t.string({ description: "At most 100 characters." }),
     phone: t.string({ description: PHONE_INPUT_DESCRIPTION }),
+    metadata: t.field({ type: "JSON", description: "A JSON object of yours, at most 8 KB serialized." }),
   }),
 });
 
@@ -52,5 +54,15 @@ builder.mutationField("createCustomer", (t) =>
     errors: { types: businessErrors },
     args: { input: t.arg({ type: CreateCustomerInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.customers.createCustomer(ctx.principal!, input),
+  }),
+);
+
+builder.queryField("customer", (t) =>
+  t.field({
+    type: Customer,
+    description: "One of the caller's customers, by its databaseId (the id /v1/customers shows).",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.customers.getCustomer(ctx.principal!, id),
   }),
 );

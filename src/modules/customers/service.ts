@@ -15,9 +15,20 @@ export interface CustomerInput {
   firstName?: string | null;
   lastName?: string | null;
   phone?: string | null;
+  /** A JSON object of the merchant's (POST /v1/customers), at most 8 KB serialized. */
+  metadata?: unknown;
 }
 
 const MAX_NAME_LENGTH = 100;
+const MAX_METADATA_BYTES = 8 * 1024;
+
+/** A customer's metadata: a JSON object of at most 8 KB serialized; absent or null is none. */
+function customerMetadata(value: unknown): Prisma.InputJsonObject | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError("metadata", "must be a JSON object");
+  if (Buffer.byteLength(JSON.stringify(value), "utf8") > MAX_METADATA_BYTES) throw new ValidationError("metadata", `must be at most ${MAX_METADATA_BYTES} bytes as JSON (8 KB)`);
+  return value as Prisma.InputJsonObject;
+}
 const MAX_SEARCH_LENGTH = 100;
 /** Up to this many customers a search walks them (about 1 µs a row); beyond, it asks the trigram indexes (about 2 ms). */
 const SEARCH_WALK_UP_TO = 2000;
@@ -53,8 +64,9 @@ export function createCustomerService(prisma: PrismaClient, reader: PrismaClient
   return {
     async createCustomer(principal: Principal, input: CustomerInput): Promise<Customer> {
       const data = validateCustomer(principal, input);
+      const metadata = customerMetadata(input.metadata);
       try {
-        return await prisma.customer.create({ data });
+        return await prisma.customer.create({ data: { ...data, ...(metadata ? { metadata } : {}) } });
       } catch (error) {
         // The unique index decides, so two concurrent creates cannot both succeed.
         if (isUniqueViolation(error)) throw new ConflictError(`A customer with email ${data.email} already exists`, "email");

@@ -55,6 +55,8 @@ function transactionAsOf(event: PublishedEvent): Transaction {
     providerAccessCode: null,
     providerCheckoutUrl: null,
     callbackUrl: null,
+    savePaymentMethod: false,
+    paymentMethodId: null,
   };
 }
 

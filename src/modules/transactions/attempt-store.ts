@@ -162,6 +162,11 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       return tx.transactionAttempt.create({ data: { ...push, method: PUSH_METHOD, origin: "api" } });
     },
 
+    /** A saved card's charge (POST /v1/charges), inserted with its payment in the caller's database transaction. */
+    insertApiCharge(tx: Prisma.TransactionClient, charge: { transactionId: number; channelId: number; detail: string | null; createdAt: Date }) {
+      return tx.transactionAttempt.create({ data: { ...charge, method: "card", origin: "api" } });
+    },
+
     /**
      * The attempt of a payment the provider reported on its own (C2B), inserted with its payment in the caller's
      * database transaction: once per receipt, as the payment is (its unique channel + provider reference).

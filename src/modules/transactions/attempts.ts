@@ -167,10 +167,12 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
      * provider's request id. The attempt holds the claim until its callback or query settles it, or the push's
      * lifetime passes. A push the provider refuses is a failed attempt.
      */
-    async payWithMpesa(reference: string, phoneInput: unknown): Promise<{ attempt: AttemptView }> {
+    async payWithMpesa(reference: string, phoneInput: unknown, consent?: { savePaymentMethod?: boolean | undefined }): Promise<{ attempt: AttemptView }> {
       const t = await store.findForPayer(reference);
       if (!t) throw new NotFoundError("Transaction");
       if (t.status !== "pending") throw alreadySettled(t.status);
+      // Kept on the payment: the push's outcome arrives later, and saves the phone only with the payer's consent.
+      if (consent?.savePaymentMethod !== undefined && consent.savePaymentMethod !== t.savePaymentMethod) await store.setSavePaymentMethod(t.id, consent.savePaymentMethod);
       const phone = normalizeMsisdn(typeof phoneInput === "string" ? phoneInput : null, "phone");
       const target = await mpesaChannelFor(t);
       if (!target) throw new GatewayError("forbidden", "This transaction cannot be paid by M-Pesa");

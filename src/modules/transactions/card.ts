@@ -4,7 +4,7 @@ import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { CardDetails, CardOutcome } from "../../providers/types.ts";
 import { maskCard, type AttemptFlow } from "./attempts.ts";
-import { alreadySettled, asProviderError, connectorOf, type FlowContext } from "./context.ts";
+import { alreadySettled, asProviderError, connectorOf, savePaymentMethodOf, type FlowContext } from "./context.ts";
 import type { Outcomes } from "./outcomes.ts";
 
 /** A payer's card payment on the gateway's own checkout page, and the claim that admits one charge at a time. */
@@ -40,7 +40,7 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
      * (provider unavailable) releases the claim so the payer can retry; a claim older than the lease
      * (its instance crashed mid-charge) may be taken over.
      */
-    async payWithCard(reference: string, cardInput: CardDetails): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
+    async payWithCard(reference: string, cardInput: CardDetails, consent?: { savePaymentMethod?: boolean | undefined }): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
       // The payer's path: plain SQL throughout (src/db/sql.ts), four statements with the status change.
       const transaction = await store.findForPayer(reference);
       if (!transaction) throw new NotFoundError("Transaction");
@@ -102,6 +102,9 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
         );
         throw alreadySettled(result.transaction.status);
       }
+      // The payer's choice on the page, when sent, is theirs to make over the merchant's request.
+      const paid = consent?.savePaymentMethod === undefined ? result.transaction : { ...result.transaction, savePaymentMethod: consent.savePaymentMethod };
+      await savePaymentMethodOf(ctx.deps, paid, channel.id, outcome.saved ? { card: outcome.saved } : null);
       return { transaction: result.transaction, outcome };
     },
   };

@@ -2,13 +2,13 @@ import type { JobRequest } from "../../jobs/store.ts";
 import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient, Reader, Sql } from "../../db/database.ts";
-import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, PaymentMethod, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, ValidationError } from "../../errors.ts";
 import { recoveredObject } from "../../idempotency/scope.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import type { Connectors } from "../../providers/index.ts";
-import type { Connector, MomoConnector } from "../../providers/types.ts";
+import type { Connector, MomoConnector, SavedCard } from "../../providers/types.ts";
 import type { PushLimiter } from "../../rate-limit/pushes.ts";
 import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
@@ -77,6 +77,25 @@ export interface TransactionServiceDeps {
    * disputed). Given by the composition root, as the disputes service is made after this one.
    */
   jobsOnCardPaid?(channel: PaymentChannel, payment: { reference: string; amount: bigint; currency: string; providerReference: string | null }): JobRequest[];
+  /** Where a paid payment's card or phone is saved when the payer consented (payment-methods/service.ts). */
+  paymentMethods?: PaymentMethodSaver;
+}
+
+/** Whose saved method it is and which channel saved it. */
+export interface MethodOwner {
+  merchantId: number;
+  mode: "test" | "live";
+  customerId: number;
+  channelId: number;
+}
+
+export interface PaymentMethodSaver {
+  saveCard(owner: MethodOwner, card: SavedCard): Promise<unknown>;
+  saveMpesa(owner: MethodOwner, msisdn: string): Promise<unknown>;
+  /** The customer's method to charge and its provider token; refuses a detached or single-use one. */
+  chargeable(principal: Principal, reference: string, customerId: number): Promise<{ method: PaymentMethod; token: string | null }>;
+  /** The token of a method still attached (a retried charge's), or null. */
+  tokenOf(paymentMethodId: number): Promise<string | null>;
 }
 
 /** The job that settles a pending collection or hosted payment whose provider has not told us (reconcile.ts). */
@@ -139,6 +158,21 @@ export interface FlowContext {
    * retry answers with it instead of creating (and, for a push, sending) a second one.
    */
   recoveredTransaction(principal: Principal): Promise<Transaction | null>;
+}
+
+/**
+ * Saves a paid payment's card or phone for its customer when the payer consented (transactions.save_payment_method).
+ * The payment stands whatever happens here: a method that could not be saved is logged, not an error.
+ */
+export async function savePaymentMethodOf(deps: TransactionServiceDeps, t: Transaction, channelId: number | null, saved: { card: SavedCard } | { msisdn: string } | null | undefined): Promise<void> {
+  if (!deps.paymentMethods || !t.savePaymentMethod || t.customerId === null || channelId === null || !saved) return;
+  const owner = { merchantId: t.merchantId, mode: t.mode, customerId: t.customerId, channelId };
+  try {
+    if ("card" in saved) await deps.paymentMethods.saveCard(owner, saved.card);
+    else await deps.paymentMethods.saveMpesa(owner, saved.msisdn);
+  } catch (error) {
+    deps.logger.error({ reference: t.reference, err: (error as Error).message }, "payment method not saved");
+  }
 }
 
 export function createFlowContext(deps: TransactionServiceDeps): FlowContext {

@@ -1,7 +1,7 @@
 import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { HostedCheckoutConnector, HostedPaymentStatus } from "../../providers/types.ts";
-import { asProviderError, connectorOf, type FlowContext } from "./context.ts";
+import { asProviderError, connectorOf, savePaymentMethodOf, type FlowContext } from "./context.ts";
 import type { Outcomes } from "./outcomes.ts";
 
 /**
@@ -30,6 +30,8 @@ export function createHostedFlow(ctx: FlowContext, outcomes: Outcomes) {
       return false;
     }
     await outcomes.settlePayment(transaction, status.outcome, source, { paymentMethod: status.paymentMethod ?? "card" });
+    // Saved at every verification that finds it paid (the same card is one method): a crash after the payment's commit is made good by the next.
+    if (status.outcome.state === "completed") await savePaymentMethodOf(deps, transaction, transaction.channelId, status.savedCard ? { card: status.savedCard } : null);
     return true;
   }
 

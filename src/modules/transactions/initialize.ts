@@ -6,6 +6,7 @@ import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import { amountSchema, parseCurrency } from "../../money.ts";
 import { phoneSchema } from "../../phone.ts";
 import { optionalTextSchema, parseInput, refuse, unsafeTextAt } from "../../validation.ts";
+import { ValidationError } from "../../errors.ts";
 import { connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
 import type { HostedFlow } from "./hosted.ts";
 import { afterCreate, insertPendingTransaction } from "./status.ts";
@@ -14,7 +15,12 @@ import { afterCreate, insertPendingTransaction } from "./status.ts";
 
 export interface InitializeInput {
   amount: unknown;
+  /** The payer's e-mail; or `customer`, whose e-mail it then is. */
   email?: string | null;
+  /** One of the merchant's customers (its id), instead of `email`. */
+  customer?: number | null;
+  /** Save the payer's card or phone for later charges when the payment succeeds (the payer may still untick it). */
+  savePaymentMethod?: boolean | null;
   paymentChannelId?: number | null;
   description?: string | null;
   currency?: string | null;
@@ -43,7 +49,7 @@ function metadataDepth(value: unknown): number {
  * initialize's `metadata`: a JSON object (not an array or a scalar) of at most 8 KB serialized (UTF-8), kept as the
  * object to store; null or absent is no metadata.
  */
-const metadataSchema = z.unknown().optional().transform((value, ctx): Record<string, unknown> | null => {
+export const metadataSchema = z.unknown().optional().transform((value, ctx): Record<string, unknown> | null => {
   if (value === undefined || value === null) return null;
   if (typeof value !== "object" || Array.isArray(value)) return refuse(ctx, "must be a JSON object");
   if (Buffer.byteLength(JSON.stringify(value), "utf8") > MAX_METADATA_BYTES) {
@@ -83,6 +89,7 @@ const emailSchema = z
 const initializeInput = z.object({
   amount: amountSchema,
   email: emailSchema,
+  savePaymentMethod: z.boolean().nullish().transform((save) => save === true),
   // Empty is no phone.
   phone: z.string().nullish().transform((phone) => phone || null).pipe(phoneSchema.nullable()),
   firstName: optionalTextSchema(100),
@@ -114,10 +121,24 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
    * Idempotency-Key, whose recovery point is written in the same database transaction. The payer's
    * customer record is found or created first: it stands on its own if the insert then fails.
    */
+  /** `customer` names the payer: its e-mail (and its names and phone, unless given) are the payment's. */
+  async function payerOf(principal: Principal, input: InitializeInput): Promise<Partial<InitializeInput>> {
+    if (input.customer === undefined || input.customer === null) return {};
+    const customer = await customers.getCustomer(principal, input.customer);
+    if (input.email && input.email.trim().toLowerCase() !== customer.email) throw new ValidationError("email", "must be the customer's e-mail when customer is given (or left out)");
+    return {
+      email: customer.email,
+      firstName: input.firstName ?? customer.firstName,
+      lastName: input.lastName ?? customer.lastName,
+      phone: input.phone ?? (customer.phone ? customer.phone : null),
+    };
+  }
+
   return async function initialize(principal: Principal, input: InitializeInput) {
     const recovered = await ctx.recoveredTransaction(principal);
     if (recovered) return recovered;
-    const { amount, email, phone, firstName, lastName, description, callbackUrl, reference: clientReference, metadata, ...wanted } = parseInput(initializeInput, input);
+    const named = await payerOf(principal, input);
+    const { amount, email, phone, firstName, lastName, description, callbackUrl, reference: clientReference, metadata, savePaymentMethod, ...wanted } = parseInput(initializeInput, { ...input, ...named });
     const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, wanted.paymentChannelId);
     const connector = connectorOf(connectors, channel);
     if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
@@ -126,7 +147,7 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
     hosted?.checkPayment({ amount, currency });
 
     const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl, clientReference, metadata };
-    if (!hosted && !inIdempotencyScope(principal)) {
+    if (!hosted && !inIdempotencyScope(principal) && !savePaymentMethod) {
       // The common case, in one statement: the payer's customer (found or created) and the row.
       const transaction = await store.insertCheckout(principal, fields);
       afterCreate(ctx.stateMachine, { transaction, event: null, jobsQueued: 0 });
@@ -147,6 +168,7 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
       customerId: customer.id,
       callbackUrl,
       clientReference,
+      savePaymentMethod,
       ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }),
     };
     if (hosted) {

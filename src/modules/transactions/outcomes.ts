@@ -1,10 +1,10 @@
 import type { PaymentChannel, Transaction, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { isUniqueViolation } from "../../errors.ts";
-import { kenyanMobileOrNull } from "../../phone.ts";
+import { kenyanMobileOrNull, toMsisdn } from "../../phone.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { CollectionCallback, MomoConnector, SettledCollectionOutcome } from "../../providers/types.ts";
 import { paymentMethodOf, type AttemptMethod } from "./attempt-store.ts";
-import { connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
+import { connectorOf, DEFAULT_CHECKOUT_SETTINGS, savePaymentMethodOf, type FlowContext } from "./context.ts";
 import type { TransitionChanges } from "./status.ts";
 import { releaseClaim } from "./store.ts";
 
@@ -75,6 +75,11 @@ export function createOutcomes(ctx: FlowContext) {
         });
         const { reference, status } = result.transaction;
         if (result.applied) logger.info({ reference, attempt: attempt.id, source }, "collection settled");
+        if (result.applied && result.transaction.savePaymentMethod) {
+          // The payer consented to keep the phone the push went to (an M-Pesa method: later charges push to it).
+          const pushed = await attempts.findById(attempt.id);
+          await savePaymentMethodOf(deps, result.transaction, pushed?.channelId ?? null, pushed?.phoneNumber ? { msisdn: toMsisdn(pushed.phoneNumber) } : null);
+        }
         else if (status !== "completed") logger.error({ reference, attempt: attempt.id, status, providerReference: receipt }, "payment succeeded after the transaction was settled; recorded on its attempt only");
       } catch (error) {
         // A receipt is the provider's unique id for one payment: seen on another transaction, this is a replay or a provider fault.

@@ -1,8 +1,8 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, pageBody } from "../../rest/route-table.ts";
-import { bodyFields, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
-import { body, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
+import { bodyFields, boolField, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
+import { body, bool, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 graphql(`fragment RestTransactionSummary on Transaction { databaseId reference amount status createdAt }`);
@@ -56,7 +56,9 @@ export const transactionRoutes = [
       body: body(
         {
           amount: int("Minor units", { minimum: 1 }),
-          email: str("The payer's e-mail"),
+          email: str("The payer's e-mail; required unless `customer` is given"),
+          customer: int("One of your customers (its id), instead of `email`"),
+          save_payment_method: bool("Save the payer's card or M-Pesa phone for later charges (POST /v1/charges) when the payment succeeds; the payer can still untick it"),
           payment_channel_id: int("Default: the merchant's default channel"),
           currency: str("ISO 4217; default: the merchant's currency"),
           description: str(),
@@ -67,7 +69,7 @@ export const transactionRoutes = [
           reference: str("Your own reference (at most 100 characters), kept as client_reference; the gateway still assigns `reference`. Need not be unique", { maxLength: 100 }),
           metadata: { type: "object", description: "A JSON object of yours, at most 8 KB serialized; echoed by verify, GraphQL and webhooks" },
         },
-        ["amount", "email"],
+        ["amount"],
       ),
       response: envelope({
         message: str(),
@@ -94,6 +96,8 @@ export const transactionRoutes = [
       input: {
         amount: required(intField(body, "amount"), "amount"),
         paymentChannelId: intField(body, "payment_channel_id"),
+        customer: intField(body, "customer"),
+        savePaymentMethod: boolField(body, "save_payment_method"),
         ...bodyFields(body, {
           email: "email",
           currency: "currency",

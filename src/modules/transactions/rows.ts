@@ -41,6 +41,8 @@ const TRANSACTION_FIELDS = {
   providerCheckoutUrl: "provider_checkout_url",
   callbackUrl: "callback_url",
   metadata: "metadata",
+  savePaymentMethod: "save_payment_method",
+  paymentMethodId: "payment_method_id",
 } as const satisfies { [K in keyof Transaction]-?: string };
 
 type TransactionField = keyof typeof TRANSACTION_FIELDS;

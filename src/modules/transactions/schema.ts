@@ -147,7 +147,9 @@ builder.queryFields((t) => {
 const InitializeTransactionInput = builder.inputType("InitializeTransactionInput", {
   fields: (t) => ({
     amount: t.field({ type: "BigInt", required: true, description: "Positive integer in the currency's minor unit, at most 10^12." }),
-    email: t.string({ required: true }),
+    email: t.string({ required: false, description: "The payer's e-mail; required unless `customer` is given." }),
+    customer: t.int({ required: false, description: "One of your customers (its databaseId), instead of `email`." }),
+    savePaymentMethod: t.boolean({ required: false, description: "Save the payer's card or M-Pesa phone for later charges when the payment succeeds (needs a customer: `customer`, or the one `email` names). The payer can still untick it on the checkout page." }),
     paymentChannelId: t.int({ required: false, description: "Defaults to the merchant's default channel." }),
     currency: t.string({ required: false, description: "ISO 4217; defaults to the merchant's default currency." }),
     description: t.string({ required: false }),

@@ -10,6 +10,7 @@ import { createOutcomes } from "./outcomes.ts";
 import { createPushFlow } from "./push.ts";
 import { createReads } from "./reads.ts";
 import { createReconcileJobs } from "./reconcile.ts";
+import { createSavedChargeFlow } from "./saved-charges.ts";
 import type { TransactionFilters } from "./store.ts";
 
 /**
@@ -23,6 +24,7 @@ import type { TransactionFilters } from "./store.ts";
  *   attempts.ts      the checkout page's attempts (card, STK): claim, push limits, retries, expiry
  *   push.ts          the one STK push flow, for the API and the page
  *   collections.ts   the API's STK push (a payment and its attempt), C2B recordProviderPayment
+ *   saved-charges.ts charges of saved payment methods without the payer (POST /v1/charges)
  *   outcomes.ts      where every provider verdict lands: the attempt, then the payment
  *   hosted.ts        hosted checkout (Paystack-style): open at the provider, verify, reconcile
  *   reconcile.ts     the reconcile job (asks the provider about an overdue pending payment)
@@ -49,6 +51,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     checkoutUrl: ctx.checkoutUrl,
     initialize: createInitialize(ctx, hosted),
     startStkCollection: collections.startStkCollection,
+    /** Charges a customer's saved payment method without the payer, once per Idempotency-Key (saved-charges.ts). */
+    chargeSavedMethod: createSavedChargeFlow(ctx, collections),
     /** A push's callback, from the API or the page alike, found on its attempt in one lookup (outcomes.ts). */
     applyCollectionCallback: outcomes.applyCollectionCallback,
     hostedCheckoutUrl: hosted.hostedCheckoutUrl,
@@ -96,5 +100,6 @@ export {
   type HostedTiming,
   type TransactionServiceDeps,
 } from "./context.ts";
+export { type SavedChargeInput, type SavedChargeResult } from "./saved-charges.ts";
 export { MAX_METADATA_BYTES, callbackUrlSchema, payerReturnUrl, type InitializeInput } from "./initialize.ts";
 export { newestFirst, parseTransactionSearch, transactionWhere, type TransactionFilters, type TransactionSearch } from "./store.ts";

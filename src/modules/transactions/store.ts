@@ -309,6 +309,17 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
 
     findById: (id: number) => findById(sql, id),
 
+    /** An M-Pesa saved method's charge: its push's payment, tied to the customer and the method it charged. */
+    linkSavedMethod(id: number, link: { customerId: number; paymentMethodId: number; email: string; metadata: Record<string, unknown> | null }): Promise<Transaction> {
+      const { metadata, ...rest } = link;
+      return prisma.transaction.update({ where: { id }, data: { ...rest, ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }) } });
+    },
+
+    /** The payer's choice on the checkout page: save (or not) the card or phone this payment is made with. */
+    async setSavePaymentMethod(id: number, save: boolean): Promise<void> {
+      await prisma.transaction.updateMany({ where: { id, status: "pending" }, data: { savePaymentMethod: save } });
+    },
+
     /** The caller's transaction with this id (an Idempotency-Key retry's recovered one), or null. */
     findInScope(principal: Principal, id: number): Promise<Transaction | null> {
       return prisma.transaction.findFirst({ where: { id, merchantId: principal.merchantId, mode: principal.mode } });

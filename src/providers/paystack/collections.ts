@@ -1,7 +1,7 @@
 import { GatewayError, ValidationError } from "../../errors.ts";
 import type { HostedCheckoutConnector } from "../types.ts";
 import type { PaystackClient, PaystackConfig } from "./client.ts";
-import { readVerifyResponse, text } from "./wire.ts";
+import { readAuthorization, readVerifyResponse, text } from "./wire.ts";
 
 /** Paystack collects on its own page: the gateway initializes the payment, then verifies every outcome by asking. */
 export function createPaystackCollections(client: PaystackClient): HostedCheckoutConnector {
@@ -29,7 +29,12 @@ export function createPaystackCollections(client: PaystackClient): HostedCheckou
 
     async verify({ config: raw, reference }) {
       const config = raw as PaystackConfig;
-      return readVerifyResponse(await client.call(config, "GET", `/transaction/verify/${encodeURIComponent(reference)}`, "payment verification"), config.secret_key);
+      const response = await client.call(config, "GET", `/transaction/verify/${encodeURIComponent(reference)}`, "payment verification");
+      const status = readVerifyResponse(response, config.secret_key);
+      // A card payment leaves an authorization Paystack can charge again (saved with the payer's consent).
+      const data = response.body?.data as Record<string, any> | undefined;
+      const savedCard = status.outcome.state === "completed" && data?.channel === "card" ? readAuthorization(data.authorization) : null;
+      return savedCard ? { ...status, savedCard } : status;
     },
   };
 }

@@ -8,6 +8,7 @@ import { paystackInbound } from "./inbound.ts";
 import { createPaystackPayouts } from "./payouts.ts";
 import { createPaystackReconciliation } from "./reconciliation.ts";
 import { createPaystackRefunds } from "./refunds.ts";
+import { createPaystackSavedCards } from "./saved-cards.ts";
 
 export type { PaystackConfig } from "./client.ts";
 
@@ -28,6 +29,7 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
     provider: "paystack",
     currencies: connectorCurrencies.paystack,
     hosted: createPaystackCollections(client),
+    savedCards: createPaystackSavedCards(client),
     payouts: createPaystackPayouts(client),
     refunds: createPaystackRefunds({ client, checkAfterMs: options.refundCheckAfterMs ?? 60_000 }),
     disputes: createPaystackDisputes(client),

@@ -1,4 +1,4 @@
-import type { CollectionOutcome, HostedPaymentStatus, PayoutResult } from "../types.ts";
+import type { CollectionOutcome, HostedPaymentStatus, PayoutResult, SavedCard } from "../types.ts";
 import { paystackFailure, paystackMessage, type PaystackResponse } from "./client.ts";
 
 /** Paystack's wire format: its constants, and its objects (transactions, transfers) read as provider-neutral outcomes. */
@@ -23,6 +23,33 @@ export const idOf = (value: unknown) => (typeof value === "number" && Number.isS
 
 /** Kenyan MSISDN 2547XXXXXXXX as Paystack's M-Pesa recipients take it: the local 07XXXXXXXX form. */
 export const localKenyanNumber = (msisdn: string) => (msisdn.startsWith("254") ? `0${msisdn.slice(3)}` : msisdn);
+
+/** A month or year Paystack writes as text ("12", "2030"); null when it is not a whole number. */
+const wholeNumber = (value: unknown) => {
+  const n = typeof value === "number" ? value : typeof value === "string" && /^\d{1,4}$/.test(value.trim()) ? Number(value.trim()) : NaN;
+  return Number.isSafeInteger(n) ? n : null;
+};
+
+/**
+ * A paid card's `authorization` as a card Paystack can charge again; null without its code and signature.
+ * exp_month and exp_year arrive as strings, card_type may carry a trailing space ("visa ").
+ */
+export function readAuthorization(authorization: Record<string, any> | null | undefined): SavedCard | null {
+  const token = text(authorization?.authorization_code);
+  const signature = text(authorization?.signature);
+  if (!token || !signature) return null;
+  const brand = (text(authorization?.brand) ?? text(authorization?.card_type) ?? "card").trim().toLowerCase() || "card";
+  return {
+    token,
+    signature,
+    brand,
+    last4: (text(authorization?.last4) ?? "").slice(-4),
+    expMonth: wholeNumber(authorization?.exp_month),
+    expYear: wholeNumber(authorization?.exp_year),
+    bank: text(authorization?.bank)?.trim() || null,
+    reusable: authorization?.reusable === true,
+  };
+}
 
 /** A transaction's verify data as a provider-neutral status. `abandoned` only means "not paid yet" until the gateway gives up. */
 export function readTransactionStatus(data: Record<string, any> | null | undefined): HostedPaymentStatus {

@@ -18,6 +18,8 @@ export const sandboxTestCards: Record<
   [SANDBOX_REFUND_FAILS_CARD]: { outcome: "succeeded" },
   // Pays, then the payer disputes it (disputes.ts).
   [SANDBOX_DISPUTE_CARD]: { outcome: "succeeded" },
+  // Pays and saves; every later charge of the saved card is declined (saved-cards.ts).
+  "4000000000000341": { outcome: "succeeded" },
   "4000000000000002": { outcome: "declined", code: "card_declined", reason: "Card declined by the issuer" },
   "4000000000009995": { outcome: "declined", code: "insufficient_funds", reason: "Insufficient funds" },
   "4000000000000069": { outcome: "declined", code: "expired_card", reason: "Card expired" },

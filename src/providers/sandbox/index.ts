@@ -8,6 +8,7 @@ import { createSandboxPayouts } from "./payouts.ts";
 import { createSandboxRecord } from "./record.ts";
 import { createSandboxDisputes } from "./disputes.ts";
 import { createSandboxRefunds } from "./refunds.ts";
+import { createSandboxSavedCards, sandboxSavedCard } from "./saved-cards.ts";
 
 /** The built-in simulator: everything a real provider does, with no network. */
 export function createSandboxConnector(
@@ -27,12 +28,14 @@ export function createSandboxConnector(
     // callback posted over HTTP (at /callbacks/sandbox/..., or /callbacks/daraja/... as before) is read the same way.
     inbound: createDarajaInbound({ segment: "sandbox", aliases: ["daraja"], forbiddenUrlWords: [], momo, payouts }),
     reconciliation: record.reconciliation,
+    savedCards: createSandboxSavedCards(record),
     async chargeCard({ card, config, reference, amount, currency }) {
       const delayMs = (config as { charge_delay_ms?: number } | null)?.charge_delay_ms ?? 0;
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       const outcome = simulateCardCharge(card.number, `sbx_${randomBytes(8).toString("hex")}`);
-      if (outcome.outcome === "succeeded") record.approve({ providerReference: outcome.providerReference, reference, amount, currency });
-      return outcome;
+      if (outcome.outcome !== "succeeded") return outcome;
+      record.approve({ providerReference: outcome.providerReference, reference, amount, currency });
+      return { ...outcome, saved: sandboxSavedCard(card, outcome.brand) };
     },
   };
 }

@@ -1,0 +1,185 @@
+import { z } from "zod";
+import type { Principal } from "../../auth.ts";
+import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
+import { GatewayError, ValidationError } from "../../errors.ts";
+import { inIdempotencyScope } from "../../idempotency/scope.ts";
+import { amountSchema, parseCurrency } from "../../money.ts";
+import { withProviderCallScope } from "../../providers/call-record.ts";
+import type { SavedCardConnector, SavedCardOutcome } from "../../providers/types.ts";
+import { optionalTextSchema, parseInput } from "../../validation.ts";
+import type { CollectionFlow } from "./collections.ts";
+import { asProviderError, connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
+import { metadataSchema } from "./initialize.ts";
+import { afterCreate, insertPendingTransaction } from "./status.ts";
+
+/**
+ * Charges without the payer (POST /v1/charges, and the billing job next): a customer's saved payment method charged
+ * for a merchant under an Idempotency-Key. The payment and its attempt are committed (with the key's recovery point)
+ * before the provider is asked, under a reference fixed then: a retry of the key whose payment is still pending asks
+ * the provider what became of that reference before anything is charged again, so one key is charged at most once,
+ * across crashes. A saved card is charged with its token (Paystack's charge_authorization); an M-Pesa method is an
+ * STK push to the saved phone (M-Pesa has no charge without the payer: the payer approves it on the phone).
+ */
+
+export interface SavedChargeInput {
+  customer: number;
+  paymentMethod: string;
+  amount: unknown;
+  currency: string;
+  /** The merchant's own reference, kept as the client reference. */
+  reference?: string | null;
+  metadata?: unknown;
+  description?: string | null;
+}
+
+/** A charge's answer: the payment, and where the payer must go when the bank wants them (2FA). */
+export interface SavedChargeResult {
+  transaction: Transaction;
+  nextAction: { type: "redirect"; url: string } | null;
+}
+
+const chargeInput = z.object({
+  amount: amountSchema,
+  currency: z.string({ error: "is required" }).min(1, "is required"),
+  reference: optionalTextSchema(100),
+  description: optionalTextSchema(500),
+  metadata: metadataSchema,
+});
+
+export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<CollectionFlow, "startStkCollection">) {
+  const { deps, store, attempts } = ctx;
+  const { channels, connectors, customers, logger } = deps;
+
+  /** The answer for a payment: a pending one that waits for the payer shows where they go. */
+  const resultOf = (transaction: Transaction): SavedChargeResult => ({
+    transaction,
+    nextAction: transaction.status === "pending" && transaction.providerCheckoutUrl ? { type: "redirect", url: ctx.checkoutUrl(transaction.reference) } : null,
+  });
+
+  /** Records a card charge's outcome on its attempt and payment (one statement each, through the status machine). */
+  async function settle(t: Transaction, channel: PaymentChannel, attemptId: number, outcome: SavedCardOutcome): Promise<Transaction> {
+    if (outcome.outcome === "pending") {
+      if (!outcome.redirectUrl) return t;
+      return store.setHostedPage(t.id, { accessCode: t.accessCode, checkoutUrl: outcome.redirectUrl });
+    }
+    if (outcome.outcome === "succeeded") {
+      const jobs = deps.jobsOnCardPaid?.(channel, { reference: t.reference, amount: t.amount, currency: t.currency, providerReference: outcome.providerReference }) ?? [];
+      const result = await ctx.transition({
+        transactionId: t.id,
+        to: "completed",
+        changes: { paymentMethod: "card", providerReference: outcome.providerReference },
+        settlesAttempt: { attemptId, status: "succeeded", providerReference: outcome.providerReference },
+        ...(jobs.length ? { jobs } : {}),
+      });
+      return result.transaction;
+    }
+    const result = await ctx.transition({
+      transactionId: t.id,
+      to: "failed",
+      changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason.slice(0, 500) },
+      settlesAttempt: { attemptId, status: "failed", code: outcome.code, reason: outcome.reason },
+    });
+    return result.transaction;
+  }
+
+  /**
+   * Charges the card. An answer that never came (a timeout, a 5xx, a crash) leaves the payment and its attempt pending:
+   * the reconcile job (queued with the payment) and any retry of the key ask the provider by reference.
+   */
+  async function chargeCard(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number): Promise<Transaction> {
+    let outcome: SavedCardOutcome;
+    try {
+      outcome = await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId }, () =>
+        savedCards.charge({ config: channels.readChannelConfig(channel), token, email: t.email ?? "", reference: t.reference, amount: t.amount, currency: t.currency }),
+      );
+    } catch (error) {
+      const refusal = asProviderError(error);
+      if (refusal.code === "provider_error") {
+        // The provider refused the charge outright (an authorization it no longer honours): nothing was charged.
+        return settle(t, channel, attemptId, { outcome: "failed", code: "provider_refused", reason: refusal.message });
+      }
+      logger.warn({ reference: t.reference, err: refusal.message }, "saved card charge: no answer; left pending for the provider to be asked");
+      return t;
+    }
+    return settle(t, channel, attemptId, outcome);
+  }
+
+  /** A retried key whose payment is still pending: the provider is asked by reference before any new charge. */
+  async function resume(t: Transaction): Promise<Transaction> {
+    if (t.status !== "pending" || t.paymentMethod !== "card" || t.paymentMethodId === null || t.channelId === null || !deps.paymentMethods) return t;
+    const channel = await channels.findById(t.channelId);
+    const savedCards = channel ? connectorOf(connectors, channel)?.savedCards : undefined;
+    const attempt = await attempts.findLatestPending(t.id);
+    if (!channel || !savedCards || !attempt) return t;
+    const known = await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId: attempt.id }, () =>
+      savedCards.status({ config: channels.readChannelConfig(channel), reference: t.reference }),
+    );
+    if (known.outcome !== "unknown") return settle(t, channel, attempt.id, known);
+    // The charge never reached the provider: it is made now, under the same reference, unless the method went meanwhile.
+    const token = await deps.paymentMethods.tokenOf(t.paymentMethodId);
+    if (!token) return settle(t, channel, attempt.id, { outcome: "failed", code: "payment_method_detached", reason: "The payment method was detached before it was charged" });
+    return chargeCard(t, channel, savedCards, token, attempt.id);
+  }
+
+  /** The one function a billing job calls: charge this customer's saved method for the merchant, once per key. */
+  return async function chargeSavedMethod(principal: Principal, input: SavedChargeInput): Promise<SavedChargeResult> {
+    if (!inIdempotencyScope(principal)) throw new ValidationError("Idempotency-Key", "is required: a charge without the payer is made once per key");
+    const recovered = await ctx.recoveredTransaction(principal);
+    if (recovered) return resultOf(await resume(recovered));
+    if (!deps.paymentMethods) throw new GatewayError("forbidden", "Saved payment methods are not available here");
+    const { amount, currency: wantedCurrency, reference: clientReference, description, metadata } = parseInput(chargeInput, input);
+    const customer = await customers.getCustomer(principal, input.customer);
+    const { method, token } = await deps.paymentMethods.chargeable(principal, input.paymentMethod, customer.id);
+    const channel = await channels.findById(method.channelId);
+    const connector = channel ? connectorOf(connectors, channel) : undefined;
+    if (!channel || !connector) throw new GatewayError("forbidden", "The payment method's channel cannot take payments");
+    if (!channel.isActive) throw new GatewayError("channel_inactive", `Payment channel ${channel.id} is inactive`);
+    if (!channels.isUsableChannel(channel)) throw new GatewayError("forbidden", "The payment method's channel is a sandbox channel, which takes test payments only");
+
+    if (method.type === "mpesa") {
+      // An STK push to the saved phone through the one push flow; it answers pending until the payer approves.
+      if (!connector.momo || !method.phone) throw new GatewayError("forbidden", "The payment method's channel cannot push M-Pesa prompts");
+      parseCurrency(wantedCurrency, [connector.momo.currency], channel.provider);
+      const { transaction } = await collections.startStkCollection(principal, {
+        amount: input.amount, phoneNumber: `+${method.phone}`, reference: clientReference, description, paymentChannelId: channel.id,
+      });
+      const linked = await store.linkSavedMethod(transaction.id, { customerId: customer.id, paymentMethodId: method.id, email: customer.email, metadata });
+      return resultOf(linked);
+    }
+
+    const savedCards = connector.savedCards;
+    if (!savedCards || !token) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot charge saved cards`);
+    const currency = parseCurrency(wantedCurrency, connector.currencies, channel.provider);
+    connector.hosted?.checkPayment({ amount, currency });
+    const row: Prisma.TransactionUncheckedCreateInput = {
+      merchantId: principal.merchantId,
+      mode: principal.mode,
+      reference: newReference(),
+      accessCode: newAccessCode(),
+      amount,
+      currency,
+      description,
+      email: customer.email,
+      channelId: channel.id,
+      customerId: customer.id,
+      paymentMethod: "card",
+      paymentMethodId: method.id,
+      clientReference,
+      ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }),
+    };
+    // The payment, its attempt, the key's recovery point and the job that asks the provider commit before the charge.
+    const askAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
+    const created = await deps.prisma.$transaction(async (tx) => {
+      const made = await insertPendingTransaction(tx, row, {
+        announce: true,
+        keyedBy: principal,
+        jobs: (t) => (connector.hosted ? [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: askAt }] : []),
+      });
+      const attempt = await attempts.insertApiCharge(tx, { transactionId: made.transaction.id, channelId: channel.id, detail: `**** ${method.cardLast4 ?? ""}`.trim(), createdAt: made.transaction.createdAt });
+      return { ...made, attempt };
+    });
+    afterCreate(ctx.stateMachine, created);
+    logger.info({ reference: created.transaction.reference, paymentMethod: method.reference }, "saved card charge sent");
+    return resultOf(await chargeCard(created.transaction, channel, savedCards, token, created.attempt.id));
+  };
+}
