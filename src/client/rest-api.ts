@@ -214,6 +214,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a customer (one per e-mail and mode) */
+        post: operations["createV1Customer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One customer, by its id */
+        get: operations["getV1Customer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/customers/create": {
         parameters: {
             query?: never;
@@ -243,6 +277,60 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Charge a customer's saved payment method without the payer (Idempotency-Key required)
+         * @description Needs an Idempotency-Key header (400 without one): one key is charged at most once, across retries and crashes. A card completes or fails at once, or stays pending with next_action when the bank wants the payer. An M-Pesa method sends a prompt the payer approves on the phone: pending until they do. A detached method answers 409 payment_method_detached.
+         */
+        post: operations["chargePaymentMethod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}/payment-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A customer's saved payment methods (attached ones), newest first */
+        get: operations["listCustomerPaymentMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment-methods/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Detach a saved payment method: it can never be charged again */
+        delete: operations["detachPaymentMethod"];
         options?: never;
         head?: never;
         patch?: never;
@@ -682,7 +770,7 @@ export interface components {
              * @description Machine-readable: see the error-code table
              * @enum {string}
              */
-            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "transaction_disputed" | "dispute_closed" | "partial_refund_unsupported" | "payment_declined" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
+            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "transaction_disputed" | "dispute_closed" | "partial_refund_unsupported" | "payment_declined" | "payment_method_detached" | "payment_method_not_reusable" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
         };
         SuccessEnvelope: {
             /** @constant */
@@ -836,8 +924,12 @@ export interface operations {
                 "application/json": {
                     /** @description Minor units */
                     amount: number;
-                    /** @description The payer's e-mail */
-                    email: string;
+                    /** @description The payer's e-mail; required unless `customer` is given */
+                    email?: string;
+                    /** @description One of your customers (its id), instead of `email` */
+                    customer?: number;
+                    /** @description Save the payer's card or M-Pesa phone for later charges (POST /v1/charges) when the payment succeeds; the payer can still untick it */
+                    save_payment_method?: boolean;
                     /** @description Default: the merchant's default channel */
                     payment_channel_id?: number;
                     /** @description ISO 4217; default: the merchant's currency */
@@ -2409,6 +2501,247 @@ export interface operations {
             };
         };
     };
+    createV1Customer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    first_name?: string;
+                    last_name?: string;
+                    /** @description A Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX, or any international number with its leading +; stored as E.164 (+254...). */
+                    phone?: string;
+                    /** @description A JSON object of yours, at most 8 KB */
+                    metadata?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description The id initialize's and POST /v1/charges' `customer` take */
+                            id: number;
+                            email: string;
+                            first_name: string | null;
+                            last_name: string | null;
+                            /** @description E.164 */
+                            phone: string | null;
+                            /** @description Your own JSON object */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1Customer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description The id initialize's and POST /v1/charges' `customer` take */
+                            id: number;
+                            email: string;
+                            first_name: string | null;
+                            last_name: string | null;
+                            /** @description E.164 */
+                            phone: string | null;
+                            /** @description Your own JSON object */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createCustomer: {
         parameters: {
             query?: never;
@@ -2605,6 +2938,431 @@ export interface operations {
             };
             /** @description Error (403): see the error-code table */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    chargePaymentMethod: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The customer's id */
+                    customer: number;
+                    /** @description pm_... */
+                    payment_method: string;
+                    /** @description Minor units */
+                    amount: number;
+                    /** @description ISO 4217 */
+                    currency: string;
+                    /** @description Your own reference, kept as client_reference */
+                    reference?: string;
+                    description?: string;
+                    /** @description A JSON object of yours, at most 8 KB */
+                    metadata?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description The payment's reference: GET /api/transactions/verify/{reference} and webhooks name it */
+                            reference: string;
+                            /** @description Minor units */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @enum {string|null} */
+                            payment_method: "card" | "momo_stk" | null;
+                            customer: number | null;
+                            /** @description pm_... */
+                            saved_payment_method: string | null;
+                            description: string | null;
+                            client_reference: string | null;
+                            provider_reference: string | null;
+                            /** @description card_declined, insufficient_funds, ... when failed */
+                            failure_code: string | null;
+                            failure_reason: string | null;
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            next_action: {
+                                /** @enum {string} */
+                                type: "redirect";
+                                /** @description Send the payer here to finish (their bank asks them) */
+                                url: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (502): see the error-code table */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listCustomerPaymentMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description pm_... */
+                            id: string;
+                            /** @enum {string} */
+                            type: "card" | "mpesa";
+                            /** @description The customer's id */
+                            customer: number;
+                            card: {
+                                brand: string | null;
+                                last4: string | null;
+                                exp_month: number | null;
+                                exp_year: number | null;
+                                bank: string | null;
+                            } | null;
+                            mpesa: {
+                                /** @description Masked: 2547*****149 */
+                                phone: string;
+                            } | null;
+                            /** @description Only a reusable method may be charged */
+                            reusable: boolean;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description Set once detached: it can never be charged again
+                             */
+                            detached_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    detachPaymentMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description pm_... */
+                            id: string;
+                            /** @enum {string} */
+                            type: "card" | "mpesa";
+                            /** @description The customer's id */
+                            customer: number;
+                            card: {
+                                brand: string | null;
+                                last4: string | null;
+                                exp_month: number | null;
+                                exp_year: number | null;
+                                bank: string | null;
+                            } | null;
+                            mpesa: {
+                                /** @description Masked: 2547*****149 */
+                                phone: string;
+                            } | null;
+                            /** @description Only a reusable method may be charged */
+                            reusable: boolean;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description Set once detached: it can never be charged again
+                             */
+                            detached_at: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
