@@ -286,6 +286,23 @@ export function createDisputeService(deps: DisputeServiceDeps) {
     }
   }
 
+  const noticesInFlight = new Map<string, Promise<Dispute | null>>();
+
+  async function applyNotice(channel: PaymentChannel, notice: { providerReference: string; event: string }): Promise<Dispute | null> {
+    const connector = connectorOf(channel);
+    if (!connector) return null;
+    const reminder = /remind/.test(notice.event);
+    const known = await store.findByProvider(prisma, channel.id, notice.providerReference);
+    if (known) return refresh(known.id, { reminder });
+    const record = await withProviderCallScope({ merchantId: channel.merchantId }, () => connector.fetch(queryOf(null, notice.providerReference, null, channel)));
+    const transaction = record.paymentReference ? await deps.transactions.paymentOnChannel(record.paymentReference, channel.id) : null;
+    if (!transaction) {
+      logger.warn({ channelId: channel.id, providerReference: notice.providerReference }, "dispute notice for a payment the gateway does not know; not recorded");
+      return null;
+    }
+    return applyRecord(channel, transaction, record, { reminder });
+  }
+
   /** An open dispute of the caller's, answerable now: its deadline not passed. */
   async function answerable(principal: Principal, reference: string) {
     const found = await store.findScoped(prisma, principal, reference);
@@ -317,20 +334,18 @@ export function createDisputeService(deps: DisputeServiceDeps) {
       return [{ kind: DISPUTE_DISCOVER_JOB, payload: { reference: payment.reference, channelId: channel.id }, runAt: new Date(Date.now() + opensAfterMs + 250) }];
     },
 
-    /** A provider's signed notice of a dispute (Paystack's charge.dispute.*): the provider is asked, then its answer applied. */
-    async onNotice(channel: PaymentChannel, notice: { providerReference: string; event: string }): Promise<Dispute | null> {
-      const connector = connectorOf(channel);
-      if (!connector) return null;
-      const reminder = /remind/.test(notice.event);
-      const known = await store.findByProvider(prisma, channel.id, notice.providerReference);
-      if (known) return refresh(known.id, { reminder });
-      const record = await withProviderCallScope({ merchantId: channel.merchantId }, () => connector.fetch(queryOf(null, notice.providerReference, null, channel)));
-      const transaction = record.paymentReference ? await deps.transactions.paymentOnChannel(record.paymentReference, channel.id) : null;
-      if (!transaction) {
-        logger.warn({ channelId: channel.id, providerReference: notice.providerReference }, "dispute notice for a payment the gateway does not know; not recorded");
-        return null;
+    /**
+     * A provider's signed notice of a dispute (Paystack's charge.dispute.*): the provider is asked, then its answer applied.
+     * Copies of a notice arriving together in this process share one question (a burst of redeliveries asks once).
+     */
+    onNotice(channel: PaymentChannel, notice: { providerReference: string; event: string }): Promise<Dispute | null> {
+      const key = `${channel.id}:${notice.providerReference}:${notice.event}`;
+      let asking = noticesInFlight.get(key);
+      if (!asking) {
+        asking = applyNotice(channel, notice).finally(() => noticesInFlight.delete(key));
+        noticesInFlight.set(key, asking);
       }
-      return applyRecord(channel, transaction, record, { reminder });
+      return asking;
     },
 
     /** The provider's dispute of one payment, if any, applied (a reconciliation's finding): null when there is none. */
@@ -387,15 +402,25 @@ export function createDisputeService(deps: DisputeServiceDeps) {
       const required = parseInput(submission, evidence);
       const answer: DisputeEvidence = { ...required, deliveryAddress: evidence.deliveryAddress, deliveryDate: evidence.deliveryDate };
       const submittedAt = new Date();
-      await about(dispute.transaction, () =>
-        connector.contest({
-          ...queryOf(dispute, dispute.providerReference, dispute.transaction, dispute.channel),
-          evidence: answer,
-          files: files.map((f) => f.providerFileName).filter((name): name is string => name !== null),
-          amount: dispute.amount,
-          message: "The merchant contests this dispute with the evidence submitted.",
-        }),
-      );
+      // Recorded first: a check that meanwhile finds it under review at the provider keeps the evidence, and a second
+      // submission at once is refused rather than sent twice.
+      if (!(await store.markSubmitted(prisma, dispute.id, stored as Prisma.InputJsonValue, submittedAt))) {
+        throw new GatewayError("dispute_closed", `Dispute ${reference}: its evidence was submitted already`);
+      }
+      try {
+        await about(dispute.transaction, () =>
+          connector.contest({
+            ...queryOf({ ...dispute, evidence: stored as Prisma.JsonValue, evidenceSubmittedAt: submittedAt }, dispute.providerReference, dispute.transaction, dispute.channel),
+            evidence: answer,
+            files: files.map((f) => f.providerFileName).filter((name): name is string => name !== null),
+            amount: dispute.amount,
+            message: "The merchant contests this dispute with the evidence submitted.",
+          }),
+        );
+      } catch (error) {
+        await store.unmarkSubmitted(prisma, dispute.id);
+        throw error;
+      }
       const messages = await messagesAfterAnswer({ ...dispute, evidence: stored as Prisma.JsonValue, evidenceSubmittedAt: submittedAt }, connector);
       const row = await transition(dispute, "under_review", { evidence: JSON.stringify(stored), evidenceSubmittedAt: submittedAt.toISOString(), ...messages });
       // A provider that decides soon (the sandbox) is asked then, not at the usual interval.

@@ -188,6 +188,20 @@ export async function saveDraft(db: Db, id: number, evidence: Prisma.InputJsonVa
   return count ? db.dispute.findUnique({ where: { id } }) : null;
 }
 
+/**
+ * Records the merchant's evidence as submitted (at `at`) before the provider hears of it, while the dispute still awaits
+ * an answer: a check that finds it under review at the provider meanwhile keeps it. False when it no longer awaits one.
+ */
+export async function markSubmitted(db: Db, id: number, evidence: Prisma.InputJsonValue, at: Date): Promise<boolean> {
+  const { count } = await db.dispute.updateMany({ where: { id, status: "needs_response", evidenceSubmittedAt: null }, data: { evidence, evidenceSubmittedAt: at } });
+  return count === 1;
+}
+
+/** The provider did not take the evidence: it is a draft again, and may be submitted again. */
+export async function unmarkSubmitted(db: Db, id: number): Promise<void> {
+  await db.dispute.updateMany({ where: { id, status: "needs_response" }, data: { evidenceSubmittedAt: null } });
+}
+
 export const findById = (db: Db, id: number) => db.dispute.findUnique({ where: { id } });
 
 export function findWithPayment(db: Db, id: number) {
