@@ -210,13 +210,19 @@ export function createDisputeService(deps: DisputeServiceDeps) {
     return dispute;
   }
 
+  type KnownDispute = NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>>;
+
+  /** The provider's record of a dispute the gateway knows, asked on record against its payment. */
+  const askAbout = (dispute: KnownDispute, connector: DisputeConnector) =>
+    about(dispute.transaction, () => connector.fetch(queryOf(dispute, dispute.providerReference, dispute.transaction, dispute.channel)));
+
   /** Asks the provider about a dispute the gateway knows, and applies its answer. */
   async function refresh(disputeId: number, options: { reminder?: boolean } = {}): Promise<Dispute | null> {
     const dispute = await store.findWithPayment(prisma, disputeId);
     if (!dispute) return null;
     const connector = connectorOf(dispute.channel);
     if (!connector || !isOpen(dispute.status)) return dispute;
-    const record = await about(dispute.transaction, () => connector.fetch(queryOf(dispute, dispute.providerReference, dispute.transaction, dispute.channel)));
+    const record = await askAbout(dispute, connector);
     return applyRecord(dispute.channel, dispute.transaction, record, options);
   }
 
@@ -276,9 +282,9 @@ export function createDisputeService(deps: DisputeServiceDeps) {
    * The provider's messages once it has the merchant's answer (Paystack keeps the answer's message among them), kept with
    * the change, so the next check does not take the merchant's own words for news. None when the provider cannot say now.
    */
-  async function messagesAfterAnswer(dispute: NonNullable<Awaited<ReturnType<typeof store.findWithPayment>>>, connector: DisputeConnector): Promise<{ messages?: string }> {
+  async function messagesAfterAnswer(dispute: KnownDispute, connector: DisputeConnector): Promise<{ messages?: string }> {
     try {
-      const record = await about(dispute.transaction, () => connector.fetch(queryOf(dispute, dispute.providerReference, dispute.transaction, dispute.channel)));
+      const record = await askAbout(dispute, connector);
       return { messages: JSON.stringify(messagesOf(record)) };
     } catch (error) {
       logger.warn({ dispute: dispute.reference, err: (error as Error).message }, "dispute not asked about after the answer; its next check will");
