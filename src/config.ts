@@ -100,6 +100,10 @@ const envSchema = z.object({
   SANDBOX_DISPUTE_DUE_MS: positiveInt(48 * 3_600_000),
   /** How often each open dispute is asked about, so a lost webhook still ends right (default one hour). */
   DISPUTE_CHECK_EVERY_MS: positiveInt(3_600_000),
+  /** Delays before each retry of a subscription invoice's failed charge, each after the previous attempt (units ms, s, m, h, d). */
+  SUBSCRIPTION_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated delays such as 1d,3d,5d (units ms, s, m, h, d)"),
+  /** After the last retry fails: true cancels the subscription, false (default) leaves it unpaid. */
+  SUBSCRIPTION_CANCEL_UNPAID: booleanFlag,
   /** A certificate or public key PEM used instead of Safaricom's to encrypt B2C initiator passwords (tests). */
   MPESA_CERT_PATH: optionalString,
   PAYOUT_RESULT_OVERDUE_MS: positiveInt(60_000),
@@ -281,6 +285,12 @@ export interface Config {
     sandboxDelayMs: number;
     sandboxDueMs: number;
   };
+  billing: {
+    /** Delays before each retry of an invoice's failed charge, each after the previous attempt. */
+    retryScheduleMs: number[];
+    /** After the last retry fails: cancel the subscription (true) or leave it unpaid. */
+    cancelUnpaid: boolean;
+  };
   jobs: {
     /** False for API-only instances: another instance works the queue. */
     enabled: boolean;
@@ -454,6 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     refunds: { sandboxDelayMs: e.SANDBOX_REFUND_DELAY_MS, paystackCheckAfterMs: e.PAYSTACK_REFUND_CHECK_AFTER_MS, reversalResultOverdueMs: e.REVERSAL_RESULT_OVERDUE_MS },
     disputes: { checkEveryMs: e.DISPUTE_CHECK_EVERY_MS, sandboxDelayMs: e.SANDBOX_DISPUTE_DELAY_MS, sandboxDueMs: e.SANDBOX_DISPUTE_DUE_MS },
+    billing: { retryScheduleMs: parseDurations(e.SUBSCRIPTION_RETRY_SCHEDULE ?? "1d,3d,5d")!, cancelUnpaid: e.SUBSCRIPTION_CANCEL_UNPAID ?? false },
     jobs: {
       enabled: e.JOBS_ENABLED ?? true,
       pollIntervalMs: e.JOB_POLL_INTERVAL_MS,

@@ -29,6 +29,8 @@ export const errorCatalogue = {
   payment_declined: { status: 402, message: "The payment was declined" },
   payment_method_detached: { status: 409, message: "The payment method was detached and can no longer be charged" },
   payment_method_not_reusable: { status: 409, message: "The provider does not allow this payment method to be charged again" },
+  test_mode_only: { status: 403, message: "Test clocks exist in test mode only" },
+  test_clock_advancing: { status: 409, message: "The test clock is still advancing" },
   unsupported_currency: { status: 400, message: "Currency is not supported" },
   rate_limited: { status: 429, message: "Rate limit exceeded" },
   mpesa_prompt_limit: { status: 429, message: "Too many M-Pesa prompts were sent to this phone number; try again later" },

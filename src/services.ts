@@ -20,6 +20,7 @@ import { createPayoutService } from "./modules/payouts/service.ts";
 import { createReconciliationService } from "./modules/reconciliation/service.ts";
 import { createRefundService } from "./modules/refunds/service.ts";
 import { createDisputeService, type DisputeService } from "./modules/disputes/service.ts";
+import { createBillingService } from "./modules/billing/service.ts";
 import { createRetentionService } from "./modules/retention/service.ts";
 import { createLedgerService } from "./modules/ledger/service.ts";
 import { createTransactionService } from "./modules/transactions/service.ts";
@@ -44,7 +45,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "disputes" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "disputes" | "billing" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -130,6 +131,18 @@ export function createServices(deps: ServiceDeps) {
   });
   const refunds = createRefundService({ prisma, sql: deps.sql, read, channels, transactions, connectors, publisher, jobs, metrics: metrics?.statusCounter, logger, refundCallbackUrls: callbackUrls.refundsOf });
   disputes = createDisputeService({ prisma, sql: deps.sql, read, channels, transactions, connectors, publisher, jobs, logger, checkEveryMs: config.disputes.checkEveryMs });
+  const billing = createBillingService({
+    prisma,
+    read: read.prisma,
+    customers,
+    paymentMethods,
+    transactions,
+    jobs,
+    publisher,
+    logger,
+    retryScheduleMs: config.billing.retryScheduleMs,
+    cancelUnpaid: config.billing.cancelUnpaid,
+  });
   const momo = createMomoService({ prisma, channels, transactions, connectors, jobs, merchantUrls, callbackUrls, config: config.momo, logger });
   const reconciliations = createReconciliationService({ prisma, read, channels, connectors, transactions, callbackUrls, jobs, logger });
   const tokens = createAccessTokens(signingKeyFrom(config.auth.jwtSecret, deps.encryptionKey), config.auth.accessTokenTtlSeconds);
@@ -167,6 +180,7 @@ export function createServices(deps: ServiceDeps) {
     payouts,
     refunds,
     disputes,
+    billing,
     paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl, payerKey: deps.encryptionKey, payerCookieMs: config.checkout.expiryMs }),
     ledger: createLedgerService({ prisma, read }),
     reports: createReportService({ prisma, read }),

@@ -7,6 +7,7 @@ import { webhookRoutes } from "../modules/webhooks/routes.ts";
 import { payoutRoutes } from "../modules/payouts/routes.ts";
 import { refundRoutes } from "../modules/refunds/routes.ts";
 import { disputeRoutes } from "../modules/disputes/routes.ts";
+import { billingRoutes } from "../modules/billing/routes.ts";
 import { paymentLinkRoutes } from "../modules/payment-links/routes.ts";
 import { paymentMethodRoutes } from "../modules/payment-methods/routes.ts";
 import { ledgerRoutes } from "../modules/ledger/routes.ts";
@@ -17,5 +18,5 @@ import type { RestRoute } from "../rest/route-table.ts";
 /** Every REST row, from every feature: the route table (src/rest/route-table.ts) serves them, the composition root lists them. */
 export const restRoutes: RestRoute[] = [
   ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...paymentMethodRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
-  ...disputeRoutes, ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes,
+  ...disputeRoutes, ...billingRoutes, ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes,
 ];

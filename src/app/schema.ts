@@ -13,6 +13,7 @@ import "../modules/webhooks/schema.ts";
 import "../modules/payouts/schema.ts";
 import "../modules/refunds/schema.ts";
 import "../modules/disputes/schema.ts";
+import "../modules/billing/schema.ts";
 import "../modules/payment-links/schema.ts";
 import "../modules/brand/schema.ts";
 import "../modules/reports/schema.ts";

@@ -6,7 +6,7 @@ import { body, dateTime, envelope, int, list, nullable, obj, schemas, str } from
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 graphql(`fragment RestCustomer on Customer { databaseId email firstName lastName phone createdAt }`);
-graphql(`fragment V1Customer on Customer { databaseId email firstName lastName phone metadata createdAt }`);
+graphql(`fragment V1Customer on Customer { databaseId email firstName lastName phone metadata testClock { id } createdAt }`);
 
 const toLegacyCustomer = (c: RestCustomerFragment) => ({
   id: c.databaseId,
@@ -18,7 +18,7 @@ const toLegacyCustomer = (c: RestCustomerFragment) => ({
 });
 
 /** A customer as /v1 shows it: its integer id (as /api/customers and GraphQL's databaseId), the id charges and initialize take. */
-const toV1Customer = (c: V1CustomerFragment) => ({ ...toLegacyCustomer(c), metadata: c.metadata ?? null });
+const toV1Customer = (c: V1CustomerFragment) => ({ ...toLegacyCustomer(c), metadata: c.metadata ?? null, test_clock: c.testClock?.id ?? null });
 const v1CustomerSchema = obj({
   id: int("The id initialize's and POST /v1/charges' `customer` take"),
   email: str(),
@@ -26,6 +26,7 @@ const v1CustomerSchema = obj({
   last_name: nullable(str()),
   phone: nullable(str("E.164")),
   metadata: nullable({ type: "object", description: "Your own JSON object" }),
+  test_clock: nullable(str("Test mode: the test clock (clock_...) the customer's billing follows")),
   created_at: dateTime(),
 });
 
@@ -37,7 +38,7 @@ export const customerRoutes = [
       operationId: "createV1Customer",
       summary: "Create a customer (one per e-mail and mode)",
       tag: "Customers",
-      body: body({ email: str(), first_name: str(), last_name: str(), phone: str(PHONE_INPUT_DESCRIPTION), metadata: { type: "object", description: "A JSON object of yours, at most 8 KB" } }, ["email"]),
+      body: body({ email: str(), first_name: str(), last_name: str(), phone: str(PHONE_INPUT_DESCRIPTION), metadata: { type: "object", description: "A JSON object of yours, at most 8 KB" }, test_clock: str("Test mode: a test clock's id (clock_...)") }, ["email"]),
       status: 201,
       response: envelope({ data: v1CustomerSchema }),
       errors: [409],
@@ -47,7 +48,7 @@ export const customerRoutes = [
         createCustomer(input: $input) { __typename ... on Customer { ...V1Customer } ... on Error { code message } }
       }
     `),
-    variables: ({ body }) => ({ input: { ...bodyFields(body, { email: "email", firstName: "first_name", lastName: "last_name", phone: "phone" }), metadata: body.metadata ?? undefined } }),
+    variables: ({ body }) => ({ input: { ...bodyFields(body, { email: "email", firstName: "first_name", lastName: "last_name", phone: "phone", testClock: "test_clock" }), metadata: body.metadata ?? undefined } }),
     respond: ({ createCustomer }) => ({ statusCode: 201, body: { status: "success", data: toV1Customer(createCustomer) } }),
   }),
   defineRoute({

@@ -31,6 +31,7 @@ const CreateCustomerInput = builder.inputType("CreateCustomerInput", {
     lastName: t.string({ description: "At most 100 characters." }),
     phone: t.string({ description: PHONE_INPUT_DESCRIPTION }),
     metadata: t.field({ type: "JSON", description: "A JSON object of yours, at most 8 KB serialized." }),
+    testClock: t.string({ description: "Test mode: a test clock's id (clock_...); the customer's subscriptions then bill on the clock's time." }),
   }),
 });
 
@@ -53,7 +54,11 @@ builder.mutationField("createCustomer", (t) =>
     type: Customer,
     errors: { types: businessErrors },
     args: { input: t.arg({ type: CreateCustomerInput, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.services.customers.createCustomer(ctx.principal!, input),
+    resolve: async (_root, { input }, ctx) => {
+      const { testClock, ...customer } = input;
+      const testClockId = testClock ? await ctx.services.billing.clockIdOf(ctx.principal!, testClock) : null;
+      return ctx.services.customers.createCustomer(ctx.principal!, { ...customer, testClockId });
+    },
   }),
 );
 

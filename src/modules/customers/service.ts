@@ -17,6 +17,8 @@ export interface CustomerInput {
   phone?: string | null;
   /** A JSON object of the merchant's (POST /v1/customers), at most 8 KB serialized. */
   metadata?: unknown;
+  /** Test mode: the test clock the customer lives on (resolved from its id by the caller). */
+  testClockId?: number | null;
 }
 
 const MAX_NAME_LENGTH = 100;
@@ -66,7 +68,7 @@ export function createCustomerService(prisma: PrismaClient, reader: PrismaClient
       const data = validateCustomer(principal, input);
       const metadata = customerMetadata(input.metadata);
       try {
-        return await prisma.customer.create({ data: { ...data, ...(metadata ? { metadata } : {}) } });
+        return await prisma.customer.create({ data: { ...data, ...(metadata ? { metadata } : {}), ...(input.testClockId ? { testClockId: input.testClockId } : {}) } });
       } catch (error) {
         // The unique index decides, so two concurrent creates cannot both succeed.
         if (isUniqueViolation(error)) throw new ConflictError(`A customer with email ${data.email} already exists`, "email");

@@ -57,6 +57,9 @@ function transactionAsOf(event: PublishedEvent): Transaction {
     callbackUrl: null,
     savePaymentMethod: false,
     paymentMethodId: null,
+    // Not in the snapshot: Transaction.invoice reads the row.
+    invoiceId: null,
+    invoiceAttempt: null,
   };
 }
 

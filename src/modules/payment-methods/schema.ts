@@ -68,7 +68,7 @@ builder.mutationField("detachPaymentMethod", (t) =>
   }),
 );
 
-const NextAction = builder.objectRef<{ type: "redirect"; url: string }>("NextAction").implement({
+export const NextAction = builder.objectRef<{ type: "redirect"; url: string }>("NextAction").implement({
   description: "What the payer must do before the charge can complete (their bank wants them: 2FA).",
   fields: (t) => ({
     type: t.exposeString("type", { description: "redirect: send the payer to url." }),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Principal } from "../../auth.ts";
-import type { PaymentChannel, Transaction } from "../../db/generated/prisma/client.ts";
+import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { isUniqueViolation, ValidationError } from "../../errors.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { amountSchema } from "../../money.ts";
@@ -23,6 +23,18 @@ export interface StkCollectionInput {
   paymentChannelId?: number | null;
   reference?: string | null;
   description?: string | null;
+  /** Who the payment is for, written with the row (a saved M-Pesa method's charge: its customer, method and invoice). */
+  attach?: SavedMethodLink;
+}
+
+/** What a saved method's charge records on its payment from the start: so its first event already names them. */
+export interface SavedMethodLink {
+  customerId: number;
+  paymentMethodId: number;
+  email: string;
+  metadata: Record<string, unknown> | null;
+  invoiceId?: number;
+  invoiceAttempt?: number;
 }
 
 /** The STK push's input, in the order its fields are reported when several are wrong. */
@@ -62,6 +74,7 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
       const recovered = await ctx.recoveredTransaction(principal);
       if (recovered) return { transaction: recovered, customerMessage: RECOVERED_PUSH_MESSAGE };
       const { amount, phoneNumber, reference: clientReference, description, paymentChannelId } = parseInput(stkCollectionInput, input);
+      const { metadata: attachedMetadata, ...attached } = input.attach ?? { metadata: null };
       const channel = await channels.resolvePaymentChannel(principal, paymentChannelId);
       const momo = momoConnectorOf(connectors, channel);
       if (!connectorOf(connectors, channel)!.currencies.includes(momo.currency)) {
@@ -86,6 +99,8 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
             paymentMethod: "momo_stk",
             clientReference,
             channelId: channel.id,
+            ...attached,
+            ...(attachedMetadata ? { metadata: attachedMetadata as Prisma.InputJsonObject } : {}),
           },
           {
             announce: true,

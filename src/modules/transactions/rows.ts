@@ -43,6 +43,8 @@ const TRANSACTION_FIELDS = {
   metadata: "metadata",
   savePaymentMethod: "save_payment_method",
   paymentMethodId: "payment_method_id",
+  invoiceId: "invoice_id",
+  invoiceAttempt: "invoice_attempt",
 } as const satisfies { [K in keyof Transaction]-?: string };
 
 type TransactionField = keyof typeof TRANSACTION_FIELDS;

@@ -1,13 +1,13 @@
 import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
-import { GatewayError, ValidationError } from "../../errors.ts";
+import { GatewayError, isUniqueViolation, ValidationError } from "../../errors.ts";
 import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import { amountSchema, parseCurrency } from "../../money.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { SavedCardConnector, SavedCardOutcome } from "../../providers/types.ts";
 import { optionalTextSchema, parseInput } from "../../validation.ts";
-import type { CollectionFlow } from "./collections.ts";
+import type { CollectionFlow, SavedMethodLink } from "./collections.ts";
 import { asProviderError, connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
 import { metadataSchema } from "./initialize.ts";
 import { afterCreate, insertPendingTransaction } from "./status.ts";
@@ -30,6 +30,11 @@ export interface SavedChargeInput {
   reference?: string | null;
   metadata?: unknown;
   description?: string | null;
+}
+
+/** A subscription invoice's charge: made once per invoice and attempt (the database's unique pair), instead of once per key. */
+export interface InvoiceChargeInput extends SavedChargeInput {
+  invoice: { id: number; attempt: number };
 }
 
 /** A charge's answer: the payment, and where the payer must go when the bank wants them (2FA). */
@@ -121,11 +126,32 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
     return chargeCard(t, channel, savedCards, token, attempt.id);
   }
 
-  /** The one function a billing job calls: charge this customer's saved method for the merchant, once per key. */
-  return async function chargeSavedMethod(principal: Principal, input: SavedChargeInput): Promise<SavedChargeResult> {
+  /** POST /v1/charges: charge this customer's saved method for the merchant, once per Idempotency-Key. */
+  async function chargeSavedMethod(principal: Principal, input: SavedChargeInput): Promise<SavedChargeResult> {
     if (!inIdempotencyScope(principal)) throw new ValidationError("Idempotency-Key", "is required: a charge without the payer is made once per key");
     const recovered = await ctx.recoveredTransaction(principal);
     if (recovered) return resultOf(await resume(recovered));
+    return charge(principal, input);
+  }
+
+  /**
+   * The billing job's charge of an invoice: once per invoice and attempt. An attempt already made (a crash, another
+   * instance) is resumed as a retried key is; one that loses the insert race answers the winner's payment.
+   */
+  async function chargeInvoice(principal: Principal, input: InvoiceChargeInput): Promise<SavedChargeResult> {
+    const made = await store.findByInvoiceAttempt(input.invoice.id, input.invoice.attempt);
+    if (made) return resultOf(await resume(made));
+    try {
+      return await charge(principal, input);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      const winner = await store.findByInvoiceAttempt(input.invoice.id, input.invoice.attempt);
+      if (!winner) throw error;
+      return resultOf(winner);
+    }
+  }
+
+  async function charge(principal: Principal, input: SavedChargeInput & Partial<Pick<InvoiceChargeInput, "invoice">>): Promise<SavedChargeResult> {
     if (!deps.paymentMethods) throw new GatewayError("forbidden", "Saved payment methods are not available here");
     const { amount, currency: wantedCurrency, reference: clientReference, description, metadata } = parseInput(chargeInput, input);
     const customer = await customers.getCustomer(principal, input.customer);
@@ -140,11 +166,14 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       // An STK push to the saved phone through the one push flow; it answers pending until the payer approves.
       if (!connector.momo || !method.phone) throw new GatewayError("forbidden", "The payment method's channel cannot push M-Pesa prompts");
       parseCurrency(wantedCurrency, [connector.momo.currency], channel.provider);
+      const attach: SavedMethodLink = {
+        customerId: customer.id, paymentMethodId: method.id, email: customer.email, metadata: metadata as Record<string, unknown> | null,
+        ...(input.invoice ? { invoiceId: input.invoice.id, invoiceAttempt: input.invoice.attempt } : {}),
+      };
       const { transaction } = await collections.startStkCollection(principal, {
-        amount: input.amount, phoneNumber: `+${method.phone}`, reference: clientReference, description, paymentChannelId: channel.id,
+        amount: input.amount, phoneNumber: `+${method.phone}`, reference: clientReference, description, paymentChannelId: channel.id, attach,
       });
-      const linked = await store.linkSavedMethod(transaction.id, { customerId: customer.id, paymentMethodId: method.id, email: customer.email, metadata });
-      return resultOf(linked);
+      return resultOf(transaction);
     }
 
     const savedCards = connector.savedCards;
@@ -166,6 +195,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       paymentMethodId: method.id,
       clientReference,
       ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }),
+      ...(input.invoice ? { invoiceId: input.invoice.id, invoiceAttempt: input.invoice.attempt } : {}),
     };
     // The payment, its attempt, the key's recovery point and the job that asks the provider commit before the charge.
     const askAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
@@ -181,5 +211,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
     afterCreate(ctx.stateMachine, created);
     logger.info({ reference: created.transaction.reference, paymentMethod: method.reference }, "saved card charge sent");
     return resultOf(await chargeCard(created.transaction, channel, savedCards, token, created.attempt.id));
-  };
+  }
+
+  return { chargeSavedMethod, chargeInvoice };
 }

@@ -52,7 +52,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     initialize: createInitialize(ctx, hosted),
     startStkCollection: collections.startStkCollection,
     /** Charges a customer's saved payment method without the payer, once per Idempotency-Key (saved-charges.ts). */
-    chargeSavedMethod: createSavedChargeFlow(ctx, collections),
+    ...createSavedChargeFlow(ctx, collections),
     /** A push's callback, from the API or the page alike, found on its attempt in one lookup (outcomes.ts). */
     applyCollectionCallback: outcomes.applyCollectionCallback,
     hostedCheckoutUrl: hosted.hostedCheckoutUrl,

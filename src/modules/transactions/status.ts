@@ -1,6 +1,6 @@
 import type { Event, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { recordRecoveryPoint, type MaybeKeyed } from "../../idempotency/scope.ts";
-import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
+import { enqueueCte, enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import { recordEvent } from "../events/outbox.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
@@ -41,6 +41,10 @@ export interface TransitionResult {
   event: PublishedEvent | null;
 }
 
+/** Queued when a subscription invoice's charge settles, in the statement that settles it: billing records the outcome on the invoice. */
+export const INVOICE_CHARGE_SETTLED_JOB = "invoice.charge_settled";
+const INVOICE_CHARGE_SETTLED_CTES = `invoice_charge AS (SELECT invoice_id FROM t WHERE invoice_id IS NOT NULL), ${enqueueCte("invoice_jobs", INVOICE_CHARGE_SETTLED_JOB, { from: "invoice_charge", payload: { invoiceId: "invoice_id" } })}`;
+
 /** The transactions table's part in the status machine (events/status-machine.ts). */
 export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_COLUMNS, TransactionSnapshot> = {
   subject: "transaction",
@@ -51,6 +55,7 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
   fromRow: (row) => transactionFromRow(row as TransactionRow),
   findById,
   snapshot: SETTLED_SNAPSHOT,
+  alsoWrites: () => INVOICE_CHARGE_SETTLED_CTES,
 };
 
 /** A transaction's status change: pending -> completed | failed, exactly once (events/status-machine.ts). */

@@ -310,9 +310,9 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     findById: (id: number) => findById(sql, id),
 
     /** An M-Pesa saved method's charge: its push's payment, tied to the customer and the method it charged. */
-    linkSavedMethod(id: number, link: { customerId: number; paymentMethodId: number; email: string; metadata: Record<string, unknown> | null }): Promise<Transaction> {
-      const { metadata, ...rest } = link;
-      return prisma.transaction.update({ where: { id }, data: { ...rest, ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }) } });
+    /** The charge of this subscription invoice's attempt (1, 2 ...), or null: unique per invoice and attempt. */
+    findByInvoiceAttempt(invoiceId: number, attempt: number): Promise<Transaction | null> {
+      return prisma.transaction.findUnique({ where: { invoiceId_invoiceAttempt: { invoiceId, invoiceAttempt: attempt } } });
     },
 
     /** The payer's choice on the checkout page: save (or not) the card or phone this payment is made with. */

@@ -3,5 +3,6 @@
  * event picker (src/dashboard/app, bundled for the browser) offers exactly the list the server accepts.
  */
 export const webhookEventTypes = ["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed",
-  "dispute.created", "dispute.updated", "dispute.closed"] as const;
+  "dispute.created", "dispute.updated", "dispute.closed",
+  "subscription.created", "subscription.updated", "subscription.canceled", "invoice.created", "invoice.paid", "invoice.payment_failed"] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];

@@ -32,8 +32,8 @@ export function transactionWebhookData(t: TransactionSnapshot) {
  * event alone), so a signature and a receiver's dedupe on webhook-id both hold across retries.
  */
 export function webhookBody(event: { type: string; createdAt: Date | string; payload: unknown }): string {
-  // Payouts, refunds and disputes are stored as /v1/payouts, /v1/refunds and /v1/disputes show them already.
-  const payload = event.payload as { transaction?: TransactionSnapshot; payout?: unknown; refund?: unknown; dispute?: unknown };
-  const data = payload.transaction ? transactionWebhookData(payload.transaction) : (payload.payout ?? payload.refund ?? payload.dispute ?? payload);
+  // Payouts, refunds, disputes, subscriptions and invoices are stored as their /v1 routes show them already.
+  const payload = event.payload as { transaction?: TransactionSnapshot; payout?: unknown; refund?: unknown; dispute?: unknown; subscription?: unknown; invoice?: unknown };
+  const data = payload.transaction ? transactionWebhookData(payload.transaction) : (payload.payout ?? payload.refund ?? payload.dispute ?? payload.subscription ?? payload.invoice ?? payload);
   return JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data });
 }

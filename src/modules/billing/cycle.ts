@@ -1,0 +1,281 @@
+import type { Principal } from "../../auth.ts";
+import type { PrismaClient } from "../../db/database.ts";
+import type { Event, Prisma } from "../../db/generated/prisma/client.ts";
+import { GatewayError } from "../../errors.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
+import type { Logger } from "../../logger.ts";
+import { recordEvent } from "../events/outbox.ts";
+import type { EventPublisher } from "../events/publisher.ts";
+import { afterCommit } from "../events/status-machine.ts";
+import type { TransactionService } from "../transactions/service.ts";
+import { INVOICE_CHARGE_SETTLED_JOB } from "../transactions/status.ts";
+import { periodStart } from "./periods.ts";
+import * as store from "./store.ts";
+import { invoiceView, subscriptionView } from "./views.ts";
+
+/**
+ * The billing cycle: a subscription's period becomes one invoice, an invoice is charged on the customer's saved
+ * method through the payments core (one transaction per attempt: transactions/saved-charges.ts), and each charge's
+ * outcome is recorded on its invoice once: paid, or failed and retried on the schedule (dunning) until the last
+ * failure makes it uncollectible. Each step locks its subscription, then its invoice (always in that order), writes
+ * its changes and their events (with their webhook deliveries and follow-up jobs) in one database transaction.
+ *
+ * Time: a subscription on a test clock (test mode) lives on the clock's frozen time; the clock's advance runs its
+ * due steps in order (clocks.ts). Every other one runs on the wall's, from jobs queued at the moment they fall due.
+ */
+
+export const BILL_SUBSCRIPTION_JOB = "subscription.bill";
+export const COLLECT_INVOICE_JOB = "invoice.collect";
+export const ADVANCE_CLOCK_JOB = "test_clock.advance";
+
+/** A charge refused before any payment was made (the method detached meanwhile): an attempt that failed without a charge. */
+const REFUSALS_WITHOUT_CHARGE = new Set(["payment_method_detached", "payment_method_not_reusable", "channel_inactive", "forbidden", "not_found", "unsupported_currency", "validation_failed"]);
+
+export interface BillingCycleDeps {
+  prisma: PrismaClient;
+  transactions: Pick<TransactionService, "chargeInvoice" | "checkoutUrl">;
+  jobs: JobRunner;
+  publisher: EventPublisher;
+  logger: Logger;
+  /** Delays before each retry of a failed charge, each after the previous attempt. */
+  retryScheduleMs: readonly number[];
+  /** After the last retry fails: cancel (true) or leave unpaid. */
+  cancelUnpaid: boolean;
+}
+
+type Recorded = { event: Event; deliveriesQueued: number };
+
+/** A step's writes: its events (published after commit) and whether it queued jobs (this instance is told). */
+interface Step {
+  tx: Prisma.TransactionClient;
+  emit(merchant: { merchantId: number; mode: Event["mode"] }, type: string, payload: Prisma.InputJsonObject): Promise<void>;
+  enqueue(jobs: JobRequest[]): Promise<void>;
+}
+
+/** The system's own principal for a merchant's billing: what a charge is made as. */
+export const billingPrincipal = (owner: { merchantId: number; mode: Principal["mode"] }): Principal => ({
+  merchantId: owner.merchantId,
+  mode: owner.mode,
+  role: "owner",
+  userId: null,
+  keyId: null,
+  keyPrefix: null,
+});
+
+export function createBillingCycle(deps: BillingCycleDeps) {
+  const { prisma, jobs } = deps;
+  const checkoutUrl = deps.transactions.checkoutUrl;
+
+  /** Runs one step in a database transaction; its events reach subscribers, and its jobs this instance, after commit. */
+  async function step<T>(run: (s: Step) => Promise<T>): Promise<T> {
+    const recorded: Recorded[] = [];
+    let queued = 0;
+    const out = await prisma.$transaction(async (tx) =>
+      run({
+        tx,
+        async emit(merchant, type, payload) {
+          recorded.push(await recordEvent(tx, { merchantId: merchant.merchantId, mode: merchant.mode, type, payload }));
+        },
+        async enqueue(requests) {
+          queued += requests.length;
+          await enqueueJobs(tx, requests);
+        },
+      }),
+    );
+    for (const r of recorded) afterCommit(deps, r.event, r.deliveriesQueued);
+    if (queued) jobs.nudge();
+    return out;
+  }
+
+  const emitSubscription = (s: Step, sub: store.LinkedSubscription, type: string) => s.emit(sub, type, { subscription: subscriptionView(sub) as Prisma.InputJsonObject });
+  const emitInvoice = (s: Step, invoice: store.LinkedInvoice, type: string) => s.emit(invoice, type, { invoice: invoiceView(invoice, checkoutUrl) as Prisma.InputJsonObject });
+
+  /** The time a subscription or invoice lives on: its test clock's, or the wall's. */
+  async function nowOf(testClockId: number | null): Promise<Date> {
+    if (testClockId === null) return new Date();
+    const clock = await store.clockById(prisma, testClockId);
+    return clock?.frozenTime ?? new Date();
+  }
+
+  /** On the wall's time, the job that makes the step when it falls due; a clock's steps are run by its advance. */
+  const wallJob = (testClockId: number | null, kind: string, payload: Record<string, number>, runAt: Date): JobRequest[] => (testClockId === null ? [{ kind, payload, runAt }] : []);
+
+  /**
+   * Invoices the subscription's due period (or ends it, when it was to cancel at period end), once: the row lock and
+   * next_invoice_at decide between racing callers, the unique (subscription, period_start) between anything else.
+   */
+  async function billSubscription(subscriptionId: number, now: Date): Promise<void> {
+    await step(async (s) => {
+      const sub = await store.lockSubscription(s.tx, subscriptionId);
+      if (!sub?.nextInvoiceAt || sub.nextInvoiceAt > now) return;
+      const at = sub.nextInvoiceAt;
+      if (sub.cancelAtPeriodEnd) {
+        const ended = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: at, nextInvoiceAt: null });
+        await emitSubscription(s, ended, "subscription.canceled");
+        return;
+      }
+      const n = sub.periodsBilled;
+      const end = periodStart(sub.billingAnchor, sub.plan, n + 1);
+      const { invoice, created } = await store.insertInvoiceForPeriod(s.tx, {
+        reference: store.newInvoiceId(),
+        merchantId: sub.merchantId,
+        mode: sub.mode,
+        subscriptionId: sub.id,
+        customerId: sub.customerId,
+        testClockId: sub.testClockId,
+        amountDue: sub.plan.amount,
+        currency: sub.plan.currency,
+        periodStart: at,
+        periodEnd: end,
+        nextAttemptAt: at,
+      });
+      if (created) await emitInvoice(s, invoice, "invoice.created");
+      const renewed = await store.updateSubscription(s.tx, sub.id, {
+        periodsBilled: n + 1,
+        currentPeriodStart: at,
+        currentPeriodEnd: end,
+        nextInvoiceAt: end,
+        ...(sub.status === "trialing" ? { status: "active" } : {}),
+      });
+      await emitSubscription(s, renewed, "subscription.updated");
+      await s.enqueue([
+        ...wallJob(sub.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, now),
+        ...wallJob(sub.testClockId, BILL_SUBSCRIPTION_JOB, { subscriptionId: sub.id }, end),
+      ]);
+    });
+  }
+
+  /**
+   * Makes the invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
+   * bank): through the payments core, once per invoice and attempt. Then records what the charge came to.
+   */
+  async function collectInvoice(invoiceId: number, now: Date): Promise<void> {
+    const invoice = await store.linkedInvoice(prisma, invoiceId);
+    if (!invoice || invoice.status !== "open") return;
+    const attempt = invoice.attempts + 1;
+    const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
+    if (!inFlight && (!invoice.nextAttemptAt || invoice.nextAttemptAt > now)) return;
+    const sub = await prisma.subscription.findUniqueOrThrow({ where: { id: invoice.subscriptionId }, include: { plan: true, paymentMethod: { select: { reference: true } } } });
+    try {
+      await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
+        customer: invoice.customerId,
+        paymentMethod: sub.paymentMethod.reference,
+        amount: invoice.amountDue,
+        currency: invoice.currency,
+        description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
+        metadata: { invoice: invoice.reference, subscription: sub.reference },
+        invoice: { id: invoice.id, attempt },
+      });
+    } catch (error) {
+      if (!(error instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(error.code)) throw error;
+      deps.logger.warn({ invoice: invoice.reference, code: error.code }, "invoice charge refused before any payment was made");
+      await recordOutcome(invoice.id, now, { attempt, code: error.code });
+      return;
+    }
+    await recordOutcome(invoice.id, now);
+  }
+
+  /**
+   * Records the outcome of the invoice's current attempt, once (the attempt count moves only here, under the locks):
+   * a completed charge pays it; a failed one (or a charge refused before it was made, `refused`) schedules the next
+   * try, or after the last makes it uncollectible and the subscription unpaid (or canceled). Pending: nothing yet.
+   */
+  async function recordOutcome(invoiceId: number, now: Date, refused?: { attempt: number; code: string }): Promise<void> {
+    const known = await store.linkedInvoice(prisma, invoiceId);
+    if (!known) return;
+    await step(async (s) => {
+      // The subscription first, then the invoice: the order every step locks them in.
+      const sub = await store.lockSubscription(s.tx, known.subscriptionId);
+      const invoice = await store.lockInvoice(s.tx, invoiceId);
+      if (!sub || !invoice) return;
+      const attempt = invoice.attempts + 1;
+      const charge = invoice.transactions.find((c) => c.invoiceAttempt === attempt);
+      if (charge?.status === "completed" && (invoice.status === "open" || invoice.status === "void")) {
+        const paid = await store.updateInvoice(s.tx, invoice.id, { status: "paid", paidAt: now, attempts: attempt, nextAttemptAt: null });
+        await emitInvoice(s, paid, "invoice.paid");
+        if (sub.status === "past_due" && !(await store.hasUnpaidFailures(s.tx, sub.id, invoice.id))) {
+          await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, { status: "active" }), "subscription.updated");
+        }
+        return;
+      }
+      const failed = charge?.status === "failed" || (!charge && refused?.attempt === attempt);
+      if (!failed || invoice.status !== "open") return;
+      const last = attempt > deps.retryScheduleMs.length;
+      const nextAttemptAt = last ? null : new Date(now.getTime() + deps.retryScheduleMs[attempt - 1]!);
+      const updated = await store.updateInvoice(s.tx, invoice.id, { attempts: attempt, nextAttemptAt, ...(last ? { status: "uncollectible" } : {}) });
+      await emitInvoice(s, updated, "invoice.payment_failed");
+      if (nextAttemptAt) await s.enqueue(wallJob(invoice.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, nextAttemptAt));
+      if (sub.status === "canceled") return;
+      if (last) {
+        const ends = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
+        await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, ends), deps.cancelUnpaid ? "subscription.canceled" : "subscription.updated");
+      } else if (sub.status === "active" || sub.status === "trialing") {
+        await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, { status: "past_due" }), "subscription.updated");
+      }
+    });
+  }
+
+  /** Ends the subscription now: no more periods, its open invoices no charge is pending for are voided. */
+  async function cancelNow(subscriptionId: number, now: Date): Promise<store.LinkedSubscription | null> {
+    return step(async (s) => {
+      const sub = await store.lockSubscription(s.tx, subscriptionId);
+      if (!sub || sub.status === "canceled") return sub;
+      const canceled = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: now, nextInvoiceAt: null, cancelAtPeriodEnd: false });
+      for (const invoice of await store.openInvoicesOf(s.tx, sub.id)) {
+        if (invoice.transactions.some((c) => c.status === "pending")) continue;
+        await store.updateInvoice(s.tx, invoice.id, { status: "void", nextAttemptAt: null });
+      }
+      await emitSubscription(s, canceled, "subscription.canceled");
+      return canceled;
+    });
+  }
+
+  /** Marks the subscription to end when its current period does (no further invoice), or takes that back. */
+  async function setCancelAtPeriodEnd(subscriptionId: number, cancel: boolean): Promise<store.LinkedSubscription | null> {
+    return step(async (s) => {
+      const sub = await store.lockSubscription(s.tx, subscriptionId);
+      if (!sub || sub.status === "canceled" || sub.cancelAtPeriodEnd === cancel) return sub;
+      const changed = await store.updateSubscription(s.tx, sub.id, { cancelAtPeriodEnd: cancel });
+      await emitSubscription(s, changed, "subscription.updated");
+      return changed;
+    });
+  }
+
+  /** A new subscription, with its subscription.created event and the job that bills its first period when it starts. */
+  async function createSubscription(data: Prisma.SubscriptionUncheckedCreateInput): Promise<store.LinkedSubscription> {
+    return step(async (s) => {
+      const sub = await store.insertSubscription(s.tx, data);
+      await emitSubscription(s, sub, "subscription.created");
+      const firstAt = sub.nextInvoiceAt!;
+      await s.enqueue(
+        sub.testClockId === null
+          ? [{ kind: BILL_SUBSCRIPTION_JOB, payload: { subscriptionId: sub.id }, runAt: firstAt }]
+          : [{ kind: ADVANCE_CLOCK_JOB, payload: { clockId: sub.testClockId } }],
+      );
+      return sub;
+    });
+  }
+
+  jobs.register<{ subscriptionId: number }>({
+    kind: BILL_SUBSCRIPTION_JOB,
+    concurrency: 20,
+    run: async ({ subscriptionId }) => billSubscription(Number(subscriptionId), new Date()),
+  });
+  jobs.register<{ invoiceId: number }>({
+    kind: COLLECT_INVOICE_JOB,
+    concurrency: 20,
+    run: async ({ invoiceId }) => collectInvoice(Number(invoiceId), new Date()),
+  });
+  jobs.register<{ invoiceId: number }>({
+    kind: INVOICE_CHARGE_SETTLED_JOB,
+    run: async ({ invoiceId }) => {
+      const invoice = await prisma.invoice.findUnique({ where: { id: Number(invoiceId) }, select: { testClockId: true } });
+      if (invoice) await recordOutcome(Number(invoiceId), await nowOf(invoice.testClockId));
+    },
+  });
+
+  return { billSubscription, collectInvoice, recordOutcome, cancelNow, setCancelAtPeriodEnd, createSubscription, nowOf };
+}
+
+export type BillingCycle = ReturnType<typeof createBillingCycle>;
