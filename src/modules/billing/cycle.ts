@@ -22,7 +22,7 @@ import { invoiceView, subscriptionView } from "./views.ts";
  * its changes and their events (with their webhook deliveries and follow-up jobs) in one database transaction.
  *
  * Time: a subscription on a test clock (test mode) lives on the clock's frozen time; the clock's advance runs its
- * due steps in order (clocks.ts). Every other one runs on the wall's, from jobs queued at the moment they fall due.
+ * due steps in order (clocks.ts). Every other one runs on the wall's time, each step a job queued for the moment it falls due.
  */
 
 export const BILL_SUBSCRIPTION_JOB = "subscription.bill";
