@@ -15,11 +15,7 @@ const MERCHANT = "Mama Mboga Ltd";
 const NO_ANSWER_PHONE = "254700001019";
 
 describe("hosted checkout: the Save this card box", () => {
-  let gw: TestGateway;
-  let browser: Browser;
-  let payer: PayerBrowser;
-  let key: string;
-  let channelId: number;
+  let [gw, browser, payer, key, channelId] = [] as unknown as [TestGateway, Browser, PayerBrowser, string, number];
 
   beforeAll(async () => {
     [browser, gw] = await Promise.all([launchChromium(), startTestGateway({ env: { RATE_LIMIT_ENABLED: "false" } })]);
@@ -32,10 +28,13 @@ describe("hosted checkout: the Save this card box", () => {
   });
   afterAll(() => expectCleanLedger(gw));
 
-  async function newCustomer(email: string): Promise<number> {
+  /** A new customer's payment (initialize with `customer`, the merchant's save request or not): its customer and checkout path. */
+  async function customerPayment(email: string, merchantAsks: boolean): Promise<{ customer: number; path: string }> {
     const created = await apiClient(gw.url, key).post("/v1/customers", { email, first_name: "Wanjiru", last_name: "Kamau" });
     expect(created.status, created.text).toBe(201);
-    return created.body.data.id;
+    const customer = created.body.data.id as number;
+    const { path } = await initialize(gw, key, { email: undefined, customer, ...(merchantAsks ? { save_payment_method: true } : {}) });
+    return { customer, path };
   }
 
   async function savedMethods(customer: number) {
@@ -66,8 +65,7 @@ describe("hosted checkout: the Save this card box", () => {
   });
 
   it("unticked by default; ticked by the payer, the card is saved for the customer (brand, last4)", async () => {
-    const customer = await newCustomer("ticks@example.com");
-    const { path } = await initialize(gw, key, { email: undefined, customer });
+    const { customer, path } = await customerPayment("ticks@example.com", false);
     const page = await payer.open(path);
     await chooseMethod(page, "card");
     const box = page.getByLabel(`Save this card for future payments to ${MERCHANT}`);
@@ -79,18 +77,20 @@ describe("hosted checkout: the Save this card box", () => {
     await page.close();
   });
 
-  it("left unticked: sent as false, nothing saved", async () => {
-    const customer = await newCustomer("leaves@example.com");
-    const { path } = await initialize(gw, key, { email: undefined, customer });
+  it.each([
+    { merchantAsks: false, saved: [] },
+    { merchantAsks: true, saved: [{ type: "card", card: { brand: "mastercard", last4: "4444" } }] },
+  ])("the payer leaves the box as it is (merchant asked: $merchantAsks): sent as such, saved only when it was ticked", async ({ merchantAsks, saved }) => {
+    const { customer, path } = await customerPayment(`leaves-${merchantAsks}@example.com`, merchantAsks);
     const page = await payer.open(path);
-    expect(await payAndReadRequest(page, "4242 4242 4242 4242")).toMatchObject({ save_payment_method: false });
-    expect(await savedMethods(customer)).toEqual([]);
+    expect(await payAndReadRequest(page, "5555 5555 5555 4444")).toMatchObject({ save_payment_method: merchantAsks });
+    expect(await savedMethods(customer)).toMatchObject(saved);
+    expect(await savedMethods(customer)).toHaveLength(saved.length);
     await page.close();
   });
 
   it("the merchant asked: the page says so and the box is ticked; the payer unticks it and nothing is saved", async () => {
-    const customer = await newCustomer("unticks@example.com");
-    const { path } = await initialize(gw, key, { email: undefined, customer, save_payment_method: true });
+    const { customer, path } = await customerPayment("unticks@example.com", true);
     const page = await payer.open(path);
     expect(await page.textContent("#save-card-requested")).toBe(`${MERCHANT} asks to keep this card for future payments. Untick the box if you do not want that.`);
     const box = page.getByLabel(`Save this card for future payments to ${MERCHANT}`);
@@ -105,18 +105,8 @@ describe("hosted checkout: the Save this card box", () => {
     await page.close();
   });
 
-  it("the merchant asked and the payer leaves it ticked: saved", async () => {
-    const customer = await newCustomer("keeps@example.com");
-    const { path } = await initialize(gw, key, { email: undefined, customer, save_payment_method: true });
-    const page = await payer.open(path);
-    expect(await payAndReadRequest(page, "5555 5555 5555 4444")).toMatchObject({ save_payment_method: true });
-    expect(await savedMethods(customer)).toMatchObject([{ type: "card", card: { brand: "mastercard", last4: "4444" } }]);
-    await page.close();
-  });
-
   it("in Swahili: the box's label and the merchant's request in the payer's language", async () => {
-    const customer = await newCustomer("kiswahili@example.com");
-    const { path } = await initialize(gw, key, { email: undefined, customer, save_payment_method: true });
+    const { path } = await customerPayment("kiswahili@example.com", true);
     const swahili = await payerBrowser(browser, gw, { width: 360, locale: "sw-KE" });
     try {
       const page = await swahili.open(path);
