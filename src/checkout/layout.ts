@@ -86,7 +86,7 @@ export function baseCss(accent: string | null): string {
   h1 { font-size: 2rem; margin: .25rem 0 .5rem; } h2 { font-size: 1.25rem; margin: 1rem 0 .25rem; }
   .description { margin: 0 0 1rem; }
   label { display: block; margin: .75rem 0 .25rem; font-weight: 600; }
-  input:not([type="radio"]) { display: block; width: 100%; min-width: 0; padding: .6rem; font-size: 1rem; border: 1px solid #767676; border-radius: 4px; }
+  input:not([type="radio"]):not([type="checkbox"]) { display: block; width: 100%; min-width: 0; padding: .6rem; font-size: 1rem; border: 1px solid #767676; border-radius: 4px; }
   input[aria-invalid="true"] { border-color: #b91c1c; }
   .row { display: flex; gap: .5rem; } .row > * { flex: 1 1 0; min-width: 0; }
   button { margin-top: 1rem; width: 100%; padding: .8rem; font-size: 1rem; background: var(--accent); color: #fff; border: 2px solid var(--accent); border-radius: 4px; cursor: pointer; }

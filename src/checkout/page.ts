@@ -33,6 +33,11 @@ export interface CheckoutView {
   description: string | null;
   merchantName: string;
   acceptsCards: boolean;
+  /**
+   * The card form's "Save this card" box: `offered` when the payment has a customer and its channel charges saved
+   * cards; `requested` when the merchant asked to save it (initialize's save_payment_method): the box starts ticked.
+   */
+  saveCard: { offered: boolean; requested: boolean };
   /** The payer pays on the provider's own page (Paystack) and comes back here. */
   hosted: boolean;
   mode: "test" | "live";
@@ -69,6 +74,15 @@ export function formatAmount(amount: bigint, currency: string): string {
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, "\\u003c");
 
 const attemptsLeftText = (t: Messages, n: number) => (n === 1 ? t.attemptsLeftOne : format(t.attemptsLeft, { n }));
+
+/**
+ * The payer's consent to keep the card for the merchant's later charges: unticked unless the merchant asked, which the
+ * page then says (the payer may still untick it). The script sends its state as save_payment_method.
+ */
+function saveCardBox(t: Messages, merchant: string, requested: boolean): string {
+  const asked = requested ? `<p class="hint" id="save-card-requested">${escapeHtml(format(t.saveCardRequested, { merchant }))}</p>` : "";
+  return `${asked}<label class="save-card"><input type="checkbox" id="save-card"${requested ? ' checked aria-describedby="save-card-requested"' : ""}> ${escapeHtml(format(t.saveCard, { merchant }))}</label>`;
+}
 
 /**
  * The hosted checkout page: the merchant's brand, the amount, and every way to pay it (M-Pesa first where it is
@@ -173,6 +187,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
         <div><label for="expiry-year">${escapeHtml(t.year)}</label><input id="expiry-year" name="expiry_year" inputmode="numeric" autocomplete="cc-exp-year" placeholder="YYYY" required></div>
         <div><label for="cvc">${escapeHtml(t.cvc)}</label><input id="cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required></div>
       </div>
+      ${view.saveCard.offered ? saveCardBox(t, merchant, view.saveCard.requested) : ""}
       <button type="submit">${escapeHtml(format(t.pay, { amount }))}</button>
     </form>
     ${testMode && view.sandbox ? `<p class="hint" id="card-hint">${escapeHtml(t.testCards)}</p>` : ""}
@@ -208,6 +223,9 @@ ${options.confirming && view?.status === "pending" ? `<meta http-equiv="refresh"
   #methods legend { font-weight: 600; margin-bottom: .25rem; padding: 0; }
   .method { flex: 1 1 0; margin: 0; display: flex; align-items: center; gap: .5rem; padding: .6rem .75rem; border: 1px solid #767676; border-radius: 4px; cursor: pointer; }
   .method:has(input:checked) { border: 2px solid var(--accent); }
+  .save-card { display: flex; align-items: flex-start; gap: .5rem; font-weight: 400; margin-top: 1rem; cursor: pointer; }
+  #save-card-requested { margin-top: 1rem; } #save-card-requested + .save-card { margin-top: .5rem; }
+  .save-card input { flex: none; width: 1.25rem; height: 1.25rem; margin: .05rem 0 0; accent-color: var(--accent); }
   #retry { display: flex; flex-direction: column; }
   #waiting { text-align: center; margin-top: 1rem; }
   .spinner { width: 2.5rem; height: 2.5rem; margin: 0 auto; border: 4px solid #d4d4d4; border-top-color: var(--accent); border-radius: 50%; animation: spin 1s linear infinite; }

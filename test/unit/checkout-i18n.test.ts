@@ -57,7 +57,7 @@ describe("checkout languages", () => {
     const view: CheckoutView = {
       merchantId: 1, methods: { card: true, mpesa: false }, attemptsLeft: 3, attempt: null, reference: "ref", amount: 100n, currency: "KES",
       status: "pending", description: null, merchantName: "M", acceptsCards: true, hosted: false, mode: "live", sandbox: false,
-      failureCode: null, failureReason: null, returnUrl: null,
+      failureCode: null, failureReason: null, returnUrl: null, saveCard: { offered: true, requested: true },
       brand: { displayName: `<img src=x onerror=alert(1)>`, accentColor: "#000000; } *{", logoUrl: "//evil.example/logo.png", supportEmail: `a@b.c"><script>` },
     };
     const html = renderCheckoutPage(view, { nonce: "n" });

@@ -24,6 +24,7 @@ export function startCheckout(data: CheckoutPageData): void {
   const result = $("result")!, left = $("attempts-left")!, waiting = $("waiting")!, retry = $("retry")!;
   const methods = $<HTMLFieldSetElement>("methods");
   const panels: Record<Method, HTMLElement | null> = { mpesa: $("mpesa-panel"), card: $("card-panel") };
+  const saveBox = $<HTMLInputElement>("save-card");
   const cardForm = $<HTMLFormElement>("pay"), mpesaForm = $<HTMLFormElement>("mpesa"), phoneInput = $<HTMLInputElement>("phone");
   const base = location.pathname.replace(/\/$/, "").replace(/\/return$/, "");
   const fill = (text: string, values: Record<string, string | number | undefined>) =>
@@ -179,7 +180,9 @@ export function startCheckout(data: CheckoutPageData): void {
     cardForm.addEventListener("submit", async (event) => {
       event.preventDefault();
       const fields = Object.fromEntries(new FormData(cardForm));
-      const { response, answer } = await send("/pay", { ...fields, expiry_month: Number(fields.expiry_month), expiry_year: Number(fields.expiry_year) });
+      // The "Save this card" box (when offered) always says what the payer chose, ticked or not.
+      const save = saveBox ? { save_payment_method: saveBox.checked } : {};
+      const { response, answer } = await send("/pay", { ...fields, expiry_month: Number(fields.expiry_month), expiry_year: Number(fields.expiry_year), ...save });
       if (answer.status === "success") return render({ status: "completed" });
       if (response && (response.status === 402 || response.status === 409)) return afterRefusal(response, answer);
       say(response ? errorText(response.status, answer.message) : t.networkError, "failed");

@@ -55,7 +55,8 @@ export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "check
     async checkoutView(reference: string): Promise<CheckoutView | null> {
       const [t, row] = await Promise.all([store.findCheckoutView(reference), store.findForPayer(reference)]);
       if (!t || !row) return null;
-      const acceptsCards = t.channel !== null && connectors.for(t.channel)?.chargeCard !== undefined;
+      const connector = t.channel !== null ? connectors.for(t.channel) : undefined;
+      const acceptsCards = connector?.chargeCard !== undefined;
       const pending = row.status === "pending";
       const [state, mpesa] = await Promise.all([attempts.checkoutState(row), pending ? attempts.mpesaChannelFor(row) : null]);
       return {
@@ -75,7 +76,9 @@ export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "check
         sandbox: t.channel !== null && isTestProvider(t.channel.provider),
         merchantName: t.merchant.name,
         acceptsCards,
-        hosted: t.channel !== null && connectors.for(t.channel)?.hosted !== undefined,
+        // A card paid on this page can be saved only for a customer, through a channel that charges saved cards.
+        saveCard: { offered: acceptsCards && row.customerId !== null && connector?.savedCards !== undefined, requested: row.savePaymentMethod },
+        hosted: connector?.hosted !== undefined,
       };
     },
 
