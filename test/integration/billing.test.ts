@@ -1,5 +1,9 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { graphql } from "../gql/index.ts";
 import { apiClient } from "../support/gateway.ts";
+import { collect, wsClient } from "../support/subscriptions.ts";
 import { withSandboxMerchants, type SandboxMerchants } from "../support/sandbox-merchants.ts";
 import { until } from "../support/wait.ts";
 
@@ -12,8 +16,16 @@ const NEXT_YEAR = new Date().getUTCFullYear() + 1;
 let seq = 0;
 const DAY = 86_400_000;
 
+const BillingEvents = graphql(`
+  subscription BillingInvoiceEvents {
+    invoiceEvents(ready: true) { type invoice { id status attempts amountDue transactionReference } }
+  }
+`);
+
 describe("recurring billing on the sandbox", () => {
-  const bench = withSandboxMerchants();
+  const bench = withSandboxMerchants({ WEBHOOK_ALLOW_PRIVATE_URLS: "true", JOB_POLL_INTERVAL_MS: "100" });
+  let receiver: WebhookReceiver;
+  afterAll(() => receiver?.close());
   let { gw, api, otherApi, merchantId } = {} as SandboxMerchants;
   beforeAll(() => {
     ({ gw, api, otherApi, merchantId } = bench);
@@ -217,5 +229,38 @@ describe("recurring billing on the sandbox", () => {
     const second = invoices.find((i) => i.periodStart.getTime() === row.nextInvoiceAt!.getTime())!;
     await Promise.all(Array.from({ length: 4 }, () => gw.gateway.services.billing.cycle.collectInvoice(second.id, at)));
     expect(await db().transaction.count({ where: { invoiceId: second.id } })).toBe(1);
+  });
+
+  it("signed webhooks and the invoiceEvents subscription tell the merchant of each invoice and subscription change", async () => {
+    receiver = await startWebhookReceiver();
+    const hook = await api.post("/v1/webhooks", { url: `${receiver.url}/billing`, events: ["subscription.created", "subscription.updated", "invoice.created", "invoice.paid", "invoice.payment_failed"] });
+    expect(hook.status, hook.text).toBe(201);
+    const client = wsClient(gw.url, bench.testKey);
+    const events = collect(client, BillingEvents);
+    try {
+      await events.ready();
+      const { customer, method } = await customerWithCard();
+      const sub = (await api.post("/v1/subscriptions", { customer, plan: await plan({ amount: 7_700 }), payment_method: method })).body.data;
+      const invoice = (await until(() => invoicesOf(sub.id), (list) => list[0]?.status === "paid"))[0]!;
+      const mine = () => events.results.filter((r) => r.data?.invoiceEvents.invoice.id === invoice.id).map((r) => r.data!.invoiceEvents);
+      await until(() => mine(), (list) => list.length >= 2);
+      expect(mine()).toEqual([
+        { type: "invoice.created", invoice: { id: invoice.id, status: "open", attempts: 0, amountDue: 7_700, transactionReference: null } },
+        { type: "invoice.paid", invoice: { id: invoice.id, status: "paid", attempts: 1, amountDue: 7_700, transactionReference: invoice.transaction_reference } },
+      ]);
+      expect(events.error).toBeUndefined();
+
+      const wh = new Webhook(hook.body.data.secret);
+      const delivered = await until(
+        () => receiver.received.filter((r) => r.json?.data?.id === invoice.id || r.json?.data?.id === sub.id),
+        (list) => list.length >= 4,
+      );
+      const verified = delivered.map((r) => wh.verify(r.body, r.headers) as { type: string; data: Record<string, unknown> });
+      expect(verified.map((v) => v.type).sort()).toEqual(["invoice.created", "invoice.paid", "subscription.created", "subscription.updated"]);
+      expect(verified.find((v) => v.type === "invoice.paid")!.data).toEqual(invoice);
+    } finally {
+      events.dispose();
+      await client.dispose();
+    }
   });
 });

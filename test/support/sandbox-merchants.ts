@@ -8,6 +8,8 @@ export interface SandboxMerchants {
   api: ReturnType<typeof apiClient>;
   otherApi: ReturnType<typeof apiClient>;
   merchantId: number;
+  /** The merchant's test key (for WebSocket clients). */
+  testKey: string;
 }
 
 export function withSandboxMerchants(env: Record<string, string> = {}): SandboxMerchants {
@@ -16,6 +18,7 @@ export function withSandboxMerchants(env: Record<string, string> = {}): SandboxM
     bench.gw = await startTestGateway({ env: { RATE_LIMIT_ENABLED: "false", SANDBOX_STK_DELAY_MS: "100", ...env } });
     const merchant = await bench.gw.createMerchant();
     bench.merchantId = merchant.id;
+    bench.testKey = merchant.testKey;
     bench.api = apiClient(bench.gw.url, merchant.testKey);
     bench.otherApi = apiClient(bench.gw.url, (await bench.gw.createMerchant()).testKey);
     await bench.api.post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
