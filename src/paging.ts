@@ -1,3 +1,4 @@
+import type { Principal } from "./auth.ts";
 import { ValidationError } from "./errors.ts";
 
 /** Offset paging shared by every paged list: page from 1, limit 1..100 (default 20). */
@@ -31,6 +32,38 @@ export function pageWindow({ page, limit }: Paging) {
 
 export function toPage<T>(items: T[], total: number, paging: Paging): Page<T> {
   return { items, total, page: paging.page, limit: paging.limit, pages: Math.ceil(total / paging.limit) };
+}
+
+/** What one list's store reads, for filters already resolved. */
+export interface FilteredReads<Row, Filters, Query> {
+  page(principal: Principal, filters: Filters, paging: Paging, query: Query): Promise<{ items: Row[]; total: number }>;
+  slice(principal: Principal, filters: Filters, query: object): Promise<Row[]>;
+  count(principal: Principal, filters: Filters): Promise<number>;
+}
+
+/**
+ * A list's three reads as GraphQL's paged and connection fields take them (graphql/offset-page.ts): a page with
+ * totals, a connection's rows and their count, each after the caller's input is turned into the store's filters;
+ * filters that can match nothing (null: e.g. a transaction that is not the caller's) answer empty without a query.
+ */
+export function filteredList<Row, Input, Filters, Query = object>(filtersOf: (principal: Principal, input: Input) => Promise<Filters | null>, reads: FilteredReads<Row, Filters, Query>) {
+  return {
+    async listPage(principal: Principal, input: Input & { page?: number | null; limit?: number | null }, query = {} as Query): Promise<Page<Row>> {
+      const paging = resolvePaging(input);
+      const filters = await filtersOf(principal, input);
+      if (!filters) return toPage([], 0, paging);
+      const { items, total } = await reads.page(principal, filters, paging, query);
+      return toPage(items, total, paging);
+    },
+    async connectionSlice(principal: Principal, input: Input, query: object): Promise<Row[]> {
+      const filters = await filtersOf(principal, input);
+      return filters ? reads.slice(principal, filters, query) : [];
+    },
+    async count(principal: Principal, input: Input): Promise<number> {
+      const filters = await filtersOf(principal, input);
+      return filters ? reads.count(principal, filters) : 0;
+    },
+  };
 }
 
 /**

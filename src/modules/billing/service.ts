@@ -3,19 +3,15 @@ import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
-import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
-import type { Logger } from "../../logger.ts";
 import { amountSchema, currencies } from "../../money.ts";
-import { resolvePaging, toPage, type Page } from "../../paging.ts";
+import { filteredList } from "../../paging.ts";
 import { parseInput } from "../../validation.ts";
 import type { CustomerService } from "../customers/service.ts";
-import type { EventPublisher } from "../events/publisher.ts";
 import type { PaymentMethodService } from "../payment-methods/service.ts";
-import type { TransactionService } from "../transactions/service.ts";
 import { metadataSchema } from "../transactions/initialize.ts";
 import { createClockRunner } from "./clocks.ts";
-import { ADVANCE_CLOCK_JOB, createBillingCycle } from "./cycle.ts";
+import { ADVANCE_CLOCK_JOB, createBillingCycle, type BillingCycleDeps } from "./cycle.ts";
 import { PLAN_INTERVALS, periodStart } from "./periods.ts";
 import * as store from "./store.ts";
 
@@ -27,17 +23,11 @@ export { INVOICE_STATUSES, SUBSCRIPTION_STATUSES } from "./store.ts";
  * The rules of the cycle itself (a period's invoice, its charges, dunning) are in cycle.ts; this is what the API asks.
  */
 
-export interface BillingServiceDeps {
-  prisma: PrismaClient;
+export interface BillingServiceDeps extends BillingCycleDeps {
+  /** Where lists read (a replica when there is one). */
   read: PrismaClient;
   customers: CustomerService;
   paymentMethods: PaymentMethodService;
-  transactions: Pick<TransactionService, "chargeInvoice" | "checkoutUrl">;
-  jobs: JobRunner;
-  publisher: EventPublisher;
-  logger: Logger;
-  retryScheduleMs: readonly number[];
-  cancelUnpaid: boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -136,25 +126,13 @@ export function createBillingService(deps: BillingServiceDeps) {
     return { ...(f.customer != null ? { customerId: f.customer } : {}), ...(status ? { status } : {}), ...(sub ? { subscriptionId: sub.id } : {}) };
   }
 
-  /** A paged list over a store list, its filters resolved first (null filters: nothing matches). */
-  function pagedList<Row, Input, Filters>(list: ReturnType<typeof store.listOf<Row, Filters>>, filtersOf: (principal: Principal, input: Input) => Promise<Filters | null>) {
-    return {
-      async listPage(principal: Principal, input: Input & { page?: number | null; limit?: number | null }, query: object = {}): Promise<Page<Row>> {
-        const paging = resolvePaging(input);
-        const filters = await filtersOf(principal, input);
-        const { items, total } = filters ? await list.page(read, principal, filters, paging, query) : { items: [], total: 0 };
-        return toPage(items, total, paging);
-      },
-      async connectionSlice(principal: Principal, input: Input, query: object): Promise<Row[]> {
-        const filters = await filtersOf(principal, input);
-        return filters ? list.slice(read, principal, filters, query) : [];
-      },
-      async count(principal: Principal, input: Input): Promise<number> {
-        const filters = await filtersOf(principal, input);
-        return filters ? list.count(read, principal, filters) : 0;
-      },
-    };
-  }
+  /** A paged list over a store list, its filters resolved first. */
+  const pagedList = <Row, Input, Filters>(list: ReturnType<typeof store.listOf<Row, Filters>>, filtersOf: (principal: Principal, input: Input) => Promise<Filters | null>) =>
+    filteredList<Row, Input, Filters>(filtersOf, {
+      page: (principal, filters, paging, query) => list.page(read, principal, filters, paging, query),
+      slice: (principal, filters, query) => list.slice(read, principal, filters, query),
+      count: (principal, filters) => list.count(read, principal, filters),
+    });
 
   return {
     cycle,

@@ -6,7 +6,7 @@ import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobDefinition } from "../../jobs/runner.ts";
 import { enqueue, reschedule } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
-import { resolvePaging, toPage, type Page } from "../../paging.ts";
+import { filteredList } from "../../paging.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { DisputeConnector, DisputeEvidence, DisputeQuery, DisputeState, DisputedPayment, ProviderDispute } from "../../providers/types.ts";
@@ -370,21 +370,11 @@ export function createDisputeService(deps: DisputeServiceDeps) {
     },
 
     /** Open disputes first, soonest deadline first, then the closed ones newest first (the Disputes page's order). */
-    async listPage(principal: Principal, input: DisputeListFilters & { page?: number | null; limit?: number | null }, query: object = {}): Promise<Page<Dispute>> {
-      const paging = resolvePaging(input);
-      const filters = await filtersOf(principal, input);
-      if (!filters) return toPage([], 0, paging);
-      const { items, total } = await store.listPage(reader, principal, filters, paging, query);
-      return toPage(items, total, paging);
-    },
-    async connectionSlice(principal: Principal, input: DisputeListFilters, query: object): Promise<Dispute[]> {
-      const filters = await filtersOf(principal, input);
-      return filters ? store.connectionSlice(reader, principal, filters, query) : [];
-    },
-    async count(principal: Principal, input: DisputeListFilters): Promise<number> {
-      const filters = await filtersOf(principal, input);
-      return filters ? store.count(reader, principal, filters) : 0;
-    },
+    ...filteredList<Dispute, DisputeListFilters, store.DisputeFilters>(filtersOf, {
+      page: (principal, filters, paging, query) => store.listPage(reader, principal, filters, paging, query),
+      slice: (principal, filters, query) => store.connectionSlice(reader, principal, filters, query),
+      count: (principal, filters) => store.count(reader, principal, filters),
+    }),
 
     ofTransaction: (transactionId: number) => store.ofTransaction(reader, transactionId),
     filesOf: (disputeId: number) => store.filesOf(reader, disputeId),

@@ -7,7 +7,7 @@ import type { PaymentChannel, Refund, Transaction } from "../../db/generated/pri
 import { GatewayError, isUniqueViolation, NotFoundError, ValidationError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import { amountSchema } from "../../money.ts";
-import { resolvePaging, toPage, type Page } from "../../paging.ts";
+import { filteredList } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { RefundCallbackUrls, RefundConnector, RefundOutcome, RefundRequest, RefundResult } from "../../providers/types.ts";
 import { optionalTextSchema, parseInput, refuse } from "../../validation.ts";
@@ -283,28 +283,12 @@ export function createRefundService(deps: RefundServiceDeps) {
       return refund;
     },
 
-    /** One page, newest first, with totals (GET /v1/refunds); `transaction` filters by the refunded transaction. */
-    async listPage(
-      principal: Principal,
-      input: RefundListFilters & { page?: number | null; limit?: number | null },
-      query: RefundQuery = {},
-    ): Promise<Page<Refund>> {
-      const paging = resolvePaging(input);
-      const filters = await filtersOf(principal, input);
-      if (!filters) return toPage([], 0, paging);
-      const { items, total } = await store.listPage(reader, principal, filters, paging, query);
-      return toPage(items, total, paging);
-    },
-
-    /** GraphQL's refunds connection: one slice for Pothos's cursor arguments, and the total. */
-    async connectionSlice(principal: Principal, input: RefundListFilters, query: object): Promise<Refund[]> {
-      const filters = await filtersOf(principal, input);
-      return filters ? store.connectionSlice(reader, principal, filters, query) : [];
-    },
-    async count(principal: Principal, input: RefundListFilters): Promise<number> {
-      const filters = await filtersOf(principal, input);
-      return filters ? store.count(reader, principal, filters) : 0;
-    },
+    /** One page, newest first, with totals (GET /v1/refunds); `transaction` filters by the refunded transaction. GraphQL's connection: its slice and total. */
+    ...filteredList<Refund, RefundListFilters, RefundFilters, RefundQuery>(filtersOf, {
+      page: (principal, filters, paging, query) => store.listPage(reader, principal, filters, paging, query),
+      slice: (principal, filters, query) => store.connectionSlice(reader, principal, filters, query),
+      count: (principal, filters) => store.count(reader, principal, filters),
+    }),
 
     refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),
 
