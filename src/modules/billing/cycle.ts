@@ -46,6 +46,12 @@ export interface BillingCycleDeps {
 
 type Recorded = { event: Event; deliveriesQueued: number };
 
+/** A step asked for before its time (another instance's clock ahead of this one's): when it falls due. */
+type NotYet = { dueAt: Date } | undefined;
+
+/** A wall-time job that ran early runs again when its step falls due. */
+const retryWhenDue = (notYet: NotYet) => (notYet ? { retryInMs: Math.max(1, notYet.dueAt.getTime() - Date.now()), countAttempt: false } : undefined);
+
 /** A step's writes: its events (published after commit) and whether it queued jobs (this instance is told). */
 interface Step {
   tx: Prisma.TransactionClient;
@@ -105,10 +111,11 @@ export function createBillingCycle(deps: BillingCycleDeps) {
    * Invoices the subscription's due period (or ends it, when it was to cancel at period end), once: the row lock and
    * next_invoice_at decide between racing callers, the unique (subscription, period_start) between anything else.
    */
-  async function billSubscription(subscriptionId: number, now: Date): Promise<void> {
-    await step(async (s) => {
+  async function billSubscription(subscriptionId: number, now: Date): Promise<NotYet> {
+    return step(async (s) => {
       const sub = await store.lockSubscription(s.tx, subscriptionId);
-      if (!sub?.nextInvoiceAt || sub.nextInvoiceAt > now) return;
+      if (!sub?.nextInvoiceAt) return;
+      if (sub.nextInvoiceAt > now) return { dueAt: sub.nextInvoiceAt };
       const at = sub.nextInvoiceAt;
       if (sub.cancelAtPeriodEnd) {
         const ended = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: at, nextInvoiceAt: null });
@@ -150,12 +157,13 @@ export function createBillingCycle(deps: BillingCycleDeps) {
    * Makes the invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
    * bank): through the payments core, once per invoice and attempt. Then records what the charge came to.
    */
-  async function collectInvoice(invoiceId: number, now: Date): Promise<void> {
+  async function collectInvoice(invoiceId: number, now: Date): Promise<NotYet> {
     const invoice = await store.linkedInvoice(prisma, invoiceId);
     if (!invoice || invoice.status !== "open") return;
     const attempt = invoice.attempts + 1;
     const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
-    if (!inFlight && (!invoice.nextAttemptAt || invoice.nextAttemptAt > now)) return;
+    if (!inFlight && !invoice.nextAttemptAt) return;
+    if (!inFlight && invoice.nextAttemptAt! > now) return { dueAt: invoice.nextAttemptAt! };
     const sub = await prisma.subscription.findUniqueOrThrow({ where: { id: invoice.subscriptionId }, include: { plan: true, paymentMethod: { select: { reference: true } } } });
     try {
       await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
@@ -260,12 +268,19 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   jobs.register<{ subscriptionId: number }>({
     kind: BILL_SUBSCRIPTION_JOB,
     concurrency: 20,
-    run: async ({ subscriptionId }) => billSubscription(Number(subscriptionId), new Date()),
+    run: async ({ subscriptionId }) => retryWhenDue(await billSubscription(Number(subscriptionId), new Date())),
   });
   jobs.register<{ invoiceId: number }>({
     kind: COLLECT_INVOICE_JOB,
     concurrency: 20,
-    run: async ({ invoiceId }) => collectInvoice(Number(invoiceId), new Date()),
+    run: async ({ invoiceId }) => retryWhenDue(await collectInvoice(Number(invoiceId), new Date())),
+    // A charge that kept failing before it could be made (the provider unreachable, every retry): the attempt counts as
+    // failed, so the invoice moves on through its schedule instead of waiting on a job that is gone. A charge that was
+    // made is left to its own settling (recordOutcome records only an attempt without a payment).
+    async onGiveUp({ invoiceId }) {
+      const invoice = await prisma.invoice.findUnique({ where: { id: Number(invoiceId) }, select: { attempts: true, testClockId: true } });
+      if (invoice) await recordOutcome(Number(invoiceId), await nowOf(invoice.testClockId), { attempt: invoice.attempts + 1, code: "charge_error" });
+    },
   });
   jobs.register<{ invoiceId: number }>({
     kind: INVOICE_CHARGE_SETTLED_JOB,
