@@ -136,6 +136,8 @@ describe("dashboard billing", () => {
     const canceled = (await api.get(`/v1/subscriptions/${sub.id}`)).body.data;
     expect(canceled).toMatchObject({ status: "active", cancel_at_period_end: true });
     expect(await cellText(page, subRow, "Status")).toContain(new Date(canceled.current_period_end).getUTCFullYear().toString());
+    expect(await cellText(page, subRow, "Next invoice")).toBe("—");
+    await page.screenshot({ path: `${SHOTS}/billing-canceling.png`, fullPage: true });
     // Ending with its period already, it can still be ended now, but not "at period end" again.
     await page.locator(subRow).getByRole("button", { name: "Cancel" }).click();
     expect(await page.locator(subRow).getByRole("button", { name: "At period end" }).count()).toBe(0);
@@ -144,6 +146,7 @@ describe("dashboard billing", () => {
 
     // Detach the card: asked once more, then gone from the page and uncharged for good.
     await page.locator(methodRow).getByRole("button", { name: "Detach" }).click();
+    await page.screenshot({ path: `${SHOTS}/billing-detach-question.png`, fullPage: true });
     await page.locator(methodRow).getByRole("button", { name: "Yes, detach" }).click();
     await page.getByText("No saved payment methods.").waitFor();
     expect((await api.get(`/v1/customers/${customer}/payment-methods`)).body.data).toEqual([]);
@@ -173,7 +176,7 @@ describe("dashboard billing", () => {
     expect(made).toMatchObject({ amount: 125_050, currency: "KES", interval: "week", interval_count: 2, trial_days: 7 });
     const planRow = `#plans-rows tr[data-id="${made!.id}"]`;
     expect(await cellText(page, planRow, "Price")).toBe("KES 1,250.50");
-    expect(await cellText(page, planRow, "Billed")).toBe("every 2 weeks");
+    expect(await cellText(page, planRow, "Billed")).toBe("Every 2 weeks");
     expect(await cellText(page, planRow, "Trial")).toBe("7 days");
     await page.screenshot({ path: `${SHOTS}/billing-plans.png`, fullPage: true });
     await phoneShot(page, "plans");

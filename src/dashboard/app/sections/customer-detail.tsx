@@ -109,7 +109,7 @@ export function CustomerDetail({ id, session }: { id: number; session: Session }
               ? (method) => (
                   <ConfirmButton
                     label="Detach"
-                    question={`Detach ${methodName(method)}? It can never be charged again; subscriptions on it stop being paid.`}
+                    question={`Detach ${methodName(method)}? It can never be charged again.`}
                     confirmLabel="Yes, detach"
                     disabled={detaching.busy}
                     onConfirm={() => detach(method)}

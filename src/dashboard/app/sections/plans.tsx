@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { ApiError, mutate } from "../api.ts";
 import { graphql } from "../gql/index.ts";
 import type { DashboardPlanFragment, PlanInterval } from "../gql/graphql.ts";
-import { formatDate, formatMoney, parseMajorUnits } from "../format.ts";
+import { formatDate, formatMoney, parseMajorUnits, titleCase } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { Pager } from "../paging.tsx";
 import { canWrite, type Session } from "../session.ts";
@@ -88,7 +88,7 @@ export function Plans({ session }: { session: Session }) {
               columns={[
                 { label: "Name", class: "break", cell: (plan) => plan.name, note: (plan) => <span class="mono">{plan.id}</span> },
                 { label: "Price", num: true, cell: (plan) => formatMoney(plan.amount, plan.currency) },
-                { label: "Billed", cell: (plan) => billingPeriod(plan) },
+                { label: "Billed", cell: (plan) => titleCase(billingPeriod(plan)) },
                 { label: "Trial", cell: (plan) => (plan.trialDays ? plural(plan.trialDays, "day") : "—") },
                 { label: "Created", cell: (plan) => formatDate(plan.createdAt) },
               ]}

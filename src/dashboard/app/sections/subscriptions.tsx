@@ -152,7 +152,8 @@ export function SubscriptionsTable({
           { label: "Price", cell: (s) => planPrice(s.plan) },
           { label: "Status", cell: (s) => <SubscriptionBadge status={s.status} />, note: (s) => endNote(s) },
           { label: "Current period", cell: (s) => `${formatDate(s.currentPeriodStart)} – ${formatDate(s.currentPeriodEnd)}` },
-          { label: "Next invoice", cell: (s) => formatDate(s.nextInvoiceAt) },
+          // One ending with its period is invoiced no more, though the API still names when its period ends.
+          { label: "Next invoice", cell: (s) => (s.cancelAtPeriodEnd ? "—" : formatDate(s.nextInvoiceAt)) },
         ]}
         actions={canWrite(session) ? (s) => s.status !== "canceled" && <CancelSubscription subscription={s} disabled={canceling.busy} onCancel={(atPeriodEnd) => cancel(s, atPeriodEnd)} /> : undefined}
       />
@@ -193,12 +194,15 @@ function CancelSubscription({ subscription, disabled, onCancel }: { subscription
       </button>
     );
   }
-  const question = subscription.cancelAtPeriodEnd
-    ? `It already ends ${formatDate(subscription.currentPeriodEnd)}. End it now instead? Its open invoices are voided.`
-    : `End it when this period does (${formatDate(subscription.currentPeriodEnd)}, no further invoice), or now (its open invoices voided)?`;
+  // Short on screen (an actions cell does not wrap); the whole question for screen readers.
+  const [shown, question] = subscription.cancelAtPeriodEnd
+    ? ["End now instead?", `It already ends ${formatDate(subscription.currentPeriodEnd)}. End it now instead? Its open invoices are voided.`]
+    : ["End when?", `End it when this period does (${formatDate(subscription.currentPeriodEnd)}, no further invoice), or now (its open invoices voided)?`];
   return (
     <span ref={group} class="confirm" role="group" aria-label={question} onKeyDown={(event) => event.key === "Escape" && setAsking(false)}>
-      <span class="confirm-question">{question}</span>
+      <span class="confirm-question" aria-hidden="true">
+        {shown}
+      </span>
       {!subscription.cancelAtPeriodEnd && (
         <button type="button" class="danger small" onClick={() => choose(true)}>
           At period end
