@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, signedInLive } from "../support/browser.ts";
-import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { expectCleanLedger } from "../support/ledger-check.ts";
+import { apiClient } from "../support/gateway.ts";
+import { withSandboxMerchants, type SandboxMerchants } from "../support/sandbox-merchants.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -18,27 +18,23 @@ const NEXT_YEAR = new Date().getUTCFullYear() + 1;
 let seq = 0;
 
 describe("dashboard billing", () => {
-  let gw: TestGateway;
+  const bench = withSandboxMerchants({ JOB_POLL_INTERVAL_MS: "100" });
+  let { gw, api, merchantId } = {} as SandboxMerchants;
   let browser: Browser;
-  let merchant: TestMerchant;
-  let api: ReturnType<typeof apiClient>;
   let owner: { email: string; password: string };
   const offHost: string[] = [];
   const browserErrors: string[] = [];
 
   beforeAll(async () => {
+    ({ gw, api, merchantId } = bench);
     mkdirSync(SHOTS, { recursive: true });
     browser = await launchChromium();
-    gw = await startTestGateway({ env: { JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_PER_MINUTE: "2000" } });
-    merchant = await createSandboxMerchant(gw, "Gym ya Mtaa");
-    api = apiClient(gw.url, merchant.testKey);
-    owner = await gw.createUser(merchant.id, "owner");
+    owner = await gw.createUser(merchantId, "owner");
   });
 
+  // Runs before the gateway closes (after-hooks run last registered first).
   afterAll(async () => {
     await browser?.close();
-    await expectCleanLedger(gw);
-    await gw?.close();
     expect(offHost).toEqual([]);
     expect(browserErrors).toEqual([]);
   });
@@ -221,7 +217,7 @@ describe("dashboard billing", () => {
   it("a viewer reads the customer's page, the plans and the subscriptions without a button", async () => {
     const { customer, method } = await customerWithCard({ first_name: "Akinyi", last_name: "Njeri" });
     const sub = await paidSubscription(customer, await plan({ name: "Bronze", amount: 900 }), method.id);
-    const viewer = await signedIn(await gw.createUser(merchant.id, "viewer"), `/customers/${customer}`);
+    const viewer = await signedIn(await gw.createUser(merchantId, "viewer"), `/customers/${customer}`);
     await viewer.getByRole("heading", { name: "Akinyi Njeri" }).waitFor();
     await viewer.locator(`#customer-methods tr[data-id="${method.id}"]`).waitFor();
     await viewer.locator(`#subscriptions-rows tr[data-id="${sub.id}"]`).waitFor();

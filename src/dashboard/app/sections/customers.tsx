@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { graphql } from "../gql/index.ts";
 import { formatDate } from "../format.ts";
-import { Pager } from "../paging.tsx";
+import { NumberedPager } from "../paging.tsx";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import { Listing, Table } from "../tables.tsx";
 import { EmptyState, PageHeader, useQuery } from "../ui.tsx";
@@ -73,11 +73,7 @@ export function Customers() {
                   { label: "Created", cell: (customer) => formatDate(customer.createdAt) },
                 ]}
               />
-              {list.pages > 1 && (
-                <Pager hasPrevious={page > 1} hasNext={page < list.pages} onPrevious={() => setPage(page - 1)} onNext={() => setPage(page + 1)}>
-                  Page {list.page} of {list.pages}
-                </Pager>
-              )}
+              <NumberedPager list={list} onPage={setPage} />
             </>
           )
         }

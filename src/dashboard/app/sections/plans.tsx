@@ -4,7 +4,7 @@ import { graphql } from "../gql/index.ts";
 import type { DashboardPlanFragment, PlanInterval } from "../gql/graphql.ts";
 import { formatDate, formatMoney, parseMajorUnits, titleCase } from "../format.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
-import { Pager } from "../paging.tsx";
+import { NumberedPager } from "../paging.tsx";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { EmptyState, PageHeader, announce, useQuery } from "../ui.tsx";
@@ -96,11 +96,7 @@ export function Plans({ session }: { session: Session }) {
           </>
         )}
       </Listing>
-      {list && list.pages > 1 && (
-        <Pager hasPrevious={page > 1} hasNext={page < list.pages} onPrevious={() => setPage(page - 1)} onNext={() => setPage(page + 1)}>
-          Page {list.page} of {list.pages}
-        </Pager>
-      )}
+      {list && <NumberedPager list={list} onPage={setPage} />}
     </section>
   );
 }

@@ -2,11 +2,11 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { mutate } from "../api.ts";
 import { graphql } from "../gql/index.ts";
 import type { DashboardSubscriptionFragment, SubscriptionStatus } from "../gql/graphql.ts";
-import { formatDate, titleCase } from "../format.ts";
-import { Pager } from "../paging.tsx";
+import { formatDate } from "../format.ts";
+import { NumberedPager } from "../paging.tsx";
 import { BASE, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
-import { Listing, Table } from "../tables.tsx";
+import { Listing, StatusFilter, Table } from "../tables.tsx";
 import { Badge, EmptyState, ErrorNote, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 import { planPrice } from "./plans.tsx";
 
@@ -57,26 +57,7 @@ export function Subscriptions({ session }: { session: Session }) {
     <section>
       <PageHeader title="Subscriptions" />
       <p class="muted">Each bills its customer's saved payment method once a period, making an invoice; a failed charge is retried on your retry schedule.</p>
-      <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filter subscriptions">
-        <div class="field status-field">
-          <label for="subscription-status">Status</label>
-          <select
-            id="subscription-status"
-            value={status}
-            onChange={(e) => {
-              setStatus(e.currentTarget.value as SubscriptionStatus | "");
-              setPage(1);
-            }}
-          >
-            <option value="">All</option>
-            {STATUSES.map((value) => (
-              <option value={value} key={value}>
-                {titleCase(value)}
-              </option>
-            ))}
-          </select>
-        </div>
-      </form>
+      <StatusFilter id="subscription-status" label="Filter subscriptions" statuses={STATUSES} value={status} onChange={(value) => (setStatus(value), setPage(1))} />
       <Listing
         items={list?.items}
         loading={loading && !data}
@@ -100,11 +81,7 @@ export function Subscriptions({ session }: { session: Session }) {
           </>
         )}
       </Listing>
-      {list && list.pages > 1 && (
-        <Pager hasPrevious={page > 1} hasNext={page < list.pages} onPrevious={() => setPage(page - 1)} onNext={() => setPage(page + 1)}>
-          Page {list.page} of {list.pages}
-        </Pager>
-      )}
+      {list && <NumberedPager list={list} onPage={setPage} />}
     </section>
   );
 }
