@@ -7,13 +7,16 @@ import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
 import { ApiKeys } from "./sections/api-keys.tsx";
 import { BrandSettings } from "./sections/brand.tsx";
 import { Channels } from "./sections/channels.tsx";
+import { CustomerDetail } from "./sections/customer-detail.tsx";
 import { Customers } from "./sections/customers.tsx";
 import { Disputes } from "./sections/disputes.tsx";
 import { Overview } from "./sections/overview.tsx";
 import { PaymentLinks } from "./sections/payment-links.tsx";
 import { Payouts } from "./sections/payouts.tsx";
+import { Plans } from "./sections/plans.tsx";
 import { Reconciliations } from "./sections/reconciliations.tsx";
 import { SignIn } from "./sections/signin.tsx";
+import { Subscriptions } from "./sections/subscriptions.tsx";
 import { TransactionDetail } from "./sections/transaction-detail.tsx";
 import { Transactions } from "./sections/transactions.tsx";
 import { Users } from "./sections/users.tsx";
@@ -29,6 +32,8 @@ const NAV = [
   ["/disputes", "Disputes"],
   ["/payment-links", "Payment links"],
   ["/customers", "Customers"],
+  ["/subscriptions", "Subscriptions"],
+  ["/plans", "Plans"],
   ["/channels", "Payment channels"],
   ["/api-keys", "API keys"],
   ["/webhooks", "Webhooks"],
@@ -114,9 +119,13 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
 
   const detail = /^\/transactions\/([^/]+)$/.exec(route);
   let page;
+  const customer = /^\/customers\/(\d+)$/.exec(route);
   if (detail) page = <TransactionDetail reference={decodeURIComponent(detail[1]!)} session={session} />;
+  else if (customer) page = <CustomerDetail key={customer[1]} id={Number(customer[1])} session={session} />;
   else if (route.startsWith("/overview")) page = <Overview />;
   else if (route.startsWith("/customers")) page = <Customers />;
+  else if (route.startsWith("/subscriptions")) page = <Subscriptions session={session} />;
+  else if (route.startsWith("/plans")) page = <Plans session={session} />;
   else if (route.startsWith("/disputes")) page = <Disputes route={route} session={session} />;
   else if (route.startsWith("/channels")) page = <Channels session={session} />;
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;

@@ -47,3 +47,13 @@ export function CursorPager({ cursors, pageInfo }: { cursors: Cursors; pageInfo:
     </Pager>
   );
 }
+
+/** The pager of a list paged by number (the `...Page` queries' page and pages); nothing while it fits on one page. */
+export function NumberedPager({ list, onPage }: { list: { page: number; pages: number }; onPage: (page: number) => void }) {
+  if (list.pages <= 1) return null;
+  return (
+    <Pager hasPrevious={list.page > 1} hasNext={list.page < list.pages} onPrevious={() => onPage(list.page - 1)} onNext={() => onPage(list.page + 1)}>
+      Page {list.page} of {list.pages}
+    </Pager>
+  );
+}

@@ -1,4 +1,5 @@
 import type { ComponentChildren, HTMLAttributes } from "preact";
+import { titleCase } from "./format.ts";
 import { ErrorNote, Loading, TableWrap } from "./ui.tsx";
 
 /** One column of a Table: its header, and what a row shows under it. */
@@ -109,5 +110,24 @@ export function Listing<T>({
       {items && items.length === 0 && empty}
       {items && items.length > 0 && children(items)}
     </>
+  );
+}
+
+/** A list's Status filter: All, or one of `statuses` (named as their badges say them). */
+export function StatusFilter<S extends string>({ id, label, statuses, value, onChange }: { id: string; label: string; statuses: readonly S[]; value: S | ""; onChange: (status: S | "") => void }) {
+  return (
+    <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label={label}>
+      <div class="field status-field">
+        <label for={id}>Status</label>
+        <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value as S | "")}>
+          <option value="">All</option>
+          {statuses.map((status) => (
+            <option value={status} key={status}>
+              {titleCase(status)}
+            </option>
+          ))}
+        </select>
+      </div>
+    </form>
   );
 }

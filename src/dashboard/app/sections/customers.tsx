@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
 import { graphql } from "../gql/index.ts";
 import { formatDate } from "../format.ts";
-import { Pager } from "../paging.tsx";
+import { NumberedPager } from "../paging.tsx";
+import { BASE, navigate, onLinkClick } from "../router.ts";
 import { Listing, Table } from "../tables.tsx";
 import { EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
@@ -56,18 +57,23 @@ export function Customers() {
                 label="Customers"
                 rows={customers}
                 rowKey="databaseId"
+                rowProps={(customer) => ({ "data-id": String(customer.databaseId), class: "clickable", onClick: () => navigate(`/customers/${customer.databaseId}`) })}
                 columns={[
-                  { label: "E-mail", class: "break", cell: (customer) => customer.email },
+                  {
+                    label: "E-mail",
+                    class: "break",
+                    cell: (customer) => (
+                      <a href={`${BASE}/customers/${customer.databaseId}`} onClick={(e) => (e.stopPropagation(), onLinkClick(e, `/customers/${customer.databaseId}`))}>
+                        {customer.email}
+                      </a>
+                    ),
+                  },
                   { label: "Name", cell: (customer) => [customer.firstName, customer.lastName].filter(Boolean).join(" ") || "—" },
                   { label: "Phone", cell: (customer) => customer.phone ?? "—" },
                   { label: "Created", cell: (customer) => formatDate(customer.createdAt) },
                 ]}
               />
-              {list.pages > 1 && (
-                <Pager hasPrevious={page > 1} hasNext={page < list.pages} onPrevious={() => setPage(page - 1)} onNext={() => setPage(page + 1)}>
-                  Page {list.page} of {list.pages}
-                </Pager>
-              )}
+              <NumberedPager list={list} onPage={setPage} />
             </>
           )
         }

@@ -5,10 +5,10 @@ import { formatDate, formatMoney, titleCase } from "../format.ts";
 import { graphql } from "../gql/index.ts";
 import type { DashboardDisputeDetailFragment, DashboardDisputeFragment, DisputeStatus } from "../gql/graphql.ts";
 import { onDisputeEvent, onLiveStatus } from "../live.ts";
-import { Pager } from "../paging.tsx";
+import { NumberedPager } from "../paging.tsx";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import { canWrite, type Session } from "../session.ts";
-import { Listing, Table } from "../tables.tsx";
+import { Listing, StatusFilter, Table } from "../tables.tsx";
 import { BackLink, Badge, ConfirmButton, DetailFields, DetailMissing, EmptyState, ErrorNote, PageHeader, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
 
 /**
@@ -176,26 +176,7 @@ function DisputeList() {
         When a payer's bank disputes a card payment, its amount is held from your balance until the dispute closes. Answer each one before its deadline: submit evidence
         to contest it, or accept it. One left unanswered is lost.
       </p>
-      <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filter disputes">
-        <div class="field status-field">
-          <label for="dispute-status">Status</label>
-          <select
-            id="dispute-status"
-            value={status}
-            onChange={(e) => {
-              setStatus(e.currentTarget.value as DisputeStatus | "");
-              setPage(1);
-            }}
-          >
-            <option value="">All</option>
-            {STATUSES.map((value) => (
-              <option value={value} key={value}>
-                {titleCase(value)}
-              </option>
-            ))}
-          </select>
-        </div>
-      </form>
+      <StatusFilter id="dispute-status" label="Filter disputes" statuses={STATUSES} value={status} onChange={(value) => (setStatus(value), setPage(1))} />
       <Listing
         items={list?.items}
         loading={loading}
@@ -219,11 +200,7 @@ function DisputeList() {
           </>
         )}
       </Listing>
-      {list && list.pages > 1 && (
-        <Pager hasPrevious={page > 1} hasNext={page < list.pages} onPrevious={() => setPage(page - 1)} onNext={() => setPage(page + 1)}>
-          Page {list.page} of {list.pages}
-        </Pager>
-      )}
+      {list && <NumberedPager list={list} onPage={setPage} />}
     </section>
   );
 }
