@@ -59,7 +59,7 @@ export const Subscription = builder.prismaObject("Subscription", {
     currentPeriodEnd: t.expose("currentPeriodEnd", { type: "DateTime" }),
     cancelAtPeriodEnd: t.exposeBoolean("cancelAtPeriodEnd"),
     canceledAt: t.expose("canceledAt", { type: "DateTime", nullable: true }),
-    nextInvoiceAt: t.expose("nextInvoiceAt", { type: "DateTime", nullable: true, description: "When the next period is invoiced; null once it bills no more." }),
+    nextInvoiceAt: t.expose("nextInvoiceAt", { type: "DateTime", nullable: true, description: "When the next period is invoiced (with cancelAtPeriodEnd: when it ends instead); null once it bills no more." }),
     testClock: t.relation("testClock", { nullable: true }),
     metadata: t.expose("metadata", { type: "JSON", nullable: true }),
     invoices: t.relation("invoices", { query: { orderBy: [{ periodStart: "desc" }, { id: "desc" }] } }),
