@@ -46,9 +46,9 @@ export async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> 
 }
 
 /** The compiled gateway as production runs it, in its own process; resolves once /ready answers 200. */
-export async function startGateway(env: Record<string, string>, children: ChildProcess[]) {
+export async function startGateway(env: Record<string, string>, children: ChildProcess[], nodeArgs: string[] = []) {
   const port = await freePort();
-  const child = spawn(process.execPath, ["dist/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
     cwd: repoRoot,
     env: { ...baseEnv, NODE_ENV: "production", LOG_LEVEL: "silent", RATE_LIMIT_ENABLED: "false", HOST: "127.0.0.1", PORT: String(port), ...env },
     stdio: ["ignore", "ignore", "inherit"],
