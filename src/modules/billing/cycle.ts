@@ -5,7 +5,6 @@ import { GatewayError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
-import { recordEvent } from "../events/outbox.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import { afterCommit } from "../events/status-machine.ts";
 import type { TransactionService } from "../transactions/service.ts";
@@ -29,6 +28,10 @@ export const BILL_SUBSCRIPTION_JOB = "subscription.bill";
 export const COLLECT_INVOICE_JOB = "invoice.collect";
 export const ADVANCE_CLOCK_JOB = "test_clock.advance";
 
+/** Subscriptions billed in one database transaction at most, and in flight per instance (while the API is busy, a twentieth). */
+const BILL_BATCH_SIZE = 50;
+const BILL_CONCURRENCY = 200;
+
 /** A charge refused before any payment was made (the method detached meanwhile): an attempt that failed without a charge. */
 const REFUSALS_WITHOUT_CHARGE = new Set(["payment_method_detached", "payment_method_not_reusable", "channel_inactive", "forbidden", "not_found", "unsupported_currency", "validation_failed"]);
 
@@ -44,12 +47,11 @@ export interface BillingCycleDeps {
   cancelUnpaid: boolean;
 }
 
-type Recorded = { event: Event; deliveriesQueued: number };
-
 /** A step's writes: its events (published after commit) and whether it queued jobs (this instance is told). */
 interface Step {
   tx: Prisma.TransactionClient;
-  emit(merchant: { merchantId: number; mode: Event["mode"] }, type: string, payload: Prisma.InputJsonObject): Promise<void>;
+  /** Records events in their order, each with its webhook deliveries. */
+  emit(events: store.NewBillingEvent[]): Promise<void>;
   enqueue(jobs: JobRequest[]): Promise<void>;
 }
 
@@ -69,13 +71,15 @@ export function createBillingCycle(deps: BillingCycleDeps) {
 
   /** Runs one step in a database transaction; its events reach subscribers, and its jobs this instance, after commit. */
   async function step<T>(run: (s: Step) => Promise<T>): Promise<T> {
-    const recorded: Recorded[] = [];
+    const recorded: Event[] = [];
     let queued = 0;
     const out = await prisma.$transaction(async (tx) =>
       run({
         tx,
-        async emit(merchant, type, payload) {
-          recorded.push(await recordEvent(tx, { merchantId: merchant.merchantId, mode: merchant.mode, type, payload }));
+        async emit(events) {
+          const { events: rows, deliveriesQueued } = await store.recordEvents(tx, events);
+          recorded.push(...rows);
+          queued += deliveriesQueued;
         },
         async enqueue(requests) {
           queued += requests.length;
@@ -83,13 +87,15 @@ export function createBillingCycle(deps: BillingCycleDeps) {
         },
       }),
     );
-    for (const r of recorded) afterCommit(deps, r.event, r.deliveriesQueued);
+    for (const event of recorded) afterCommit(deps, event, 0);
     if (queued) jobs.nudge();
     return out;
   }
 
-  const emitSubscription = (s: Step, sub: store.LinkedSubscription, type: string) => s.emit(sub, type, { subscription: subscriptionView(sub) as Prisma.InputJsonObject });
-  const emitInvoice = (s: Step, invoice: store.LinkedInvoice, type: string) => s.emit(invoice, type, { invoice: invoiceView(invoice, checkoutUrl) as Prisma.InputJsonObject });
+  const subscriptionEvent = (sub: store.LinkedSubscription, type: string): store.NewBillingEvent => ({ merchantId: sub.merchantId, mode: sub.mode, type, payload: { subscription: subscriptionView(sub) as Prisma.InputJsonObject } });
+  const invoiceEvent = (invoice: store.LinkedInvoice, type: string): store.NewBillingEvent => ({ merchantId: invoice.merchantId, mode: invoice.mode, type, payload: { invoice: invoiceView(invoice, checkoutUrl) as Prisma.InputJsonObject } });
+  const emitSubscription = (s: Step, sub: store.LinkedSubscription, type: string) => s.emit([subscriptionEvent(sub, type)]);
+  const emitInvoice = (s: Step, invoice: store.LinkedInvoice, type: string) => s.emit([invoiceEvent(invoice, type)]);
 
   /** The time a subscription or invoice lives on: its test clock's, or the wall's. */
   async function nowOf(testClockId: number | null): Promise<Date> {
@@ -102,49 +108,65 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   const wallJob = (testClockId: number | null, kind: string, payload: Record<string, number>, runAt: Date): JobRequest[] => (testClockId === null ? [{ kind, payload, runAt }] : []);
 
   /**
-   * Invoices the subscription's due period (or ends it, when it was to cancel at period end), once: the row lock and
-   * next_invoice_at decide between racing callers, the unique (subscription, period_start) between anything else.
+   * Invoices each subscription's due period (or ends it, when it was to cancel at period end), once: the row locks and
+   * next_invoice_at decide between racing callers, the unique (subscription, period_start) between anything else. Many
+   * subscriptions are billed in one database transaction and a few statements (the job's batches); each one's changes
+   * and events are the same as when it is billed alone.
    */
-  async function billSubscription(subscriptionId: number, now: Date): Promise<void> {
+  async function billSubscriptions(subscriptionIds: number[], now: Date): Promise<void> {
     await step(async (s) => {
-      const sub = await store.lockSubscription(s.tx, subscriptionId);
-      if (!sub?.nextInvoiceAt || sub.nextInvoiceAt > now) return;
-      const at = sub.nextInvoiceAt;
-      if (sub.cancelAtPeriodEnd) {
-        const ended = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: at, nextInvoiceAt: null });
-        await emitSubscription(s, ended, "subscription.canceled");
-        return;
+      const due = (await store.lockSubscriptions(s.tx, [...new Set(subscriptionIds)])).filter((sub) => sub.nextInvoiceAt && sub.nextInvoiceAt <= now);
+      const events: store.NewBillingEvent[] = [];
+      for (const sub of due.filter((sub) => sub.cancelAtPeriodEnd)) {
+        const ended = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: sub.nextInvoiceAt, nextInvoiceAt: null });
+        events.push(subscriptionEvent(ended, "subscription.canceled"));
       }
-      const n = sub.periodsBilled;
-      const end = periodStart(sub.billingAnchor, sub.plan, n + 1);
-      const { invoice, created } = await store.insertInvoiceForPeriod(s.tx, {
-        reference: store.newInvoiceId(),
-        merchantId: sub.merchantId,
-        mode: sub.mode,
-        subscriptionId: sub.id,
-        customerId: sub.customerId,
-        testClockId: sub.testClockId,
-        amountDue: sub.plan.amount,
-        currency: sub.plan.currency,
-        periodStart: at,
-        periodEnd: end,
-        nextAttemptAt: at,
-      });
-      if (created) await emitInvoice(s, invoice, "invoice.created");
-      const renewed = await store.updateSubscription(s.tx, sub.id, {
-        periodsBilled: n + 1,
-        currentPeriodStart: at,
-        currentPeriodEnd: end,
-        nextInvoiceAt: end,
-        ...(sub.status === "trialing" ? { status: "active" } : {}),
-      });
-      await emitSubscription(s, renewed, "subscription.updated");
-      await s.enqueue([
-        ...wallJob(sub.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, now),
-        ...wallJob(sub.testClockId, BILL_SUBSCRIPTION_JOB, { subscriptionId: sub.id }, end),
-      ]);
+      const periods = due.filter((sub) => !sub.cancelAtPeriodEnd).map((sub) => ({ sub, start: sub.nextInvoiceAt!, end: periodStart(sub.billingAnchor, sub.plan, sub.periodsBilled + 1) }));
+      const { invoices, created } = await store.insertInvoicesForPeriods(
+        s.tx,
+        periods.map(({ sub, start, end }) => ({
+          reference: store.newInvoiceId(),
+          merchantId: sub.merchantId,
+          mode: sub.mode,
+          subscriptionId: sub.id,
+          customerId: sub.customerId,
+          testClockId: sub.testClockId,
+          amountDue: sub.plan.amount,
+          currency: sub.plan.currency,
+          periodStart: start,
+          periodEnd: end,
+          nextAttemptAt: start,
+        })),
+      );
+      const renewed = await store.renewSubscriptions(
+        s.tx,
+        periods.map(({ sub, start, end }) => ({
+          id: sub.id,
+          status: sub.status === "trialing" ? "active" : sub.status,
+          periodsBilled: sub.periodsBilled + 1,
+          currentPeriodStart: start,
+          currentPeriodEnd: end,
+          nextInvoiceAt: end,
+        })),
+      );
+      const invoiceOf = new Map(invoices.map((invoice) => [invoice.subscriptionId, invoice]));
+      const renewedOf = new Map(renewed.map((sub) => [sub.id, sub]));
+      const jobsToQueue: JobRequest[] = [];
+      for (const { sub, end } of periods) {
+        const invoice = invoiceOf.get(sub.id)!;
+        if (created.has(invoice.id)) events.push(invoiceEvent(invoice, "invoice.created"));
+        events.push(subscriptionEvent(renewedOf.get(sub.id)!, "subscription.updated"));
+        jobsToQueue.push(
+          ...wallJob(sub.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, now),
+          ...wallJob(sub.testClockId, BILL_SUBSCRIPTION_JOB, { subscriptionId: sub.id }, end),
+        );
+      }
+      await s.emit(events);
+      await s.enqueue(jobsToQueue);
     });
   }
+
+  const billSubscription = (subscriptionId: number, now: Date) => billSubscriptions([subscriptionId], now);
 
   /**
    * Makes the invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
@@ -257,10 +279,15 @@ export function createBillingCycle(deps: BillingCycleDeps) {
     });
   }
 
+  // In batches: a thousand subscriptions due in the same minute are a few dozen database transactions, not a thousand.
   jobs.register<{ subscriptionId: number }>({
     kind: BILL_SUBSCRIPTION_JOB,
-    concurrency: 20,
-    run: async ({ subscriptionId }) => billSubscription(Number(subscriptionId), new Date()),
+    concurrency: BILL_CONCURRENCY,
+    batchSize: BILL_BATCH_SIZE,
+    runBatch: async (batch) => {
+      await billSubscriptions(batch.map(({ payload }) => Number(payload.subscriptionId)), new Date());
+      return batch.map(() => undefined);
+    },
   });
   jobs.register<{ invoiceId: number }>({
     kind: COLLECT_INVOICE_JOB,
