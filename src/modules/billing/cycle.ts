@@ -32,6 +32,13 @@ export const ADVANCE_CLOCK_JOB = "test_clock.advance";
 const BILL_BATCH_SIZE = 50;
 const BILL_CONCURRENCY = 200;
 
+/** Invoices charged side by side in one batch at most, and in flight per instance (while the API is busy, a twentieth). */
+const COLLECT_BATCH_SIZE = 20;
+const COLLECT_CONCURRENCY = 100;
+
+/** A charge refused before it was made: which attempt, and why. */
+type Refusal = { attempt: number; code: string };
+
 /** A charge refused before any payment was made (the method detached meanwhile): an attempt that failed without a charge. */
 const REFUSALS_WITHOUT_CHARGE = new Set(["payment_method_detached", "payment_method_not_reusable", "channel_inactive", "forbidden", "not_found", "unsupported_currency", "validation_failed"]);
 
@@ -169,74 +176,113 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   const billSubscription = (subscriptionId: number, now: Date) => billSubscriptions([subscriptionId], now);
 
   /**
-   * Makes the invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
-   * bank): through the payments core, once per invoice and attempt. Then records what the charge came to.
+   * Makes each invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
+   * bank): through the payments core, once per invoice and attempt, the charges of a batch side by side. Then records
+   * what they came to, together. Answers the invoices whose charge failed unexpectedly, with why.
    */
+  async function collectInvoices(invoiceIds: number[], now: Date): Promise<Map<number, Error>> {
+    const refused = new Map<number, Refusal>();
+    const failed = new Map<number, Error>();
+    const charged: number[] = [];
+    await Promise.all(
+      (await store.invoicesToCollect(prisma, [...new Set(invoiceIds)])).map(async (invoice) => {
+        if (invoice.status !== "open") return;
+        const attempt = invoice.attempts + 1;
+        const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
+        if (!inFlight && (!invoice.nextAttemptAt || invoice.nextAttemptAt > now)) return;
+        const sub = invoice.subscription;
+        try {
+          await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
+            customer: invoice.customerId,
+            paymentMethod: sub.paymentMethod.reference,
+            amount: invoice.amountDue,
+            currency: invoice.currency,
+            description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
+            metadata: { invoice: invoice.reference, subscription: sub.reference },
+            invoice: { id: invoice.id, attempt },
+          });
+        } catch (error) {
+          if (!(error instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(error.code)) {
+            failed.set(invoice.id, error instanceof Error ? error : new Error(String(error)));
+            return;
+          }
+          deps.logger.warn({ invoice: invoice.reference, code: error.code }, "invoice charge refused before any payment was made");
+          refused.set(invoice.id, { attempt, code: error.code });
+        }
+        charged.push(invoice.id);
+      }),
+    );
+    if (charged.length) await recordOutcomes(charged, now, refused);
+    return failed;
+  }
+
   async function collectInvoice(invoiceId: number, now: Date): Promise<void> {
-    const invoice = await store.linkedInvoice(prisma, invoiceId);
-    if (!invoice || invoice.status !== "open") return;
-    const attempt = invoice.attempts + 1;
-    const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
-    if (!inFlight && (!invoice.nextAttemptAt || invoice.nextAttemptAt > now)) return;
-    const sub = await prisma.subscription.findUniqueOrThrow({ where: { id: invoice.subscriptionId }, include: { plan: true, paymentMethod: { select: { reference: true } } } });
-    try {
-      await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
-        customer: invoice.customerId,
-        paymentMethod: sub.paymentMethod.reference,
-        amount: invoice.amountDue,
-        currency: invoice.currency,
-        description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
-        metadata: { invoice: invoice.reference, subscription: sub.reference },
-        invoice: { id: invoice.id, attempt },
-      });
-    } catch (error) {
-      if (!(error instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(error.code)) throw error;
-      deps.logger.warn({ invoice: invoice.reference, code: error.code }, "invoice charge refused before any payment was made");
-      await recordOutcome(invoice.id, now, { attempt, code: error.code });
-      return;
-    }
-    await recordOutcome(invoice.id, now);
+    const failed = (await collectInvoices([invoiceId], now)).get(invoiceId);
+    if (failed) throw failed;
   }
 
   /**
-   * Records the outcome of the invoice's current attempt, once (the attempt count moves only here, under the locks):
+   * Records the outcome of each invoice's current attempt, once (the attempt count moves only here, under the locks):
    * a completed charge pays it; a failed one (or a charge refused before it was made, `refused`) schedules the next
    * try, or after the last makes it uncollectible and the subscription unpaid (or canceled). Pending: nothing yet.
+   * One database transaction for them all; the payments that leave their subscription as it is are marked paid in one
+   * statement.
    */
-  async function recordOutcome(invoiceId: number, now: Date, refused?: { attempt: number; code: string }): Promise<void> {
-    const known = await store.linkedInvoice(prisma, invoiceId);
-    if (!known) return;
+  async function recordOutcomes(invoiceIds: number[], now: Date, refused: ReadonlyMap<number, Refusal> = new Map()): Promise<void> {
+    const owners = await store.invoiceOwners(prisma, [...new Set(invoiceIds)]);
+    if (!owners.length) return;
     await step(async (s) => {
-      // The subscription first, then the invoice: the order every step locks them in.
-      const sub = await store.lockSubscription(s.tx, known.subscriptionId);
-      const invoice = await store.lockInvoice(s.tx, invoiceId);
-      if (!sub || !invoice) return;
-      const attempt = invoice.attempts + 1;
-      const charge = invoice.transactions.find((c) => c.invoiceAttempt === attempt);
-      if (charge?.status === "completed" && (invoice.status === "open" || invoice.status === "void")) {
-        const paid = await store.updateInvoice(s.tx, invoice.id, { status: "paid", paidAt: now, attempts: attempt, nextAttemptAt: null });
-        await emitInvoice(s, paid, "invoice.paid");
-        if (sub.status === "past_due" && !(await store.hasUnpaidFailures(s.tx, sub.id, invoice.id))) {
-          await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, { status: "active" }), "subscription.updated");
+      // The subscriptions first, then the invoices: the order every step locks them in.
+      const subs = new Map((await store.lockSubscriptions(s.tx, [...new Set(owners.map((o) => o.subscriptionId))])).map((sub) => [sub.id, sub]));
+      const invoices = await store.lockInvoices(s.tx, owners.map((o) => o.id));
+      const invoicesOfSub = new Map<number, number>();
+      for (const invoice of invoices) invoicesOfSub.set(invoice.subscriptionId, (invoicesOfSub.get(invoice.subscriptionId) ?? 0) + 1);
+      const events: store.NewBillingEvent[] = [];
+      const jobsToQueue: JobRequest[] = [];
+      const paying: { id: number; attempt: number }[] = [];
+      const changeSubscription = async (sub: store.LinkedSubscription, data: Prisma.SubscriptionUncheckedUpdateInput, type: string) => {
+        const changed = await store.updateSubscription(s.tx, sub.id, data);
+        subs.set(sub.id, changed);
+        events.push(subscriptionEvent(changed, type));
+      };
+      for (const invoice of invoices) {
+        const sub = subs.get(invoice.subscriptionId);
+        if (!sub) continue;
+        const attempt = invoice.attempts + 1;
+        const charge = invoice.transactions.find((c) => c.invoiceAttempt === attempt);
+        if (charge?.status === "completed" && (invoice.status === "open" || invoice.status === "void")) {
+          // Paid, its subscription left as it is (the common case): with the batch's others, below.
+          if (sub.status !== "past_due" && invoicesOfSub.get(sub.id) === 1) {
+            paying.push({ id: invoice.id, attempt });
+            continue;
+          }
+          const paid = await store.updateInvoice(s.tx, invoice.id, { status: "paid", paidAt: now, attempts: attempt, nextAttemptAt: null });
+          events.push(invoiceEvent(paid, "invoice.paid"));
+          if (sub.status === "past_due" && !(await store.hasUnpaidFailures(s.tx, sub.id, invoice.id))) await changeSubscription(sub, { status: "active" }, "subscription.updated");
+          continue;
         }
-        return;
+        const failed = charge?.status === "failed" || (!charge && refused.get(invoice.id)?.attempt === attempt);
+        if (!failed || invoice.status !== "open") continue;
+        const last = attempt > deps.retryScheduleMs.length;
+        const nextAttemptAt = last ? null : new Date(now.getTime() + deps.retryScheduleMs[attempt - 1]!);
+        const updated = await store.updateInvoice(s.tx, invoice.id, { attempts: attempt, nextAttemptAt, ...(last ? { status: "uncollectible" } : {}) });
+        events.push(invoiceEvent(updated, "invoice.payment_failed"));
+        if (nextAttemptAt) jobsToQueue.push(...wallJob(invoice.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, nextAttemptAt));
+        if (sub.status === "canceled") continue;
+        if (last) {
+          const ends = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
+          await changeSubscription(sub, ends, deps.cancelUnpaid ? "subscription.canceled" : "subscription.updated");
+        } else if (sub.status === "active" || sub.status === "trialing") {
+          await changeSubscription(sub, { status: "past_due" }, "subscription.updated");
+        }
       }
-      const failed = charge?.status === "failed" || (!charge && refused?.attempt === attempt);
-      if (!failed || invoice.status !== "open") return;
-      const last = attempt > deps.retryScheduleMs.length;
-      const nextAttemptAt = last ? null : new Date(now.getTime() + deps.retryScheduleMs[attempt - 1]!);
-      const updated = await store.updateInvoice(s.tx, invoice.id, { attempts: attempt, nextAttemptAt, ...(last ? { status: "uncollectible" } : {}) });
-      await emitInvoice(s, updated, "invoice.payment_failed");
-      if (nextAttemptAt) await s.enqueue(wallJob(invoice.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, nextAttemptAt));
-      if (sub.status === "canceled") return;
-      if (last) {
-        const ends = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
-        await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, ends), deps.cancelUnpaid ? "subscription.canceled" : "subscription.updated");
-      } else if (sub.status === "active" || sub.status === "trialing") {
-        await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, { status: "past_due" }), "subscription.updated");
-      }
+      for (const paid of await store.markInvoicesPaid(s.tx, paying, now)) events.push(invoiceEvent(paid, "invoice.paid"));
+      await s.emit(events);
+      await s.enqueue(jobsToQueue);
     });
   }
+
+  const recordOutcome = (invoiceId: number, now: Date, refused?: Refusal) => recordOutcomes([invoiceId], now, new Map(refused ? [[invoiceId, refused]] : []));
 
   /** Ends the subscription now: no more periods, its open invoices no charge is pending for are voided. */
   async function cancelNow(subscriptionId: number, now: Date): Promise<store.LinkedSubscription | null> {
@@ -291,14 +337,25 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   });
   jobs.register<{ invoiceId: number }>({
     kind: COLLECT_INVOICE_JOB,
-    concurrency: 20,
-    run: async ({ invoiceId }) => collectInvoice(Number(invoiceId), new Date()),
+    concurrency: COLLECT_CONCURRENCY,
+    batchSize: COLLECT_BATCH_SIZE,
+    runBatch: async (batch) => {
+      const failed = await collectInvoices(batch.map(({ payload }) => Number(payload.invoiceId)), new Date());
+      return batch.map(({ payload }) => failed.get(Number(payload.invoiceId)));
+    },
   });
   jobs.register<{ invoiceId: number }>({
     kind: INVOICE_CHARGE_SETTLED_JOB,
-    run: async ({ invoiceId }) => {
-      const invoice = await prisma.invoice.findUnique({ where: { id: Number(invoiceId) }, select: { testClockId: true } });
-      if (invoice) await recordOutcome(Number(invoiceId), await nowOf(invoice.testClockId));
+    concurrency: COLLECT_CONCURRENCY,
+    batchSize: COLLECT_BATCH_SIZE,
+    runBatch: async (batch) => {
+      // Each invoice on its own time: the wall's, or its clock's.
+      const byClock = new Map<number | null, number[]>();
+      for (const owner of await store.invoiceOwners(prisma, batch.map(({ payload }) => Number(payload.invoiceId)))) {
+        byClock.set(owner.testClockId, [...(byClock.get(owner.testClockId) ?? []), owner.id]);
+      }
+      for (const [clockId, ids] of byClock) await recordOutcomes(ids, await nowOf(clockId));
+      return batch.map(() => undefined);
     },
   });
 

@@ -167,6 +167,36 @@ export async function lockInvoice(tx: Prisma.TransactionClient, id: number): Pro
   return linkedInvoice(tx, id);
 }
 
+/** The invoices, locked until the caller's transaction ends, in id order (after their subscriptions: cycle.ts), with their links. */
+export async function lockInvoices(tx: Prisma.TransactionClient, ids: number[]): Promise<LinkedInvoice[]> {
+  await tx.$queryRawUnsafe(`SELECT id FROM invoices WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, ids);
+  return tx.invoice.findMany({ where: { id: { in: ids } }, include: INVOICE_LINKS, orderBy: { id: "asc" } });
+}
+
+/** Which subscription and clock each invoice is of (what to lock before it, and whose time it lives on). */
+export const invoiceOwners = (db: Db, ids: number[]) => db.invoice.findMany({ where: { id: { in: ids } }, select: { id: true, subscriptionId: true, testClockId: true } });
+
+/** Invoices with what charging them names: the subscription's plan and payment method. */
+export const invoicesToCollect = (db: Db, ids: number[]) =>
+  db.invoice.findMany({
+    where: { id: { in: ids } },
+    include: { ...INVOICE_LINKS, subscription: { select: { reference: true, plan: { select: { name: true } }, paymentMethod: { select: { reference: true } } } } },
+  });
+
+/** Marks the (locked) invoices paid by their current attempt, in one statement; answers them with their links, in id order. */
+export async function markInvoicesPaid(tx: Prisma.TransactionClient, paid: { id: number; attempt: number }[], at: Date): Promise<LinkedInvoice[]> {
+  if (!paid.length) return [];
+  await tx.$executeRawUnsafe(
+    `UPDATE invoices i SET status = 'paid', paid_at = $3::timestamptz, attempts = p.attempt, next_attempt_at = NULL, updated_at = $4::timestamptz
+     FROM unnest($1::int[], $2::int[]) AS p(id, attempt) WHERE i.id = p.id`,
+    paid.map((p) => p.id),
+    paid.map((p) => p.attempt),
+    at.toISOString(),
+    new Date().toISOString(),
+  );
+  return tx.invoice.findMany({ where: { id: { in: paid.map((p) => p.id) } }, include: INVOICE_LINKS, orderBy: { id: "asc" } });
+}
+
 export const updateInvoice = (tx: Db, id: number, data: Prisma.InvoiceUncheckedUpdateInput) => tx.invoice.update({ where: { id }, data, include: INVOICE_LINKS });
 
 /** The subscription's open invoices (canceling it voids those no charge is pending on). */
@@ -222,7 +252,8 @@ export async function startAdvance(db: PrismaClient, id: number, to: Date): Prom
   return count ? db.testClock.findUnique({ where: { id } }) : null;
 }
 
-export const finishAdvance = (db: Db, id: number) => db.testClock.updateMany({ where: { id, status: "advancing" }, data: { status: "ready" } });
+/** Marks the clock ready once everything up to `ranTo` has run; not when it was moved on meanwhile (that advance's run finishes it). */
+export const finishAdvance = (db: Db, id: number, ranTo: Date) => db.testClock.updateMany({ where: { id, status: "advancing", frozenTime: ranTo }, data: { status: "ready" } });
 export const deleteClock = (db: Db, id: number) => db.testClock.delete({ where: { id } });
 export const subscriptionsOnClock = (db: Db, testClockId: number) => db.subscription.findMany({ where: { testClockId, status: { not: "canceled" } }, select: { id: true } });
 
