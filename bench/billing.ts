@@ -249,11 +249,14 @@ async function main() {
       return { at: Date.now(), invoices: row.invoices, paid: row.paid, lastPaidAt: row.last_paid_at, firstInvoiceAt: row.first_invoice_at };
     };
     const timeline: Progress[] = [];
+    /** The machine's 1-minute load each second of the run: how much else it was doing. */
+    const loads: number[] = [];
     let last = await progress();
     while (last.paid < N && Date.now() - committedAt < RUN_TIMEOUT_MS) {
       await sleep(1000);
       last = await progress();
       timeline.push(last);
+      loads.push(loadavg()[0]!);
       if (timeline.length % 15 === 0) log(`${fmt(last.invoices)} invoiced, ${fmt(last.paid)} paid`);
     }
     const during = await load.stop();
@@ -298,7 +301,7 @@ async function main() {
     const ratio = during.p99 / idle.p99;
     const duplicates = checks.invoicesPerPeriod + checks.chargesPerAttempt;
     const lines = [
-      `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); one gateway process (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; wrk 1 thread, ${CONNECTIONS} connections, on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
+      `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); one gateway process (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; wrk 1 thread, ${CONNECTIONS} connections, on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loads.length ? `${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} during the run, ` : ""}${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
       "",
       "| subscriptions | all paid after (s; goal <= 300) | invoices/s | gateway CPU (s) / PostgreSQL CPU (s) | CPU per subscription, gateway / PostgreSQL (ms) | idle: req/s (p50 / p99 ms) | during: req/s (p50 / p99 ms) | p99 during / idle (goal <= 2x) | duplicate invoices / charges | non-2xx |",
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
