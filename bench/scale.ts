@@ -46,9 +46,9 @@ export async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> 
 }
 
 /** The compiled gateway as production runs it, in its own process; resolves once /ready answers 200. */
-export async function startGateway(env: Record<string, string>, children: ChildProcess[]) {
+export async function startGateway(env: Record<string, string>, children: ChildProcess[], nodeArgs: string[] = []) {
   const port = await freePort();
-  const child = spawn(process.execPath, ["dist/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
     cwd: repoRoot,
     env: { ...baseEnv, NODE_ENV: "production", LOG_LEVEL: "silent", RATE_LIMIT_ENABLED: "false", HOST: "127.0.0.1", PORT: String(port), ...env },
     stdio: ["ignore", "ignore", "inherit"],
@@ -84,6 +84,18 @@ const toMs = (value: string) => {
   return Number(m[1]) * (m[2] === "us" ? 0.001 : m[2] === "s" ? 1000 : 1);
 };
 
+/** What wrk --latency printed: requests, rate, p50 and p99 in ms, errors. */
+export function parseWrk(out: string): WrkResult {
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN),
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
+    p50: toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ""),
+    p99: toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ""),
+    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((a, n) => a + Number(n), 0) : 0),
+  };
+}
+
 /** wrk, 1 thread; a 30 s timeout so a slow list counts as slow, not as an error (wrk's default is 2 s). */
 export function wrk(url: string, options: { seconds: number; connections?: number; headers?: Record<string, string>; post?: string; workDir: string }): WrkResult {
   const args = ["-t1", `-c${options.connections ?? 32}`, `-d${options.seconds}s`, "--timeout", "30s", "--latency"];
@@ -94,15 +106,7 @@ export function wrk(url: string, options: { seconds: number; connections?: numbe
     args.push("-s", script);
   }
   args.push(url);
-  const out = execFileSync("wrk", args, { encoding: "utf8" });
-  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  return {
-    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN),
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
-    p50: toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ""),
-    p99: toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ""),
-    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((a, n) => a + Number(n), 0) : 0),
-  };
+  return parseWrk(execFileSync("wrk", args, { encoding: "utf8" }));
 }
 
 export const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }) : "n/a");

@@ -27,7 +27,7 @@ export function createClockRunner(deps: { prisma: PrismaClient; jobs: JobRunner;
       else await cycle.collectInvoice(due.id, due.at);
       if (steps === MAX_STEPS_PER_ADVANCE - 1) deps.logger.warn({ clock: clock.reference }, "test clock: step limit reached; the rest runs on the next advance");
     }
-    await store.finishAdvance(prisma, clock.id);
+    await store.finishAdvance(prisma, clock.id, clock.frozenTime);
   }
 
   deps.jobs.register<{ clockId: number }>({
@@ -36,7 +36,8 @@ export function createClockRunner(deps: { prisma: PrismaClient; jobs: JobRunner;
     run: async ({ clockId }) => runDue(Number(clockId)),
     // A step that kept failing: the clock is ready again (what is still due runs on its next advance), not stuck advancing.
     onGiveUp: async ({ clockId }) => {
-      await store.finishAdvance(prisma, Number(clockId));
+      const clock = await store.clockById(prisma, Number(clockId));
+      if (clock) await store.finishAdvance(prisma, clock.id, clock.frozenTime);
     },
   });
 

@@ -5,7 +5,6 @@ import { GatewayError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
-import { recordEvent } from "../events/outbox.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import { afterCommit } from "../events/status-machine.ts";
 import type { TransactionService } from "../transactions/service.ts";
@@ -29,6 +28,17 @@ export const BILL_SUBSCRIPTION_JOB = "subscription.bill";
 export const COLLECT_INVOICE_JOB = "invoice.collect";
 export const ADVANCE_CLOCK_JOB = "test_clock.advance";
 
+/** Subscriptions billed in one database transaction at most, and in flight per instance (while the API is busy, a twentieth). */
+const BILL_BATCH_SIZE = 50;
+const BILL_CONCURRENCY = 200;
+
+/** Invoices charged side by side in one batch at most, and in flight per instance (while the API is busy, a twentieth). */
+const COLLECT_BATCH_SIZE = 20;
+const COLLECT_CONCURRENCY = 100;
+
+/** A charge refused before it was made: which attempt, and why. */
+type Refusal = { attempt: number; code: string };
+
 /** A charge refused before any payment was made (the method detached meanwhile): an attempt that failed without a charge. */
 const REFUSALS_WITHOUT_CHARGE = new Set(["payment_method_detached", "payment_method_not_reusable", "channel_inactive", "forbidden", "not_found", "unsupported_currency", "validation_failed"]);
 
@@ -44,18 +54,17 @@ export interface BillingCycleDeps {
   cancelUnpaid: boolean;
 }
 
-type Recorded = { event: Event; deliveriesQueued: number };
-
-/** A step asked for before its time (another instance's clock ahead of this one's): when it falls due. */
-type NotYet = { dueAt: Date } | undefined;
+/** Steps asked for before their time (another instance's clock ahead of this one's), by id: when each falls due. */
+type NotYet = Map<number, Date>;
 
 /** A wall-time job that ran early runs again when its step falls due. */
-const retryWhenDue = (notYet: NotYet) => (notYet ? { retryInMs: Math.max(1, notYet.dueAt.getTime() - Date.now()), countAttempt: false } : undefined);
+const retryWhenDue = (dueAt: Date | undefined) => (dueAt ? { retryInMs: Math.max(1, dueAt.getTime() - Date.now()), countAttempt: false } : undefined);
 
 /** A step's writes: its events (published after commit) and whether it queued jobs (this instance is told). */
 interface Step {
   tx: Prisma.TransactionClient;
-  emit(merchant: { merchantId: number; mode: Event["mode"] }, type: string, payload: Prisma.InputJsonObject): Promise<void>;
+  /** Records events in their order, each with its webhook deliveries. */
+  emit(events: store.NewBillingEvent[]): Promise<void>;
   enqueue(jobs: JobRequest[]): Promise<void>;
 }
 
@@ -75,13 +84,15 @@ export function createBillingCycle(deps: BillingCycleDeps) {
 
   /** Runs one step in a database transaction; its events reach subscribers, and its jobs this instance, after commit. */
   async function step<T>(run: (s: Step) => Promise<T>): Promise<T> {
-    const recorded: Recorded[] = [];
+    const recorded: Event[] = [];
     let queued = 0;
     const out = await prisma.$transaction(async (tx) =>
       run({
         tx,
-        async emit(merchant, type, payload) {
-          recorded.push(await recordEvent(tx, { merchantId: merchant.merchantId, mode: merchant.mode, type, payload }));
+        async emit(events) {
+          const { events: rows, deliveriesQueued } = await store.recordEvents(tx, events);
+          recorded.push(...rows);
+          queued += deliveriesQueued;
         },
         async enqueue(requests) {
           queued += requests.length;
@@ -89,13 +100,15 @@ export function createBillingCycle(deps: BillingCycleDeps) {
         },
       }),
     );
-    for (const r of recorded) afterCommit(deps, r.event, r.deliveriesQueued);
+    for (const event of recorded) afterCommit(deps, event, 0);
     if (queued) jobs.nudge();
     return out;
   }
 
-  const emitSubscription = (s: Step, sub: store.LinkedSubscription, type: string) => s.emit(sub, type, { subscription: subscriptionView(sub) as Prisma.InputJsonObject });
-  const emitInvoice = (s: Step, invoice: store.LinkedInvoice, type: string) => s.emit(invoice, type, { invoice: invoiceView(invoice, checkoutUrl) as Prisma.InputJsonObject });
+  const subscriptionEvent = (sub: store.LinkedSubscription, type: string): store.NewBillingEvent => ({ merchantId: sub.merchantId, mode: sub.mode, type, payload: { subscription: subscriptionView(sub) as Prisma.InputJsonObject } });
+  const invoiceEvent = (invoice: store.LinkedInvoice, type: string): store.NewBillingEvent => ({ merchantId: invoice.merchantId, mode: invoice.mode, type, payload: { invoice: invoiceView(invoice, checkoutUrl) as Prisma.InputJsonObject } });
+  const emitSubscription = (s: Step, sub: store.LinkedSubscription, type: string) => s.emit([subscriptionEvent(sub, type)]);
+  const emitInvoice = (s: Step, invoice: store.LinkedInvoice, type: string) => s.emit([invoiceEvent(invoice, type)]);
 
   /** The time a subscription or invoice lives on: its test clock's, or the wall's. */
   async function nowOf(testClockId: number | null): Promise<Date> {
@@ -108,121 +121,182 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   const wallJob = (testClockId: number | null, kind: string, payload: Record<string, number>, runAt: Date): JobRequest[] => (testClockId === null ? [{ kind, payload, runAt }] : []);
 
   /**
-   * Invoices the subscription's due period (or ends it, when it was to cancel at period end), once: the row lock and
-   * next_invoice_at decide between racing callers, the unique (subscription, period_start) between anything else.
+   * Invoices each subscription's due period (or ends it, when it was to cancel at period end), once: the row locks and
+   * next_invoice_at decide between racing callers, the unique (subscription, period_start) between anything else. Many
+   * subscriptions are billed in one database transaction and a few statements (the job's batches); each one's changes
+   * and events are the same as when it is billed alone.
    */
-  async function billSubscription(subscriptionId: number, now: Date): Promise<NotYet> {
+  async function billSubscriptions(subscriptionIds: number[], now: Date): Promise<NotYet> {
     return step(async (s) => {
-      const sub = await store.lockSubscription(s.tx, subscriptionId);
-      if (!sub?.nextInvoiceAt) return;
-      if (sub.nextInvoiceAt > now) return { dueAt: sub.nextInvoiceAt };
-      const at = sub.nextInvoiceAt;
-      if (sub.cancelAtPeriodEnd) {
-        const ended = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: at, nextInvoiceAt: null });
-        await emitSubscription(s, ended, "subscription.canceled");
-        return;
+      const locked = await store.lockSubscriptions(s.tx, [...new Set(subscriptionIds)]);
+      const due = locked.filter((sub) => sub.nextInvoiceAt && sub.nextInvoiceAt <= now);
+      const early: NotYet = new Map(locked.filter((sub) => sub.nextInvoiceAt && sub.nextInvoiceAt > now).map((sub) => [sub.id, sub.nextInvoiceAt!]));
+      const events: store.NewBillingEvent[] = [];
+      for (const sub of due.filter((sub) => sub.cancelAtPeriodEnd)) {
+        const ended = await store.updateSubscription(s.tx, sub.id, { status: "canceled", canceledAt: sub.nextInvoiceAt, nextInvoiceAt: null });
+        events.push(subscriptionEvent(ended, "subscription.canceled"));
       }
-      const n = sub.periodsBilled;
-      const end = periodStart(sub.billingAnchor, sub.plan, n + 1);
-      const { invoice, created } = await store.insertInvoiceForPeriod(s.tx, {
-        reference: store.newInvoiceId(),
-        merchantId: sub.merchantId,
-        mode: sub.mode,
-        subscriptionId: sub.id,
-        customerId: sub.customerId,
-        testClockId: sub.testClockId,
-        amountDue: sub.plan.amount,
-        currency: sub.plan.currency,
-        periodStart: at,
-        periodEnd: end,
-        nextAttemptAt: at,
-      });
-      if (created) await emitInvoice(s, invoice, "invoice.created");
-      const renewed = await store.updateSubscription(s.tx, sub.id, {
-        periodsBilled: n + 1,
-        currentPeriodStart: at,
-        currentPeriodEnd: end,
-        nextInvoiceAt: end,
-        ...(sub.status === "trialing" ? { status: "active" } : {}),
-      });
-      await emitSubscription(s, renewed, "subscription.updated");
-      await s.enqueue([
-        ...wallJob(sub.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, now),
-        ...wallJob(sub.testClockId, BILL_SUBSCRIPTION_JOB, { subscriptionId: sub.id }, end),
-      ]);
+      const periods = due.filter((sub) => !sub.cancelAtPeriodEnd).map((sub) => ({ sub, start: sub.nextInvoiceAt!, end: periodStart(sub.billingAnchor, sub.plan, sub.periodsBilled + 1) }));
+      const { invoices, created } = await store.insertInvoicesForPeriods(
+        s.tx,
+        periods.map(({ sub, start, end }) => ({
+          reference: store.newInvoiceId(),
+          merchantId: sub.merchantId,
+          mode: sub.mode,
+          subscriptionId: sub.id,
+          customerId: sub.customerId,
+          testClockId: sub.testClockId,
+          amountDue: sub.plan.amount,
+          currency: sub.plan.currency,
+          periodStart: start,
+          periodEnd: end,
+          nextAttemptAt: start,
+        })),
+      );
+      const renewed = await store.renewSubscriptions(
+        s.tx,
+        periods.map(({ sub, start, end }) => ({
+          id: sub.id,
+          status: sub.status === "trialing" ? "active" : sub.status,
+          periodsBilled: sub.periodsBilled + 1,
+          currentPeriodStart: start,
+          currentPeriodEnd: end,
+          nextInvoiceAt: end,
+        })),
+      );
+      const invoiceOf = new Map(invoices.map((invoice) => [invoice.subscriptionId, invoice]));
+      const renewedOf = new Map(renewed.map((sub) => [sub.id, sub]));
+      const jobsToQueue: JobRequest[] = [];
+      for (const { sub, end } of periods) {
+        const invoice = invoiceOf.get(sub.id)!;
+        if (created.has(invoice.id)) events.push(invoiceEvent(invoice, "invoice.created"));
+        events.push(subscriptionEvent(renewedOf.get(sub.id)!, "subscription.updated"));
+        jobsToQueue.push(
+          ...wallJob(sub.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, now),
+          ...wallJob(sub.testClockId, BILL_SUBSCRIPTION_JOB, { subscriptionId: sub.id }, end),
+        );
+      }
+      await s.emit(events);
+      await s.enqueue(jobsToQueue);
+      return early;
     });
   }
 
+  const billSubscription = (subscriptionId: number, now: Date) => billSubscriptions([subscriptionId], now);
+
   /**
-   * Makes the invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
-   * bank): through the payments core, once per invoice and attempt. Then records what the charge came to.
+   * Makes each invoice's next charge when it is due, or resumes the one in flight (a crash, a payer still at their
+   * bank): through the payments core, once per invoice and attempt, the charges of a batch side by side. Then records
+   * what they came to, together. Answers the invoices whose charge failed unexpectedly, with why.
    */
-  async function collectInvoice(invoiceId: number, now: Date): Promise<NotYet> {
-    const invoice = await store.linkedInvoice(prisma, invoiceId);
-    if (!invoice || invoice.status !== "open") return;
-    const attempt = invoice.attempts + 1;
-    const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
-    if (!inFlight && !invoice.nextAttemptAt) return;
-    if (!inFlight && invoice.nextAttemptAt! > now) return { dueAt: invoice.nextAttemptAt! };
-    const sub = await prisma.subscription.findUniqueOrThrow({ where: { id: invoice.subscriptionId }, include: { plan: true, paymentMethod: { select: { reference: true } } } });
-    try {
-      await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
-        customer: invoice.customerId,
-        paymentMethod: sub.paymentMethod.reference,
-        amount: invoice.amountDue,
-        currency: invoice.currency,
-        description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
-        metadata: { invoice: invoice.reference, subscription: sub.reference },
-        invoice: { id: invoice.id, attempt },
-      });
-    } catch (error) {
-      if (!(error instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(error.code)) throw error;
-      deps.logger.warn({ invoice: invoice.reference, code: error.code }, "invoice charge refused before any payment was made");
-      await recordOutcome(invoice.id, now, { attempt, code: error.code });
-      return;
-    }
-    await recordOutcome(invoice.id, now);
+  async function collectInvoices(invoiceIds: number[], now: Date): Promise<{ failed: Map<number, Error>; early: NotYet }> {
+    const refused = new Map<number, Refusal>();
+    const failed = new Map<number, Error>();
+    const early: NotYet = new Map();
+    const charged: number[] = [];
+    await Promise.all(
+      (await store.invoicesToCollect(prisma, [...new Set(invoiceIds)])).map(async (invoice) => {
+        if (invoice.status !== "open") return;
+        const attempt = invoice.attempts + 1;
+        const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
+        if (!inFlight && !invoice.nextAttemptAt) return;
+        if (!inFlight && invoice.nextAttemptAt! > now) {
+          early.set(invoice.id, invoice.nextAttemptAt!);
+          return;
+        }
+        const sub = invoice.subscription;
+        try {
+          await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
+            customer: invoice.customerId,
+            paymentMethod: sub.paymentMethod.reference,
+            amount: invoice.amountDue,
+            currency: invoice.currency,
+            description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
+            metadata: { invoice: invoice.reference, subscription: sub.reference },
+            invoice: { id: invoice.id, attempt },
+          });
+        } catch (error) {
+          if (!(error instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(error.code)) {
+            failed.set(invoice.id, error instanceof Error ? error : new Error(String(error)));
+            return;
+          }
+          deps.logger.warn({ invoice: invoice.reference, code: error.code }, "invoice charge refused before any payment was made");
+          refused.set(invoice.id, { attempt, code: error.code });
+        }
+        charged.push(invoice.id);
+      }),
+    );
+    if (charged.length) await recordOutcomes(charged, now, refused);
+    return { failed, early };
+  }
+
+  async function collectInvoice(invoiceId: number, now: Date): Promise<void> {
+    const failed = (await collectInvoices([invoiceId], now)).failed.get(invoiceId);
+    if (failed) throw failed;
   }
 
   /**
-   * Records the outcome of the invoice's current attempt, once (the attempt count moves only here, under the locks):
+   * Records the outcome of each invoice's current attempt, once (the attempt count moves only here, under the locks):
    * a completed charge pays it; a failed one (or a charge refused before it was made, `refused`) schedules the next
    * try, or after the last makes it uncollectible and the subscription unpaid (or canceled). Pending: nothing yet.
+   * One database transaction for them all; the payments that leave their subscription as it is are marked paid in one
+   * statement.
    */
-  async function recordOutcome(invoiceId: number, now: Date, refused?: { attempt: number; code: string }): Promise<void> {
-    const known = await store.linkedInvoice(prisma, invoiceId);
-    if (!known) return;
+  async function recordOutcomes(invoiceIds: number[], now: Date, refused: ReadonlyMap<number, Refusal> = new Map()): Promise<void> {
+    const owners = await store.invoiceOwners(prisma, [...new Set(invoiceIds)]);
+    if (!owners.length) return;
     await step(async (s) => {
-      // The subscription first, then the invoice: the order every step locks them in.
-      const sub = await store.lockSubscription(s.tx, known.subscriptionId);
-      const invoice = await store.lockInvoice(s.tx, invoiceId);
-      if (!sub || !invoice) return;
-      const attempt = invoice.attempts + 1;
-      const charge = invoice.transactions.find((c) => c.invoiceAttempt === attempt);
-      if (charge?.status === "completed" && (invoice.status === "open" || invoice.status === "void")) {
-        const paid = await store.updateInvoice(s.tx, invoice.id, { status: "paid", paidAt: now, attempts: attempt, nextAttemptAt: null });
-        await emitInvoice(s, paid, "invoice.paid");
-        if (sub.status === "past_due" && !(await store.hasUnpaidFailures(s.tx, sub.id, invoice.id))) {
-          await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, { status: "active" }), "subscription.updated");
+      // The subscriptions first, then the invoices: the order every step locks them in.
+      const subs = new Map((await store.lockSubscriptions(s.tx, [...new Set(owners.map((o) => o.subscriptionId))])).map((sub) => [sub.id, sub]));
+      const invoices = await store.lockInvoices(s.tx, owners.map((o) => o.id));
+      const invoicesOfSub = new Map<number, number>();
+      for (const invoice of invoices) invoicesOfSub.set(invoice.subscriptionId, (invoicesOfSub.get(invoice.subscriptionId) ?? 0) + 1);
+      const events: store.NewBillingEvent[] = [];
+      const jobsToQueue: JobRequest[] = [];
+      const paying: { id: number; attempt: number }[] = [];
+      const changeSubscription = async (sub: store.LinkedSubscription, data: Prisma.SubscriptionUncheckedUpdateInput, type: string) => {
+        const changed = await store.updateSubscription(s.tx, sub.id, data);
+        subs.set(sub.id, changed);
+        events.push(subscriptionEvent(changed, type));
+      };
+      for (const invoice of invoices) {
+        const sub = subs.get(invoice.subscriptionId);
+        if (!sub) continue;
+        const attempt = invoice.attempts + 1;
+        const charge = invoice.transactions.find((c) => c.invoiceAttempt === attempt);
+        if (charge?.status === "completed" && (invoice.status === "open" || invoice.status === "void")) {
+          // Paid, its subscription left as it is (the common case): with the batch's others, below.
+          if (sub.status !== "past_due" && invoicesOfSub.get(sub.id) === 1) {
+            paying.push({ id: invoice.id, attempt });
+            continue;
+          }
+          const paid = await store.updateInvoice(s.tx, invoice.id, { status: "paid", paidAt: now, attempts: attempt, nextAttemptAt: null });
+          events.push(invoiceEvent(paid, "invoice.paid"));
+          if (sub.status === "past_due" && !(await store.hasUnpaidFailures(s.tx, sub.id, invoice.id))) await changeSubscription(sub, { status: "active" }, "subscription.updated");
+          continue;
         }
-        return;
+        const failed = charge?.status === "failed" || (!charge && refused.get(invoice.id)?.attempt === attempt);
+        if (!failed || invoice.status !== "open") continue;
+        const last = attempt > deps.retryScheduleMs.length;
+        const nextAttemptAt = last ? null : new Date(now.getTime() + deps.retryScheduleMs[attempt - 1]!);
+        const updated = await store.updateInvoice(s.tx, invoice.id, { attempts: attempt, nextAttemptAt, ...(last ? { status: "uncollectible" } : {}) });
+        events.push(invoiceEvent(updated, "invoice.payment_failed"));
+        if (nextAttemptAt) jobsToQueue.push(...wallJob(invoice.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, nextAttemptAt));
+        if (sub.status === "canceled") continue;
+        if (last) {
+          const ends = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
+          await changeSubscription(sub, ends, deps.cancelUnpaid ? "subscription.canceled" : "subscription.updated");
+        } else if (sub.status === "active" || sub.status === "trialing") {
+          await changeSubscription(sub, { status: "past_due" }, "subscription.updated");
+        }
       }
-      const failed = charge?.status === "failed" || (!charge && refused?.attempt === attempt);
-      if (!failed || invoice.status !== "open") return;
-      const last = attempt > deps.retryScheduleMs.length;
-      const nextAttemptAt = last ? null : new Date(now.getTime() + deps.retryScheduleMs[attempt - 1]!);
-      const updated = await store.updateInvoice(s.tx, invoice.id, { attempts: attempt, nextAttemptAt, ...(last ? { status: "uncollectible" } : {}) });
-      await emitInvoice(s, updated, "invoice.payment_failed");
-      if (nextAttemptAt) await s.enqueue(wallJob(invoice.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, nextAttemptAt));
-      if (sub.status === "canceled") return;
-      if (last) {
-        const ends = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
-        await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, ends), deps.cancelUnpaid ? "subscription.canceled" : "subscription.updated");
-      } else if (sub.status === "active" || sub.status === "trialing") {
-        await emitSubscription(s, await store.updateSubscription(s.tx, sub.id, { status: "past_due" }), "subscription.updated");
-      }
+      for (const paid of await store.markInvoicesPaid(s.tx, paying, now)) events.push(invoiceEvent(paid, "invoice.paid"));
+      await s.emit(events);
+      await s.enqueue(jobsToQueue);
     });
   }
+
+  const recordOutcome = (invoiceId: number, now: Date, refused?: Refusal) => recordOutcomes([invoiceId], now, new Map(refused ? [[invoiceId, refused]] : []));
 
   /** Ends the subscription now: no more periods, its open invoices no charge is pending for are voided. */
   async function cancelNow(subscriptionId: number, now: Date): Promise<store.LinkedSubscription | null> {
@@ -265,18 +339,27 @@ export function createBillingCycle(deps: BillingCycleDeps) {
     });
   }
 
+  // In batches: a thousand subscriptions due in the same minute are a few dozen database transactions, not a thousand.
   jobs.register<{ subscriptionId: number }>({
     kind: BILL_SUBSCRIPTION_JOB,
-    concurrency: 20,
-    run: async ({ subscriptionId }) => retryWhenDue(await billSubscription(Number(subscriptionId), new Date())),
+    concurrency: BILL_CONCURRENCY,
+    batchSize: BILL_BATCH_SIZE,
+    runBatch: async (batch) => {
+      const early = await billSubscriptions(batch.map(({ payload }) => Number(payload.subscriptionId)), new Date());
+      return batch.map(({ payload }) => retryWhenDue(early.get(Number(payload.subscriptionId))));
+    },
   });
   jobs.register<{ invoiceId: number }>({
     kind: COLLECT_INVOICE_JOB,
-    concurrency: 20,
-    run: async ({ invoiceId }) => retryWhenDue(await collectInvoice(Number(invoiceId), new Date())),
+    concurrency: COLLECT_CONCURRENCY,
+    batchSize: COLLECT_BATCH_SIZE,
+    runBatch: async (batch) => {
+      const { failed, early } = await collectInvoices(batch.map(({ payload }) => Number(payload.invoiceId)), new Date());
+      return batch.map(({ payload }) => failed.get(Number(payload.invoiceId)) ?? retryWhenDue(early.get(Number(payload.invoiceId))));
+    },
     // A charge that kept failing before it could be made (the provider unreachable, every retry): the attempt counts as
     // failed, so the invoice moves on through its schedule instead of waiting on a job that is gone. A charge that was
-    // made is left to its own settling (recordOutcome records only an attempt without a payment).
+    // made is left to its own settling (an attempt is recorded as refused only when it has no payment).
     async onGiveUp({ invoiceId }) {
       const invoice = await prisma.invoice.findUnique({ where: { id: Number(invoiceId) }, select: { attempts: true, testClockId: true } });
       if (invoice) await recordOutcome(Number(invoiceId), await nowOf(invoice.testClockId), { attempt: invoice.attempts + 1, code: "charge_error" });
@@ -284,9 +367,16 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   });
   jobs.register<{ invoiceId: number }>({
     kind: INVOICE_CHARGE_SETTLED_JOB,
-    run: async ({ invoiceId }) => {
-      const invoice = await prisma.invoice.findUnique({ where: { id: Number(invoiceId) }, select: { testClockId: true } });
-      if (invoice) await recordOutcome(Number(invoiceId), await nowOf(invoice.testClockId));
+    concurrency: COLLECT_CONCURRENCY,
+    batchSize: COLLECT_BATCH_SIZE,
+    runBatch: async (batch) => {
+      // Each invoice on its own time: the wall's, or its clock's.
+      const byClock = new Map<number | null, number[]>();
+      for (const owner of await store.invoiceOwners(prisma, batch.map(({ payload }) => Number(payload.invoiceId)))) {
+        byClock.set(owner.testClockId, [...(byClock.get(owner.testClockId) ?? []), owner.id]);
+      }
+      for (const [clockId, ids] of byClock) await recordOutcomes(ids, await nowOf(clockId));
+      return batch.map(() => undefined);
     },
   });
 

@@ -1,8 +1,9 @@
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { Db, PrismaClient } from "../../db/database.ts";
-import type { Invoice, Plan, Prisma, Subscription, TestClock } from "../../db/generated/prisma/client.ts";
+import type { Event, Invoice, Mode, Plan, Prisma, Subscription, TestClock } from "../../db/generated/prisma/client.ts";
 import type { Paging } from "../../paging.ts";
 import { randomReference } from "../../references.ts";
+import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
 
 /**
  * Every statement on plans, subscriptions, invoices and test clocks. The billing cycle (cycle.ts) locks a
@@ -103,16 +104,59 @@ export async function lockSubscription(tx: Prisma.TransactionClient, id: number)
 
 export const updateSubscription = (tx: Db, id: number, data: Prisma.SubscriptionUncheckedUpdateInput) => tx.subscription.update({ where: { id }, data, include: SUBSCRIPTION_LINKS });
 
+/**
+ * The subscriptions, locked until the caller's transaction ends, in id order (so batches that share some never wait
+ * on each other in a circle), with their links; ids that do not exist are left out.
+ */
+export async function lockSubscriptions(tx: Prisma.TransactionClient, ids: number[]): Promise<LinkedSubscription[]> {
+  await tx.$queryRawUnsafe(`SELECT id FROM subscriptions WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, ids);
+  return tx.subscription.findMany({ where: { id: { in: ids } }, include: SUBSCRIPTION_LINKS, orderBy: { id: "asc" } });
+}
+
+/** A subscription's next period, invoiced: what the billing cycle writes on it. */
+export interface Renewal {
+  id: number;
+  status: string;
+  periodsBilled: number;
+  currentPeriodStart: Date;
+  currentPeriodEnd: Date;
+  nextInvoiceAt: Date;
+}
+
+/** Renews the (locked) subscriptions in one statement; answers them with their links, in id order. */
+export async function renewSubscriptions(tx: Prisma.TransactionClient, renewals: Renewal[]): Promise<LinkedSubscription[]> {
+  if (!renewals.length) return [];
+  const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
+  await tx.$executeRawUnsafe(
+    `UPDATE subscriptions s SET periods_billed = r.periods_billed, current_period_start = r.period_start, current_period_end = r.period_end,
+       next_invoice_at = r.next_invoice_at, status = r.status, updated_at = $7::timestamptz
+     FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::text[]) AS r(id, periods_billed, period_start, period_end, next_invoice_at, status)
+     WHERE s.id = r.id`,
+    renewals.map((r) => r.id),
+    renewals.map((r) => r.periodsBilled),
+    iso(renewals.map((r) => r.currentPeriodStart)),
+    iso(renewals.map((r) => r.currentPeriodEnd)),
+    iso(renewals.map((r) => r.nextInvoiceAt)),
+    renewals.map((r) => r.status),
+    new Date().toISOString(),
+  );
+  return tx.subscription.findMany({ where: { id: { in: renewals.map((r) => r.id) } }, include: SUBSCRIPTION_LINKS, orderBy: { id: "asc" } });
+}
+
 // ---- Invoices ----
 
-/** The period's invoice, made once: a second caller (another instance, a retried job) finds the first one's. */
-export async function insertInvoiceForPeriod(tx: Prisma.TransactionClient, data: Prisma.InvoiceCreateManyInput): Promise<{ invoice: LinkedInvoice; created: boolean }> {
-  const { count } = await tx.invoice.createMany({ data: [data], skipDuplicates: true });
-  const invoice = await tx.invoice.findUniqueOrThrow({
-    where: { subscriptionId_periodStart: { subscriptionId: data.subscriptionId, periodStart: data.periodStart } },
+/**
+ * Each period's invoice, made once: a second caller (another instance, a retried job) finds the first one's. Answers
+ * every period's invoice, and the ids of those this call made.
+ */
+export async function insertInvoicesForPeriods(tx: Prisma.TransactionClient, data: Prisma.InvoiceCreateManyInput[]): Promise<{ invoices: LinkedInvoice[]; created: Set<number> }> {
+  if (!data.length) return { invoices: [], created: new Set() };
+  const made = await tx.invoice.createManyAndReturn({ data, skipDuplicates: true, select: { id: true } });
+  const invoices = await tx.invoice.findMany({
+    where: { OR: data.map((d) => ({ subscriptionId: d.subscriptionId, periodStart: d.periodStart })) },
     include: INVOICE_LINKS,
   });
-  return { invoice, created: count === 1 };
+  return { invoices, created: new Set(made.map((m) => m.id)) };
 }
 
 export const findInvoice = (db: Db, principal: Principal, reference: string) => db.invoice.findFirst({ where: { reference, ...scopeOf(principal) } });
@@ -123,6 +167,36 @@ export async function lockInvoice(tx: Prisma.TransactionClient, id: number): Pro
   return linkedInvoice(tx, id);
 }
 
+/** The invoices, locked until the caller's transaction ends, in id order (after their subscriptions: cycle.ts), with their links. */
+export async function lockInvoices(tx: Prisma.TransactionClient, ids: number[]): Promise<LinkedInvoice[]> {
+  await tx.$queryRawUnsafe(`SELECT id FROM invoices WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, ids);
+  return tx.invoice.findMany({ where: { id: { in: ids } }, include: INVOICE_LINKS, orderBy: { id: "asc" } });
+}
+
+/** Which subscription and clock each invoice is of (what to lock before it, and whose time it lives on). */
+export const invoiceOwners = (db: Db, ids: number[]) => db.invoice.findMany({ where: { id: { in: ids } }, select: { id: true, subscriptionId: true, testClockId: true } });
+
+/** Invoices with what charging them names: the subscription's plan and payment method. */
+export const invoicesToCollect = (db: Db, ids: number[]) =>
+  db.invoice.findMany({
+    where: { id: { in: ids } },
+    include: { ...INVOICE_LINKS, subscription: { select: { reference: true, plan: { select: { name: true } }, paymentMethod: { select: { reference: true } } } } },
+  });
+
+/** Marks the (locked) invoices paid by their current attempt, in one statement; answers them with their links, in id order. */
+export async function markInvoicesPaid(tx: Prisma.TransactionClient, paid: { id: number; attempt: number }[], at: Date): Promise<LinkedInvoice[]> {
+  if (!paid.length) return [];
+  await tx.$executeRawUnsafe(
+    `UPDATE invoices i SET status = 'paid', paid_at = $3::timestamptz, attempts = p.attempt, next_attempt_at = NULL, updated_at = $4::timestamptz
+     FROM unnest($1::int[], $2::int[]) AS p(id, attempt) WHERE i.id = p.id`,
+    paid.map((p) => p.id),
+    paid.map((p) => p.attempt),
+    at.toISOString(),
+    new Date().toISOString(),
+  );
+  return tx.invoice.findMany({ where: { id: { in: paid.map((p) => p.id) } }, include: INVOICE_LINKS, orderBy: { id: "asc" } });
+}
+
 export const updateInvoice = (tx: Db, id: number, data: Prisma.InvoiceUncheckedUpdateInput) => tx.invoice.update({ where: { id }, data, include: INVOICE_LINKS });
 
 /** The subscription's open invoices (canceling it voids those no charge is pending on). */
@@ -131,6 +205,39 @@ export const openInvoicesOf = (tx: Db, subscriptionId: number) => tx.invoice.fin
 /** Whether the subscription still has an invoice that failed and is not paid (it stays past_due until none). */
 export async function hasUnpaidFailures(tx: Db, subscriptionId: number, except: number): Promise<boolean> {
   return (await tx.invoice.count({ where: { subscriptionId, id: { not: except }, status: "open", attempts: { gt: 0 } } })) > 0;
+}
+
+// ---- Events ----
+
+export interface NewBillingEvent {
+  merchantId: number;
+  mode: Mode;
+  type: string;
+  payload: Prisma.InputJsonObject;
+}
+
+/**
+ * Records several events, in their order, with their webhook deliveries queued (the outbox's fan-out), in the
+ * caller's database transaction and two statements: what events/outbox.ts's recordEvent does for one.
+ */
+export async function recordEvents(tx: Prisma.TransactionClient, events: NewBillingEvent[]): Promise<{ events: Event[]; deliveriesQueued: number }> {
+  if (!events.length) return { events: [], deliveriesQueued: 0 };
+  const [row] = await tx.$queryRawUnsafe<{ ids: string[]; queued: number }[]>(
+    `WITH ev AS (
+       INSERT INTO events (merchant_id, mode, type, payload)
+       SELECT e.merchant_id, e.mode::"Mode", e.type, e.payload::jsonb
+       FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e(merchant_id, mode, type, payload, n)
+       ORDER BY e.n
+       RETURNING id, merchant_id, mode, type
+     ), ${WEBHOOK_FAN_OUT_CTES}
+     SELECT (SELECT array_agg(id::text) FROM ev) AS ids, (SELECT count(*)::int FROM delivery_jobs) AS queued`,
+    events.map((e) => e.merchantId),
+    events.map((e) => e.mode),
+    events.map((e) => e.type),
+    events.map((e) => JSON.stringify(e.payload)),
+  );
+  const recorded = await tx.event.findMany({ where: { id: { in: row!.ids.map(BigInt) } }, orderBy: { id: "asc" } });
+  return { events: recorded, deliveriesQueued: row!.queued };
 }
 
 // ---- Test clocks ----
@@ -145,7 +252,8 @@ export async function startAdvance(db: PrismaClient, id: number, to: Date): Prom
   return count ? db.testClock.findUnique({ where: { id } }) : null;
 }
 
-export const finishAdvance = (db: Db, id: number) => db.testClock.updateMany({ where: { id, status: "advancing" }, data: { status: "ready" } });
+/** Marks the clock ready once everything up to `ranTo` has run; not when it was moved on meanwhile (that advance's run finishes it). */
+export const finishAdvance = (db: Db, id: number, ranTo: Date) => db.testClock.updateMany({ where: { id, status: "advancing", frozenTime: ranTo }, data: { status: "ready" } });
 export const deleteClock = (db: Db, id: number) => db.testClock.delete({ where: { id } });
 export const subscriptionsOnClock = (db: Db, testClockId: number) => db.subscription.findMany({ where: { testClockId, status: { not: "canceled" } }, select: { id: true } });
 
