@@ -112,8 +112,9 @@ export function isUniqueViolation(error: unknown): boolean {
  */
 const unavailablePrismaCodes = new Set(["P1001", "P1002", "P1008", "P1017", "P2024", "P2028", "P2037"]);
 /**
- * Driver-adapter kinds, SQLSTATEs (57P0x shutdown, 08xxx connection, 53300 too many, 25006 a write reaching a primary
- * that was just demoted to a replica in a failover) and socket errors of the same kind.
+ * Driver-adapter kinds, SQLSTATEs (57P0x shutdown, 08xxx connection, 53300 too many, 25006 a write on a node that is a
+ * replica: in a failover a new connection can reach the old primary, restarted read-only, in the second before the
+ * balancer's check moves it) and socket errors of the same kind.
  */
 const unavailableCodes = new Set([
   "DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections",

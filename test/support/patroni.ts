@@ -151,14 +151,13 @@ export async function startPatroniCluster(size = 2): Promise<PatroniCluster> {
     await waitUntil(async () => (await api(nodes[0]!, "/primary").then((r) => r.status === 200).catch(() => false)), () => `pg1 to bootstrap as the primary:\n${output.slice(-3000)}`, 90_000);
     for (const node of nodes.slice(1)) startPatroni(node);
 
-    const haproxy = spawnLogged("haproxy", "haproxy", ["-db", "-f", join(repoRoot, "deploy/patroni/haproxy.cfg")], {
+    spawnLogged("haproxy", "haproxy", ["-db", "-f", join(repoRoot, "deploy/patroni/haproxy.cfg")], {
       PATH: process.env.PATH ?? "",
       PG_PRIMARY_BIND: `127.0.0.1:${primaryPort}`,
       PG_REPLICA_BIND: `127.0.0.1:${replicaPort}`,
       PG_STATS: `127.0.0.1:${statsPort}`,
       ...Object.fromEntries(nodes.flatMap((n, i) => [[`PG${i + 1}`, `127.0.0.1:${n.pgPort}`], [`PG${i + 1}_API`, String(n.apiPort)]])),
     }, undefined);
-    void haproxy;
 
     const members = async (): Promise<Member[]> => {
       for (const node of nodes) {
