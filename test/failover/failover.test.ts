@@ -98,6 +98,8 @@ describe("failover drill: Patroni, HAProxy, Redis Cluster under load", () => {
   const PAUSE_MS = 40;
   /** The issue's bound from promotion to requests succeeding again is 10 s; doubled for a busy 2-core machine. */
   const RECOVERY_BOUND_MS = 20_000;
+  /** How long the payer takes to accept an STK push, before Daraja calls back. */
+  const PAYER_TAKES_MS = 1500;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "failover-drill-"));
@@ -220,14 +222,18 @@ describe("failover drill: Patroni, HAProxy, Redis Cluster under load", () => {
   }
 
   /**
-   * Daraja's side of every push: the payer accepts, its status query says paid from then on, and the callback is
-   * posted once, to each gateway in turn (the URL the push named, on that gateway's address).
+   * Daraja's side of every push: the payer accepts a moment later (so pushes made just before a kill are called back
+   * during the switch), its status query says paid from then on, and the callback is posted once, to each gateway in
+   * turn (the URL the push named, on that gateway's address).
    */
   async function answerPushes() {
     const answered = new Set<string>();
+    const seenAt = new Map<string, number>();
     while (watching) {
       for (const [checkoutRequestId, push] of daraja.pushes) {
         if (answered.has(checkoutRequestId)) continue;
+        if (!seenAt.has(checkoutRequestId)) seenAt.set(checkoutRequestId, Date.now());
+        if (Date.now() - seenAt.get(checkoutRequestId)! < PAYER_TAKES_MS) continue;
         answered.add(checkoutRequestId);
         daraja.queryResults.set(checkoutRequestId, { ResultCode: "0", ResultDesc: "The service request is processed successfully." });
         const { pathname, search } = new URL(push.body.CallBackURL as string);
@@ -409,8 +415,13 @@ describe("failover drill: Patroni, HAProxy, Redis Cluster under load", () => {
       return open.map((t) => ({ ...t, sent: sent.filter((r) => r.key === t.description).map((r) => `${r.op} ${r.status ?? r.error} ${r.code ?? ""}`) }));
     };
     await until(unsettled, (open) => open.length === 0, 90_000);
-    const settled = (await db.query<{ description: string; reference: string; status: string }>("SELECT description, reference, status::text FROM transactions WHERE description LIKE 'card-%' OR description LIKE 'stk-%'")).rows;
-    for (const row of settled) expect(row.status, row.description).toBe(refused.has(row.description) ? "failed" : "completed");
+    const settled = (
+      await db.query<{ description: string; reference: string; status: string; failure: string | null }>(
+        "SELECT description, reference, status::text, failure_code || ': ' || failure_reason AS failure FROM transactions WHERE description LIKE 'card-%' OR description LIKE 'stk-%'",
+      )
+    ).rows;
+    const history = (key: string) => sent.filter((r) => r.key === key).map((r) => `${r.op} ${r.status ?? r.error} ${r.code ?? ""} at ${r.startedAt - reports[0]!.killedAt} ms`);
+    for (const row of settled) expect(row.status, `${row.description} (${row.failure}): ${history(row.description).join("; ")}`).toBe(refused.has(row.description) ? "failed" : "completed");
 
     // Callbacks that met a switch got a 503 (Daraja does not resend them; the status query settled those payments).
     expect(callbacks.filter((c) => c.status !== 200 && c.status !== 503)).toEqual([]);
