@@ -296,8 +296,7 @@ export interface Config {
   idempotencyLeaseMs: number;
   /** How long a verified API key is trusted without a database lookup (0: look it up every time); revocations reach every instance at once through Redis. */
   apiKeyCacheTtlMs: number;
-  /** Prometheus /metrics: a bearer token it requires, and/or a port of its own. */
-  /** backupStanza: the pgBackRest stanza whose last backup's age /metrics exports; unset: none. */
+  /** Prometheus /metrics: a bearer token it requires, and/or a port of its own; the pgBackRest stanza whose last backup's age it exports (unset: none). */
   metrics: { token: string | undefined; port: number | undefined; backupStanza: string | undefined };
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
