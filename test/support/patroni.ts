@@ -10,7 +10,7 @@
  * `pg_ctl stop -m immediate`, and folders of test processes that died are swept at the next start.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { onProcessExit } from "./cleanup-on-exit.ts";
@@ -290,7 +290,22 @@ function destroySync(running: Running): void {
     const [file, ...args] = running.runAs.uid === undefined ? pgCtl : ["setpriv", ...running.runAs.setpriv, "--", ...pgCtl];
     bestEffort(() => spawnSync(file!, args, { stdio: "ignore", timeout: 15_000 }));
   }
+  // A postmaster Patroni was just starting when it was killed has no postmaster.pid yet for pg_ctl: found by its -D.
+  killPostmastersUnder(running.dir);
   removeFolderSync(running.dir);
+  killPostmastersUnder(running.dir);
+}
+
+/** SIGKILLs every process whose command line names a folder under `dir` (postmasters run as `postgres -D <dir>/pgN`). */
+function killPostmastersUnder(dir: string): void {
+  let pids: string[] = [];
+  bestEffort(() => (pids = readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))));
+  for (const pid of pids) {
+    bestEffort(() => {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (args.some((arg) => arg.startsWith(`${dir}/`)) && args[0]?.endsWith("postgres")) process.kill(Number(pid), "SIGKILL");
+    });
+  }
 }
 
 function destroyAllSync(): void {
