@@ -142,6 +142,8 @@ const envSchema = z.object({
   ),
   /** Serve /metrics on its own listener (same HOST) instead of the API port, e.g. for a private scrape network. */
   METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(1, "must be a port from 1 to 65535").max(65535, "must be a port from 1 to 65535").optional()),
+  /** pgBackRest stanza whose last backup /metrics reports (deploy/pgbackrest/; `pgbackrest info` on this machine). */
+  PGBACKREST_STANZA: optionalString.pipe(z.string().regex(/^[A-Za-z0-9_.-]+$/, "must be a stanza name (letters, digits, _ . -)").optional()),
   /** Signs users' access tokens; shared by every instance. Unset: derived from the encryption key. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters (generate one with: openssl rand -hex 32)").optional()),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
@@ -304,8 +306,8 @@ export interface Config {
   idempotencyLeaseMs: number;
   /** How long a verified API key is trusted without a database lookup (0: look it up every time); revocations reach every instance at once through Redis. */
   apiKeyCacheTtlMs: number;
-  /** Prometheus /metrics: a bearer token it requires, and/or a port of its own. */
-  metrics: { token: string | undefined; port: number | undefined };
+  /** Prometheus /metrics: a bearer token it requires, and/or a port of its own; the pgBackRest stanza whose last backup's age it exports (unset: none). */
+  metrics: { token: string | undefined; port: number | undefined; backupStanza: string | undefined };
   /** How long a checkout card charge holds its transaction before another attempt may take it over (its instance died). */
   checkoutChargeLeaseMs: number;
   /** The hosted checkout's retries and expiry (issue 25). */
@@ -479,7 +481,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateUrls: e.ALLOW_PRIVATE_URLS ?? e.WEBHOOK_ALLOW_PRIVATE_URLS ?? false,
     idempotencyLeaseMs: e.IDEMPOTENCY_LEASE_MS,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
-    metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT },
+    metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT, backupStanza: e.PGBACKREST_STANZA },
     checkoutChargeLeaseMs: e.CHECKOUT_CHARGE_LEASE_MS,
     checkout: { maxAttempts: e.CHECKOUT_MAX_ATTEMPTS, expiryMs: e.CHECKOUT_EXPIRY_MS },
     pushLimits: { perPhone: e.PUSH_LIMIT_PER_PHONE, perLink: e.PUSH_LIMIT_PER_LINK, perMerchant: e.PUSH_LIMIT_PER_MERCHANT, windowSeconds: e.PUSH_LIMIT_WINDOW_SECONDS },

@@ -113,10 +113,14 @@ export function isUniqueViolation(error: unknown): boolean {
  * the database is overloaded, and a retry is safe).
  */
 const unavailablePrismaCodes = new Set(["P1001", "P1002", "P1008", "P1017", "P2024", "P2028", "P2037"]);
-/** Driver-adapter kinds, SQLSTATEs (57P0x shutdown, 08xxx connection, 53300 too many) and socket errors of the same kind. */
+/**
+ * Driver-adapter kinds, SQLSTATEs (57P0x shutdown, 08xxx connection, 53300 too many, 25006 a write on a node that is a
+ * replica: in a failover a new connection can reach the old primary, restarted read-only, in the second before the
+ * balancer's check moves it) and socket errors of the same kind.
+ */
 const unavailableCodes = new Set([
   "DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections",
-  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300",
+  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300", "25006",
   "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH",
 ]);
 const unavailableMessage = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Can't reach database server|Client has encountered a connection error/i;

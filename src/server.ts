@@ -69,7 +69,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   const encryptionKey = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir);
   const secrets = new SecretBox(encryptionKey);
   const redis = RedisConnections.fromConfig(config, logger);
-  const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats, readStats: db.readStats });
+  const metrics = createMetrics({ prisma: db.prisma, logger, poolStats: db.poolStats, readStats: db.readStats, backupStanza: config.metrics.backupStanza });
   const foreground = createForeground();
   const services = createServices({ prisma: db.prisma, sql: db.sql, read: db.read, secrets, encryptionKey, config, redis, logger, metrics, foreground });
   if (config.jobs.enabled) services.jobs.start();

@@ -2,8 +2,9 @@ import { defineConfig } from "vitest/config";
 import { EVENTUALLY_MS, HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./support/timing.ts";
 
 /**
- * Three projects: `unit` (no server), and the integration suite twice, once on the embedded PGlite and
- * once on a real PostgreSQL that test/support/postgres-global-setup.ts starts from the machine's binaries.
+ * Four projects: `unit` (no server), the integration suite twice, once on the embedded PGlite and once on a real
+ * PostgreSQL that test/support/postgres-global-setup.ts starts from the machine's binaries, and `failover`, the
+ * database drills (test/failover/), which start PostgreSQL clusters of their own.
  */
 const integration = ["test/integration/**/*.test.ts", "test/process/**/*.test.ts"];
 
@@ -41,6 +42,10 @@ export default defineConfig({
           env: { TEST_BACKEND: "pglite" },
           globalSetup: ["test/support/pglite-global-setup.ts"],
         },
+      },
+      {
+        extends: true,
+        test: { name: "failover", include: ["test/failover/**/*.test.ts"] },
       },
       {
         extends: true,

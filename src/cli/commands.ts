@@ -1,4 +1,5 @@
 import { ConfigError } from "../config.ts";
+import { backupStatus } from "../db/backups.ts";
 import type { PrismaClient } from "../db/database.ts";
 import { DEMO_MERCHANT } from "../demo.ts";
 import { GatewayError } from "../errors.ts";
@@ -69,6 +70,11 @@ export const commands: Record<string, CommandHelp> = {
     help: "Proves the ledger: recomputes every balance from the postings and compares it with the API, the journal and the payments, refunds and payouts; checks every entry. Exit 0 when clean, 1 listing the differences.",
     flags: [["--limit <n>", "differences listed per check (all are counted; default 20)"]],
   },
+  "backup status": {
+    usage: "backup status [--stanza gateway]",
+    help: "When the last good pgBackRest backup finished and the last WAL segment was archived (deploy/pgbackrest/, docs/operations.md), with their ages in seconds. PostgreSQL only; needs pgBackRest and its configuration on this machine for the backups. Exit 0 when there is a backup and archiving works, 1 otherwise.",
+    flags: [["--stanza <name>", "the pgBackRest stanza (default PGBACKREST_STANZA, else gateway)"]],
+  },
   "retention run": {
     usage: "retention run",
     help: "Deletes now, in batches, what the retention settings no longer keep (finished webhook deliveries, old events, failed jobs, expired Idempotency-Key records and refresh tokens), as the hourly job does, and prints the rows deleted per table.",
@@ -106,7 +112,7 @@ webhooks listen and trigger talk to a running gateway (test mode only); the othe
 gateway runs on the embedded database in DATA_DIR, ask that gateway to run them.`;
 
 /** The commands that read or write the database. */
-export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile", "ledger check", "retention run"] as const;
+export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile", "ledger check", "backup status", "retention run"] as const;
 export type DatabaseCommandName = (typeof databaseCommands)[number];
 
 export function isDatabaseCommand(name: string): name is DatabaseCommandName {
@@ -130,6 +136,8 @@ export interface CommandDeps {
   reconciliations?: () => OperatorReconciliations;
   /** retention run: with the settings of the process that runs it (the gateway's own in a handoff). */
   retention?: () => Pick<RetentionService, "runNow">;
+  /** backup status: the stanza when --stanza is not given (PGBACKREST_STANZA). */
+  backupStanza?: string | undefined;
 }
 
 /** What a command printed and its exit code, whichever process ran it. */
@@ -162,6 +170,12 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
     case "ledger check": {
       const report = await ledgerCheckCommand(prisma, values);
       return new TextOutput(report.text, report.exitCode);
+    }
+    case "backup status": {
+      if (deps.backend !== "postgres") throw new UsageError("backup status is for PostgreSQL (DATABASE_URL): the embedded database is the folder DATA_DIR, copied while the gateway is stopped");
+      const status = await backupStatus(prisma, typeof values.stanza === "string" ? values.stanza : (deps.backupStanza ?? "gateway"));
+      const healthy = status.last_backup !== null && status.last_archived_wal !== null && status.archive_failing === null;
+      return new TextOutput(JSON.stringify(status), healthy ? 0 : 1);
     }
     case "merchant create": {
       const currency = values.currency;

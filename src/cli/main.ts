@@ -30,6 +30,7 @@ const cliOptions = {
   channel: { type: "string" },
   date: { type: "string" },
   limit: { type: "string" },
+  stanza: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -114,7 +115,7 @@ async function runOnDatabase(command: DatabaseCommand["command"], values: CliVal
   const redis = RedisConnections.fromConfig(config, logger);
   try {
     const merchants = createMerchantService(db.prisma, { keyCache: createApiKeyCache({ ttlMs: 0, redis }) });
-    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger), retention: () => ({ runNow: () => applyRetention(db.prisma, config.retention) }) }));
+    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger), retention: () => ({ runNow: () => applyRetention(db.prisma, config.retention) }), backupStanza: config.metrics.backupStanza }));
   } finally {
     await redis?.close();
     await db.close();

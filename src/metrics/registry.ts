@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { readArchiver, readBackups } from "../db/backups.ts";
 import type { PrismaClient } from "../db/database.ts";
 import { REPLICA_STATES, type ReadStats } from "../db/replicas.ts";
 import { queueGauges, type QueueGaugeRow } from "../jobs/store.ts";
@@ -27,6 +28,8 @@ export interface MetricsDeps {
   poolStats?: () => { total: number; idle: number; waiting: number };
   /** The read replicas (DATABASE_READ_URL); unset without them. */
   readStats?: () => ReadStats;
+  /** The pgBackRest stanza whose last backup's age to export (PGBACKREST_STANZA); unset: none. */
+  backupStanza?: string | undefined;
 }
 
 /** What the transports add once they exist (server.ts). */
@@ -176,6 +179,8 @@ export function createMetrics(deps: MetricsDeps) {
   }
 
   if (deps.readStats) registerReplicaMetrics(registry, deps.readStats);
+  // WAL archiving is PostgreSQL's (pg_stat_archiver); PGlite has none.
+  if (deps.poolStats) registerBackupMetrics(registry, prisma, logger, deps.backupStanza);
 
   // A payment's provider is its channel's, which never changes: looked up once per channel, then known.
   const providers = new Map<number, string>();
@@ -322,6 +327,68 @@ function registerReplicaMetrics(registry: Registry, readStats: () => ReadStats):
       this.reset();
       this.inc({ reason: "no_replica" }, fallbacks.noReplica);
       this.inc({ reason: "replica_failed" }, fallbacks.replicaFailed);
+    },
+  });
+}
+
+/** `pgbackrest info` runs at most this often (a scrape in between reports the age from the last answer). */
+const BACKUP_INFO_EVERY_MS = 60_000;
+
+/**
+ * The backups' freshness (deploy/pgbackrest/, src/db/backups.ts), for the alert rules in deploy/alerts.yml: the age of
+ * the last WAL segment archived and whether archiving is failing now (pg_stat_archiver, read when scraped), and with
+ * a stanza, the age of the last good backup (from `pgbackrest info`). An age is absent until there is one.
+ */
+function registerBackupMetrics(registry: Registry, prisma: PrismaClient, logger: Logger, stanza: string | undefined): void {
+  const ageOf = (at: Date) => Math.max(0, (Date.now() - at.getTime()) / 1000);
+  let archiver: Promise<Awaited<ReturnType<typeof readArchiver>> | undefined> | undefined;
+  /** One query per scrape, shared by the two archive gauges. */
+  const readArchiverOnce = () =>
+    (archiver ??= readArchiver(prisma)
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, "metrics: could not read pg_stat_archiver");
+        return undefined;
+      })
+      .finally(() => setTimeout(() => (archiver = undefined), 1000)));
+  new Gauge({
+    name: "gateway_wal_archive_age_seconds",
+    help: "Seconds since PostgreSQL last archived a WAL segment (pg_stat_archiver on the primary); absent before the first.",
+    registers: [registry],
+    async collect() {
+      const row = await readArchiverOnce();
+      this.reset();
+      if (row?.last_archived_time) this.set(ageOf(row.last_archived_time));
+    },
+  });
+  new Gauge({
+    name: "gateway_wal_archive_failing",
+    help: "1 when archive_command's last attempt failed (after its last success), else 0.",
+    registers: [registry],
+    async collect() {
+      const row = await readArchiverOnce();
+      const failing = row?.last_failed_time && (!row.last_archived_time || row.last_failed_time > row.last_archived_time);
+      this.set(failing ? 1 : 0);
+    },
+  });
+  if (!stanza) return;
+  let lastBackup: { readAt: number; finishedAt: Date | undefined } | undefined;
+  new Gauge({
+    name: "gateway_backup_age_seconds",
+    help: "Seconds since the last good pgBackRest backup (full, diff or incr) of PGBACKREST_STANZA finished; absent before the first, or while the repository cannot be read.",
+    registers: [registry],
+    async collect() {
+      if (!lastBackup || Date.now() - lastBackup.readAt > BACKUP_INFO_EVERY_MS) {
+        const finishedAt = await readBackups(stanza).then(
+          ({ last }) => (last ? new Date(last.timestamp.stop * 1000) : undefined),
+          (error: unknown) => {
+            logger.warn({ err: error }, "metrics: could not read the backups (pgbackrest info)");
+            return undefined;
+          },
+        );
+        lastBackup = { readAt: Date.now(), finishedAt };
+      }
+      this.reset();
+      if (lastBackup.finishedAt) this.set(ageOf(lastBackup.finishedAt));
     },
   });
 }
