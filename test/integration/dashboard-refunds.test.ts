@@ -180,7 +180,8 @@ describe("dashboard refunds", () => {
     await page.getByRole("button", { name: "New endpoint" }).click();
     const offered = await page.locator('input[name="events"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value));
     expect(offered).toEqual(["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed",
-      "dispute.created", "dispute.updated", "dispute.closed"]);
+      "dispute.created", "dispute.updated", "dispute.closed",
+      "subscription.created", "subscription.updated", "subscription.canceled", "invoice.created", "invoice.paid", "invoice.payment_failed"]);
     await page.context().close();
   });
 });
