@@ -512,6 +512,179 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merchant's plans, newest first */
+        get: operations["listPlans"];
+        put?: never;
+        /** Create a plan: what a subscription bills each period (immutable: a new price is a new plan) */
+        post: operations["createPlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/plans/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One plan (pln_...) */
+        get: operations["getPlan"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merchant's subscriptions, newest first */
+        get: operations["listSubscriptions"];
+        put?: never;
+        /** Subscribe a customer to a plan on one of its saved payment methods; its first period is billed when it starts (after the trial, if any) */
+        post: operations["createSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One subscription (sub_...) */
+        get: operations["getSubscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a subscription: at_period_end true ends it when the current period does; false (default) now, its open invoices voided */
+        post: operations["cancelSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merchant's subscription invoices, newest first */
+        get: operations["listInvoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invoices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One invoice (in_...) */
+        get: operations["getInvoice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-clocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a test clock (test mode only): customers created on it bill on its time */
+        post: operations["createTestClock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-clocks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One test clock (clock_...): status advancing until what fell due has run, then ready */
+        get: operations["getTestClock"];
+        put?: never;
+        post?: never;
+        /** Delete a test clock; its subscriptions are canceled first */
+        delete: operations["deleteTestClock"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test-clocks/{id}/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move a test clock forward (only forward): everything due up to then runs, in order; status advancing until done */
+        post: operations["advanceTestClock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/balance": {
         parameters: {
             query?: never;
@@ -770,7 +943,7 @@ export interface components {
              * @description Machine-readable: see the error-code table
              * @enum {string}
              */
-            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "transaction_disputed" | "dispute_closed" | "partial_refund_unsupported" | "payment_declined" | "payment_method_detached" | "payment_method_not_reusable" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
+            code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "transaction_disputed" | "dispute_closed" | "partial_refund_unsupported" | "payment_declined" | "payment_method_detached" | "payment_method_not_reusable" | "test_mode_only" | "test_clock_advancing" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
         };
         SuccessEnvelope: {
             /** @constant */
@@ -2521,6 +2694,8 @@ export interface operations {
                     phone?: string;
                     /** @description A JSON object of yours, at most 8 KB */
                     metadata?: Record<string, never>;
+                    /** @description Test mode: a test clock's id (clock_...) */
+                    test_clock?: string;
                 };
             };
         };
@@ -2547,6 +2722,8 @@ export interface operations {
                             phone: string | null;
                             /** @description Your own JSON object */
                             metadata: Record<string, never> | null;
+                            /** @description Test mode: the test clock (clock_...) the customer's billing follows */
+                            test_clock: string | null;
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -2661,6 +2838,8 @@ export interface operations {
                             phone: string | null;
                             /** @description Your own JSON object */
                             metadata: Record<string, never> | null;
+                            /** @description Test mode: the test clock (clock_...) the customer's billing follows */
+                            test_clock: string | null;
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -5319,6 +5498,1733 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPlans: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description pending, completed or failed */
+                status?: "pending" | "completed" | "failed";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description pln_... */
+                            id: string;
+                            name: string;
+                            /** @description Minor units, each period */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            interval: "day" | "week" | "month" | "quarter" | "year";
+                            /** @description Intervals per period */
+                            interval_count: number;
+                            trial_days: number;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPlan: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description Minor units */
+                    amount: number;
+                    currency: string;
+                    /** @enum {string} */
+                    interval: "day" | "week" | "month" | "quarter" | "year";
+                    /** @description Default 1 */
+                    interval_count?: number;
+                    /** @description Default 0 */
+                    trial_days?: number;
+                    /** @description Your own JSON object, at most 8 KB */
+                    metadata?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description pln_... */
+                            id: string;
+                            name: string;
+                            /** @description Minor units, each period */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            interval: "day" | "week" | "month" | "quarter" | "year";
+                            /** @description Intervals per period */
+                            interval_count: number;
+                            trial_days: number;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description pln_... */
+                            id: string;
+                            name: string;
+                            /** @description Minor units, each period */
+                            amount: number;
+                            currency: string;
+                            /** @enum {string} */
+                            interval: "day" | "week" | "month" | "quarter" | "year";
+                            /** @description Intervals per period */
+                            interval_count: number;
+                            trial_days: number;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSubscriptions: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description trialing, active, past_due, canceled, unpaid */
+                status?: "trialing" | "active" | "past_due" | "canceled" | "unpaid";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+                /** @description The customer's id */
+                customer?: number;
+                /** @description pln_... */
+                plan?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description sub_... */
+                            id: string;
+                            /** @description The customer's id */
+                            customer: number;
+                            /** @description pln_... */
+                            plan: string;
+                            /** @description pm_... */
+                            payment_method: string;
+                            /** @enum {string} */
+                            status: "trialing" | "active" | "past_due" | "canceled" | "unpaid";
+                            /** @description The plan's amount, each period */
+                            amount: number;
+                            currency: string;
+                            /** Format: date-time */
+                            trial_end: string | null;
+                            /** Format: date-time */
+                            current_period_start: string;
+                            /** Format: date-time */
+                            current_period_end: string;
+                            cancel_at_period_end: boolean;
+                            /** Format: date-time */
+                            canceled_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the next period is invoiced; null once it bills no more
+                             */
+                            next_invoice_at: string | null;
+                            /** @description clock_... */
+                            test_clock: string | null;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The customer's id */
+                    customer: number;
+                    /** @description pln_... */
+                    plan: string;
+                    /** @description pm_... */
+                    payment_method: string;
+                    /**
+                     * Format: date-time
+                     * @description Default now (the customer's test clock's now)
+                     */
+                    start_at?: string;
+                    /** @description Your own JSON object, at most 8 KB */
+                    metadata?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description sub_... */
+                            id: string;
+                            /** @description The customer's id */
+                            customer: number;
+                            /** @description pln_... */
+                            plan: string;
+                            /** @description pm_... */
+                            payment_method: string;
+                            /** @enum {string} */
+                            status: "trialing" | "active" | "past_due" | "canceled" | "unpaid";
+                            /** @description The plan's amount, each period */
+                            amount: number;
+                            currency: string;
+                            /** Format: date-time */
+                            trial_end: string | null;
+                            /** Format: date-time */
+                            current_period_start: string;
+                            /** Format: date-time */
+                            current_period_end: string;
+                            cancel_at_period_end: boolean;
+                            /** Format: date-time */
+                            canceled_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the next period is invoiced; null once it bills no more
+                             */
+                            next_invoice_at: string | null;
+                            /** @description clock_... */
+                            test_clock: string | null;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description sub_... */
+                            id: string;
+                            /** @description The customer's id */
+                            customer: number;
+                            /** @description pln_... */
+                            plan: string;
+                            /** @description pm_... */
+                            payment_method: string;
+                            /** @enum {string} */
+                            status: "trialing" | "active" | "past_due" | "canceled" | "unpaid";
+                            /** @description The plan's amount, each period */
+                            amount: number;
+                            currency: string;
+                            /** Format: date-time */
+                            trial_end: string | null;
+                            /** Format: date-time */
+                            current_period_start: string;
+                            /** Format: date-time */
+                            current_period_end: string;
+                            cancel_at_period_end: boolean;
+                            /** Format: date-time */
+                            canceled_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the next period is invoiced; null once it bills no more
+                             */
+                            next_invoice_at: string | null;
+                            /** @description clock_... */
+                            test_clock: string | null;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Default false */
+                    at_period_end?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description sub_... */
+                            id: string;
+                            /** @description The customer's id */
+                            customer: number;
+                            /** @description pln_... */
+                            plan: string;
+                            /** @description pm_... */
+                            payment_method: string;
+                            /** @enum {string} */
+                            status: "trialing" | "active" | "past_due" | "canceled" | "unpaid";
+                            /** @description The plan's amount, each period */
+                            amount: number;
+                            currency: string;
+                            /** Format: date-time */
+                            trial_end: string | null;
+                            /** Format: date-time */
+                            current_period_start: string;
+                            /** Format: date-time */
+                            current_period_end: string;
+                            cancel_at_period_end: boolean;
+                            /** Format: date-time */
+                            canceled_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the next period is invoiced; null once it bills no more
+                             */
+                            next_invoice_at: string | null;
+                            /** @description clock_... */
+                            test_clock: string | null;
+                            /** @description Your own JSON object, at most 8 KB */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listInvoices: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description open, paid, uncollectible, void */
+                status?: "open" | "paid" | "uncollectible" | "void";
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_from?: string;
+                /** @description YYYY-MM-DD (UTC), inclusive */
+                date_to?: string;
+                /** @description sub_... */
+                subscription?: string;
+                /** @description The customer's id */
+                customer?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description in_... */
+                            id: string;
+                            /** @description sub_... */
+                            subscription: string;
+                            /** @description The customer's id */
+                            customer: number;
+                            /** @description Minor units */
+                            amount_due: number;
+                            currency: string;
+                            /** Format: date-time */
+                            period_start: string;
+                            /** Format: date-time */
+                            period_end: string;
+                            /**
+                             * @description open -> paid | uncollectible | void
+                             * @enum {string}
+                             */
+                            status: "open" | "paid" | "uncollectible" | "void";
+                            /** @description Charges whose outcome is recorded */
+                            attempts: number;
+                            /** Format: date-time */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            paid_at: string | null;
+                            /** @description The latest charge's transaction */
+                            transaction_reference: string | null;
+                            charges: {
+                                attempt: number;
+                                transaction_reference: string;
+                                /** @enum {string} */
+                                status: "pending" | "completed" | "failed";
+                                failure_code: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                            }[];
+                            next_action: {
+                                /** @enum {string} */
+                                type: "redirect";
+                                /** @description The checkout page where the payer finishes */
+                                url: string;
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description in_... */
+                            id: string;
+                            /** @description sub_... */
+                            subscription: string;
+                            /** @description The customer's id */
+                            customer: number;
+                            /** @description Minor units */
+                            amount_due: number;
+                            currency: string;
+                            /** Format: date-time */
+                            period_start: string;
+                            /** Format: date-time */
+                            period_end: string;
+                            /**
+                             * @description open -> paid | uncollectible | void
+                             * @enum {string}
+                             */
+                            status: "open" | "paid" | "uncollectible" | "void";
+                            /** @description Charges whose outcome is recorded */
+                            attempts: number;
+                            /** Format: date-time */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            paid_at: string | null;
+                            /** @description The latest charge's transaction */
+                            transaction_reference: string | null;
+                            charges: {
+                                attempt: number;
+                                transaction_reference: string;
+                                /** @enum {string} */
+                                status: "pending" | "completed" | "failed";
+                                failure_code: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                            }[];
+                            next_action: {
+                                /** @enum {string} */
+                                type: "redirect";
+                                /** @description The checkout page where the payer finishes */
+                                url: string;
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createTestClock: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    frozen_time: string;
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description clock_... */
+                            id: string;
+                            name: string | null;
+                            /** Format: date-time */
+                            frozen_time: string;
+                            /** @enum {string} */
+                            status: "ready" | "advancing";
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTestClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description clock_... */
+                            id: string;
+                            name: string | null;
+                            /** Format: date-time */
+                            frozen_time: string;
+                            /** @enum {string} */
+                            status: "ready" | "advancing";
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteTestClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description clock_... */
+                            id: string;
+                            name: string | null;
+                            /** Format: date-time */
+                            frozen_time: string;
+                            /** @enum {string} */
+                            status: "ready" | "advancing";
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    advanceTestClock: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key and body give the first answer again; another body with the key is a 422. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    frozen_time: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            /** @description clock_... */
+                            id: string;
+                            name: string | null;
+                            /** Format: date-time */
+                            frozen_time: string;
+                            /** @enum {string} */
+                            status: "ready" | "advancing";
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404): see the error-code table */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (409): see the error-code table */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
             /** @description Error (503): see the error-code table */
             503: {
                 headers: {

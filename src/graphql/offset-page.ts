@@ -50,6 +50,8 @@ export function pagedListFields<Args extends Record<string, any>, Filters>(
     source: (ctx: GraphQLContext) => PagedListSource<Filters>;
     /** The arguments as the source's filters; the arguments themselves unless said. */
     filters?: (args: any) => Filters;
+    /** false: the paged field only, no Relay connection. */
+    connection?: boolean;
   },
 ) {
   const filters = list.filters ?? ((args: any) => args as Filters);
@@ -69,13 +71,13 @@ export function pagedListFields<Args extends Record<string, any>, Filters>(
           .listPage(ctx.principal!, { ...filters(args), page: args.page, limit: args.limit }, queryFromInfo({ context: ctx, info, path: ["items"] }) as object, info) as never,
     }),
     // Pothos types a connection by its literal node type; this helper takes any, so the options are checked at schema build.
-    [list.name]: t.prismaConnection({
+    ...(list.connection === false ? {} : { [list.name]: t.prismaConnection({
       type: list.type,
       cursor: "id",
       description: list.descriptions.connection,
       args: list.args(),
       totalCount: (_root: unknown, args: any, ctx: GraphQLContext) => list.source(ctx).count(ctx.principal!, filters(args)),
       resolve: (query: object, _root: unknown, args: any, ctx: GraphQLContext) => list.source(ctx).connectionSlice(ctx.principal!, filters(args), query) as never,
-    } as never),
+    } as never) }),
   };
 }

@@ -131,7 +131,7 @@ interface Scenario {
   /** The payload after which every event the scenario causes has arrived. */
   isLast(payload: Record<string, any>): boolean;
   /** Where the payload holds its object (`key`), and the Query field (of the given result type) that reads it now by reference. */
-  current: { key: string; query: string; type: string; arg?: "reference" | "id" };
+  current: { key: string; query: string; type: string; arg?: "reference" | "id"; idField?: "reference" | "id" };
 }
 
 describe("every field of every subscription payload, for events from another instance", () => {
@@ -194,6 +194,18 @@ describe("every field of every subscription payload, for events from another ins
     expect(res.body).toEqual({ ResultCode: 0, ResultDesc: "Accepted" });
   };
 
+  /** A customer with a card saved at the checkout, subscribed to a new monthly plan: billed at once. */
+  const subscribe = async () => {
+    const customer = (await onB.post("/v1/customers", { email: `every-field-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com` })).body.data.id as number;
+    const init = await onB.post("/api/transactions/initialize", { amount: 100, currency: "KES", customer, save_payment_method: true });
+    expect(init.status, init.text).toBe(200);
+    await pay(init.body.reference);
+    const method = (await onB.get(`/v1/customers/${customer}/payment-methods`)).body.data[0].id as string;
+    const plan = (await onB.post("/v1/plans", { name: "Every field", amount: 900, currency: "KES", interval: "month" })).body.data.id as string;
+    const sub = await onB.post("/v1/subscriptions", { customer, plan, payment_method: method, metadata: { seat: 1 } });
+    expect(sub.status, sub.text).toBe(201);
+  };
+
   const scenarios: Record<string, Scenario> = {
     transactionEvents: {
       arrange: async () => ({}),
@@ -235,6 +247,19 @@ describe("every field of every subscription payload, for events from another ins
       },
       isLast: (p) => p.type === "dispute.created",
       current: { key: "dispute", query: "dispute", type: "Dispute", arg: "id" },
+    },
+    subscriptionEvents: {
+      arrange: async () => ({}),
+      act: async () => subscribe(),
+      // Created, then its first period billed.
+      isLast: (p) => p.type === "subscription.updated",
+      current: { key: "subscription", query: "subscription", type: "BillingSubscription", arg: "id", idField: "id" },
+    },
+    invoiceEvents: {
+      arrange: async () => ({}),
+      act: async () => subscribe(),
+      isLast: (p) => p.type === "invoice.paid",
+      current: { key: "invoice", query: "invoice", type: "Invoice", arg: "id", idField: "id" },
     },
     payoutStatusChanged: {
       arrange: async () => ({ reference: await pendingPayout() }),
@@ -307,11 +332,11 @@ describe("every field of every subscription payload, for events from another ins
 
   /** What the Query field `current.query` answers now for the object the payload carries under `current.key`. */
   async function currentOf(name: string, selection: Selection, payload: Record<string, any>) {
-    const { query, key, type, arg = "reference" } = scenarios[name]!.current;
+    const { query, key, type, arg = "reference", idField = "reference" } = scenarios[name]!.current;
     const inner = selection.get(key)!;
     const res = await apiClient(b.url, merchant.testKey).post("/graphql", {
       query: `query Now($reference: String!) { ${query}(${arg}: $reference) { __typename ... on ${type} { ${render(inner!)} } } }`,
-      variables: { reference: payload[key].reference },
+      variables: { reference: payload[key][idField] },
     });
     expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
     const { __typename, ...object } = res.body.data[query];

@@ -167,6 +167,8 @@ builder.queryFields((t) => ({
   }),
   ...pagedListFields(t, {
     name: "plans",
+    // Paged lists (the /v1 shapes); a merchant's billing lists are short enough not to need cursors.
+    connection: false,
     type: "Plan",
     page: PlanPage,
     descriptions: { page: "Newest first, by page, with totals (the shape of GET /v1/plans).", connection: "Newest first, with Relay cursors and totalCount." },
@@ -175,6 +177,8 @@ builder.queryFields((t) => ({
   }),
   ...pagedListFields(t, {
     name: "subscriptions",
+    // Paged lists (the /v1 shapes); a merchant's billing lists are short enough not to need cursors.
+    connection: false,
     type: "Subscription",
     page: SubscriptionPage,
     descriptions: { page: "Newest first, by page, with totals (the shape of GET /v1/subscriptions).", connection: "Newest first, with Relay cursors and totalCount; the same filters." },
@@ -187,6 +191,8 @@ builder.queryFields((t) => ({
   }),
   ...pagedListFields(t, {
     name: "invoices",
+    // Paged lists (the /v1 shapes); a merchant's billing lists are short enough not to need cursors.
+    connection: false,
     type: "Invoice",
     page: InvoicePage,
     descriptions: { page: "Newest first, by page, with totals (the shape of GET /v1/invoices).", connection: "Newest first, with Relay cursors and totalCount; the same filters." },
@@ -268,34 +274,37 @@ builder.mutationFields((t) => ({
 type SubscriptionView = ReturnType<typeof subscriptionView>;
 type InvoiceView = ReturnType<typeof invoiceView>;
 
-/** A subscription as of its event (named as on Subscription; the webhook carries the /v1/subscriptions shape). */
+/** A subscription as of its event (fields named as on BillingSubscription; the webhook carries the /v1/subscriptions shape). */
 const SubscriptionSnapshot = builder.objectRef<SubscriptionView>("SubscriptionSnapshot").implement({
   fields: (t) => ({
     id: t.exposeString("id", { description: "sub_..." }),
     customerId: t.exposeInt("customer"),
-    plan: t.exposeString("plan", { description: "pln_..." }),
-    paymentMethod: t.exposeString("payment_method", { description: "pm_..." }),
     status: t.field({ type: SubscriptionStatusEnum, resolve: (s) => s.status as (typeof SUBSCRIPTION_STATUSES)[number] }),
+    trialEnd: t.exposeString("trial_end", { nullable: true }),
     currentPeriodStart: t.exposeString("current_period_start", { nullable: true }),
     currentPeriodEnd: t.exposeString("current_period_end", { nullable: true }),
     cancelAtPeriodEnd: t.exposeBoolean("cancel_at_period_end"),
     canceledAt: t.exposeString("canceled_at", { nullable: true }),
     nextInvoiceAt: t.exposeString("next_invoice_at", { nullable: true }),
+    createdAt: t.exposeString("created_at", { nullable: true }),
   }),
 });
 
-/** An invoice as of its event (named as on Invoice; the webhook carries the /v1/invoices shape). */
+/** An invoice as of its event (fields named as on Invoice; the webhook carries the /v1/invoices shape). */
 const InvoiceSnapshot = builder.objectRef<InvoiceView>("InvoiceSnapshot").implement({
   fields: (t) => ({
     id: t.exposeString("id", { description: "in_..." }),
-    subscription: t.exposeString("subscription", { description: "sub_..." }),
     customerId: t.exposeInt("customer"),
     amountDue: t.exposeInt("amount_due"),
     currency: t.exposeString("currency"),
+    periodStart: t.exposeString("period_start", { nullable: true }),
+    periodEnd: t.exposeString("period_end", { nullable: true }),
     status: t.field({ type: InvoiceStatusEnum, resolve: (i) => i.status as (typeof INVOICE_STATUSES)[number] }),
     attempts: t.exposeInt("attempts"),
     nextAttemptAt: t.exposeString("next_attempt_at", { nullable: true }),
+    paidAt: t.exposeString("paid_at", { nullable: true }),
     transactionReference: t.exposeString("transaction_reference", { nullable: true }),
+    createdAt: t.exposeString("created_at", { nullable: true }),
   }),
 });
 
