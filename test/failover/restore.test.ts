@@ -99,11 +99,15 @@ describe("point-in-time restore with pgBackRest", () => {
     await moveMoney("before-backup");
     const backup = await archived.pgbackrest(["--type=full", "backup"]);
     expect(backup).not.toMatch(/ERROR/);
+    const [{ done }] = (await query<{ done: string }>("SELECT clock_timestamp()::text AS done")) as [{ done: string }];
     await moveMoney("after-backup");
 
     const before = await snapshot();
     expect(before.transactions).toHaveLength(6);
     expect(new Set(before.entries.map((line) => line.split(" ")[0]))).toEqual(new Set(["payment", "refund", "refund_reservation", "payout", "payout_reservation"]));
+    // T at least two seconds after the backup ended: pgBackRest keeps a backup's stop time in whole seconds, and a
+    // restore to a T within the backup's last second finds no backup that stopped before it (seen on a busy machine).
+    await until(() => query<{ ok: boolean }>(`SELECT clock_timestamp() > '${done}'::timestamptz + interval '2 seconds' AS ok`), (rows) => rows[0]?.ok === true);
     const [{ t }] = (await query<{ t: string }>("SELECT clock_timestamp()::text AS t")) as [{ t: string }];
     // After T: one more payment, acknowledged, then the mistake.
     const after = await paidTransaction(gateway!.url, apiKey, { amount: 9_900, email: "after@restore.test", payment_channel_id: channelId });

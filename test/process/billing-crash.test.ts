@@ -6,6 +6,7 @@ import { runLedgerCheck } from "../support/ledger-check.ts";
 import { inParallel } from "../support/load.ts";
 import { gatewayProcesses, printedTestKey, processEnv, type StartedGatewayProcess } from "../support/process.ts";
 import { retrying } from "../support/retry.ts";
+import { LONG_TEST_TIMEOUT_MS } from "../support/timing.ts";
 import { until, waitUntil } from "../support/wait.ts";
 
 /** Requests retried on 503 + Retry-After as a client does: many at once can find the database busy on a loaded machine. */
@@ -99,7 +100,7 @@ describe("billing across a gateway crash", () => {
 
     gateway = await processes.start(env);
     const api2 = apiClient(gateway.url, key);
-    await waitUntil(async () => (await api2.get("/v1/invoices?status=paid&limit=1")).body?.total === SUBSCRIPTIONS, `all ${SUBSCRIPTIONS} invoices paid after the restart`, 120_000);
+    await waitUntil(async () => (await api2.get("/v1/invoices?status=paid&limit=1")).body?.total === SUBSCRIPTIONS, `all ${SUBSCRIPTIONS} invoices paid after the restart`, 360_000);
     expect((await api2.get("/v1/invoices?limit=1")).body.total).toBe(SUBSCRIPTIONS);
 
     // Stopped (SIGTERM drains it), so the database can be read here on either backend.
@@ -147,5 +148,5 @@ describe("billing across a gateway crash", () => {
 
     const ledger = await runLedgerCheck(database);
     expect(ledger.code, ledger.output).toBe(0);
-  });
+  }, LONG_TEST_TIMEOUT_MS);
 });

@@ -65,6 +65,8 @@ describe("an M-Pesa payout across a gateway crash", () => {
     const [query] = await until(
       () => fake.statusQueries.slice(queriesBeforeRestart).filter((q) => q.body.OriginalConversationID === ocid),
       (qs) => qs.length >= 1,
+      // The restarted process on a busy machine (the whole suite beside it) takes a while to reach its overdue job.
+      120_000,
     );
     expect(query!.body.ResultURL).toMatch(new RegExp(`^https://pay\\.gateway\\.test/callbacks/daraja/[0-9a-f]+/b2c/status/${reference}$`));
     expect((await api2.get(`/v1/payouts/${reference}`)).body.data).toMatchObject({ status: "pending", failure_code: null });
