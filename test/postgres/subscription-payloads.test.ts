@@ -19,7 +19,7 @@ import { describe, expect, it } from "vitest";
 import { withGateways } from "../support/fixture.ts";
 import { apiClient, createSandboxMerchant, SANDBOX_CARD, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, listeningTo, sseSubscribe, wsClient } from "../support/subscriptions.ts";
-import { waitUntil } from "../support/wait.ts";
+import { until, waitUntil } from "../support/wait.ts";
 
 /**
  * Issue 35 item 13: every field of every subscription payload resolves, for an event produced on another instance
@@ -204,6 +204,8 @@ describe("every field of every subscription payload, for events from another ins
     const plan = (await onB.post("/v1/plans", { name: "Every field", amount: 900, currency: "KES", interval: "month" })).body.data.id as string;
     const sub = await onB.post("/v1/subscriptions", { customer, plan, payment_method: method, metadata: { seat: 1 } });
     expect(sub.status, sub.text).toBe(201);
+    // Done only once its first invoice is paid: its charge's events must not reach the next scenario's subscriber.
+    await until(() => onB.get(`/v1/invoices?subscription=${sub.body.data.id}`), (r) => r.body?.data?.[0]?.status === "paid");
   };
 
   const scenarios: Record<string, Scenario> = {
