@@ -228,6 +228,8 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
     balanceNoResult: false,
     /** Post the queue-timeout notice to QueueTimeOutURL instead of the Account Balance Result. */
     balanceQueueTimeout: false,
+    /** Run after a push is accepted (recorded, the payer prompted) and before Daraja's reply leaves. */
+    beforeStkReply: undefined as ((push: StkPushRecord) => Promise<void>) | undefined,
   };
   /** What an Account Balance Result reports, per account: "Name|KES|current|available|reserved|uncleared" in shillings. */
   const accountBalances: { account: string; current: string; available: string; reserved?: string; uncleared?: string }[] = [
@@ -325,6 +327,7 @@ export async function startFakeDaraja(options: FakeDarajaOptions = {}) {
         if (!/^https?:\/\//.test(url) || FORBIDDEN.some((w) => url.toLowerCase().includes(w))) return error(400, "400.002.02", "Bad Request - Invalid CallBackURL");
         const record = { body, merchantRequestId: `${randomBytes(3).toString("hex")}-${Date.now()}`, checkoutRequestId: `ws_CO_${Date.now()}${randomBytes(4).toString("hex")}` };
         pushes.set(record.checkoutRequestId, record);
+        await switches.beforeStkReply?.(record);
         return {
           status: 200,
           body: {

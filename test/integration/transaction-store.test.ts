@@ -64,7 +64,7 @@ describe("the transactions store", () => {
 
   it("a provider's callback or receipt is looked up within its own channel", async () => {
     const shared = await byRef(refs.shared!);
-    await store.setCollectionRequest(shared.id, "ws_CO_store_1");
+    await gw.gateway.db.prisma.transaction.update({ where: { id: shared.id }, data: { checkoutRequestId: "ws_CO_store_1" } });
     expect((await store.findByCollectionRequest(myChannel, "ws_CO_store_1"))?.id).toBe(shared.id);
     expect(await store.findByCollectionRequest(theirChannel, "ws_CO_store_1")).toBeNull();
     const receipt = { channelId: myChannel, providerReference: "sbx_store_1" };

@@ -1,5 +1,5 @@
 import type { PrismaClient, Sql } from "../../db/database.ts";
-import type { Prisma, TransactionAttempt } from "../../db/generated/prisma/client.ts";
+import type { Prisma, Transaction, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { attemptGuard, type AttemptStatus, type SettledAttemptStatus } from "../events/status-rules.ts";
 import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./store.ts";
 
@@ -197,9 +197,18 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
     /** A payment's newest attempt still waiting for a verdict, or null. */
     findLatestPending: (transactionId: number) => findOne(LATEST_PENDING, [transactionId]),
 
-    /** Records the provider's id for an accepted push, which its callback and status query name. */
-    setRequestId(id: number, checkoutRequestId: string): Promise<TransactionAttempt> {
-      return prisma.transactionAttempt.update({ where: { id }, data: { checkoutRequestId } });
+    /**
+     * Records the provider's id for an accepted push, which its callback and status query name; with `onPayment`, on
+     * the payment too (an API push shows it), in the same database transaction. The payment as it is then, or null.
+     */
+    async setRequestId(id: number, checkoutRequestId: string, onPayment?: number): Promise<Transaction | null> {
+      const attempt = prisma.transactionAttempt.update({ where: { id }, data: { checkoutRequestId } });
+      if (onPayment === undefined) {
+        await attempt;
+        return null;
+      }
+      const [, payment] = await prisma.$transaction([attempt, prisma.transaction.update({ where: { id: onPayment }, data: { checkoutRequestId } })]);
+      return payment;
     },
 
     /** A call that ended with no outcome at all (the provider unavailable): as if never made, while still pending. */

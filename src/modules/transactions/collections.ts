@@ -113,9 +113,8 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
         return { ...made, attempt };
       });
       afterCreate(ctx.stateMachine, created);
-      const accepted = await push.send(created.transaction, created.attempt, { channel, momo, phoneNumber });
       // The payment shows the push's request id too (REST, webhooks): published before the attempt existed.
-      const transaction = await store.setCollectionRequest(created.transaction.id, accepted.checkoutRequestId);
+      const { accepted, transaction } = await push.send(created.transaction, created.attempt, { channel, momo, phoneNumber }, { showOnPayment: true });
       return { transaction, customerMessage: accepted.customerMessage };
     },
 

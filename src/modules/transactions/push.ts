@@ -2,20 +2,31 @@ import type { PaymentChannel, Transaction } from "../../db/generated/prisma/clie
 import { toMsisdn } from "../../phone.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { MomoConnector, StkPushAccepted } from "../../providers/types.ts";
+import { writeThroughOutage } from "../../db/outage.ts";
 import { asProviderError, type FlowContext } from "./context.ts";
 import type { AttemptRef, Outcomes } from "./outcomes.ts";
+
+/** How long a push's request waits for a database that failed over just after the provider accepted the push. */
+const PUSH_RECORD_WAIT_MS = 10_000;
 
 /**
  * The one STK push flow, for the API's pushes and the checkout page's alike: the attempt is recorded (and its
  * follow-up query queued) before the provider is asked; a refusal is the attempt's failed verdict (outcomes.ts);
- * an accepted push records the provider's request id on its attempt, which its callback and status query name.
+ * an accepted push records the provider's request id on its attempt, which its callback and status query name (waited
+ * for through a database outage: without it the push could only expire).
  */
 export function createPushFlow(ctx: FlowContext, outcomes: Outcomes) {
   const { deps, attempts } = ctx;
   const { channels, logger } = deps;
 
   return {
-    async send(t: Transaction, attempt: AttemptRef, target: { channel: PaymentChannel; momo: MomoConnector; phoneNumber: string }): Promise<StkPushAccepted> {
+    /** Sends the push; `showOnPayment` copies its request id onto the payment as well (an API push's answer shows it). */
+    async send(
+      t: Transaction,
+      attempt: AttemptRef,
+      target: { channel: PaymentChannel; momo: MomoConnector; phoneNumber: string },
+      options: { showOnPayment?: boolean } = {},
+    ): Promise<{ accepted: StkPushAccepted; transaction: Transaction }> {
       const { channel, momo } = target;
       let accepted: StkPushAccepted;
       try {
@@ -37,8 +48,15 @@ export function createPushFlow(ctx: FlowContext, outcomes: Outcomes) {
         await outcomes.applyAttemptOutcome(attempt, { state: "failed", code: refusal.code, message: refusal.message }, "refusal");
         throw refusal;
       }
-      await attempts.setRequestId(attempt.id, accepted.checkoutRequestId);
-      return accepted;
+      // The push is on the payer's phone now: its id must reach the attempt, through a database failover if need be.
+      const onPayment = options.showOnPayment ? t.id : undefined;
+      const shown = await writeThroughOutage(() => attempts.setRequestId(attempt.id, accepted.checkoutRequestId, onPayment), {
+        waitMs: PUSH_RECORD_WAIT_MS,
+        giveUpMs: deps.collection.lifetimeMs,
+        onGiveUp: (error) =>
+          logger.error({ reference: t.reference, attempt: attempt.id, checkoutRequestId: accepted.checkoutRequestId, err: (error as Error).message }, "an accepted STK push's request id could not be recorded; it will expire"),
+      });
+      return { accepted, transaction: shown ?? t };
     },
   };
 }

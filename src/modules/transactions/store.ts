@@ -380,11 +380,6 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
       });
     },
 
-    /** Records the provider's id for an accepted STK push, which its callback will name. */
-    setCollectionRequest(id: number, checkoutRequestId: string): Promise<Transaction> {
-      return prisma.transaction.update({ where: { id }, data: { checkoutRequestId } });
-    },
-
     /** Records where a hosted-checkout provider's page for this payment is. */
     setHostedPage(id: number, page: { accessCode: string; checkoutUrl: string }): Promise<Transaction> {
       return prisma.transaction.update({ where: { id }, data: { providerAccessCode: page.accessCode, providerCheckoutUrl: page.checkoutUrl } });
