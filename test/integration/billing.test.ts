@@ -1,6 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { transactionSnapshot } from "../../src/modules/transactions/snapshot.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient } from "../support/gateway.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
@@ -100,6 +101,13 @@ describe("recurring billing on the sandbox", () => {
     expect(verify.body).toMatchObject({ status: "completed", transaction: { amount: 4_900 } });
     expect((await api.get(`/v1/invoices/${invoice.id}`)).body.data).toEqual(invoice);
     expect((await otherApi.get(`/v1/invoices/${invoice.id}`)).status).toBe(404);
+    // The charge was announced as any payment is (its pending snapshot written in SQL with the row): the same object
+    // the model's snapshot gives for the row as it was then.
+    const charge = await db().transaction.findUniqueOrThrow({ where: { reference: invoice.transaction_reference } });
+    const announced = await db().event.findFirstOrThrow({ where: { transactionId: charge.id, type: "transaction.pending" } });
+    const asPending = { ...charge, status: "pending" as const, providerReference: null, completedAt: null, updatedAt: new Date((announced.payload as any).transaction.updated_at) };
+    expect(announced.payload).toEqual(JSON.parse(JSON.stringify({ transaction: transactionSnapshot(asPending) })));
+    expect(charge).toMatchObject({ paymentMethod: "card", customerId: customer, invoiceAttempt: 1, metadata: { invoice: invoice.id, subscription: sub.id } });
 
     // The events' data is the /v1 shape, key for key.
     const paidEvent = await until(() => db().event.findFirst({ where: { merchantId, type: "invoice.paid" }, orderBy: { id: "desc" } }), (e) => (e?.payload as any)?.invoice?.id === invoice.id);
@@ -179,6 +187,23 @@ describe("recurring billing on the sandbox", () => {
     await advance(clockId, "2027-06-01T00:00:00Z");
     expect(await invoicesOf(sub.id)).toHaveLength(1);
     expect(await eventTypes(sub.id)).toEqual(["subscription.created", "subscription.updated", "subscription.updated", "subscription.updated"]);
+  });
+
+  it("a method detached after subscribing: the next period's attempt fails with no charge made, and is retried on the schedule", async () => {
+    const clockId = await clock("2027-07-01T00:00:00Z");
+    const { customer, method } = await customerWithCard("4242424242424242", clockId);
+    const planId = await plan({ amount: 1_700 });
+    const sub = (await api.post("/v1/subscriptions", { customer, plan: planId, payment_method: method })).body.data;
+    await until(() => invoicesOf(sub.id), (list) => list[0]?.status === "paid");
+    expect((await api.raw(`/v1/payment-methods/${method}`, { method: "DELETE" })).status).toBe(200);
+
+    await advance(clockId, "2027-08-01T12:00:00Z");
+    const [second] = await invoicesOf(sub.id);
+    expect(second).toMatchObject({ status: "open", period_start: "2027-08-01T00:00:00.000Z", attempts: 1, next_attempt_at: "2027-08-02T00:00:00.000Z", charges: [] });
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).body.data.status).toBe("past_due");
+    expect(await db().transaction.count({ where: { invoice: { reference: second!.id } } })).toBe(0);
+    const failed = await db().event.count({ where: { merchantId, type: "invoice.payment_failed", payload: { path: ["invoice", "id"], equals: second!.id } } });
+    expect(failed).toBe(1);
   });
 
   it("cancel at period end ends it without another invoice; cancel now ends it at once", async () => {

@@ -7,6 +7,7 @@ import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import { afterCommit } from "../events/status-machine.ts";
+import type { InvoiceChargeInput } from "../transactions/saved-charges.ts";
 import type { TransactionService } from "../transactions/service.ts";
 import { INVOICE_CHARGE_SETTLED_JOB } from "../transactions/status.ts";
 import { periodStart } from "./periods.ts";
@@ -44,7 +45,7 @@ const REFUSALS_WITHOUT_CHARGE = new Set(["payment_method_detached", "payment_met
 
 export interface BillingCycleDeps {
   prisma: PrismaClient;
-  transactions: Pick<TransactionService, "chargeInvoice" | "checkoutUrl">;
+  transactions: Pick<TransactionService, "chargeInvoices" | "checkoutUrl">;
   jobs: JobRunner;
   publisher: EventPublisher;
   logger: Logger;
@@ -193,39 +194,46 @@ export function createBillingCycle(deps: BillingCycleDeps) {
     const refused = new Map<number, Refusal>();
     const failed = new Map<number, Error>();
     const early: NotYet = new Map();
+    const requests: { principal: Principal; input: InvoiceChargeInput }[] = [];
+    for (const invoice of await store.invoicesToCollect(prisma, [...new Set(invoiceIds)])) {
+      if (invoice.status !== "open") continue;
+      const attempt = invoice.attempts + 1;
+      const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
+      if (!inFlight && !invoice.nextAttemptAt) continue;
+      if (!inFlight && invoice.nextAttemptAt! > now) {
+        early.set(invoice.id, invoice.nextAttemptAt!);
+        continue;
+      }
+      const sub = invoice.subscription;
+      requests.push({
+        principal: billingPrincipal(invoice),
+        input: {
+          customer: invoice.customerId,
+          paymentMethod: sub.paymentMethod.reference,
+          amount: invoice.amountDue,
+          currency: invoice.currency,
+          description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
+          metadata: { invoice: invoice.reference, subscription: sub.reference },
+          invoice: { id: invoice.id, attempt, unmade: !inFlight },
+        },
+      });
+    }
+    if (!requests.length) return { failed, early };
     const charged: number[] = [];
-    await Promise.all(
-      (await store.invoicesToCollect(prisma, [...new Set(invoiceIds)])).map(async (invoice) => {
-        if (invoice.status !== "open") return;
-        const attempt = invoice.attempts + 1;
-        const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
-        if (!inFlight && !invoice.nextAttemptAt) return;
-        if (!inFlight && invoice.nextAttemptAt! > now) {
-          early.set(invoice.id, invoice.nextAttemptAt!);
-          return;
+    const answers = await deps.transactions.chargeInvoices(requests);
+    for (const { input } of requests) {
+      const { id, attempt } = input.invoice;
+      const answer = answers.get(id);
+      if (answer instanceof Error) {
+        if (!(answer instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(answer.code)) {
+          failed.set(id, answer);
+          continue;
         }
-        const sub = invoice.subscription;
-        try {
-          await deps.transactions.chargeInvoice(billingPrincipal(invoice), {
-            customer: invoice.customerId,
-            paymentMethod: sub.paymentMethod.reference,
-            amount: invoice.amountDue,
-            currency: invoice.currency,
-            description: `${sub.plan.name}: ${invoice.periodStart.toISOString().slice(0, 10)} to ${invoice.periodEnd.toISOString().slice(0, 10)}`.slice(0, 500),
-            metadata: { invoice: invoice.reference, subscription: sub.reference },
-            invoice: { id: invoice.id, attempt },
-          });
-        } catch (error) {
-          if (!(error instanceof GatewayError) || !REFUSALS_WITHOUT_CHARGE.has(error.code)) {
-            failed.set(invoice.id, error instanceof Error ? error : new Error(String(error)));
-            return;
-          }
-          deps.logger.warn({ invoice: invoice.reference, code: error.code }, "invoice charge refused before any payment was made");
-          refused.set(invoice.id, { attempt, code: error.code });
-        }
-        charged.push(invoice.id);
-      }),
-    );
+        deps.logger.warn({ invoice: id, code: answer.code }, "invoice charge refused before any payment was made");
+        refused.set(id, { attempt, code: answer.code });
+      }
+      charged.push(id);
+    }
     if (charged.length) await recordOutcomes(charged, now, refused);
     return { failed, early };
   }

@@ -173,8 +173,14 @@ export async function lockInvoices(tx: Prisma.TransactionClient, ids: number[]):
   return tx.invoice.findMany({ where: { id: { in: ids } }, include: INVOICE_LINKS, orderBy: { id: "asc" } });
 }
 
-/** Which subscription and clock each invoice is of (what to lock before it, and whose time it lives on). */
-export const invoiceOwners = (db: Db, ids: number[]) => db.invoice.findMany({ where: { id: { in: ids } }, select: { id: true, subscriptionId: true, testClockId: true } });
+/**
+ * Which subscription and clock each invoice an outcome may still be recorded on is of (what to lock before it, and
+ * whose time it lives on): open ones, and void ones (a charge in flight when it was voided pays it). A paid or
+ * uncollectible invoice has nothing left to record, so the second caller of an outcome (the collect step and the
+ * charge's settling job both ask) stops here.
+ */
+export const invoiceOwners = (db: Db, ids: number[]) =>
+  db.invoice.findMany({ where: { id: { in: ids }, status: { in: ["open", "void"] } }, select: { id: true, subscriptionId: true, testClockId: true } });
 
 /** Invoices with what charging them names: the subscription's plan and payment method. */
 export const invoicesToCollect = (db: Db, ids: number[]) =>

@@ -127,6 +127,15 @@ export function createCustomerService(prisma: PrismaClient, reader: PrismaClient
       return customer;
     },
 
+    /** getCustomer() for many (a billing batch) in one query: each request's customer, or its 404. */
+    async getCustomers(requests: { principal: Principal; id: number }[]): Promise<(Customer | NotFoundError)[]> {
+      const found = new Map((await prisma.customer.findMany({ where: { id: { in: [...new Set(requests.map((r) => r.id))] } } })).map((c) => [c.id, c]));
+      return requests.map(({ principal, id }) => {
+        const customer = found.get(id);
+        return customer && customer.merchantId === principal.merchantId && customer.mode === principal.mode ? customer : new NotFoundError(`Customer ${id}`);
+      });
+    },
+
     /**
      * The customer with this e-mail, created if new; an existing customer is returned unchanged.
      * INSERT ... ON CONFLICT DO NOTHING (createMany skipDuplicates) rather than catching the unique

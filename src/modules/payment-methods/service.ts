@@ -33,6 +33,17 @@ export function createPaymentMethodService(deps: { prisma: PrismaClient; secrets
   const tokenIn = (method: PaymentMethod) => (method.tokenEncrypted ? deps.secrets.decryptJson<SealedToken>(method.tokenEncrypted).token : null);
   const fingerprintOf = (kind: string, value: string) => createHmac("sha256", fingerprintKey).update(`${kind}:${value}`).digest("hex");
 
+  /**
+   * The customer's method to charge: a 404 when the caller has no such method for this customer, a 409 once it
+   * is detached or when its provider does not allow charging it again.
+   */
+  function chargeableOf(method: PaymentMethod | null, reference: string, customerId: number): ChargeableMethod {
+    if (!method || method.customerId !== customerId) throw new NotFoundError(`Payment method ${reference} of customer ${customerId}`);
+    if (method.detachedAt) throw new GatewayError("payment_method_detached", `Payment method ${reference} was detached and can no longer be charged`);
+    if (!method.reusable) throw new GatewayError("payment_method_not_reusable", `The provider does not allow payment method ${reference} to be charged again`);
+    return { method, token: tokenIn(method) };
+  }
+
   return {
     /** Saves the card a payment was made with (same card again: the same method, with the newest token). */
     async saveCard(owner: MethodOwner, card: SavedCard): Promise<PaymentMethod> {
@@ -73,16 +84,23 @@ export function createPaymentMethodService(deps: { prisma: PrismaClient; secrets
       return method;
     },
 
-    /**
-     * The customer's method to charge: a 404 when the caller has no such method for this customer, a 409 once it
-     * is detached or when its provider does not allow charging it again.
-     */
+    /** The customer's method to charge (chargeableOf). */
     async chargeable(principal: Principal, reference: string, customerId: number): Promise<ChargeableMethod> {
-      const method = await store.findInScope(principal, reference);
-      if (!method || method.customerId !== customerId) throw new NotFoundError(`Payment method ${reference} of customer ${customerId}`);
-      if (method.detachedAt) throw new GatewayError("payment_method_detached", `Payment method ${reference} was detached and can no longer be charged`);
-      if (!method.reusable) throw new GatewayError("payment_method_not_reusable", `The provider does not allow payment method ${reference} to be charged again`);
-      return { method, token: tokenIn(method) };
+      return chargeableOf(await store.findInScope(principal, reference), reference, customerId);
+    },
+
+    /** chargeable() for many (a billing batch) in one query: each request's method, or the error that refuses it. */
+    async chargeableMany(requests: { principal: Principal; reference: string; customerId: number }[]): Promise<(ChargeableMethod | Error)[]> {
+      const found = new Map((await store.findByReferences(requests.map((r) => r.reference))).map((m) => [m.reference, m]));
+      return requests.map(({ principal, reference, customerId }) => {
+        const method = found.get(reference);
+        const inScope = method && method.merchantId === principal.merchantId && method.mode === principal.mode ? method : null;
+        try {
+          return chargeableOf(inScope, reference, customerId);
+        } catch (error) {
+          return error as Error;
+        }
+      });
     },
 
     async tokenOf(paymentMethodId: number): Promise<string | null> {

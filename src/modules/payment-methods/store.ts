@@ -53,6 +53,9 @@ export function createPaymentMethodStore(prisma: PrismaClient) {
 
     findById: (id: number) => prisma.paymentMethod.findUnique({ where: { id } }),
 
+    /** Many methods by reference in one query (a billing batch's), whoever's: the caller holds each to its own scope. */
+    findByReferences: (references: string[]) => prisma.paymentMethod.findMany({ where: { reference: { in: [...new Set(references)] } } }),
+
     /** Detaches it for good (once: a second detach leaves the first time); null when the caller has no such method. */
     async detach(principal: Principal, reference: string): Promise<PaymentMethod | null> {
       await prisma.paymentMethod.updateMany({ where: { ...scopeOf(principal), reference, detachedAt: null }, data: { detachedAt: new Date() } });

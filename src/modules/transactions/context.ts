@@ -94,6 +94,8 @@ export interface PaymentMethodSaver {
   saveMpesa(owner: MethodOwner, msisdn: string): Promise<unknown>;
   /** The customer's method to charge and its provider token; refuses a detached or single-use one. */
   chargeable(principal: Principal, reference: string, customerId: number): Promise<{ method: PaymentMethod; token: string | null }>;
+  /** chargeable() for many in one query: each request's method, or the error that refuses it. */
+  chargeableMany(requests: { principal: Principal; reference: string; customerId: number }[]): Promise<({ method: PaymentMethod; token: string | null } | Error)[]>;
   /** The token of a method still attached (a retried charge's), or null. */
   tokenOf(paymentMethodId: number): Promise<string | null>;
 }

@@ -1,16 +1,16 @@
 import { z } from "zod";
 import type { Principal } from "../../auth.ts";
-import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
-import { GatewayError, isUniqueViolation, ValidationError } from "../../errors.ts";
+import type { Customer, PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
+import { GatewayError, ValidationError } from "../../errors.ts";
 import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import { amountSchema, parseCurrency } from "../../money.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
-import type { SavedCardConnector, SavedCardOutcome } from "../../providers/types.ts";
+import type { Connector, SavedCardConnector, SavedCardOutcome } from "../../providers/types.ts";
 import { optionalTextSchema, parseInput } from "../../validation.ts";
 import type { CollectionFlow, SavedMethodLink } from "./collections.ts";
-import { asProviderError, connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
+import { asProviderError, connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext, type PaymentMethodSaver } from "./context.ts";
 import { metadataSchema } from "./initialize.ts";
-import { afterCreate, insertPendingTransaction } from "./status.ts";
+import { afterCreate, insertInvoiceCharges, insertPendingTransaction, type NewInvoiceCharge } from "./status.ts";
 
 /**
  * Charges without the payer (POST /v1/charges, and the billing job next): a customer's saved payment method charged
@@ -34,13 +34,39 @@ export interface SavedChargeInput {
 
 /** A subscription invoice's charge: made once per invoice and attempt (the database's unique pair), instead of once per key. */
 export interface InvoiceChargeInput extends SavedChargeInput {
-  invoice: { id: number; attempt: number };
+  /** `unmade`: the caller found no payment for this attempt (its lookup is skipped; the unique pair still decides). */
+  invoice: { id: number; attempt: number; unmade?: boolean };
 }
 
 /** A charge's answer: the payment, and where the payer must go when the bank wants them (2FA). */
 export interface SavedChargeResult {
   transaction: Transaction;
   nextAction: { type: "redirect"; url: string } | null;
+}
+
+/** A charge's customer and method as a batch looked them up, or the error that refuses each (what prepare() would throw). */
+interface LookedUp {
+  customer: Customer | Error;
+  method: Awaited<ReturnType<PaymentMethodSaver["chargeable"]>> | Error;
+}
+
+/** A looked-up value, or its error thrown. */
+function settled<T>(value: T | Error): T {
+  if (value instanceof Error) throw value;
+  return value;
+}
+
+/** A card charge checked and looked up (prepare()), ready to be recorded and made. */
+interface PreparedCard {
+  kind: "card";
+  row: Omit<NewInvoiceCharge, "invoiceId" | "invoiceAttempt" | "detail" | "followUp">;
+  detail: string;
+  methodReference: string;
+  channel: PaymentChannel;
+  connector: Connector;
+  savedCards: SavedCardConnector;
+  token: string;
+  invoice: { id: number; attempt: number };
 }
 
 const chargeInput = z.object({
@@ -135,27 +161,97 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
   }
 
   /**
-   * The billing job's charge of an invoice: once per invoice and attempt. An attempt already made (a crash, another
-   * instance) is resumed as a retried key is; one that loses the insert race answers the winner's payment.
+   * The billing job's charges of invoices: each once per invoice and attempt. An attempt already made (a crash, another
+   * instance) is resumed as a retried key is; one that loses the insert race answers the winner's payment. The card
+   * charges of a batch are recorded together (one statement: payments, attempts, events), then made side by side.
+   * Each invoice's answer is its result or the error that refused it.
    */
-  async function chargeInvoice(principal: Principal, input: InvoiceChargeInput): Promise<SavedChargeResult> {
-    const made = await store.findByInvoiceAttempt(input.invoice.id, input.invoice.attempt);
-    if (made) return resultOf(await resume(made));
-    try {
-      return await charge(principal, input);
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      const winner = await store.findByInvoiceAttempt(input.invoice.id, input.invoice.attempt);
-      if (!winner) throw error;
-      return resultOf(winner);
-    }
+  async function chargeInvoices(requests: { principal: Principal; input: InvoiceChargeInput }[]): Promise<Map<number, SavedChargeResult | Error>> {
+    const answers = new Map<number, SavedChargeResult | Error>();
+    const fail = (id: number, error: unknown) => answers.set(id, error instanceof Error ? error : new Error(String(error)));
+    const toMake: typeof requests = [];
+    await Promise.all(
+      requests.map(async (request) => {
+        const { invoice } = request.input;
+        try {
+          const made = invoice.unmade ? null : await store.findByInvoiceAttempt(invoice.id, invoice.attempt);
+          if (made) answers.set(invoice.id, resultOf(await resume(made)));
+          else toMake.push(request);
+        } catch (error) {
+          fail(invoice.id, error);
+        }
+      }),
+    );
+    const looked = await lookUpMany(toMake);
+    const cards: PreparedCard[] = [];
+    await Promise.all(
+      toMake.map(async ({ principal, input }, i) => {
+        try {
+          const prepared = await prepare(principal, input, looked[i]);
+          if (prepared.kind === "card") cards.push(prepared);
+          else answers.set(input.invoice.id, prepared.result);
+        } catch (error) {
+          fail(input.invoice.id, error);
+        }
+      }),
+    );
+    if (!cards.length) return answers;
+    const askAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
+    const inserted = await insertInvoiceCharges(
+      deps.sql,
+      cards.map(({ row, detail, connector, invoice }) => ({
+        ...row,
+        invoiceId: invoice.id,
+        invoiceAttempt: invoice.attempt,
+        detail,
+        followUp: connector.hosted ? { kind: RECONCILE_JOB, payload: {}, runAt: askAt } : null,
+      })),
+    );
+    const byReference = new Map(inserted.map((charge) => [charge.transaction.reference, charge]));
+    await Promise.all(
+      cards.map(async (card) => {
+        const id = card.invoice.id;
+        try {
+          const charge = byReference.get(card.row.reference);
+          if (!charge) {
+            // Another instance made this attempt's charge first: its payment is the answer.
+            const winner = await store.findByInvoiceAttempt(id, card.invoice.attempt);
+            answers.set(id, winner ? resultOf(winner) : new Error(`invoice ${id}: its charge was neither made nor found`));
+            return;
+          }
+          afterCreate(ctx.stateMachine, { transaction: charge.transaction, event: charge.event, jobsQueued: charge.jobsQueued });
+          logger.info({ reference: charge.transaction.reference, paymentMethod: card.methodReference }, "saved card charge sent");
+          answers.set(id, resultOf(await chargeCard(charge.transaction, card.channel, card.savedCards, card.token, charge.attemptId)));
+        } catch (error) {
+          answers.set(id, error instanceof Error ? error : new Error(String(error)));
+        }
+      }),
+    );
+    return answers;
   }
 
-  async function charge(principal: Principal, input: SavedChargeInput & Partial<Pick<InvoiceChargeInput, "invoice">>): Promise<SavedChargeResult> {
+  /** The customers and methods of many charges (a billing batch), in two queries: each charge's, or why not. */
+  async function lookUpMany(requests: { principal: Principal; input: SavedChargeInput }[]): Promise<(LookedUp | undefined)[]> {
+    if (!requests.length || !deps.paymentMethods) return requests.map(() => undefined);
+    const found = await customers.getCustomers(requests.map(({ principal, input }) => ({ principal, id: input.customer })));
+    const methods = await deps.paymentMethods.chargeableMany(requests.map(({ principal, input }) => ({ principal, reference: input.paymentMethod, customerId: input.customer })));
+    return requests.map((_, i) => ({ customer: found[i]!, method: methods[i]! }));
+  }
+
+  /**
+   * Everything a charge needs checked and looked up before anything is recorded: the customer, the method (and its
+   * token), the channel and the amount. An M-Pesa method is pushed here (the one push flow records it); a card comes
+   * back ready to record and charge.
+   */
+  async function prepare(
+    principal: Principal,
+    input: SavedChargeInput & Partial<Pick<InvoiceChargeInput, "invoice">>,
+    looked?: LookedUp,
+  ): Promise<{ kind: "mpesa"; result: SavedChargeResult } | PreparedCard> {
     if (!deps.paymentMethods) throw new GatewayError("forbidden", "Saved payment methods are not available here");
     const { amount, currency: wantedCurrency, reference: clientReference, description, metadata } = parseInput(chargeInput, input);
-    const customer = await customers.getCustomer(principal, input.customer);
-    const { method, token } = await deps.paymentMethods.chargeable(principal, input.paymentMethod, customer.id);
+    const customer = looked ? settled(looked.customer) : await customers.getCustomer(principal, input.customer);
+    const { method, token } = looked ? settled(looked.method) : await deps.paymentMethods.chargeable(principal, input.paymentMethod, customer.id);
     const channel = await channels.findById(method.channelId);
     const connector = channel ? connectorOf(connectors, channel) : undefined;
     if (!channel || !connector) throw new GatewayError("forbidden", "The payment method's channel cannot take payments");
@@ -173,31 +269,47 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       const { transaction } = await collections.startStkCollection(principal, {
         amount: input.amount, phoneNumber: `+${method.phone}`, reference: clientReference, description, paymentChannelId: channel.id, attach,
       });
-      return resultOf(transaction);
+      return { kind: "mpesa", result: resultOf(transaction) };
     }
 
     const savedCards = connector.savedCards;
     if (!savedCards || !token) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot charge saved cards`);
     const currency = parseCurrency(wantedCurrency, connector.currencies, channel.provider);
     connector.hosted?.checkPayment({ amount, currency });
-    const row: Prisma.TransactionUncheckedCreateInput = {
-      merchantId: principal.merchantId,
-      mode: principal.mode,
-      reference: newReference(),
-      accessCode: newAccessCode(),
-      amount,
-      currency,
-      description,
-      email: customer.email,
-      channelId: channel.id,
-      customerId: customer.id,
-      paymentMethod: "card",
-      paymentMethodId: method.id,
-      clientReference,
-      ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }),
-      ...(input.invoice ? { invoiceId: input.invoice.id, invoiceAttempt: input.invoice.attempt } : {}),
+    return {
+      kind: "card",
+      row: {
+        merchantId: principal.merchantId,
+        mode: principal.mode,
+        reference: newReference(),
+        accessCode: newAccessCode(),
+        amount,
+        currency,
+        description,
+        email: customer.email,
+        channelId: channel.id,
+        customerId: customer.id,
+        paymentMethodId: method.id,
+        clientReference,
+        metadata,
+      },
+      detail: `**** ${method.cardLast4 ?? ""}`.trim(),
+      methodReference: method.reference,
+      channel,
+      connector,
+      savedCards,
+      token,
+      invoice: input.invoice ?? { id: 0, attempt: 0 },
     };
-    // The payment, its attempt, the key's recovery point and the job that asks the provider commit before the charge.
+  }
+
+  /** A keyed charge (POST /v1/charges): the payment, its attempt, the key's recovery point and the follow-up job commit before the charge. */
+  async function charge(principal: Principal, input: SavedChargeInput): Promise<SavedChargeResult> {
+    const prepared = await prepare(principal, input);
+    if (prepared.kind === "mpesa") return prepared.result;
+    const { row: card, channel, connector, savedCards, token, detail } = prepared;
+    const { metadata, ...fields } = card;
+    const row: Prisma.TransactionUncheckedCreateInput = { ...fields, paymentMethod: "card", ...(metadata === null ? {} : { metadata: metadata as Prisma.InputJsonObject }) };
     const askAt = new Date(Date.now() + deps.hosted.verifyAfterMs);
     const created = await deps.prisma.$transaction(async (tx) => {
       const made = await insertPendingTransaction(tx, row, {
@@ -205,13 +317,13 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
         keyedBy: principal,
         jobs: (t) => (connector.hosted ? [{ kind: RECONCILE_JOB, payload: { transactionId: t.id }, runAt: askAt }] : []),
       });
-      const attempt = await attempts.insertApiCharge(tx, { transactionId: made.transaction.id, channelId: channel.id, detail: `**** ${method.cardLast4 ?? ""}`.trim(), createdAt: made.transaction.createdAt });
+      const attempt = await attempts.insertApiCharge(tx, { transactionId: made.transaction.id, channelId: channel.id, detail, createdAt: made.transaction.createdAt });
       return { ...made, attempt };
     });
     afterCreate(ctx.stateMachine, created);
-    logger.info({ reference: created.transaction.reference, paymentMethod: method.reference }, "saved card charge sent");
+    logger.info({ reference: created.transaction.reference, paymentMethod: prepared.methodReference }, "saved card charge sent");
     return resultOf(await chargeCard(created.transaction, channel, savedCards, token, created.attempt.id));
   }
 
-  return { chargeSavedMethod, chargeInvoice };
+  return { chargeSavedMethod, chargeInvoices };
 }

@@ -23,6 +23,8 @@ const TRANSACTION_SNAPSHOT = defineSnapshot<Transaction>()({
 });
 
 export const transactionSnapshot = (t: Transaction) => TRANSACTION_SNAPSHOT.of(t);
+/** The same snapshot in SQL, over a transactions row named `t` (a statement that inserts and announces in one). */
+export const transactionSnapshotSql = (t: string) => TRANSACTION_SNAPSHOT.sql(t);
 
 /** The checkout attempt that settled a transaction, as its completed or failed event carries it (issue 25). */
 export interface SnapshotAttempt {

@@ -1,11 +1,13 @@
 import type { Event, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { recordRecoveryPoint, type MaybeKeyed } from "../../idempotency/scope.ts";
 import { enqueueCte, enqueueJobs, type JobRequest } from "../../jobs/store.ts";
+import type { Sql } from "../../db/sql.ts";
 import { recordEvent } from "../events/outbox.ts";
+import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
 import { settleAttemptCte, type AttemptVerdict } from "./attempt-store.ts";
-import { SETTLED_SNAPSHOT, transactionSnapshot, type TransactionSnapshot } from "./snapshot.ts";
+import { SETTLED_SNAPSHOT, transactionSnapshot, transactionSnapshotSql, type TransactionSnapshot } from "./snapshot.ts";
 import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
 export type { TerminalStatus };
@@ -107,6 +109,105 @@ export async function insertPendingTransaction(
     jobsQueued += recorded.deliveriesQueued;
   }
   return { transaction, event, jobsQueued };
+}
+
+/** A saved card's charge for a subscription invoice's attempt, as insertInvoiceCharges writes it. */
+export interface NewInvoiceCharge {
+  merchantId: number;
+  mode: Transaction["mode"];
+  reference: string;
+  accessCode: string;
+  amount: bigint;
+  currency: string;
+  description: string | null;
+  email: string | null;
+  channelId: number;
+  customerId: number;
+  paymentMethodId: number;
+  clientReference: string | null;
+  metadata: unknown;
+  invoiceId: number;
+  invoiceAttempt: number;
+  /** The attempt's detail (the card's last 4). */
+  detail: string | null;
+  /** The job that asks the provider what became of the charge, when its connector needs one. */
+  followUp: JobRequest | null;
+}
+
+/**
+ * Many invoice charges in one statement: each payment with its attempt, its transaction.pending event (as
+ * insertPendingTransaction records it, with its webhook deliveries) and its follow-up job. An invoice attempt that
+ * already has its payment (another instance, a crash) is skipped by the unique (invoice, attempt) pair: the answer
+ * has the payments inserted here only; afterCreate() each of them.
+ */
+const INSERT_INVOICE_CHARGES = `WITH input AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(merchant_id int, mode text, reference text, access_code text, amount bigint,
+      currency text, description text, email text, channel_id int, customer_id int, payment_method_id int, client_reference text,
+      metadata jsonb, invoice_id int, invoice_attempt int, detail text, follow_kind text, follow_payload jsonb, follow_at timestamptz)
+  ), t AS (
+    INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email, channel_id,
+      customer_id, payment_method, payment_method_id, client_reference, metadata, invoice_id, invoice_attempt, updated_at)
+    SELECT merchant_id, mode::"Mode", reference, access_code, amount, currency, 'pending', description, email, channel_id,
+      customer_id, 'card', payment_method_id, client_reference, metadata, invoice_id, invoice_attempt, now()
+    FROM input ORDER BY invoice_id
+    ON CONFLICT (invoice_id, invoice_attempt) DO NOTHING
+    RETURNING *
+  ), att AS (
+    INSERT INTO transaction_attempts (transaction_id, method, origin, status, detail, channel_id, created_at)
+    SELECT t.id, 'card', 'api', 'pending', input.detail, t.channel_id, t.created_at FROM t JOIN input USING (reference)
+    RETURNING id, transaction_id
+  ), ev AS (
+    INSERT INTO events (merchant_id, mode, type, transaction_id, payload)
+    SELECT t.merchant_id, t.mode, 'transaction.pending', t.id, jsonb_build_object('transaction', ${transactionSnapshotSql("t")}) FROM t
+    RETURNING id, merchant_id, mode, type, transaction_id, created_at, payload
+  ), ${WEBHOOK_FAN_OUT_CTES}, follow_up AS (
+    INSERT INTO jobs (kind, payload, run_at)
+    SELECT input.follow_kind, input.follow_payload || jsonb_build_object('transactionId', t.id), coalesce(input.follow_at, now())
+    FROM t JOIN input USING (reference) WHERE input.follow_kind IS NOT NULL
+    RETURNING id
+  )
+  SELECT changed.*, att.id AS "attemptId", ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
+    (SELECT count(*)::int FROM delivery_jobs) + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
+  FROM (SELECT ${TRANSACTION_COLUMNS} FROM t) changed JOIN att ON att.transaction_id = changed.id JOIN ev ON ev.transaction_id = changed.id
+  ORDER BY changed.id`;
+
+export interface InsertedCharge {
+  transaction: Transaction;
+  attemptId: number;
+  event: Event;
+  /** Every job the statement queued (webhook deliveries and follow-ups), counted once, on the first charge. */
+  jobsQueued: number;
+}
+
+export async function insertInvoiceCharges(sql: Sql, charges: NewInvoiceCharge[]): Promise<InsertedCharge[]> {
+  if (!charges.length) return [];
+  const input = charges.map((c) => ({
+    merchant_id: c.merchantId, mode: c.mode, reference: c.reference, access_code: c.accessCode, amount: c.amount.toString(),
+    currency: c.currency, description: c.description, email: c.email, channel_id: c.channelId, customer_id: c.customerId,
+    payment_method_id: c.paymentMethodId, client_reference: c.clientReference, metadata: c.metadata ?? null,
+    invoice_id: c.invoiceId, invoice_attempt: c.invoiceAttempt, detail: c.detail,
+    follow_kind: c.followUp?.kind ?? null, follow_payload: c.followUp?.payload ?? null, follow_at: c.followUp?.runAt?.toISOString() ?? null,
+  }));
+  const rows = await sql.query<TransactionRow & { attemptId: number; eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; jobsQueued: number }>(
+    INSERT_INVOICE_CHARGES,
+    [JSON.stringify(input)],
+  );
+  return rows.map(({ attemptId, eventId, eventCreatedAt, eventPayload, jobsQueued, ...columns }, i) => {
+    const transaction = transactionFromRow(columns as TransactionRow);
+    const event: Event = {
+      id: BigInt(eventId),
+      merchantId: transaction.merchantId,
+      mode: transaction.mode,
+      type: "transaction.pending",
+      transactionId: transaction.id,
+      payoutId: null,
+      refundId: null,
+      disputeId: null,
+      createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
+      payload: eventPayload,
+    };
+    return { transaction, attemptId: Number(attemptId), event, jobsQueued: i === 0 ? jobsQueued : 0 };
+  });
 }
 
 /** The news of a new transaction for live subscribers (transactionEvents): the dashboard's table shows it at once. */
