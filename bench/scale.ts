@@ -46,9 +46,12 @@ export async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> 
 }
 
 /** The compiled gateway as production runs it, in its own process; resolves once /ready answers 200. */
-export async function startGateway(env: Record<string, string>, children: ChildProcess[], nodeArgs: string[] = []) {
+/** The compiled gateway in its own process; `niceness` runs it at a lower CPU priority (nice(1), e.g. a job worker). */
+export async function startGateway(env: Record<string, string>, children: ChildProcess[], nodeArgs: string[] = [], niceness = 0) {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
+  const command = [process.execPath, ...nodeArgs, "dist/main.js"];
+  // nice execs the command, so the child's pid is the gateway's own (its /proc CPU counters).
+  const child = spawn(niceness ? "nice" : command[0]!, niceness ? ["-n", String(niceness), ...command] : command.slice(1), {
     cwd: repoRoot,
     env: { ...baseEnv, NODE_ENV: "production", LOG_LEVEL: "silent", RATE_LIMIT_ENABLED: "false", HOST: "127.0.0.1", PORT: String(port), ...env },
     stdio: ["ignore", "ignore", "inherit"],

@@ -40,6 +40,11 @@ interface JobDefinitionBase<P> {
   kind: string;
   /** Jobs of this kind running at once in one instance (default 10). */
   concurrency?: number;
+  /**
+   * While the API is busy, the kind keeps 1/busyShare of its slots (default BUSY_SHARE): work with a deadline of its
+   * own (invoices due today) keeps a larger share than work that may wait (a webhook backlog).
+   */
+  busyShare?: number;
   /** A job that throws this many times is kept as failed (default 10); an explicit retry is the handler's call. */
   maxAttempts?: number;
   /** Called once when a job gives up after throwing maxAttempts times. */
@@ -252,7 +257,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       const { kind } = definition;
       if (kinds && !kinds.has(kind)) continue;
       const concurrency = definition.concurrency ?? 10;
-      const slots = busy ? Math.max(1, Math.ceil(concurrency / BUSY_SHARE)) : concurrency;
+      const slots = busy ? Math.max(1, Math.ceil(concurrency / (definition.busyShare ?? BUSY_SHARE))) : concurrency;
       const free = slots - (inFlight.get(kind) ?? 0);
       // Once the API is no longer busy, a kind held back claims every free slot at once, not only its credit.
       const limit = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;

@@ -137,35 +137,41 @@ describe("job runner: batch kinds", () => {
     await prisma().job.deleteMany({ where: { kind: "b.defer" } });
   });
 
-  it("while the API is busy a kind runs a twentieth of its concurrency; once it is not, every free slot is claimed at once", async () => {
+  it("while the API is busy a kind runs a twentieth of its concurrency (one with busyShare 4 a quarter); once it is not, every free slot is claimed at once", async () => {
     let apiBusy = true;
     const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs: 600_000, leaseMs: 60_000, foreground: { requestArrived: () => undefined, busy: () => apiBusy } });
     runners.push(r);
-    let running = 0;
+    const running = { "b.busy": 0, "b.share": 0 };
     let open = false;
-    const gates: (() => void)[] = [];
-    r.register({
-      kind: "b.busy",
-      concurrency: 40,
-      run: async () => {
-        running++;
-        if (!open) await new Promise<void>((resolve) => gates.push(resolve));
-        running--;
-      },
-    });
-    await enqueueJobs(prisma(), Array.from({ length: 80 }, (_, n) => ({ kind: "b.busy", payload: { n } })));
+    const gates: { kind: string; release: () => void }[] = [];
+    for (const kind of ["b.busy", "b.share"] as const) {
+      r.register({
+        kind,
+        concurrency: 40,
+        ...(kind === "b.share" ? { busyShare: 4 } : {}),
+        run: async () => {
+          running[kind]++;
+          if (!open) await new Promise<void>((release) => gates.push({ kind, release }));
+          running[kind]--;
+        },
+      });
+      await enqueueJobs(prisma(), Array.from({ length: 80 }, (_, n) => ({ kind, payload: { n } })));
+    }
     r.start();
-    await waitUntil(() => running === 2, () => `2 running (40 / 20), got ${running}`);
-    // One finishes while the API is still busy: its follow-up takes its place, no more.
-    gates.shift()!();
-    await waitUntil(() => gates.length === 2, () => `its place taken, ${gates.length} waiting`);
-    expect(await expectNothingMoreWithin(200, () => running, "no more than the busy share")).toBe(2);
+    await waitUntil(() => running["b.busy"] === 2 && running["b.share"] === 10, () => `2 and 10 running (40 / 20, 40 / 4), got ${JSON.stringify(running)}`);
+    // One of each finishes while the API is still busy: their follow-ups take their places, no more.
+    const releaseOne = (kind: string) => gates.splice(gates.findIndex((g) => g.kind === kind), 1)[0]!.release();
+    releaseOne("b.busy");
+    releaseOne("b.share");
+    await waitUntil(() => gates.length === 12, () => `their places taken, ${gates.length} waiting`);
+    expect(await expectNothingMoreWithin(200, () => running["b.busy"] + running["b.share"], "no more than the busy shares")).toBe(12);
     apiBusy = false;
-    gates.shift()!();
-    await waitUntil(() => running === 40, () => `all 40 slots claimed after the API went quiet, got ${running}`);
+    releaseOne("b.busy");
+    releaseOne("b.share");
+    await waitUntil(() => running["b.busy"] === 40 && running["b.share"] === 40, () => `all 40 slots of each claimed after the API went quiet, got ${JSON.stringify(running)}`);
     open = true;
-    gates.splice(0).forEach((release) => release());
-    await waitUntil(async () => (await prisma().job.count({ where: { kind: "b.busy" } })) === 0, "the rest to run", 20_000);
+    gates.splice(0).forEach((gate) => gate.release());
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: { in: ["b.busy", "b.share"] } } })) === 0, "the rest to run", 20_000);
     await r.stop();
   });
 });
