@@ -52,6 +52,8 @@ const envSchema = z.object({
   DATABASE_READ_URL: optionalString.refine((v) => v === undefined || readUrls(v) !== null, "must be one or more comma-separated postgres:// or postgresql:// URLs, each named once"),
   /** A replica further behind the primary than this is taken out of rotation (its reads go to the primary). */
   DATABASE_READ_MAX_LAG_MS: optionalString.pipe(z.coerce.number<string | undefined>().int("must be a whole number").min(100, "must be at least 100").optional()).transform((v) => v ?? 5000),
+  /** Connections each instance keeps to the primary (and to each replica) at most. */
+  DATABASE_POOL_SIZE: positiveInt(10),
   DATA_DIR: z.string().trim().min(1).default("./data"),
   REDIS_URL: optionalString.pipe(
     z
@@ -234,6 +236,8 @@ export interface Config {
   /** Cross-origin callers of /graphql (CORS); empty: none (the dashboard is served from the gateway's own origin). */
   corsOrigins: string[];
   databaseUrl: string | undefined;
+  /** Connections to the primary (and to each replica) at most, per instance. */
+  databasePoolSize: number;
   /** Replicas for reads that may lag (src/db/replicas.ts): none without DATABASE_READ_URL. */
   readReplicas: { urls: string[]; maxLagMs: number };
   dataDir: string;
@@ -426,6 +430,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
     corsOrigins: e.CORS_ORIGINS === undefined ? [] : corsOrigins(e.CORS_ORIGINS)!,
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     readReplicas: { urls: e.DATABASE_READ_URL ? readUrls(e.DATABASE_READ_URL)! : [], maxLagMs: e.DATABASE_READ_MAX_LAG_MS },
     dataDir: e.DATA_DIR,
     redisUrl: e.REDIS_URL,

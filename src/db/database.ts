@@ -57,11 +57,11 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
-type DbConfig = Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "readReplicas">>;
+type DbConfig = Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "readReplicas" | "databasePoolSize">>;
 
 export async function openDatabase(config: DbConfig, logger: Logger, options: OpenOptions = {}): Promise<Database> {
   return config.databaseUrl
-    ? openPostgres(config.databaseUrl, config.readReplicas, logger, options)
+    ? openPostgres(config.databaseUrl, config.readReplicas, logger, { poolSize: config.databasePoolSize, ...options })
     : openPglite(config.dataDir, logger, options);
 }
 
