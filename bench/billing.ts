@@ -28,7 +28,7 @@
  * subscriptions without exactly one invoice, paid invoices without exactly one completed charge, and the events.
  *
  *   node --import tsx bench/billing.ts [--subscriptions 100000] [--cards 200] [--connections 8] [--rate 500] [--idle-seconds 15]
- *     [--cpu-prof <dir>] [--no-build] [--write]
+ *     [--one-process | --worker-pool 4] [--cpu-prof <dir>] [--no-build] [--write]
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -118,6 +118,8 @@ async function main() {
   const CONNECTIONS = Number(argument("--connections") ?? 8);
   const RATE = Number(argument("--rate") ?? 500);
   const ONE_PROCESS = process.argv.includes("--one-process");
+  /** The worker's DATABASE_POOL_SIZE: how many of billing's queries run in PostgreSQL at once beside the API's. */
+  const WORKER_POOL = Number(argument("--worker-pool") ?? 4);
   const IDLE_SECONDS = Number(argument("--idle-seconds") ?? 15);
   const cpuProfileDir = argument("--cpu-prof");
   const write = process.argv.includes("--write");
@@ -149,7 +151,7 @@ async function main() {
     // Recurring payments section advises for billing at this size: the API's event loop never waits behind a billing
     // batch, and the kernel gives the API's process the CPU first.
     const gateway = await startGateway(ONE_PROCESS ? env : { ...env, JOBS_ENABLED: "false" }, children, ONE_PROCESS ? profiling : []);
-    const worker = ONE_PROCESS ? null : await startGateway(env, children, profiling, WORKER_NICENESS);
+    const worker = ONE_PROCESS ? null : await startGateway({ ...env, DATABASE_POOL_SIZE: String(WORKER_POOL) }, children, profiling, WORKER_NICENESS);
     const gatewayPids = [gateway.child.pid!, ...(worker ? [worker.child.pid!] : [])];
     const pgVersion = (await db.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version;
     const postmaster = (await db.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
@@ -305,7 +307,7 @@ async function main() {
     const ratio = during.p99 / idle.p99;
     const duplicates = checks.invoicesPerPeriod + checks.chargesPerAttempt;
     const lines = [
-      `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); ${ONE_PROCESS ? "one gateway process" : "an API gateway process (JOBS_ENABLED=false) and a job worker process at nice " + WORKER_NICENESS} (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; API load ${CONNECTIONS ? `${fmt(RATE)} req/s fixed (autocannon, ${CONNECTIONS} connections)` : "none"} on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loads.length ? `${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} during the run, ` : ""}${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
+      `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); ${ONE_PROCESS ? "one gateway process" : `an API gateway process (JOBS_ENABLED=false) and a job worker process at nice ${WORKER_NICENESS} with DATABASE_POOL_SIZE=${WORKER_POOL}`} (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; API load ${CONNECTIONS ? `${fmt(RATE)} req/s fixed (autocannon, ${CONNECTIONS} connections)` : "none"} on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loads.length ? `${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} during the run, ` : ""}${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
       "",
       "| subscriptions | all paid after (s; goal <= 300) | invoices/s | gateway CPU (s) / PostgreSQL CPU (s) | CPU per subscription, gateway / PostgreSQL (ms) | idle: req/s (p50 / p99 ms) | during: req/s (p50 / p99 ms) | p99 during / idle (goal <= 2x) | duplicate invoices / charges | non-2xx |",
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

@@ -69,14 +69,16 @@ function identifier(name: string): string {
  * from that row's columns (`{ deliveryId: "id" }` gives `{"deliveryId": <id>}`). It returns one row per
  * job, so `SELECT count(*) FROM name` is the number queued. Names and kinds are code, never input.
  */
-export function enqueueCte(name: string, kind: string, source: { from: string; payload: Record<string, string> }): string {
+export function enqueueCte(name: string, kind: string, source: { from: string; payload: Record<string, string>; runAt?: string }): string {
   if (!KIND.test(kind)) throw new Error(`not a job kind: ${kind}`);
   const fields = Object.entries(source.payload).map(([field, column]) => {
     if (!PAYLOAD_FIELD.test(field)) throw new Error(`not a payload field name: ${field}`);
     return `'${field}', ${identifier(column)}`;
   });
+  // run_at from a column of `from` when given (null: now), else the table's default (now).
+  const runAt = source.runAt === undefined ? "" : `, coalesce(${identifier(source.runAt)}, now())`;
   return `${identifier(name)} AS (
-  INSERT INTO jobs (kind, payload) SELECT '${kind}', jsonb_build_object(${fields.join(", ")}) FROM ${identifier(source.from)}
+  INSERT INTO jobs (kind, payload${runAt ? ", run_at" : ""}) SELECT '${kind}', jsonb_build_object(${fields.join(", ")})${runAt} FROM ${identifier(source.from)}
   RETURNING id
 )`;
 }

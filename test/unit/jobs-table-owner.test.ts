@@ -34,6 +34,10 @@ describe("the jobs table's owner", () => {
     expect(() => enqueueCte("q", "it's", { from: "deliveries", payload: {} })).toThrow(/kind/);
     expect(() => enqueueCte("q", "k", { from: "deliveries", payload: { "a'": "id" } })).toThrow(/payload field/);
     expect(() => enqueueCte("q", "k", { from: "deliveries", payload: { a: "id)" } })).toThrow(/identifier/);
+    expect(enqueueCte("q", "k", { from: "follow", payload: { transactionId: "transaction_id" }, runAt: "follow_up_at" })).toContain(
+      "INSERT INTO jobs (kind, payload, run_at) SELECT 'k', jsonb_build_object('transactionId', transaction_id), coalesce(follow_up_at, now()) FROM follow",
+    );
+    expect(() => enqueueCte("q", "k", { from: "follow", payload: {}, runAt: "now()" })).toThrow(/identifier/);
     expect(() => enqueueFromParameterCte("follow_up", "$0", "ev")).toThrow(/parameter/);
     expect(() => enqueueFromParameterCte("follow_up", "$3", "ev t")).toThrow(/identifier/);
     const runAt = new Date("2026-01-02T03:04:05.678Z");

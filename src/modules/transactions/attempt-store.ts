@@ -1,5 +1,5 @@
 import type { PrismaClient, Sql } from "../../db/database.ts";
-import type { Prisma, Transaction, TransactionAttempt } from "../../db/generated/prisma/client.ts";
+import type { Prisma, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { attemptGuard, type AttemptStatus, type SettledAttemptStatus } from "../events/status-rules.ts";
 import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./store.ts";
 
@@ -109,6 +109,19 @@ export function settlingAttemptJson(t: string, settled?: string): string {
  * The attempt's verdict as a CTE (`name`) of the payment's status change (events/status-machine.ts), whose
  * parameters start at `first`: the payment changes only when the attempt did, in one statement.
  */
+/**
+ * The pending API card attempt of each payment in the CTE `payments` (insertInvoiceChargesCte's rows), its detail
+ * from the row of the CTE `input` with the same reference, as a data-modifying CTE `name` returning id, transaction_id.
+ */
+export function insertApiChargeAttemptsCte(name: string, payments: string, input: string): string {
+  for (const identifier of [name, payments, input]) if (!/^[a-z_][a-z0-9_]*$/.test(identifier)) throw new Error(`not a plain SQL identifier: ${identifier}`);
+  return `${name} AS (
+    INSERT INTO transaction_attempts (transaction_id, method, origin, status, detail, channel_id, created_at)
+    SELECT p.id, 'card', 'api', 'pending', i.detail, p.channel_id, p.created_at FROM ${payments} p JOIN ${input} i USING (reference)
+    RETURNING id, transaction_id
+  )`;
+}
+
 export function settleAttemptCte(verdict: AttemptVerdict) {
   return {
     key: `attempt:${verdict.status}`,
@@ -198,17 +211,11 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
     findLatestPending: (transactionId: number) => findOne(LATEST_PENDING, [transactionId]),
 
     /**
-     * Records the provider's id for an accepted push, which its callback and status query name; with `onPayment`, on
-     * the payment too (an API push shows it), in the same database transaction. The payment as it is then, or null.
+     * Records the provider's id for an accepted push, which its callback and status query name. Not yet run: the
+     * caller runs it (prisma.$transaction with the payment's copy: push.ts).
      */
-    async setRequestId(id: number, checkoutRequestId: string, onPayment?: number): Promise<Transaction | null> {
-      const attempt = prisma.transactionAttempt.update({ where: { id }, data: { checkoutRequestId } });
-      if (onPayment === undefined) {
-        await attempt;
-        return null;
-      }
-      const [, payment] = await prisma.$transaction([attempt, prisma.transaction.update({ where: { id: onPayment }, data: { checkoutRequestId } })]);
-      return payment;
+    setRequestId(id: number, checkoutRequestId: string) {
+      return prisma.transactionAttempt.update({ where: { id }, data: { checkoutRequestId } });
     },
 
     /** A call that ended with no outcome at all (the provider unavailable): as if never made, while still pending. */

@@ -16,7 +16,7 @@ const PUSH_RECORD_WAIT_MS = 10_000;
  * for through a database outage: without it the push could only expire).
  */
 export function createPushFlow(ctx: FlowContext, outcomes: Outcomes) {
-  const { deps, attempts } = ctx;
+  const { deps, attempts, store } = ctx;
   const { channels, logger } = deps;
 
   return {
@@ -49,8 +49,15 @@ export function createPushFlow(ctx: FlowContext, outcomes: Outcomes) {
         throw refusal;
       }
       // The push is on the payer's phone now: its id must reach the attempt, through a database failover if need be.
-      const onPayment = options.showOnPayment ? t.id : undefined;
-      const shown = await writeThroughOutage(() => attempts.setRequestId(attempt.id, accepted.checkoutRequestId, onPayment), {
+      const record = async (): Promise<Transaction | null> => {
+        if (!options.showOnPayment) {
+          await attempts.setRequestId(attempt.id, accepted.checkoutRequestId);
+          return null;
+        }
+        const [, payment] = await deps.prisma.$transaction([attempts.setRequestId(attempt.id, accepted.checkoutRequestId), store.setCollectionRequest(t.id, accepted.checkoutRequestId)]);
+        return payment;
+      };
+      const shown = await writeThroughOutage(record, {
         waitMs: PUSH_RECORD_WAIT_MS,
         giveUpMs: deps.collection.lifetimeMs,
         onGiveUp: (error) =>

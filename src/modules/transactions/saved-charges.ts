@@ -59,7 +59,7 @@ function settled<T>(value: T | Error): T {
 /** A card charge checked and looked up (prepare()), ready to be recorded and made. */
 interface PreparedCard {
   kind: "card";
-  row: Omit<NewInvoiceCharge, "invoiceId" | "invoiceAttempt" | "detail" | "followUp">;
+  row: Omit<NewInvoiceCharge, "invoiceId" | "invoiceAttempt" | "detail" | "followUpAt">;
   detail: string;
   methodReference: string;
   channel: PaymentChannel;
@@ -204,8 +204,9 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
         invoiceId: invoice.id,
         invoiceAttempt: invoice.attempt,
         detail,
-        followUp: connector.hosted ? { kind: RECONCILE_JOB, payload: {}, runAt: askAt } : null,
+        followUpAt: connector.hosted ? askAt : null,
       })),
+      RECONCILE_JOB,
     );
     const byReference = new Map(inserted.map((charge) => [charge.transaction.reference, charge]));
     await Promise.all(

@@ -6,9 +6,9 @@ import { recordEvent } from "../events/outbox.ts";
 import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
-import { settleAttemptCte, type AttemptVerdict } from "./attempt-store.ts";
+import { insertApiChargeAttemptsCte, settleAttemptCte, type AttemptVerdict } from "./attempt-store.ts";
 import { SETTLED_SNAPSHOT, transactionSnapshot, transactionSnapshotSql, type TransactionSnapshot } from "./snapshot.ts";
-import { createPending, findById, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
+import { createPending, findById, insertInvoiceChargesCte, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
 export type { TerminalStatus };
 export type StateMachineDeps = StatusMachineDeps;
@@ -130,8 +130,8 @@ export interface NewInvoiceCharge {
   invoiceAttempt: number;
   /** The attempt's detail (the card's last 4). */
   detail: string | null;
-  /** The job that asks the provider what became of the charge, when its connector needs one. */
-  followUp: JobRequest | null;
+  /** When the provider is to be asked what became of the charge, when its connector needs that (insertInvoiceCharges' follow-up job). */
+  followUpAt: Date | null;
 }
 
 /**
@@ -140,36 +140,28 @@ export interface NewInvoiceCharge {
  * already has its payment (another instance, a crash) is skipped by the unique (invoice, attempt) pair: the answer
  * has the payments inserted here only; afterCreate() each of them.
  */
-const INSERT_INVOICE_CHARGES = `WITH input AS (
+const invoiceChargeStatements = new Map<string, string>();
+function invoiceChargesStatement(followUpKind: string): string {
+  let text = invoiceChargeStatements.get(followUpKind);
+  if (text) return text;
+  text = `WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(merchant_id int, mode text, reference text, access_code text, amount bigint,
       currency text, description text, email text, channel_id int, customer_id int, payment_method_id int, client_reference text,
-      metadata jsonb, invoice_id int, invoice_attempt int, detail text, follow_kind text, follow_payload jsonb, follow_at timestamptz)
-  ), t AS (
-    INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email, channel_id,
-      customer_id, payment_method, payment_method_id, client_reference, metadata, invoice_id, invoice_attempt, updated_at)
-    SELECT merchant_id, mode::"Mode", reference, access_code, amount, currency, 'pending', description, email, channel_id,
-      customer_id, 'card', payment_method_id, client_reference, metadata, invoice_id, invoice_attempt, now()
-    FROM input ORDER BY invoice_id
-    ON CONFLICT (invoice_id, invoice_attempt) DO NOTHING
-    RETURNING *
-  ), att AS (
-    INSERT INTO transaction_attempts (transaction_id, method, origin, status, detail, channel_id, created_at)
-    SELECT t.id, 'card', 'api', 'pending', input.detail, t.channel_id, t.created_at FROM t JOIN input USING (reference)
-    RETURNING id, transaction_id
-  ), ev AS (
+      metadata jsonb, invoice_id int, invoice_attempt int, detail text, follow_up_at timestamptz)
+  ), ${insertInvoiceChargesCte("t", "input")}, ${insertApiChargeAttemptsCte("att", "t", "input")}, ev AS (
     INSERT INTO events (merchant_id, mode, type, transaction_id, payload)
     SELECT t.merchant_id, t.mode, 'transaction.pending', t.id, jsonb_build_object('transaction', ${transactionSnapshotSql("t")}) FROM t
     RETURNING id, merchant_id, mode, type, transaction_id, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}, follow_up AS (
-    INSERT INTO jobs (kind, payload, run_at)
-    SELECT input.follow_kind, input.follow_payload || jsonb_build_object('transactionId', t.id), coalesce(input.follow_at, now())
-    FROM t JOIN input USING (reference) WHERE input.follow_kind IS NOT NULL
-    RETURNING id
-  )
+  ), ${WEBHOOK_FAN_OUT_CTES}, follow AS (
+    SELECT t.id AS transaction_id, input.follow_up_at FROM t JOIN input USING (reference) WHERE input.follow_up_at IS NOT NULL
+  ), ${enqueueCte("follow_up", followUpKind, { from: "follow", payload: { transactionId: "transaction_id" }, runAt: "follow_up_at" })}
   SELECT changed.*, att.id AS "attemptId", ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
     (SELECT count(*)::int FROM delivery_jobs) + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
   FROM (SELECT ${TRANSACTION_COLUMNS} FROM t) changed JOIN att ON att.transaction_id = changed.id JOIN ev ON ev.transaction_id = changed.id
   ORDER BY changed.id`;
+  invoiceChargeStatements.set(followUpKind, text);
+  return text;
+}
 
 export interface InsertedCharge {
   transaction: Transaction;
@@ -179,17 +171,18 @@ export interface InsertedCharge {
   jobsQueued: number;
 }
 
-export async function insertInvoiceCharges(sql: Sql, charges: NewInvoiceCharge[]): Promise<InsertedCharge[]> {
+/** `followUpKind`: the job a charge's `followUpAt` queues for its payment (the provider asked what became of it). */
+export async function insertInvoiceCharges(sql: Sql, charges: NewInvoiceCharge[], followUpKind: string): Promise<InsertedCharge[]> {
   if (!charges.length) return [];
   const input = charges.map((c) => ({
     merchant_id: c.merchantId, mode: c.mode, reference: c.reference, access_code: c.accessCode, amount: c.amount.toString(),
     currency: c.currency, description: c.description, email: c.email, channel_id: c.channelId, customer_id: c.customerId,
     payment_method_id: c.paymentMethodId, client_reference: c.clientReference, metadata: c.metadata ?? null,
     invoice_id: c.invoiceId, invoice_attempt: c.invoiceAttempt, detail: c.detail,
-    follow_kind: c.followUp?.kind ?? null, follow_payload: c.followUp?.payload ?? null, follow_at: c.followUp?.runAt?.toISOString() ?? null,
+    follow_up_at: c.followUpAt?.toISOString() ?? null,
   }));
   const rows = await sql.query<TransactionRow & { attemptId: number; eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; jobsQueued: number }>(
-    INSERT_INVOICE_CHARGES,
+    invoiceChargesStatement(followUpKind),
     [JSON.stringify(input)],
   );
   return rows.map(({ attemptId, eventId, eventCreatedAt, eventPayload, jobsQueued, ...columns }, i) => {

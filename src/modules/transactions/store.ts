@@ -141,6 +141,29 @@ const CLAIM_CHARGE = `WITH claimed AS (
    SELECT true AS claimed, status::text FROM claimed
    UNION ALL SELECT false, status::text FROM transactions WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`;
 
+const CTE_NAME = /^[a-z_][a-z0-9_]*$/;
+const cteName = (name: string) => {
+  if (!CTE_NAME.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
+  return name;
+};
+
+/**
+ * Invoice charges' pending card payments, one per row of the CTE `input` (its columns named as the transactions
+ * table's), as a data-modifying CTE `name` returning the rows inserted: a row whose (invoice, attempt) already has its
+ * payment (another instance's, a crash's) is skipped. status.ts's insertInvoiceCharges builds the statement around it.
+ */
+export function insertInvoiceChargesCte(name: string, input: string): string {
+  return `${cteName(name)} AS (
+    INSERT INTO transactions (merchant_id, mode, reference, access_code, amount, currency, status, description, email, channel_id,
+      customer_id, payment_method, payment_method_id, client_reference, metadata, invoice_id, invoice_attempt, updated_at)
+    SELECT merchant_id, mode::"Mode", reference, access_code, amount, currency, 'pending', description, email, channel_id,
+      customer_id, 'card', payment_method_id, client_reference, metadata, invoice_id, invoice_attempt, now()
+    FROM ${cteName(input)} ORDER BY invoice_id
+    ON CONFLICT (invoice_id, invoice_attempt) DO NOTHING
+    RETURNING *
+  )`;
+}
+
 async function findOne(sql: Sql, text: string, params: readonly unknown[]): Promise<Transaction | null> {
   const [row] = await sql.query<TransactionRow>(text, params);
   return row ? transactionFromRow(row) : null;
@@ -378,6 +401,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
         where: { channelId, paymentMethod: "momo_c2b", clientReference: match.clientReference, amount: match.amount, createdAt: { gte: match.since } },
         orderBy: { id: "desc" },
       });
+    },
+
+    /** Shows an accepted STK push's request id on its payment too (REST, webhooks). Not yet run: push.ts runs it with the attempt's. */
+    setCollectionRequest(id: number, checkoutRequestId: string) {
+      return prisma.transaction.update({ where: { id }, data: { checkoutRequestId } });
     },
 
     /** Records where a hosted-checkout provider's page for this payment is. */
