@@ -28,7 +28,7 @@
  * subscriptions without exactly one invoice, paid invoices without exactly one completed charge, and the events.
  *
  *   node --import tsx bench/billing.ts [--subscriptions 100000] [--cards 200] [--connections 8] [--rate 500] [--idle-seconds 15]
- *     [--one-process | --worker-pool 4] [--cpu-prof <dir>] [--no-build] [--write]
+ *     [--one-process | --worker-pool 10] [--cpu-prof <dir>] [--no-build] [--write]
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -119,7 +119,7 @@ async function main() {
   const RATE = Number(argument("--rate") ?? 500);
   const ONE_PROCESS = process.argv.includes("--one-process");
   /** The worker's DATABASE_POOL_SIZE: how many of billing's queries run in PostgreSQL at once beside the API's. */
-  const WORKER_POOL = Number(argument("--worker-pool") ?? 4);
+  const WORKER_POOL = Number(argument("--worker-pool") ?? 10);
   const IDLE_SECONDS = Number(argument("--idle-seconds") ?? 15);
   const cpuProfileDir = argument("--cpu-prof");
   const write = process.argv.includes("--write");

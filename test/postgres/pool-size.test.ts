@@ -6,8 +6,8 @@ import { apiClient, startTestGateway, type TestGateway } from "../support/gatewa
 import { inParallel } from "../support/load.ts";
 
 /**
- * DATABASE_POOL_SIZE bounds the connections one instance opens to PostgreSQL: a job worker beside busy API instances
- * runs with a few, so fewer of its queries compete with the API's on the database's CPUs (bench/billing.ts).
+ * DATABASE_POOL_SIZE bounds the connections one instance opens to PostgreSQL (the database's max_connections divided
+ * among the instances).
  */
 describe("DATABASE_POOL_SIZE", () => {
   let database: TestDatabase;
