@@ -66,7 +66,6 @@ interface PreparedCard {
   connector: Connector;
   savedCards: SavedCardConnector;
   token: string;
-  invoice: { id: number; attempt: number };
 }
 
 const chargeInput = z.object({
@@ -183,12 +182,12 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       }),
     );
     const looked = await lookUpMany(toMake);
-    const cards: PreparedCard[] = [];
+    const cards: (PreparedCard & { invoice: InvoiceChargeInput["invoice"] })[] = [];
     await Promise.all(
       toMake.map(async ({ principal, input }, i) => {
         try {
           const prepared = await prepare(principal, input, looked[i]);
-          if (prepared.kind === "card") cards.push(prepared);
+          if (prepared.kind === "card") cards.push({ ...prepared, invoice: input.invoice });
           else answers.set(input.invoice.id, prepared.result);
         } catch (error) {
           fail(input.invoice.id, error);
@@ -300,7 +299,6 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       connector,
       savedCards,
       token,
-      invoice: input.invoice ?? { id: 0, attempt: 0 },
     };
   }
 
