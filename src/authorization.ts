@@ -15,7 +15,7 @@ export const PRINCIPAL_KINDS: readonly PrincipalKind[] = ["key:owner", "key:deve
 const BOTH: readonly KeyMode[] = ["test", "live"];
 const TEST: readonly KeyMode[] = ["test"];
 
-export type Permission = "read" | "write" | "money_out" | "provider_calls" | "api_keys" | "channel_credentials" | "signed_in_owner" | "own_account";
+export type Permission = "read" | "write" | "money_out" | "payer_messages" | "provider_calls" | "api_keys" | "channel_credentials" | "signed_in_owner" | "own_account";
 
 interface PermissionRule {
   /** What the permission is for, as the README's table says it. */
@@ -37,6 +37,10 @@ export const PERMISSIONS: Record<Permission, PermissionRule> = {
     summary: "Send money out of the balance, and reconcile it",
     allows: { "key:owner": BOTH, "user:owner": BOTH },
   },
+  payer_messages: {
+    summary: "E-mail a payer again (a payment's receipt)",
+    allows: { "key:owner": BOTH, "user:owner": BOTH },
+  },
   provider_calls: {
     summary: "Read what the gateway sent providers and what they answered (scrubbed), for support",
     allows: { "key:owner": BOTH, "key:developer": BOTH, "user:owner": BOTH, "user:developer": BOTH },
@@ -54,7 +58,7 @@ export const PERMISSIONS: Record<Permission, PermissionRule> = {
     allows: { "user:owner": BOTH },
   },
   own_account: {
-    summary: "The signed-in user's own password",
+    summary: "The signed-in user's own password and notice e-mails",
     allows: { "user:owner": BOTH, "user:developer": BOTH, "user:viewer": BOTH },
   },
 };
@@ -75,6 +79,8 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     disputesPage: "read",
     invoice: "read",
     invoicesPage: "read",
+    mailMessage: "read",
+    mailMessages: "read",
     node: "read",
     nodes: "read",
     paymentChannels: "read",
@@ -133,6 +139,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     initializeTransaction: "write",
     registerC2bUrls: "write",
     resendEvent: "write",
+    resendReceipt: "payer_messages",
     revokeApiKey: "api_keys",
     rotateWebhookSecret: "write",
     runReconciliation: "money_out",
@@ -141,6 +148,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     startStkPush: "write",
     submitDisputeEvidence: "write",
     updateBrand: "signed_in_owner",
+    updateNoticePreferences: "own_account",
     updatePaymentChannel: "channel_credentials",
     updateWebhookEndpoint: "write",
     uploadDisputeFile: "write",

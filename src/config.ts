@@ -176,7 +176,35 @@ const envSchema = z.object({
   JOB_RETENTION_DAYS: positiveDays(7),
   WEBHOOK_DELIVERY_RETENTION_DAYS: positiveDays(30),
   EVENT_RETENTION_DAYS: positiveDays(90),
+  /** E-mail (src/modules/mail): smtp://user:pass@host:587 or smtps://...; STARTTLS is required unless ?tls=off (a local relay). Unset: no mail is sent. */
+  SMTP_URL: optionalString.refine((v) => v === undefined || smtpSettings(v) !== null, "must be an smtp:// or smtps:// URL with a host (e.g. smtp://user:pass@smtp.example:587)"),
+  /** The sender of every message, e.g. "Shop <receipts@shop.example>". */
+  MAIL_FROM: optionalString.refine((v) => v === undefined || /^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/.test(v), "must be an address, or a name and <address>"),
+  /** DKIM signing: all three or none. */
+  MAIL_DKIM_DOMAIN: optionalString,
+  MAIL_DKIM_SELECTOR: optionalString,
+  MAIL_DKIM_PRIVATE_KEY_FILE: optionalString,
+  /** Waits before each retry of a message the SMTP server refused for now (4xx, unreachable); then it is failed. */
+  MAIL_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated durations such as 30s,2m,10m"),
 });
+
+/** SMTP_URL's parts; null when it is not an smtp(s) URL with a host. The password stays in here (never logged). */
+export function smtpSettings(value: string): MailConfig["smtp"] | null {
+  if (!URL.canParse(value)) return null;
+  const url = new URL(value);
+  if ((url.protocol !== "smtp:" && url.protocol !== "smtps:") || !url.hostname) return null;
+  const secure = url.protocol === "smtps:";
+  const tls = url.searchParams.get("tls");
+  if (tls !== null && tls !== "off") return null;
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ""),
+    port: url.port ? Number(url.port) : secure ? 465 : 587,
+    secure,
+    requireTls: !secure && tls !== "off",
+    user: url.username ? decodeURIComponent(url.username) : undefined,
+    pass: url.password ? decodeURIComponent(url.password) : undefined,
+  };
+}
 
 /** CORS_ORIGINS's origins, each exactly as a browser sends it in Origin; null when one is not an origin. */
 function corsOrigins(value: string): string[] | null {
@@ -325,6 +353,15 @@ export interface Config {
   auth: AuthConfig;
   /** How long finished rows are kept before the hourly retention job deletes them (src/modules/retention). */
   retention: { failedJobsMs: number; webhookDeliveriesMs: number; eventsMs: number };
+  mail: MailConfig;
+}
+
+/** E-mail: the SMTP server (none: nothing is sent; test-mode messages are kept in the test inbox), the sender, DKIM. */
+export interface MailConfig {
+  smtp: { host: string; port: number; secure: boolean; requireTls: boolean; user: string | undefined; pass: string | undefined } | undefined;
+  from: string;
+  dkim: { domain: string; selector: string; privateKeyFile: string } | undefined;
+  retryScheduleMs: number[];
 }
 
 /** Users' sign-in: token lifetimes, the token signing secret, and password-guessing limits. */
@@ -420,6 +457,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.SHUTDOWN_DRAIN_DELAY_MS >= e.SHUTDOWN_TIMEOUT_MS) {
     throw new ConfigError("Invalid configuration: SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_TIMEOUT_MS (the drain delay is part of it)");
   }
+  const dkimParts = [e.MAIL_DKIM_DOMAIN, e.MAIL_DKIM_SELECTOR, e.MAIL_DKIM_PRIVATE_KEY_FILE].filter((v) => v !== undefined).length;
+  if (dkimParts !== 0 && dkimParts !== 3) {
+    throw new ConfigError("Invalid configuration: MAIL_DKIM_DOMAIN, MAIL_DKIM_SELECTOR and MAIL_DKIM_PRIVATE_KEY_FILE go together (set all three, or none)");
+  }
   if (e.METRICS_PORT !== undefined && e.METRICS_PORT === e.PORT) {
     throw new ConfigError("Invalid configuration: METRICS_PORT must differ from PORT (unset it to serve /metrics on the API port)");
   }
@@ -502,5 +543,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       passwordHashCost: e.PASSWORD_HASH_COST,
     },
     retention: { failedJobsMs: e.JOB_RETENTION_DAYS * 86_400_000, webhookDeliveriesMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000, eventsMs: e.EVENT_RETENTION_DAYS * 86_400_000 },
+    mail: {
+      smtp: e.SMTP_URL === undefined ? undefined : smtpSettings(e.SMTP_URL)!,
+      from: e.MAIL_FROM ?? `Payments <no-reply@${new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname}>`,
+      dkim: e.MAIL_DKIM_DOMAIN && e.MAIL_DKIM_SELECTOR && e.MAIL_DKIM_PRIVATE_KEY_FILE
+        ? { domain: e.MAIL_DKIM_DOMAIN, selector: e.MAIL_DKIM_SELECTOR, privateKeyFile: e.MAIL_DKIM_PRIVATE_KEY_FILE }
+        : undefined,
+      retryScheduleMs: parseDurations(e.MAIL_RETRY_SCHEDULE ?? "30s,2m,10m,30m,1h,2h,4h,8h")!,
+    },
   };
 }

@@ -11,6 +11,7 @@ import { mountRestRoutes } from "./app/rest-endpoint.ts";
 import { restRoutes } from "./app/rest-routes.ts";
 import { schema } from "./app/schema.ts";
 import { registerCheckoutRoutes } from "./checkout/routes.ts";
+import { registerReceiptRoutes } from "./checkout/receipt.ts";
 import { registerPaymentLinkRoutes } from "./checkout/payment-link.ts";
 import { serveCliHandoff } from "./cli/handoff.ts";
 import type { Config } from "./config.ts";
@@ -76,6 +77,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   if (config.jobs.enabled) await services.reconciliations.scheduleDaily();
   if (config.jobs.enabled) await services.retention.scheduleHourly();
   if (config.jobs.enabled) await services.transactions.scheduleCheckoutExpiry();
+  if (config.jobs.enabled) await services.mail.scheduleDailySummaries();
   // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.
   const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations, retention: () => services.retention }, logger) : undefined;
   const routes = compileRoutes(schema, restRoutes);
@@ -115,6 +117,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   registerCheckoutRoutes(app, services);
   registerPaymentLinkRoutes(app, services);
   registerBrandRoutes(app, services);
+  registerReceiptRoutes(app, services);
   registerCallbackRoutes(app, services);
   registerAuthRoutes(app, services);
   // Full CSV exports at once, per merchant and per instance (EXPORTS_PER_MERCHANT, EXPORTS_PER_INSTANCE).

@@ -31,6 +31,7 @@ import { createUserService } from "./modules/users/service.ts";
 import { createUserStates } from "./modules/users/user-states.ts";
 import { createAccessTokens, signingKeyFrom } from "./modules/users/tokens.ts";
 import { createWebhookService } from "./modules/webhooks/service.ts";
+import { createMailService } from "./modules/mail/service.ts";
 import { createConnectors } from "./providers/index.ts";
 import { createPushLimiter } from "./rate-limit/pushes.ts";
 import type { SecretBox } from "./security/encryption.ts";
@@ -45,7 +46,7 @@ export interface ServiceDeps {
   secrets: SecretBox;
   /** The key under the SecretBox: access tokens are signed with a key derived from it unless JWT_SECRET is set. */
   encryptionKey: Buffer;
-  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "disputes" | "billing" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention">;
+  config: Pick<Config, "publicBaseUrl" | "momo" | "paystack" | "refunds" | "disputes" | "billing" | "jobs" | "webhooks" | "allowPrivateUrls" | "checkoutChargeLeaseMs" | "checkout" | "pushLimits" | "apiKeyCacheTtlMs" | "auth" | "retention" | "mail">;
   /** Shares events and provider tokens (Daraja) across instances when set. */
   redis: RedisConnections | undefined;
   logger: Logger;
@@ -162,9 +163,13 @@ export function createServices(deps: ServiceDeps) {
       onRefused: metrics?.rateLimited,
     }),
   });
+  const brand = createBrandService({ prisma, sql: deps.sql });
+  const reports = createReportService({ prisma, read });
+  const mail = createMailService({ prisma, jobs, logger, config: { mail: config.mail, publicBaseUrl: config.publicBaseUrl }, transactions, refunds, customers, brand, reports });
   return {
     publisher,
     tokens,
+    mail,
     users,
     userStates,
     keyCache,
@@ -172,7 +177,7 @@ export function createServices(deps: ServiceDeps) {
     connectors,
     providerCalls,
     merchants: createMerchantService(prisma, { keyCache }),
-    brand: createBrandService({ prisma, sql: deps.sql }),
+    brand,
     channels,
     customers,
     paymentMethods,
@@ -183,7 +188,7 @@ export function createServices(deps: ServiceDeps) {
     billing,
     paymentLinks: createPaymentLinkService({ prisma, channels, connectors, transactions, publicBaseUrl: config.publicBaseUrl, payerKey: deps.encryptionKey, payerCookieMs: config.checkout.expiryMs }),
     ledger: createLedgerService({ prisma, read }),
-    reports: createReportService({ prisma, read }),
+    reports,
     reconciliations,
     retention: createRetentionService({ prisma, jobs, settings: config.retention, leaseMs: config.jobs.leaseMs, logger }),
     momo,

@@ -44,6 +44,7 @@ export function createLifecycle() {
         // Provider calls recorded by the last requests and jobs are written before the database closes.
         await services.providerCalls.flush();
         services.momo.close();
+        services.mail.close();
         await redis?.close();
         await db.close();
       })();

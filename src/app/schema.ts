@@ -21,6 +21,7 @@ import "../modules/reconciliation/schema.ts";
 import "../modules/users/schema.ts";
 import "../modules/ledger/schema.ts";
 import "../modules/provider-calls/schema.ts";
+import "../modules/mail/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

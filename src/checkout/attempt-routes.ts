@@ -3,6 +3,11 @@ import { NotFoundError } from "../errors.ts";
 import { boolField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
+import { LANGUAGES } from "./i18n.ts";
+
+/** The page's language as the script sends it (`lang`): kept on the attempt, for the payer's receipt. Anything else: none. */
+export const payerLanguage = (body: Record<string, unknown>): string | undefined =>
+  (LANGUAGES as readonly unknown[]).includes(body.lang) ? (body.lang as string) : undefined;
 
 /**
  * The payer's JSON endpoints beside the checkout page (issue 25): send an STK push for this payment, and
@@ -17,7 +22,7 @@ export function registerCheckoutAttemptRoutes(app: FastifyInstance, services: Se
   app.post<{ Params: { reference: string } }>("/payment/checkout/:reference/mpesa", payment, async (request, reply) => {
     const body = (request.body && typeof request.body === "object" ? request.body : {}) as Record<string, unknown>;
     assertSafeText({ params: request.params, body });
-    const { attempt } = await services.transactions.payWithMpesa(request.params.reference, body.phone, { savePaymentMethod: boolField(body, "save_payment_method") });
+    const { attempt } = await services.transactions.payWithMpesa(request.params.reference, body.phone, { savePaymentMethod: boolField(body, "save_payment_method"), language: payerLanguage(body) });
     return reply.code(202).header("cache-control", "no-store").send({ status: "pending", message: "Check your phone to approve the payment", attempt });
   });
 

@@ -16,7 +16,22 @@ export interface CheckoutBrand {
   supportEmail: string | null;
 }
 
+/** A completed payment's essentials on the success page (the checkout routes fill them from the mail service). */
+export interface CheckoutReceipt {
+  /** The public receipt page. */
+  url: string;
+  /** "M-Pesa QKT7ABC123" or "Card •••• 4081", in the page's language. */
+  method: string;
+  /** The date and time paid, in the merchant's zone, in the page's language. */
+  paidAt: string;
+  clientReference: string | null;
+  /** The shop's website, for "Back to <merchant>" when the merchant gave no callback_url. */
+  website: string | null;
+}
+
 export interface CheckoutView {
+  /** The payment's id (server side only: never on the page). */
+  id: number;
   merchantId: number;
   /** The ways this transaction can be paid on the page: cards through a card-capable channel, M-Pesa for KES. */
   methods: { card: boolean; mpesa: boolean };
@@ -48,6 +63,8 @@ export interface CheckoutView {
   failureCode: string | null;
   /** The merchant's callback_url with the reference appended: where the payer goes once the payment is settled. */
   returnUrl: string | null;
+  /** Filled by the checkout routes once the payment is completed. */
+  receipt?: CheckoutReceipt | null;
 }
 
 
@@ -68,6 +85,20 @@ export function formatAmount(amount: bigint, currency: string): string {
   const unit = 10n ** BigInt(exponent);
   const whole = (amount / unit).toLocaleString("en-US");
   return `${currency} ${whole}.${(amount % unit).toString().padStart(exponent, "0")}`;
+}
+
+/**
+ * What a payer needs to prove they paid, on the success page itself: our reference (and the shop's order number),
+ * the M-Pesa code or the card, the date; the full receipt's link; and the way back to the shop when the merchant
+ * gave no callback_url.
+ */
+function receiptEssentials(view: CheckoutView, receipt: CheckoutReceipt, t: Messages, merchant: string): string {
+  const row = (id: string, label: string, value: string) => `<dt>${escapeHtml(label)}</dt><dd id="${id}">${escapeHtml(value)}</dd>`;
+  const back = !view.returnUrl && receipt.website ? `<p><a id="back-to-shop" href="${escapeHtml(receipt.website)}">${escapeHtml(format(t.backTo, { merchant }))}</a></p>` : "";
+  return `<dl class="receipt" id="receipt">${row("receipt-reference", t.receiptReference, view.reference)}${
+    receipt.clientReference ? row("receipt-client-reference", t.receiptOrder, receipt.clientReference) : ""
+  }${row("receipt-method", t.receiptMethod, receipt.method)}${row("receipt-date", t.receiptDate, receipt.paidAt)}</dl>
+  <p><a id="receipt-link" href="${escapeHtml(receipt.url)}">${escapeHtml(t.viewReceipt)}</a></p>${back}`;
 }
 
 /** JSON inside a <script> element: nothing in it can close the element (`<` as \u003c, still the same string). */
@@ -121,7 +152,7 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
         ? `${heading}<h2 id="expired">${escapeHtml(t.expiredTitle)}</h2><p id="result" class="failed expired">${escapeHtml(format(t.expiredText, { merchant }))}</p>${backLink}`
         : `${heading}<p id="result" class="${view.status === "completed" ? "completed" : "failed"}">${escapeHtml(
             view.status === "completed" ? t.completed : reason ? format(t.failedBecause, { reason }) : t.failed,
-          )}</p>${backLink}`;
+          )}</p>${view.status === "completed" && view.receipt ? receiptEssentials(view, view.receipt, t, merchant) : ""}${backLink}`;
     } else if (view.hosted) {
       body = `${heading}<p id="result" class="${options.confirming ? "pending" : ""}" role="status">${escapeHtml(options.confirming ? t.confirming : t.hostedUnavailable)}</p>`;
     } else if (!methods.card && !methods.mpesa) {

@@ -3,7 +3,7 @@ import { GatewayError } from "../errors.ts";
 import { boolField, intField, required, stringField } from "../rest/params.ts";
 import type { Services } from "../services.ts";
 import { assertSafeText, unsafeTextIn } from "../validation.ts";
-import { registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
+import { payerLanguage, registerCheckoutAttemptRoutes } from "./attempt-routes.ts";
 import { chooseLanguage } from "./i18n.ts";
 import { sendPayerPage } from "./layout.ts";
 import { renderCheckoutPage, type CheckoutPageOptions, type CheckoutView } from "./page.ts";
@@ -24,6 +24,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
     if (view) view.brand = await services.brand.checkoutBrand(view.merchantId);
     // English or Swahili: the page's switch (?lang=) first, then the browser's Accept-Language.
     const { lang } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
+    if (view?.status === "completed") view.receipt = await services.mail.checkoutReceipt(view.id, lang);
     return sendPayerPage(reply, view ? 200 : 404, (nonce) => renderCheckoutPage(view, { ...options, nonce, lang }));
   };
 
@@ -69,7 +70,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
       expMonth: required(intField(body, "expiry_month"), "expiry_month"),
       expYear: required(intField(body, "expiry_year"), "expiry_year"),
       cvc: required(stringField(body, "cvc"), "cvc"),
-    }, { savePaymentMethod: boolField(body, "save_payment_method") });
+    }, { savePaymentMethod: boolField(body, "save_payment_method"), language: payerLanguage(body) });
     // This caller's own charge decides its answer (a concurrent one was refused with a 409 before charging).
     if (outcome.outcome !== "succeeded") throw new GatewayError("payment_declined", outcome.reason);
     return reply.send({

@@ -55,7 +55,7 @@ describe("checkout languages", () => {
     expect(readableAccent("red; } body { display: none")).toBeNull();
     expect(readableAccent(null)).toBeNull();
     const view: CheckoutView = {
-      merchantId: 1, methods: { card: true, mpesa: false }, attemptsLeft: 3, attempt: null, reference: "ref", amount: 100n, currency: "KES",
+      id: 1, merchantId: 1, methods: { card: true, mpesa: false }, attemptsLeft: 3, attempt: null, reference: "ref", amount: 100n, currency: "KES",
       status: "pending", description: null, merchantName: "M", acceptsCards: true, hosted: false, mode: "live", sandbox: false,
       failureCode: null, failureReason: null, returnUrl: null, saveCard: { offered: true, requested: true },
       brand: { displayName: `<img src=x onerror=alert(1)>`, accentColor: "#000000; } *{", logoUrl: "//evil.example/logo.png", supportEmail: `a@b.c"><script>` },

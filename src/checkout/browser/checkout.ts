@@ -101,6 +101,8 @@ export function startCheckout(data: CheckoutPageData): void {
       const back = settle(t.completed, "completed");
       // Back to the merchant's callback_url, with the reference, as Paystack does; the link stays for slow redirects.
       if (back) setTimeout(() => location.assign(back.href), 1500);
+      // Else the page comes again from the server, with the receipt's essentials (reference, M-Pesa code or card, date).
+      else setTimeout(() => location.reload(), 1500);
       return;
     }
     if (s.status === "failed") {
@@ -167,7 +169,9 @@ export function startCheckout(data: CheckoutPageData): void {
   async function send(path: string, body: object): Promise<{ response: Response | null; answer: Answer }> {
     buttons(false);
     try {
-      const response = await fetch(base + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      // The page's language goes with every payment: the payer's receipt is written in it.
+      const withLang = { ...body, lang: document.documentElement.lang };
+      const response = await fetch(base + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(withLang) });
       return { response, answer: (await response.json()) as Answer };
     } catch {
       return { response: null, answer: { message: t.networkError } };

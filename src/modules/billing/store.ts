@@ -3,7 +3,7 @@ import type { Db, PrismaClient } from "../../db/database.ts";
 import type { Event, Invoice, Mode, Plan, Prisma, Subscription, TestClock } from "../../db/generated/prisma/client.ts";
 import type { Paging } from "../../paging.ts";
 import { randomReference } from "../../references.ts";
-import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
+import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "../events/fan-out.ts";
 
 /**
  * Every statement on plans, subscriptions, invoices and test clocks. The billing cycle (cycle.ts) locks a
@@ -234,9 +234,9 @@ export async function recordEvents(tx: Prisma.TransactionClient, events: NewBill
        SELECT e.merchant_id, e.mode::"Mode", e.type, e.payload::jsonb
        FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e(merchant_id, mode, type, payload, n)
        ORDER BY e.n
-       RETURNING id, merchant_id, mode, type
-     ), ${WEBHOOK_FAN_OUT_CTES}
-     SELECT (SELECT array_agg(id::text) FROM ev) AS ids, (SELECT count(*)::int FROM delivery_jobs) AS queued`,
+       RETURNING id, merchant_id, mode, type, payload
+     ), ${EVENT_FAN_OUT_CTES}
+     SELECT (SELECT array_agg(id::text) FROM ev) AS ids, ${FAN_OUT_JOBS_QUEUED} AS queued`,
     events.map((e) => e.merchantId),
     events.map((e) => e.mode),
     events.map((e) => e.type),

@@ -14,6 +14,11 @@ const BrandType = builder.objectRef<BrandSettings>("Brand").implement({
     logoUrl: t.exposeString("logoUrl", { nullable: true, description: "The logo's same-origin path (/brand/<merchant>/logo/<sha256>); it changes with the logo." }),
     logoType: t.exposeString("logoType", { nullable: true, description: "image/png, image/jpeg or image/webp, as read from the bytes." }),
     logoSize: t.exposeInt("logoSize", { nullable: true, description: "The logo's size in bytes." }),
+    receiptsEnabled: t.exposeBoolean("receiptsEnabled", { description: "Whether payers are e-mailed a receipt for each payment and refund (and subscription invoices)." }),
+    replyTo: t.exposeString("replyTo", { nullable: true, description: "Where payers' replies to those e-mails go; null: the support e-mail." }),
+    website: t.exposeString("website", { nullable: true, description: "The shop's website (https): the receipt and the checkout's success page link back to it." }),
+    timezone: t.exposeString("timezone", { description: "The merchant's time zone (IANA name): dates on receipts and the daily summary's day." }),
+    language: t.exposeString("language", { description: "en or sw: the team's notices, and payers' e-mails when the payer chose no language." }),
     updatedAt: t.expose("updatedAt", { type: "DateTime", nullable: true }),
   }),
 });
@@ -25,6 +30,11 @@ const UpdateBrandInput = builder.inputType("UpdateBrandInput", {
     accentColor: t.string({ required: false, description: "#rrggbb with a contrast ratio of at least 4.5:1 against white (the page puts white text on it)." }),
     supportEmail: t.string({ required: false, description: "A valid e-mail address." }),
     removeLogo: t.boolean({ required: false, description: "True: the logo is deleted. A logo is uploaded with PUT /v1/brand/logo." }),
+    receiptsEnabled: t.boolean({ required: false, description: "False: payers get no e-mail from the gateway (receipts, invoices)." }),
+    replyTo: t.string({ required: false, description: "A valid e-mail address for payers' replies." }),
+    website: t.string({ required: false, description: "An https:// address." }),
+    timezone: t.string({ required: false, description: "An IANA time zone name, e.g. Africa/Nairobi." }),
+    language: t.string({ required: false, description: "en or sw." }),
   }),
 });
 

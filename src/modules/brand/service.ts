@@ -153,12 +153,12 @@ function accentColorOf(value: string | null | undefined): string | null | undefi
   return text.toLowerCase();
 }
 
-function supportEmailOf(value: string | null | undefined): string | null | undefined {
+function supportEmailOf(value: string | null | undefined, field = "supportEmail"): string | null | undefined {
   if (value === undefined) return undefined;
   const text = value?.trim() ?? "";
   if (text === "") return null;
   const parsed = email.safeParse(text);
-  if (!parsed.success) throw new ValidationError("supportEmail", parsed.error.issues[0]!.message);
+  if (!parsed.success || NAME_FORBIDDEN.test(text)) throw new ValidationError(field, parsed.success ? "must be a valid e-mail address" : parsed.error.issues[0]!.message);
   return parsed.data;
 }
 
@@ -185,6 +185,59 @@ export interface BrandInput {
   accentColor?: string | null;
   supportEmail?: string | null;
   removeLogo?: boolean | null;
+  receiptsEnabled?: boolean | null;
+  replyTo?: string | null;
+  website?: string | null;
+  timezone?: string | null;
+  language?: string | null;
+}
+
+/** An IANA zone name the runtime knows (Africa/Nairobi, UTC). */
+export function isTimeZone(name: string): boolean {
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(name)) return false;
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function timezoneOf(value: string | null | undefined): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const text = value.trim();
+  if (!isTimeZone(text)) throw new ValidationError("timezone", "must be an IANA time zone name, e.g. Africa/Nairobi or UTC");
+  return text;
+}
+
+function languageOf(value: string | null | undefined): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value !== "en" && value !== "sw") throw new ValidationError("language", "must be en (English) or sw (Swahili)");
+  return value;
+}
+
+/** The shop's website: an https URL of at most 200 characters (payers are sent back to it). */
+function websiteOf(value: string | null | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const text = value?.trim() ?? "";
+  if (text === "") return null;
+  if (text.length > 200 || !URL.canParse(text) || new URL(text).protocol !== "https:" || NAME_FORBIDDEN.test(text)) {
+    throw new ValidationError("website", "must be an https:// address of at most 200 characters, e.g. https://shop.example");
+  }
+  return new URL(text).href;
+}
+
+/** What a message from the merchant needs: its brand, where replies go, its zone and language, whether payers get receipts. */
+export interface MailIdentity {
+  name: string;
+  accentColor: string | null;
+  supportEmail: string | null;
+  replyTo: string | null;
+  website: string | null;
+  receiptsEnabled: boolean;
+  logoHash: string | null;
+  timezone: string;
+  language: string;
 }
 
 /** The merchant's brand settings as an owner edits them (null: not set, the page's default applies). */
@@ -198,13 +251,19 @@ export interface BrandSettings {
   logoUrl: string | null;
   logoType: string | null;
   logoSize: number | null;
+  receiptsEnabled: boolean;
+  replyTo: string | null;
+  website: string | null;
+  /** The merchant's time zone (IANA) and language (en | sw): its receipts' dates and its team's notices. */
+  timezone: string;
+  language: string;
   updatedAt: Date | null;
 }
 
 /** The logo's public, same-origin path; the hash makes it change with the logo. */
 export const logoPath = (merchantId: number, hash: string) => `/brand/${merchantId}/logo/${hash}`;
 
-const settingsColumns = { displayName: true, accentColor: true, supportEmail: true, logoType: true, logoHash: true, logoSize: true, updatedAt: true } as const;
+const settingsColumns = { displayName: true, accentColor: true, supportEmail: true, logoType: true, logoHash: true, logoSize: true, receiptsEnabled: true, replyTo: true, website: true, updatedAt: true } as const;
 
 function requireOwner(principal: Principal): void {
   // The brand is the merchant's in both modes: the table's signed_in_owner (never an API key), as updateBrand.
@@ -219,7 +278,7 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
   const { prisma, sql } = deps;
 
   async function settings(merchantId: number): Promise<BrandSettings> {
-    const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: merchantId }, select: { name: true, brand: { select: settingsColumns } } });
+    const merchant = await prisma.merchant.findUniqueOrThrow({ where: { id: merchantId }, select: { name: true, timezone: true, language: true, brand: { select: settingsColumns } } });
     const brand = merchant.brand;
     return {
       merchantId,
@@ -230,6 +289,11 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
       logoUrl: brand?.logoHash ? logoPath(merchantId, brand.logoHash) : null,
       logoType: brand?.logoType ?? null,
       logoSize: brand?.logoSize ?? null,
+      receiptsEnabled: brand?.receiptsEnabled ?? true,
+      replyTo: brand?.replyTo ?? null,
+      website: brand?.website ?? null,
+      timezone: merchant.timezone,
+      language: merchant.language,
       updatedAt: brand?.updatedAt ?? null,
     };
   }
@@ -264,6 +328,24 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
 
     get: (principal: Principal) => settings(principal.merchantId),
 
+    /** What a message from the merchant needs (mail/service.ts): one query, never the logo's bytes. */
+    async mailIdentity(merchantId: number): Promise<MailIdentity | null> {
+      const merchant = await prisma.merchant.findUnique({ where: { id: merchantId }, select: { name: true, timezone: true, language: true, brand: { select: settingsColumns } } });
+      if (!merchant) return null;
+      const brand = merchant.brand;
+      return {
+        name: brand?.displayName ?? merchant.name,
+        accentColor: brand?.accentColor ?? null,
+        supportEmail: brand?.supportEmail ?? null,
+        replyTo: brand?.replyTo ?? null,
+        website: brand?.website ?? null,
+        receiptsEnabled: brand?.receiptsEnabled ?? true,
+        logoHash: brand?.logoHash ?? null,
+        timezone: merchant.timezone,
+        language: merchant.language,
+      };
+    },
+
     /** Changes the fields given (null or blank clears one); removeLogo drops the logo. Owners only. */
     async update(principal: Principal, input: BrandInput): Promise<BrandSettings> {
       requireOwner(principal);
@@ -271,9 +353,14 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
         displayName: displayNameOf(input.displayName),
         accentColor: accentColorOf(input.accentColor),
         supportEmail: supportEmailOf(input.supportEmail),
+        replyTo: supportEmailOf(input.replyTo, "replyTo"),
+        website: websiteOf(input.website),
+        ...(typeof input.receiptsEnabled === "boolean" ? { receiptsEnabled: input.receiptsEnabled } : {}),
         ...(input.removeLogo ? { logo: null, logoType: null, logoHash: null, logoSize: null } : {}),
       };
+      const merchant = { timezone: timezoneOf(input.timezone), language: languageOf(input.language) };
       await save(principal.merchantId, data);
+      if (merchant.timezone !== undefined || merchant.language !== undefined) await prisma.merchant.update({ where: { id: principal.merchantId }, data: merchant });
       return settings(principal.merchantId);
     },
 

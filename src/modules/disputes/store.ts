@@ -10,7 +10,7 @@ import type { StatusRules, StatusTable } from "../events/status-machine.ts";
 import { enqueue } from "../../jobs/store.ts";
 import { postReservation } from "../ledger/postings.ts";
 import { disputeOnPaymentCte, lockForDispute } from "../transactions/store.ts";
-import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
+import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "../events/fan-out.ts";
 
 /**
  * Every statement on the disputes and dispute_files tables. A dispute's changes each write, in one statement or
@@ -77,7 +77,7 @@ const EVENT_CTES = (type: string) => `ev AS (
     INSERT INTO events (merchant_id, mode, type, dispute_id, payload)
     SELECT t.merchant_id, t.mode, '${type}', t.id, jsonb_build_object('dispute', ${DISPUTE_SNAPSHOT.sql("t")}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}`;
+  ), ${EVENT_FAN_OUT_CTES}`;
 
 type EventRow = { eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; deliveriesQueued: number };
 
@@ -153,7 +153,7 @@ export async function openDispute(prisma: PrismaClient, input: NewDispute, first
     await enqueue(tx, DISPUTE_CHECK_JOB, { disputeId: dispute.id }, { runAt: firstCheckAt });
     const [row] = await tx.$queryRawUnsafe<EventRow[]>(
       `WITH t AS (SELECT * FROM disputes WHERE id = $1), ${EVENT_CTES("dispute.created")}, ${disputeOnPaymentCte(false)}
-       SELECT ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload", (SELECT count(*)::int FROM delivery_jobs) AS "deliveriesQueued" FROM ev`,
+       SELECT ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload", ${FAN_OUT_JOBS_QUEUED} AS "deliveriesQueued" FROM ev`,
       dispute.id,
     );
     return { dispute, created: true, ...eventOf(dispute, "dispute.created", row!) } as const;
@@ -169,7 +169,7 @@ export async function recordUpdate(prisma: PrismaClient, dispute: Dispute, chang
     `WITH t AS (
        UPDATE disputes SET due_by = $2, messages = $3::jsonb, updated_at = now() WHERE id = $1 AND updated_at = $4 AND status IN ('needs_response', 'under_review') RETURNING *
      ), ${EVENT_CTES("dispute.updated")}
-     SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload", (SELECT count(*)::int FROM delivery_jobs) AS "deliveriesQueued"
+     SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload", ${FAN_OUT_JOBS_QUEUED} AS "deliveriesQueued"
      FROM (SELECT ${DISPUTE_ROWS.columns} FROM t) changed, ev`,
     dispute.id,
     changes.dueBy,

@@ -1,5 +1,5 @@
 import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
-import { enqueueWebhookDeliveries } from "../webhooks/store.ts";
+import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "./fan-out.ts";
 
 export interface NewEvent {
   merchantId: number;
@@ -28,5 +28,19 @@ export async function recordEvent(tx: Prisma.TransactionClient, event: NewEvent)
       payload: event.payload,
     },
   });
-  return { event: row, deliveriesQueued: await enqueueWebhookDeliveries(tx, row) };
+  return { event: row, deliveriesQueued: await fanOut(tx, row) };
+}
+
+/** The fan-out (webhook deliveries, e-mails) of an event recorded through Prisma, inside its transaction: the jobs queued. */
+async function fanOut(tx: Prisma.TransactionClient, event: Event): Promise<number> {
+  const [row] = await tx.$queryRawUnsafe<{ queued: number }[]>(
+    `WITH ev AS (SELECT $1::bigint AS id, $2::int AS merchant_id, $3::"Mode" AS mode, $4::text AS type, $5::jsonb AS payload), ${EVENT_FAN_OUT_CTES}
+    SELECT ${FAN_OUT_JOBS_QUEUED} AS queued`,
+    event.id,
+    event.merchantId,
+    event.mode,
+    event.type,
+    JSON.stringify(event.payload),
+  );
+  return row!.queued;
 }

@@ -4,7 +4,7 @@ import type { Sql } from "../../db/sql.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueueFromParameterCte, jobsParameter, type JobRequest } from "../../jobs/store.ts";
 import { postingsOnChange } from "../ledger/postings.ts";
-import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
+import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "./fan-out.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { guardStatus, type MoneySubject, type TerminalStatus } from "./status-rules.ts";
@@ -159,12 +159,12 @@ function changeStatement(table: StatusTable<StatusRow, string, unknown, string>,
     INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
     SELECT t.merchant_id, t.mode, '${table.subject}.${rules.eventType(to)}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
     RETURNING id, merchant_id, mode, type, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}${also}${
+  ), ${EVENT_FAN_OUT_CTES}${also}${
     // Queued once per row of ev: only when the change applied.
     withJobs ? `, ${enqueueFromParameterCte("follow_up", jobsParam, "ev")}` : ""
   }
   SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
-    (SELECT count(*)::int FROM delivery_jobs) AS "deliveriesQueued"
+    ${FAN_OUT_JOBS_QUEUED} AS "deliveriesQueued"
   FROM (SELECT ${table.columns} FROM t) changed, ev`;
   statements.set(key, text);
   return text;

@@ -291,6 +291,10 @@ export function createRefundService(deps: RefundServiceDeps) {
     }),
 
     refundedAmount: (transactionId: number) => store.refundedAmount(prisma, transactionId),
+    /** A payment's completed refunds, oldest first (its receipt). */
+    completedOf: (transactionId: number) => store.completedOf(prisma, transactionId),
+    /** A refund with its payment and channel, by id (its receipt e-mail). */
+    findWithPayment: (refundId: number) => store.findWithPayment(prisma, refundId),
 
     applyResult,
 

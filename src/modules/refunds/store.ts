@@ -164,6 +164,11 @@ export function count(db: Db, principal: Principal, filters: RefundFilters): Pro
 }
 
 /** The sum of a transaction's completed refunds, recomputed (transactions.amount_refunded keeps it as they complete). */
+/** A payment's completed refunds, oldest first (its receipt lists them). */
+export function completedOf(db: Db, transactionId: number): Promise<Refund[]> {
+  return db.refund.findMany({ where: { transactionId, status: "completed" }, orderBy: { id: "asc" } });
+}
+
 export async function refundedAmount(db: Db, transactionId: number): Promise<bigint> {
   const result = await db.refund.aggregate({ where: { transactionId, status: "completed" }, _sum: { amount: true } });
   return result._sum.amount ?? 0n;

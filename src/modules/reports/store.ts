@@ -41,6 +41,30 @@ export async function dailyPaymentFigures(db: Db, principal: Principal, since: D
   return rows.map((row) => ({ ...row, volume: BigInt(row.volume) }));
 }
 
+/**
+ * One merchant's day in one mode, per currency, for its daily summary e-mail: payments that completed or failed
+ * in [from, to) (by when they settled, which is the day the merchant heard of them), and refunds completed then.
+ */
+export async function dayTotals(db: Db, merchantId: number, mode: "test" | "live", from: Date, to: Date) {
+  const rows = await db.$queryRaw<{ currency: string; payments: number; volume: string; failures: number; refunds: number; refunded: string }[]>`
+    WITH p AS (
+      SELECT currency, (count(*) FILTER (WHERE status = 'completed'))::int AS payments, coalesce(sum(amount) FILTER (WHERE status = 'completed'), 0) AS volume,
+        (count(*) FILTER (WHERE status = 'failed'))::int AS failures
+      FROM transactions
+      WHERE merchant_id = ${merchantId} AND mode = ${mode}::"Mode" AND status IN ('completed', 'failed')
+        AND coalesce(completed_at, updated_at) >= ${from} AND coalesce(completed_at, updated_at) < ${to}
+      GROUP BY 1
+    ), r AS (
+      SELECT currency, count(*)::int AS refunds, sum(amount) AS refunded FROM refunds
+      WHERE merchant_id = ${merchantId} AND mode = ${mode}::"Mode" AND status = 'completed' AND completed_at >= ${from} AND completed_at < ${to}
+      GROUP BY 1
+    )
+    SELECT coalesce(p.currency, r.currency) AS currency, coalesce(p.payments, 0) AS payments, coalesce(p.volume, 0)::text AS volume,
+      coalesce(p.failures, 0) AS failures, coalesce(r.refunds, 0) AS refunds, coalesce(r.refunded, 0)::text AS refunded
+    FROM p FULL JOIN r ON r.currency = p.currency ORDER BY 1`;
+  return rows.map((row) => ({ ...row, volume: BigInt(row.volume), refunded: BigInt(row.refunded) }));
+}
+
 /** The caller's completed refunds created since `since`. */
 export async function dailyRefundFigures(db: Db, principal: Principal, since: Date): Promise<DailyRefundFigures[]> {
   const rows = await db.$queryRaw<(Omit<DailyRefundFigures, "amount"> & { amount: string })[]>`

@@ -34,6 +34,8 @@ export interface NewAttempt {
   detail: string | null;
   channelId?: number;
   phoneNumber?: string;
+  /** The checkout page's language (en | sw): the payer's receipt is written in it. */
+  language?: string | undefined;
 }
 
 /** A provider's verdict on one attempt, as the attempt records it. */
@@ -61,8 +63,8 @@ const PUSH_HOLDS_CLAIM = `EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.t
 const CLAIM_FOR_ATTEMPT = claimStatement({
   heldByPush: PUSH_HOLDS_CLAIM,
   insertAttempt: `attempt AS (
-    INSERT INTO transaction_attempts (transaction_id, method, origin, detail, channel_id, phone_number, created_at)
-    SELECT id, $5::text, 'checkout', $6::text, $7::int, $8::text, $2 FROM claimed WHERE $5::text IS NOT NULL
+    INSERT INTO transaction_attempts (transaction_id, method, origin, detail, channel_id, phone_number, language, created_at)
+    SELECT id, $5::text, 'checkout', $6::text, $7::int, $8::text, $9::text, $2 FROM claimed WHERE $5::text IS NOT NULL
     RETURNING id
   )`,
 });
@@ -148,6 +150,7 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       const { attempt } = options;
       const [row] = await sql.query<Claimed>(CLAIM_FOR_ATTEMPT, [
         id, at, options.cardLapsedBefore, options.pushLapsedBefore, attempt?.method ?? null, attempt?.detail ?? null, attempt?.channelId ?? null, attempt?.phoneNumber ?? null,
+        attempt?.language ?? null,
       ]);
       return row ?? null;
     },
@@ -165,6 +168,7 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
         if (busy.length > 0) return "phone_busy";
         const [row] = await tx.$queryRawUnsafe<Claimed[]>(
           CLAIM_FOR_ATTEMPT, id, at, options.cardLapsedBefore, options.pushLapsedBefore, attempt.method, attempt.detail, attempt.channelId ?? null, attempt.phoneNumber,
+          attempt.language ?? null,
         );
         return row ?? null;
       });

@@ -5,7 +5,7 @@ import { enqueue } from "../../jobs/store.ts";
 import { normalizeMsisdn, toMsisdn } from "../../phone.ts";
 import type { MomoConnector } from "../../providers/types.ts";
 import type { PushBudgetName } from "../../rate-limit/pushes.ts";
-import { PUSH_METHOD, type AttemptMethod, type AttemptStatus } from "./attempt-store.ts";
+import { PUSH_METHOD, type AttemptMethod, type AttemptStatus, type NewAttempt } from "./attempt-store.ts";
 import { alreadySettled, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SETTINGS, type FlowContext } from "./context.ts";
 import type { Outcomes } from "./outcomes.ts";
 import type { PushFlow } from "./push.ts";
@@ -74,7 +74,7 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
   const cardLeaseMs = () => deps.cardChargeLeaseMs ?? CARD_CHARGE_LEASE_MS;
   const { maxAttemptsOf } = outcomes;
 
-  async function claim(transactionId: number, at: Date, attempt: { method: AttemptMethod; detail: string | null; channelId?: number; phoneNumber?: string } | null): Promise<Claim> {
+  async function claim(transactionId: number, at: Date, attempt: NewAttempt | null): Promise<Claim> {
     const row = await attempts.claim(transactionId, at, {
       cardLapsedBefore: new Date(at.getTime() - cardLeaseMs()),
       pushLapsedBefore: new Date(at.getTime() - deps.collection.lifetimeMs),
@@ -167,7 +167,7 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
      * provider's request id. The attempt holds the claim until its callback or query settles it, or the push's
      * lifetime passes. A push the provider refuses is a failed attempt.
      */
-    async payWithMpesa(reference: string, phoneInput: unknown, consent?: { savePaymentMethod?: boolean | undefined }): Promise<{ attempt: AttemptView }> {
+    async payWithMpesa(reference: string, phoneInput: unknown, consent?: { savePaymentMethod?: boolean | undefined; language?: string | undefined }): Promise<{ attempt: AttemptView }> {
       const t = await store.findForPayer(reference);
       if (!t) throw new NotFoundError("Transaction");
       if (t.status !== "pending") throw alreadySettled(t.status);
@@ -179,7 +179,7 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
       const { channel, momo } = target;
       const msisdn = toMsisdn(phone)!;
       const token = new Date();
-      const newAttempt = { method: PUSH_METHOD, detail: maskMsisdn(msisdn), channelId: channel.id, phoneNumber: phone };
+      const newAttempt = { method: PUSH_METHOD, detail: maskMsisdn(msisdn), channelId: channel.id, phoneNumber: phone, language: consent?.language };
       // A simulator prompts no phone: only pushes that reach a real one are limited.
       const limits = momo.simulated ? undefined : deps.pushLimits;
       let held: Claim;

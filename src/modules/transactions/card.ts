@@ -40,7 +40,7 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
      * (provider unavailable) releases the claim so the payer can retry; a claim older than the lease
      * (its instance crashed mid-charge) may be taken over.
      */
-    async payWithCard(reference: string, cardInput: CardDetails, consent?: { savePaymentMethod?: boolean | undefined }): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
+    async payWithCard(reference: string, cardInput: CardDetails, consent?: { savePaymentMethod?: boolean | undefined; language?: string | undefined }): Promise<{ transaction: Transaction; outcome: CardOutcome }> {
       // The payer's path: plain SQL throughout (src/db/sql.ts), four statements with the status change.
       const transaction = await store.findForPayer(reference);
       if (!transaction) throw new NotFoundError("Transaction");
@@ -59,7 +59,7 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
       // The claim's timestamp is its token: only the attempt that wrote it releases it. The claim and the
       // attempt's row are one statement (attempts.ts): an STK push in flight holds the claim as a card does.
       const claimedAt = new Date();
-      const claim = await attempts.claim(transaction.id, claimedAt, { method: "card", detail: maskCard(card.number) });
+      const claim = await attempts.claim(transaction.id, claimedAt, { method: "card", detail: maskCard(card.number), language: consent?.language });
       if (!claim.claimed) throw attempts.refused(claim);
       const attemptId = claim.attemptId!;
 

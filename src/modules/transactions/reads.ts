@@ -60,6 +60,7 @@ export function createReads(ctx: FlowContext, attempts: Pick<AttemptFlow, "check
       const pending = row.status === "pending";
       const [state, mpesa] = await Promise.all([attempts.checkoutState(row), pending ? attempts.mpesaChannelFor(row) : null]);
       return {
+        id: row.id,
         merchantId: t.merchantId,
         methods: { card: acceptsCards, mpesa: mpesa !== null },
         attemptsLeft: state.attemptsLeft,

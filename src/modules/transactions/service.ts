@@ -75,6 +75,13 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     checkoutStatus: reads.checkoutStatus,
     checkoutView: reads.checkoutView,
     lastSettlingEvent: reads.lastSettlingEvent,
+    /** A payment with the attempt that paid it (its method, the card's last 4 or the phone, the page's language): its receipt. */
+    async paidWith(transactionId: number) {
+      const transaction = await ctx.store.findById(transactionId);
+      if (!transaction) return null;
+      const attempt = (await ctx.attempts.list(transactionId)).filter((a) => a.status === "succeeded").at(-1) ?? null;
+      return { transaction, attempt };
+    },
     transition: ctx.transition,
     /** Asks the provider about one pending payment now, as its reconcile job does (a day's reconciliation); the row after. */
     async reconcileNow(transactionId: number) {

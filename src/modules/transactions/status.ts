@@ -3,7 +3,7 @@ import { recordRecoveryPoint, type MaybeKeyed } from "../../idempotency/scope.ts
 import { enqueueCte, enqueueJobs, type JobRequest } from "../../jobs/store.ts";
 import type { Sql } from "../../db/sql.ts";
 import { recordEvent } from "../events/outbox.ts";
-import { WEBHOOK_FAN_OUT_CTES } from "../webhooks/store.ts";
+import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "../events/fan-out.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
 import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
 import { insertApiChargeAttemptsCte, settleAttemptCte, type AttemptVerdict } from "./attempt-store.ts";
@@ -152,11 +152,11 @@ function invoiceChargesStatement(followUpKind: string): string {
     INSERT INTO events (merchant_id, mode, type, transaction_id, payload)
     SELECT t.merchant_id, t.mode, 'transaction.pending', t.id, jsonb_build_object('transaction', ${transactionSnapshotSql("t")}) FROM t
     RETURNING id, merchant_id, mode, type, transaction_id, created_at, payload
-  ), ${WEBHOOK_FAN_OUT_CTES}, follow AS (
+  ), ${EVENT_FAN_OUT_CTES}, follow AS (
     SELECT t.id AS transaction_id, input.follow_up_at FROM t JOIN input USING (reference) WHERE input.follow_up_at IS NOT NULL
   ), ${enqueueCte("follow_up", followUpKind, { from: "follow", payload: { transactionId: "transaction_id" }, runAt: "follow_up_at" })}
   SELECT changed.*, att.id AS "attemptId", ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
-    (SELECT count(*)::int FROM delivery_jobs) + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
+    ${FAN_OUT_JOBS_QUEUED} + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
   FROM (SELECT ${TRANSACTION_COLUMNS} FROM t) changed JOIN att ON att.transaction_id = changed.id JOIN ev ON ev.transaction_id = changed.id
   ORDER BY changed.id`;
   invoiceChargeStatements.set(followUpKind, text);

@@ -8,6 +8,7 @@ import type { MerchantUrls } from "../../security/outbound.ts";
 import { webhookBody } from "./payload.ts";
 import { webhookHeaders } from "./signing.ts";
 import * as store from "./store.ts";
+import { insertNotices } from "../mail/store.ts";
 import type { DeliveryToSend, DeliverySuccess } from "./store.ts";
 import { createPostingTurns, DELIVERY_CONCURRENCY } from "./turns.ts";
 
@@ -37,6 +38,8 @@ export interface DispatchDeps {
   logger: Logger;
   /** Told of every delivery attempt's outcome (metrics). */
   onAttempt?: (outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) => void;
+  /** Starts the job runner on work just queued (the notice of a disabled endpoint). */
+  nudge?: () => void;
 }
 
 /**
@@ -77,7 +80,14 @@ export function webhookDeliveryJob(deps: DispatchDeps): BatchJobDefinition<{ del
     const schedule = config.retrySchedule[delivery.mode];
     const failingTooLong = now.getTime() - failingSince.getTime() >= DISABLE_AFTER_MS;
     if (failingTooLong) {
-      await store.disableEndpoint(prisma, endpoint.id, `Disabled on ${now.toISOString()}: every delivery attempt failed for 5 days (last: ${result.error})`);
+      const reason = `Disabled on ${now.toISOString()}: every delivery attempt failed for 5 days (last: ${result.error})`;
+      // The team hears of it once (a notice per member who wants it), in the transaction that disables it.
+      const notified = await prisma.$transaction(async (tx) =>
+        (await store.disableEndpoint(tx, endpoint.id, reason))
+          ? insertNotices(tx, { merchantId: endpoint.merchantId, mode: endpoint.mode, kind: "webhook_disabled", keyPrefix: `webhook_disabled:${endpoint.id}:${failingSince.toISOString()}`, facts: { url: endpoint.url, reason } })
+          : 0,
+      );
+      if (notified > 0) deps.nudge?.();
       logger.warn({ endpointId: endpoint.id, merchantId: endpoint.merchantId }, "webhook endpoint disabled after failing for 5 days");
     }
     if (failingTooLong || attempts >= schedule.length) {

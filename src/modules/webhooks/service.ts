@@ -36,7 +36,7 @@ export function createWebhookService(deps: {
   onAttempt?: (outcome: "succeeded" | "retrying" | "failed", eventCreatedAt?: Date) => void;
 }) {
   const { prisma, jobs } = deps;
-  jobs.register(webhookDeliveryJob(deps));
+  jobs.register(webhookDeliveryJob({ ...deps, nudge: () => jobs.nudge() }));
   const endpoints = createEndpoints(deps);
   const deliveries = createDeliveries({ prisma, reader: deps.read?.prisma ?? prisma, jobs, endpoints });
   return { ...endpoints, ...deliveries };

@@ -31,19 +31,6 @@ export const WEBHOOK_FAN_OUT_CTES = `endpoints AS (
   RETURNING id
 ), ${enqueueCte("delivery_jobs", WEBHOOK_DELIVERY_JOB, { from: "deliveries", payload: { deliveryId: "id" } })}`;
 
-/** The fan-out for an event recorded through Prisma, inside its transaction. Returns the number of deliveries queued. */
-export async function enqueueWebhookDeliveries(tx: Prisma.TransactionClient, event: Pick<Event, "id" | "merchantId" | "mode" | "type">): Promise<number> {
-  const [row] = await tx.$queryRawUnsafe<{ queued: number }[]>(
-    `WITH ev AS (SELECT $1::bigint AS id, $2::int AS merchant_id, $3::"Mode" AS mode, $4::text AS type), ${WEBHOOK_FAN_OUT_CTES}
-    SELECT count(*)::int AS queued FROM delivery_jobs`,
-    event.id,
-    event.merchantId,
-    event.mode,
-    event.type,
-  );
-  return row!.queued;
-}
-
 // ---- Endpoints ----
 
 export function countEndpoints(db: Db, principal: Principal): Promise<number> {
@@ -83,8 +70,10 @@ export async function markFailing(db: Db, id: number, since: Date): Promise<void
   await db.webhookEndpoint.updateMany({ where: { id, failingSince: null }, data: { failingSince: since } });
 }
 
-export async function disableEndpoint(db: Db, id: number, disabledReason: string): Promise<void> {
-  await db.webhookEndpoint.update({ where: { id }, data: { enabled: false, disabledReason } });
+/** Disables an enabled endpoint; false when it was not enabled (another instance disabled it first). */
+export async function disableEndpoint(db: Db, id: number, disabledReason: string): Promise<boolean> {
+  const { count } = await db.webhookEndpoint.updateMany({ where: { id, enabled: true }, data: { enabled: false, disabledReason } });
+  return count === 1;
 }
 
 /** A success stops the failure clock of these endpoints. */
