@@ -5,9 +5,13 @@ import { join } from "node:path";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DASHBOARD_DIST_DIR, DASHBOARD_SOURCE_DIR, buildDashboard } from "./build.ts";
 
-/** The dashboard talks to this gateway only: its own scripts and styles, its API and its WebSocket. */
+/**
+ * The dashboard talks to this gateway only: its own scripts and styles, its API and its WebSocket. Inline style
+ * attributes (never style elements or scripts) apply, for the test inbox's e-mails, whose HTML is styled inline as
+ * e-mail must be and is shown in a sandboxed frame that inherits this policy.
+ */
 export const DASHBOARD_CSP =
-  "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
+  "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; style-src-attr 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'";
 
 const ASSETS: Record<string, string> = { "app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8" };
 

@@ -99,7 +99,7 @@ describe("merchant dashboard", () => {
     expect(index.status).toBe(200);
     expect(index.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(index.headers.get("content-security-policy")).toBe(
-      "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+      "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; style-src-attr 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'",
     );
     expect(index.headers.get("x-content-type-options")).toBe("nosniff");
     expect(index.headers.get("referrer-policy")).toBe("no-referrer");

@@ -10,10 +10,12 @@ import { Channels } from "./sections/channels.tsx";
 import { CustomerDetail } from "./sections/customer-detail.tsx";
 import { Customers } from "./sections/customers.tsx";
 import { Disputes } from "./sections/disputes.tsx";
+import { Inbox } from "./sections/inbox.tsx";
 import { Overview } from "./sections/overview.tsx";
 import { PaymentLinks } from "./sections/payment-links.tsx";
 import { Payouts } from "./sections/payouts.tsx";
 import { Plans } from "./sections/plans.tsx";
+import { Profile } from "./sections/profile.tsx";
 import { Reconciliations } from "./sections/reconciliations.tsx";
 import { SignIn } from "./sections/signin.tsx";
 import { Subscriptions } from "./sections/subscriptions.tsx";
@@ -26,7 +28,8 @@ import { LiveRegion, announce, useQuery } from "./ui.tsx";
 import { graphql } from "./gql/index.ts";
 import "./styles.css";
 
-const NAV = [
+/** The sections, in the nav's order; `testOnly` ones are shown (and reachable) in test mode only. */
+const NAV: readonly (readonly [path: string, label: string, testOnly?: boolean])[] = [
   ["/overview", "Overview"],
   ["/transactions", "Transactions"],
   ["/disputes", "Disputes"],
@@ -41,7 +44,11 @@ const NAV = [
   ["/reconciliations", "Reconciliation"],
   ["/users", "Users"],
   ["/brand", "Brand"],
-] as const;
+  // Last: it comes and goes with the mode, and the others keep their places.
+  ["/inbox", "Inbox", true],
+];
+/** Pages reached from elsewhere than the nav: the user's own, from their e-mail in the header. */
+const OTHER_PAGES = [["/profile", "Your profile"]] as const;
 
 function App() {
   const session = useSession();
@@ -66,6 +73,9 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   const [switching, setSwitching] = useState<string | null>(null);
   const [signingOut, setSigningOut] = useState(false);
   const firstRoute = useRef(true);
+  const test = session.mode === "test";
+  const nav = NAV.filter(([, , testOnly]) => test || !testOnly);
+  const pages = [...nav, ...OTHER_PAGES];
 
   useEffect(() => startLive(), []);
   useEffect(() => onLiveStatus((status) => setLive(status)), []);
@@ -94,7 +104,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
     [],
   );
   useEffect(() => {
-    if (route === "/" || !NAV.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/overview", true);
+    if (route === "/" || !pages.some(([path]) => route === path || route.startsWith(`${path}/`))) navigate("/overview", true);
     // After a client-side navigation, move focus to the new page's heading (as a page load would). On a change
     // of route only: when the merchant's name arrived later (it is in the title), this took the focus from
     // whatever field the user was typing in.
@@ -102,7 +112,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
     firstRoute.current = false;
   }, [route]);
   useEffect(() => {
-    const section = NAV.find(([path]) => route.startsWith(path));
+    const section = pages.find(([path]) => route.startsWith(path));
     document.title = `${section ? section[1] : "Dashboard"} · ${viewer.data?.viewer.name ?? "Payment gateway"}`;
   }, [route, viewer.data]);
 
@@ -135,9 +145,10 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   else if (route.startsWith("/reconciliations")) page = <Reconciliations route={route} session={session} />;
   else if (route.startsWith("/users")) page = <Users session={session} />;
   else if (route.startsWith("/brand")) page = <BrandSettings session={session} />;
+  else if (route.startsWith("/inbox")) page = <Inbox route={route} />;
+  else if (route.startsWith("/profile")) page = <Profile session={session} />;
   else page = <Transactions mode={session.mode} />;
 
-  const test = session.mode === "test";
   return (
     <div class={`app ${test ? "mode-test" : "mode-live"}`}>
       <a class="skip" href="#main">
@@ -171,7 +182,16 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
             </button>
           </div>
           <span class="user" id="user">
-            <span class="user-email">{session.user.email}</span> <span class="role">{session.user.role}</span>
+            <a
+              class="user-email"
+              href={`${BASE}/profile`}
+              title="Your profile: the e-mails you get"
+              aria-current={route === "/profile" ? "page" : undefined}
+              onClick={(e) => onLinkClick(e, "/profile")}
+            >
+              {session.user.email}
+            </a>{" "}
+            <span class="role">{session.user.role}</span>
           </span>
           <button
             type="button"
@@ -193,7 +213,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
         </p>
       )}
       <nav class="sections" aria-label="Sections">
-        {NAV.map(([path, label]) => (
+        {nav.map(([path, label]) => (
           <a key={path} href={BASE + path} aria-current={route === path || route.startsWith(`${path}/`) ? "page" : undefined} onClick={(e) => onLinkClick(e, path)}>
             {label}
           </a>

@@ -412,7 +412,8 @@ export function createMailService(deps: MailServiceDeps) {
       const identity = await deps.brand.mailIdentity(facts.merchantId);
       const { payment } = facts;
       return {
-        url: payment.receiptUrl,
+        // Same origin as the page the payer is on, whatever PUBLIC_BASE_URL says.
+        url: new URL(payment.receiptUrl).pathname,
         method: oneLine(methodText(payment.method, mailCatalogues[lang])),
         paidAt: formatDateTime(payment.paidAt, payment.timezone, lang),
         clientReference: payment.clientReference,

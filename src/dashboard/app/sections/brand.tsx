@@ -6,7 +6,9 @@ import { CardForm } from "../forms.tsx";
 import { freshAccessToken, refresh, type Session } from "../session.ts";
 import { ErrorNote, Loading, PageHeader, announce, useQuery } from "../ui.tsx";
 
-graphql(`fragment DashboardBrand on Brand { displayName merchantName accentColor supportEmail logoUrl logoType logoSize }`);
+graphql(`
+  fragment DashboardBrand on Brand { displayName merchantName accentColor supportEmail logoUrl logoType logoSize receiptsEnabled replyTo website timezone language }
+`);
 type Brand = DashboardBrandFragment;
 const BRAND = graphql(`query DashboardBrand { brand { ...DashboardBrand } }`);
 const UPDATE = graphql(`
@@ -17,6 +19,23 @@ const UPDATE = graphql(`
 const MAX_LOGO_BYTES = 256 * 1024;
 const MIN_CONTRAST = 4.5;
 const COLOR = /^#[0-9a-fA-F]{6}$/;
+/** Offered as the time zone is typed (any IANA name will do). */
+const COMMON_ZONES = [
+  "Africa/Nairobi",
+  "Africa/Kampala",
+  "Africa/Dar_es_Salaam",
+  "Africa/Kigali",
+  "Africa/Lagos",
+  "Africa/Accra",
+  "Africa/Johannesburg",
+  "Africa/Cairo",
+  "UTC",
+  "Europe/London",
+  "Europe/Berlin",
+  "Asia/Dubai",
+  "America/New_York",
+];
+const LANGUAGES: Record<string, string> = { en: "English", sw: "Kiswahili" };
 
 /** WCAG 2 contrast ratio of #rrggbb against white: the checkout puts white text on the accent colour. */
 export function contrastWithWhite(hex: string): number {
@@ -56,7 +75,7 @@ export function BrandSettings({ session }: { session: Session }) {
   return (
     <section>
       <PageHeader title="Brand" />
-      <p class="muted">Your name, logo, colour and support e-mail on the pages where payers pay you (hosted checkout and payment links), in test and live mode.</p>
+      <p class="muted">Your name, logo, colour and support e-mail on the pages where payers pay you (hosted checkout and payment links) and on the e-mails they get, in test and live mode.</p>
       <ErrorNote message={brand.error} />
       {brand.loading && !brand.data && <Loading />}
       {brand.data &&
@@ -93,6 +112,26 @@ function BrandReadOnly({ brand }: { brand: Brand }) {
           <dt>Logo</dt>
           <dd>{brand.logoUrl ? <LogoImage src={brand.logoUrl} name={name} /> : "None"}</dd>
         </div>
+        <div>
+          <dt>Receipts to payers</dt>
+          <dd id="brand-receipts-enabled">{brand.receiptsEnabled ? "E-mailed" : "Not e-mailed"}</dd>
+        </div>
+        <div>
+          <dt>Reply-to address</dt>
+          <dd id="brand-reply-to">{brand.replyTo ?? "The support e-mail"}</dd>
+        </div>
+        <div>
+          <dt>Website</dt>
+          <dd id="brand-website">{brand.website ?? "None"}</dd>
+        </div>
+        <div>
+          <dt>Time zone</dt>
+          <dd id="brand-timezone">{brand.timezone}</dd>
+        </div>
+        <div>
+          <dt>Language</dt>
+          <dd id="brand-language">{LANGUAGES[brand.language] ?? brand.language}</dd>
+        </div>
       </dl>
     </>
   );
@@ -106,6 +145,11 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
   const [preview, setPreview] = useState<string | null>(null);
   const [fileProblem, setFileProblem] = useState<string | null>(null);
   const [removeLogo, setRemoveLogo] = useState(false);
+  const [receiptsEnabled, setReceiptsEnabled] = useState(brand.receiptsEnabled);
+  const [replyTo, setReplyTo] = useState(brand.replyTo ?? "");
+  const [website, setWebsite] = useState(brand.website ?? "");
+  const [timezone, setTimezone] = useState(brand.timezone);
+  const [language, setLanguage] = useState(brand.language);
   const [saved, setSaved] = useState(false);
   const contrast = contrastMessage(accentColor);
 
@@ -136,7 +180,17 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
     if (fileProblem) throw new ApiError(fileProblem, "validation_failed");
     // The text first: a refused colour or e-mail then leaves the logo as it was too.
     let result: Brand = await mutate(UPDATE, "updateBrand", {
-      input: { displayName: displayName.trim() || null, accentColor: accentColor.trim() || null, supportEmail: supportEmail.trim() || null, removeLogo: removeLogo && !file },
+      input: {
+        displayName: displayName.trim() || null,
+        accentColor: accentColor.trim() || null,
+        supportEmail: supportEmail.trim() || null,
+        removeLogo: removeLogo && !file,
+        receiptsEnabled,
+        replyTo: replyTo.trim() || null,
+        website: website.trim() || null,
+        timezone: timezone.trim(),
+        language,
+      },
     });
     if (file) {
       await uploadLogo(file);
@@ -219,6 +273,69 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
           Pay
         </span>
       </div>
+      <fieldset class="field" id="brand-mail">
+        <legend>Receipts and e-mail</legend>
+        <div class="checkbox field">
+          <label class="inline">
+            <input id="brand-receipts-enabled" type="checkbox" checked={receiptsEnabled} aria-describedby="brand-receipts-hint" onChange={(e) => setReceiptsEnabled(e.currentTarget.checked)} /> E-mail payers a receipt
+          </label>
+          <p class="hint muted" id="brand-receipts-hint">
+            For each completed payment and refund, to the e-mail the payer gave, and invoices to subscribers. Your team's notices are sent either way.
+          </p>
+        </div>
+        <div class="grid">
+          <div class="field">
+            <label for="brand-reply-to">Reply-to address</label>
+            <input id="brand-reply-to" type="email" maxLength={254} autoComplete="off" placeholder={brand.supportEmail ?? ""} aria-describedby="brand-reply-to-hint" value={replyTo} onInput={(e) => setReplyTo(e.currentTarget.value)} />
+            <p class="hint muted" id="brand-reply-to-hint">
+              Where payers' replies go. Empty: the support e-mail.
+            </p>
+          </div>
+          <div class="field">
+            <label for="brand-website">Website</label>
+            <input id="brand-website" type="url" maxLength={200} autoComplete="url" placeholder="https://shop.example" aria-describedby="brand-website-hint" value={website} onInput={(e) => setWebsite(e.currentTarget.value)} />
+            <p class="hint muted" id="brand-website-hint">
+              An https:// address: receipts and the checkout's success page link back to it.
+            </p>
+          </div>
+          <div class="field">
+            <label for="brand-timezone">Time zone</label>
+            <input
+              id="brand-timezone"
+              type="text"
+              required
+              maxLength={64}
+              autoComplete="off"
+              spellcheck={false}
+              list="brand-timezones"
+              aria-describedby="brand-timezone-hint"
+              value={timezone}
+              onInput={(e) => setTimezone(e.currentTarget.value)}
+            />
+            <datalist id="brand-timezones">
+              {COMMON_ZONES.map((zone) => (
+                <option key={zone} value={zone} />
+              ))}
+            </datalist>
+            <p class="hint muted" id="brand-timezone-hint">
+              An IANA name such as Africa/Nairobi: the times on receipts, and the day of the daily summary.
+            </p>
+          </div>
+          <div class="field">
+            <label for="brand-language">Language</label>
+            <select id="brand-language" aria-describedby="brand-language-hint" value={language} onChange={(e) => setLanguage(e.currentTarget.value)}>
+              {Object.entries(LANGUAGES).map(([code, name]) => (
+                <option key={code} value={code}>
+                  {name}
+                </option>
+              ))}
+            </select>
+            <p class="hint muted" id="brand-language-hint">
+              Of your team's notices, and of receipts when the payer did not choose one on the checkout page.
+            </p>
+          </div>
+        </div>
+      </fieldset>
     </CardForm>
   );
 }

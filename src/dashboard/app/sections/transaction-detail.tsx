@@ -1,12 +1,13 @@
-import { useEffect, useState } from "preact/hooks";
-import { gql } from "../api.ts";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { gql, mutate } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
 import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { canWrite, type Session } from "../session.ts";
-import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, TableWrap, useQuery, type DetailField } from "../ui.tsx";
+import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, TableWrap, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
 import { DisputedBadge, DisputesTable } from "./disputes.tsx";
+import { MailTable } from "./inbox.tsx";
 import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
 import { methodLabel } from "./transactions.tsx";
@@ -27,6 +28,16 @@ const QUERY = graphql(`
     }
   }
 `);
+
+const MAILS = graphql(`
+  query DashboardTransactionMails($reference: String!) { transaction(reference: $reference) { __typename ... on Transaction { mailMessages { ...DashboardMailMessage } } } }
+`);
+const RESEND_RECEIPT = graphql(`
+  mutation DashboardResendReceipt($reference: String!) { resendReceipt(reference: $reference) { __typename ...DashboardError ... on MailMessage { ...DashboardMailMessage } } }
+`);
+/** How often, and how many times, a payment's e-mails are looked at again while one is still queued (its job sends it within seconds). */
+const QUEUED_RECHECK_MS = 1500;
+const QUEUED_RECHECKS = 20;
 
 type Detail = Extract<DashboardTransactionQuery["transaction"], { __typename: "Transaction" }>;
 /** One try on the hosted checkout (a card charge or an M-Pesa push), oldest first. */
@@ -60,6 +71,80 @@ function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
         ))}
       </tbody>
     </TableWrap>
+  );
+}
+
+/**
+ * A payment's e-mails (its receipts, newest first), each with its outcome: sent, kept in the test inbox, or skipped or
+ * failed with the reason. An owner sends a completed payment's receipt again (the gateway allows 3 an hour).
+ */
+function MailsSection({ payment, session }: { payment: { reference: string; status: string; email?: string | null }; session: Session }) {
+  const { data, error, loading, reload } = useQuery(MAILS, { reference: payment.reference });
+  const resend = useAction();
+  const [resent, setResent] = useState(false);
+  const rechecks = useRef(0);
+  const messages = data?.transaction.__typename === "Transaction" ? data.transaction.mailMessages : null;
+  const queued = messages?.some((message) => message.status === "queued") ?? false;
+
+  // Its completion writes the receipt; a reconnection may have missed that.
+  useEffect(() => onTransactionEvent((event) => event.transaction.reference === payment.reference && void reload()), [payment.reference, reload]);
+  useEffect(() => onLiveStatus((_status, reconnected) => reconnected && void reload()), [reload]);
+  // A queued message is sent (or kept, or skipped) by its job a moment later, and no event says so: look again for a while.
+  useEffect(() => {
+    if (!queued) {
+      rechecks.current = 0;
+      return;
+    }
+    if (rechecks.current >= QUEUED_RECHECKS) return;
+    const timer = setTimeout(() => {
+      rechecks.current++;
+      void reload();
+    }, QUEUED_RECHECK_MS);
+    return () => clearTimeout(timer);
+  }, [queued, messages]);
+
+  const canResend = session.user.role === "owner" && payment.status === "completed";
+  const resendReceipt = () =>
+    resend.run(async () => {
+      setResent(false);
+      await mutate(RESEND_RECEIPT, "resendReceipt", { reference: payment.reference });
+      setResent(true);
+      announce(`Receipt queued for ${payment.email ?? "the payer"}`);
+      rechecks.current = 0;
+      await reload();
+    });
+
+  return (
+    <>
+      <div class="subheader">
+        <h2 id="transaction-mails-title">E-mails</h2>
+        {canResend && (
+          <button type="button" class="secondary small" id="resend-receipt" disabled={resend.busy} onClick={() => void resendReceipt()}>
+            {resend.busy ? "Sending…" : "Resend receipt"}
+          </button>
+        )}
+      </div>
+      <ErrorNote message={resend.error} />
+      {resent && !resend.error && (
+        <p class="ok" role="status" id="resend-receipt-status">
+          Receipt queued{payment.email ? ` for ${payment.email}` : ""}: it is listed below.
+        </p>
+      )}
+      <div id="transaction-mails-list">
+        <ErrorNote message={error} />
+        {!messages && loading && <p class="muted">Loading…</p>}
+        {messages && messages.length === 0 && (
+          <p class="muted">
+            {!payment.email
+              ? "No e-mails: the payer gave no e-mail address."
+              : payment.status === "completed"
+                ? "No e-mails about this payment: receipts to payers may be turned off (see Brand)."
+                : "No e-mails about this payment yet: its receipt is written when it completes."}
+          </p>
+        )}
+        {messages && messages.length > 0 && <MailTable messages={messages} linked={session.mode === "test"} />}
+      </div>
+    </>
   );
 }
 
@@ -180,6 +265,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
           <DisputesTable disputes={transaction.disputes} bodyId="transaction-disputes" withTransaction={false} />
         </>
       )}
+      <MailsSection payment={transaction} session={session} />
       <ProviderCallsSection owner="transaction" reference={transaction.reference} />
       <h2>Events</h2>
       {transaction.events.length === 0 ? (
