@@ -54,6 +54,7 @@ beforeAll(async () => {
       MAIL_RETRY_SCHEDULE: "200ms,200ms,200ms",
       RATE_LIMIT_ENABLED: "false",
       SANDBOX_REFUND_DELAY_MS: "1",
+      SANDBOX_DISPUTE_DELAY_MS: "200",
       PUBLIC_BASE_URL: "http://127.0.0.1:1",
     },
   });
@@ -245,6 +246,39 @@ describe("notices to the merchant's team", () => {
     expect(mailsTo(optedOut.email)).toHaveLength(0);
     expect(mailsTo(viewer.email)).toHaveLength(0);
     expect(mailsTo(owner.email)).toHaveLength(1);
+  });
+
+  it("a dispute reaches the owners with its deadline", async () => {
+    const merchant = await createSandboxMerchant(gw);
+    const owner = await gw.createUser(merchant.id, "owner");
+    const reference = await paidTransaction(gw.url, merchant.testKey, { amount: 7000, email: "disputer@example.com" }, { ...SANDBOX_CARD, card_number: "4000000000000259" });
+    const [notice] = await until(() => mailsTo(owner.email), (m) => m.some((x) => /dispute/i.test(x.parsed.subject ?? "")));
+    expect(notice!.parsed.text).toContain(reference);
+    expect(notice!.parsed.text).toContain("KES 70.00");
+    const dispute = await prisma().dispute.findFirstOrThrow({ where: { merchantId: merchant.id } });
+    expect(dispute.dueBy).not.toBeNull();
+    // The deadline, in the merchant's zone (UTC here), as the notice writes dates.
+    expect(notice!.parsed.text).toContain(`${dispute.dueBy!.getUTCFullYear()}`);
+    expect(notice!.parsed.text).toContain("(UTC)");
+  });
+
+  it("a subscription's invoice is e-mailed to its customer, beside its charge's receipt", async () => {
+    const merchant = await createSandboxMerchant(gw);
+    const api = apiClient(gw.url, merchant.testKey);
+    const customer = (await api.post("/v1/customers", { email: "subscriber@example.com" })).body.data.id as number;
+    const init = await api.post("/api/transactions/initialize", { amount: 100, currency: "KES", customer });
+    expect((await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, { ...SANDBOX_CARD, save_payment_method: true })).status).toBe(200);
+    const method = (await api.get(`/v1/customers/${customer}/payment-methods`)).body.data[0].id as string;
+    const plan = (await api.post("/v1/plans", { name: "Gold", amount: 2_500, currency: "KES", interval: "month" })).body.data.id as string;
+    const sub = await api.post("/v1/subscriptions", { customer, plan, payment_method: method });
+    expect(sub.status, sub.text).toBe(201);
+    const mails = await until(() => mailsTo("subscriber@example.com"), (m) => m.length >= 3);
+    const invoiceMail = mails.find((m) => /invoice/i.test(m.parsed.subject ?? ""));
+    expect(invoiceMail, mails.map((m) => m.parsed.subject).join(" | ")).toBeDefined();
+    expect(invoiceMail!.parsed.text).toContain("KES 25.00");
+    // The first payment's receipt, the invoice, and the invoice charge's receipt: each once.
+    await expectNothingMoreWithin(1000, () => mailsTo("subscriber@example.com").length);
+    expect(mailsTo("subscriber@example.com").filter((m) => /invoice/i.test(m.parsed.subject ?? ""))).toHaveLength(1);
   });
 
   it("the daily summary comes once per day after 08:00 in the merchant's zone, with yesterday's figures by currency", async () => {
