@@ -8,6 +8,7 @@ let gw: TestGateway;
 let receiver: WebhookReceiver;
 let api: ReturnType<typeof apiClient>;
 let testKey: string;
+let merchantId: number;
 const prisma = () => gw.gateway.db.prisma;
 
 
@@ -34,7 +35,7 @@ beforeAll(async () => {
     // within them was not waiting behind it, however busy the machine.
     env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "0,50ms,50ms", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_ENABLED: "false", WEBHOOK_TIMEOUT_MS: "300000" },
   });
-  ({ testKey } = await createSandboxMerchant(gw));
+  ({ testKey, id: merchantId } = await createSandboxMerchant(gw));
   api = apiClient(gw.url, testKey);
 });
 
@@ -45,6 +46,7 @@ afterAll(async () => {
 
 describe("endpoint health", () => {
   it("records when failures began, disables an endpoint failing for 5 days, and says why", async () => {
+    const owner = await gw.createUser(merchantId, "owner");
     const id = await createEndpoint(`${receiver.url}/failing`);
     await pay();
     const first = await until(endpointsView, (e) => e.find((x) => x.databaseId === id)?.failingSince != null);
@@ -65,6 +67,14 @@ describe("endpoint health", () => {
       (d) => d[0]?.status === "failed",
     );
     expect(failed[0]!.attempts).toBe(1);
+    // The team hears of it once: a notice to the owner (kept in the test inbox: no SMTP server here).
+    const notices = await until(
+      () => prisma().mailMessage.findMany({ where: { merchantId, kind: "webhook_disabled" } }),
+      (rows) => rows.length > 0 && rows.every((r) => r.status === "kept"),
+    );
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.userId).toBe(owner.id);
+    expect(notices[0]!.textBody).toContain(`${receiver.url}/failing`);
 
     // Disabled: new events are not queued for it at all.
     await until(async () => receiver.received.length, (n) => n >= before + 1);
