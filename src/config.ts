@@ -176,6 +176,7 @@ const envSchema = z.object({
   JOB_RETENTION_DAYS: positiveDays(7),
   WEBHOOK_DELIVERY_RETENTION_DAYS: positiveDays(30),
   EVENT_RETENTION_DAYS: positiveDays(90),
+  MAIL_RETENTION_DAYS: positiveDays(90),
   /** E-mail (src/modules/mail): smtp://user:pass@host:587 or smtps://...; STARTTLS is required unless ?tls=off (a local relay). Unset: no mail is sent. */
   SMTP_URL: optionalString.refine((v) => v === undefined || smtpSettings(v) !== null, "must be an smtp:// or smtps:// URL with a host (e.g. smtp://user:pass@smtp.example:587)"),
   /** The sender of every message, e.g. "Shop <receipts@shop.example>". */
@@ -352,7 +353,7 @@ export interface Config {
   shutdown: { timeoutMs: number; drainDelayMs: number };
   auth: AuthConfig;
   /** How long finished rows are kept before the hourly retention job deletes them (src/modules/retention). */
-  retention: { failedJobsMs: number; webhookDeliveriesMs: number; eventsMs: number };
+  retention: { failedJobsMs: number; webhookDeliveriesMs: number; eventsMs: number; mailMessagesMs: number };
   mail: MailConfig;
 }
 
@@ -542,7 +543,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       loginFailureWindowSeconds: e.LOGIN_FAILURE_WINDOW_SECONDS,
       passwordHashCost: e.PASSWORD_HASH_COST,
     },
-    retention: { failedJobsMs: e.JOB_RETENTION_DAYS * 86_400_000, webhookDeliveriesMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000, eventsMs: e.EVENT_RETENTION_DAYS * 86_400_000 },
+    retention: { failedJobsMs: e.JOB_RETENTION_DAYS * 86_400_000, webhookDeliveriesMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000, eventsMs: e.EVENT_RETENTION_DAYS * 86_400_000, mailMessagesMs: e.MAIL_RETENTION_DAYS * 86_400_000 },
     mail: {
       smtp: e.SMTP_URL === undefined ? undefined : smtpSettings(e.SMTP_URL)!,
       from: e.MAIL_FROM ?? `Payments <no-reply@${new URL(e.PUBLIC_BASE_URL ?? "http://localhost").hostname}>`,

@@ -31,6 +31,7 @@ describe("retention", () => {
         JOB_RETENTION_DAYS: "1",
         WEBHOOK_DELIVERY_RETENTION_DAYS: "2",
         EVENT_RETENTION_DAYS: "3",
+        MAIL_RETENTION_DAYS: "2",
         REFRESH_TOKEN_TTL_DAYS: "1",
       },
     });
@@ -51,15 +52,16 @@ describe("retention", () => {
   });
 
   const counts = async () => {
-    const [transactions, events, deliveries, jobs, idempotencyKeys, refreshTokens] = await Promise.all([
+    const [transactions, events, deliveries, jobs, idempotencyKeys, refreshTokens, mails] = await Promise.all([
       prisma().transaction.count(),
       prisma().event.count(),
       prisma().webhookDelivery.count(),
       prisma().job.count(),
       prisma().idempotencyKey.count(),
       prisma().refreshToken.count(),
+      prisma().mailMessage.count(),
     ]);
-    return { transactions, events, deliveries, jobs, idempotencyKeys, refreshTokens };
+    return { transactions, events, deliveries, jobs, idempotencyKeys, refreshTokens, mails };
   };
 
   /** The clock moves a day: every row retention looks at is made a day older (queued jobs keep their run_at). */
@@ -71,6 +73,7 @@ describe("retention", () => {
     await db.$executeRaw`UPDATE jobs SET created_at = created_at - interval '1 day', updated_at = updated_at - interval '1 day' WHERE status = 'failed'`;
     await db.$executeRaw`UPDATE idempotency_keys SET created_at = created_at - interval '1 day', expires_at = expires_at - interval '1 day'`;
     await db.$executeRaw`UPDATE refresh_tokens SET created_at = created_at - interval '1 day', expires_at = expires_at - interval '1 day'`;
+    await db.$executeRaw`UPDATE mail_messages SET created_at = created_at - interval '1 day'`;
   }
 
   /** A day's work: payments (keyed, so each leaves an Idempotency-Key record) with their webhooks, a sign-in and a refresh, a job that gave up. */
@@ -86,6 +89,7 @@ describe("retention", () => {
     expect((await apiClient(gw.url).post("/v1/auth/refresh", { refresh_token: login.body.data.refresh_token })).status).toBe(200);
     await prisma().job.create({ data: { kind: "test.gave-up", payload: { round }, status: "failed", lastError: "gave up" } });
     await waitUntil(async () => (await prisma().webhookDelivery.count({ where: { status: "pending" } })) === 0, "every webhook delivered");
+    await waitUntil(async () => (await prisma().mailMessage.count({ where: { status: "queued" } })) === 0, "every receipt written");
   }
 
   it("under a steady workload, jobs, deliveries, events, keys and tokens stop growing while transactions grow", async () => {
@@ -107,6 +111,7 @@ describe("retention", () => {
     // What is kept is the retention window's worth: deliveries 2 days, keys until a day after expiry (2 days),
     // the newest day's failed job (plus the queued retention schedule) and the newest day's session (2 tokens).
     expect(plateau.deliveries).toBe(2 * payments);
+    expect(plateau.mails).toBe(2 * payments); // a receipt per payment, kept 2 days
     expect(plateau.idempotencyKeys).toBe(2 * payments);
     expect(plateau.refreshTokens).toBe(2);
     expect(await prisma().job.count({ where: { status: "failed" } })).toBe(1);
@@ -129,6 +134,10 @@ describe("retention", () => {
     const due = await db.webhookDelivery.create({
       data: { endpointId: endpoint.id, eventId: retriedEvent.id, merchantId: merchant.id, mode: "test", status: "pending", attempts: 3, nextAttemptAt: new Date(Date.now() + 3_600_000), createdAt: old },
     });
+    // Old e-mails: one sent (goes), one still queued (stays: it has not been sent yet).
+    const mailBase = { merchantId: merchant.id, mode: "test" as const, kind: "payment_receipt", createdAt: old };
+    const sentMail = await db.mailMessage.create({ data: { ...mailBase, key: `retention-sent-${old.getTime()}`, status: "sent" } });
+    const queuedMail = await db.mailMessage.create({ data: { ...mailBase, key: `retention-queued-${old.getTime()}`, status: "queued" } });
     // An old event nothing needs, as a control.
     const control = await db.event.create({ data: { merchantId: merchant.id, mode: "test", type: "transaction.completed", payload: {}, createdAt: old } });
     // A queued job (of a kind nobody runs) made long ago, and a failed one that is recent.
@@ -148,6 +157,9 @@ describe("retention", () => {
 
     const { deleted } = await retention().runNow();
     expect(deleted.events).toBeGreaterThanOrEqual(1);
+    expect(deleted.mail_messages).toBeGreaterThanOrEqual(1);
+    expect(await db.mailMessage.findUnique({ where: { id: sentMail.id } })).toBeNull();
+    expect(await db.mailMessage.findUnique({ where: { id: queuedMail.id } })).not.toBeNull();
     expect(await db.event.findUnique({ where: { id: control.id } })).toBeNull();
     expect(await db.event.findUnique({ where: { id: pendingEvent.id } })).not.toBeNull();
     expect(await db.event.findUnique({ where: { id: retriedEvent.id } })).not.toBeNull();
@@ -238,7 +250,7 @@ describe("retention", () => {
 
   it("settings are days, fractions allowed; 0 or a word is refused with the setting's name", () => {
     expect(loadConfig({ EVENT_RETENTION_DAYS: "0.5" }).retention.eventsMs).toBe(12 * 3_600_000);
-    expect(loadConfig({}).retention).toEqual({ failedJobsMs: 7 * 86_400_000, webhookDeliveriesMs: 30 * 86_400_000, eventsMs: 90 * 86_400_000 });
+    expect(loadConfig({}).retention).toEqual({ failedJobsMs: 7 * 86_400_000, webhookDeliveriesMs: 30 * 86_400_000, eventsMs: 90 * 86_400_000, mailMessagesMs: 90 * 86_400_000 });
     expect(() => loadConfig({ JOB_RETENTION_DAYS: "0" })).toThrow(/JOB_RETENTION_DAYS: must be a number of days greater than 0/);
     expect(() => loadConfig({ WEBHOOK_DELIVERY_RETENTION_DAYS: "forever" })).toThrow(/WEBHOOK_DELIVERY_RETENTION_DAYS/);
   });
@@ -249,6 +261,6 @@ describe("retention", () => {
     const { code, output } = await runCli(["retention", "run"], { ...gw.database.env, ENCRYPTION_KEY: gw.database.encryptionKeyHex, JOB_RETENTION_DAYS: "1" });
     expect(code, output).toBe(0);
     const printed = JSON.parse(output.trim().split("\n").at(-1)!);
-    expect(printed.deleted, output).toEqual({ webhook_deliveries: expect.any(Number), events: expect.any(Number), jobs: 1, idempotency_keys: expect.any(Number), refresh_tokens: expect.any(Number), provider_calls: expect.any(Number) });
+    expect(printed.deleted, output).toEqual({ webhook_deliveries: expect.any(Number), events: expect.any(Number), jobs: 1, idempotency_keys: expect.any(Number), refresh_tokens: expect.any(Number), provider_calls: expect.any(Number), mail_messages: expect.any(Number) });
   });
 });

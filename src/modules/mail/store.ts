@@ -143,6 +143,18 @@ export function findScopedMessage(db: Db, principal: Principal, id: number): Pro
   return db.mailMessage.findFirst({ where: { id, ...scopeOf(principal) } });
 }
 
+// ---- Retention ----
+
+/** Messages done with (anything but queued) created more than `olderThanMs` ago, at most `limit` of them. */
+export function deleteFinishedMessagesBatch(prisma: PrismaClient, olderThanMs: number, limit: number): Promise<number> {
+  return prisma.$executeRaw`
+    DELETE FROM mail_messages WHERE id IN (
+      SELECT id FROM mail_messages
+      WHERE created_at < now() - make_interval(secs => ${olderThanMs / 1000}::double precision) AND status <> 'queued'
+      LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    )`;
+}
+
 // ---- Receipts ----
 
 /** The payment's receipt token, made the first time it is asked for (128 random bits, base64url). */

@@ -5,6 +5,7 @@ import type { JobRunner } from "../../jobs/runner.ts";
 import { deleteFailedJobsBatch, enqueue } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { deleteOldProviderCallsBatch } from "../provider-calls/store.ts";
+import { deleteFinishedMessagesBatch } from "../mail/store.ts";
 import * as store from "./store.ts";
 
 /**
@@ -37,6 +38,7 @@ export interface RetentionCounts {
   idempotency_keys: number;
   refresh_tokens: number;
   provider_calls: number;
+  mail_messages: number;
 }
 
 export interface RetentionRun {
@@ -59,8 +61,9 @@ export async function applyRetention(prisma: PrismaClient, settings: RetentionSe
     ["idempotency_keys", () => store.deleteExpiredIdempotencyKeysBatch(prisma, IDEMPOTENCY_KEY_GRACE_MS, limit)],
     ["refresh_tokens", () => store.deleteExpiredRefreshTokensBatch(prisma, limit)],
     ["provider_calls", () => deleteOldProviderCallsBatch(prisma, PROVIDER_CALLS_KEPT_MS, limit)],
+    ["mail_messages", () => deleteFinishedMessagesBatch(prisma, settings.mailMessagesMs, limit)],
   ];
-  const deleted: RetentionCounts = { webhook_deliveries: 0, events: 0, jobs: 0, idempotency_keys: 0, refresh_tokens: 0, provider_calls: 0 };
+  const deleted: RetentionCounts = { webhook_deliveries: 0, events: 0, jobs: 0, idempotency_keys: 0, refresh_tokens: 0, provider_calls: 0, mail_messages: 0 };
   for (const [table, deleteBatch] of tables) {
     for (;;) {
       const count = await deleteBatch();
