@@ -279,6 +279,18 @@ describe("notices to the merchant's team", () => {
     // The first payment's receipt, the invoice, and the invoice charge's receipt: each once.
     await expectNothingMoreWithin(1000, () => mailsTo("subscriber@example.com").length);
     expect(mailsTo("subscriber@example.com").filter((m) => /invoice/i.test(m.parsed.subject ?? ""))).toHaveLength(1);
+
+    // A card the bank stopped after it was saved: the invoice's charge fails, and the payer hears of it.
+    const stopped = (await api.post("/v1/customers", { email: "stopped@example.com" })).body.data.id as number;
+    const first = await api.post("/api/transactions/initialize", { amount: 100, currency: "KES", customer: stopped });
+    expect((await apiClient(gw.url).post(`/payment/checkout/${first.body.reference}/pay`, { ...SANDBOX_CARD, card_number: "4000000000000341", save_payment_method: true })).status).toBe(200);
+    const stoppedMethod = (await api.get(`/v1/customers/${stopped}/payment-methods`)).body.data[0].id as string;
+    expect((await api.post("/v1/subscriptions", { customer: stopped, plan, payment_method: stoppedMethod })).status).toBe(201);
+    const failedMails = await until(() => mailsTo("stopped@example.com"), (m) => m.some((x) => /fail/i.test(x.parsed.subject ?? "")));
+    const failedMail = failedMails.find((m) => /fail/i.test(m.parsed.subject ?? ""))!;
+    expect(failedMail.parsed.text).toContain("KES 25.00");
+    expect(failedMail.parsed.text).toContain("declined");
+    expect(failedMail.parsed.text).not.toContain("card_declined");
   });
 
   it("the daily summary comes once per day after 08:00 in the merchant's zone, with yesterday's figures by currency", async () => {

@@ -8,6 +8,7 @@ import { GatewayError, NotFoundError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
+import { reasonText } from "../../checkout/i18n.ts";
 import { readableAccent } from "../../checkout/layout.ts";
 import type { BrandService, MailIdentity } from "../brand/service.ts";
 import { logoPath } from "../brand/service.ts";
@@ -63,6 +64,7 @@ type Facts = { to: string; lang: MailLanguage; rendered: RenderedMail; identity:
 export function createMailService(deps: MailServiceDeps) {
   const { prisma, logger, config } = deps;
   const transport = deps.transport !== undefined ? deps.transport : createSmtpTransport(config.mail);
+  if (!transport) logger.info("no SMTP_URL: e-mail is not sent (test-mode messages are kept in the dashboard's Inbox)");
   const base = config.publicBaseUrl;
   const dashboard = (path: string) => `${base}/dashboard${path}`;
   const senderDomain = /@([^\s>]+)>?\s*$/.exec(config.mail.from)?.[1] ?? "localhost";
@@ -146,7 +148,7 @@ export function createMailService(deps: MailServiceDeps) {
         periodEnd: date(invoice.period_end),
         dueAt: date(invoice.period_start),
         timezone: identity.timezone,
-        failureReason: message.kind === "invoice_payment_failed" ? String((invoice.charges as { failure_code?: string }[] | undefined)?.at(-1)?.failure_code ?? "") || null : null,
+        failureReason: message.kind === "invoice_payment_failed" ? await chargeFailure(message, invoice, identity) : null,
         nextAttemptAt: typeof invoice.next_attempt_at === "string" ? new Date(invoice.next_attempt_at) : null,
         payUrl: nextAction?.url ?? null,
       };
@@ -222,6 +224,14 @@ export function createMailService(deps: MailServiceDeps) {
     if (message.eventId === null) return null;
     const event = await prisma.event.findUnique({ where: { id: message.eventId }, select: { payload: true } });
     return (event?.payload as Record<string, unknown> | null) ?? null;
+  }
+
+  /** Why an invoice's last charge failed, in the reader's words as the checkout page says them (else the provider's). */
+  async function chargeFailure(message: MailMessage, invoice: Record<string, unknown>, identity: MailIdentity): Promise<string | null> {
+    const last = (invoice.charges as { transaction_reference?: string; failure_code?: string | null }[] | undefined)?.at(-1);
+    if (!last?.transaction_reference) return null;
+    const charge = await deps.transactions.getByReference(systemPrincipal(message), last.transaction_reference).catch(() => null);
+    return reasonText(asLanguage(identity.language), charge?.failureCode ?? last.failure_code ?? null, charge?.failureReason ?? null);
   }
 
   /** Who the system reads a merchant's own records as (a customer of an invoice). */
