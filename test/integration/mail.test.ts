@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { dkimVerify } from "mailauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.ts";
 import { graphql } from "../gql/index.ts";
 import { startSmtpFake, type SmtpFake } from "../fakes/smtp.ts";
 import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -330,6 +331,37 @@ describe("the transport's rules", () => {
       await strict.close();
       await plain.close();
     }
+  });
+
+  it("logs in with the URL's user and password, which no log line, error or record ever shows", async () => {
+    const password = "s3cret-Pa55-word";
+    const guarded = await startSmtpFake({ auth: { user: "mailer", pass: password } });
+    const logLines: string[] = [];
+    const logger = createLogger("trace", { write: (line) => void logLines.push(line) });
+    const wrong = await startTestGateway({ logger, env: { SMTP_URL: guarded.url.replace(password, "wrong-" + password), MAIL_RETRY_SCHEDULE: "1h", RATE_LIMIT_ENABLED: "false" } });
+    try {
+      const merchant = await createSandboxMerchant(wrong);
+      const reference = await paidTransaction(wrong.url, merchant.testKey, { amount: 1000, email: "auth@example.com" });
+      const t = await wrong.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference } });
+      const refused = await until(() => wrong.gateway.db.prisma.mailMessage.findFirst({ where: { transactionId: t.id } }), (m) => (m?.attempts ?? 0) >= 1);
+      // A refused login is the operator's to fix: the message waits for it (temporary), and says why.
+      expect(refused).toMatchObject({ status: "queued" });
+      expect(refused!.lastError).toMatch(/535|auth|login/i);
+      expect(JSON.stringify(refused, (_k, v) => (typeof v === "bigint" ? v.toString() : v))).not.toContain(password);
+    } finally {
+      await wrong.close();
+    }
+    const right = await startTestGateway({ logger, env: { SMTP_URL: guarded.url, RATE_LIMIT_ENABLED: "false" } });
+    try {
+      const merchant = await createSandboxMerchant(right);
+      await paidTransaction(right.url, merchant.testKey, { amount: 1000, email: "auth-ok@example.com" });
+      await until(() => guarded.received.filter((m) => m.envelope.to.includes("auth-ok@example.com")).length, (n) => n === 1);
+    } finally {
+      await right.close();
+      await guarded.close();
+    }
+    expect(logLines.length).toBeGreaterThan(5);
+    expect(logLines.join("\n")).not.toContain(password);
   });
 
   it("without SMTP, test-mode messages are kept for the test inbox, rendered", async () => {
