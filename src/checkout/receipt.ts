@@ -11,7 +11,7 @@ import { sendPayerPage } from "./layout.ts";
  * page is printable and in the payer's language (?lang=, else the browser's).
  */
 export function registerReceiptRoutes(app: FastifyInstance, services: Pick<Services, "mail">) {
-  app.get<{ Params: { token: string }; Querystring: { lang?: string } }>("/receipts/:token", { config: { auth: "none", rateLimit: "caller" } }, async (request, reply) => {
+  app.get<{ Params: { token: string }; Querystring: { lang?: string } }>("/receipts/:token", { config: { auth: "none", rateLimit: "none" } }, async (request, reply) => {
     const { lang } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
     const view = await services.mail.receiptView(request.params.token);
     if (!view) throw new NotFoundError("Receipt");

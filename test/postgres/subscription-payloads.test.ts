@@ -355,8 +355,11 @@ describe("every field of every subscription payload, for events from another ins
         expect(problemsOf(result.data?.[name], field.type, selection, name)).toEqual([]);
       }
       // The last event's object is the object as it is now (nothing changed it since): no field lost or misread on the way.
+      // (A payment's e-mails are the exception: its receipt is written by its own job after the event, by design.)
       const last = results.at(-1)!.data![name];
-      expect(last[scenarios[name]!.current.key]).toEqual(await currentOf(name, selection, last));
+      const { mailMessages: _sent, ...then } = last[scenarios[name]!.current.key];
+      const { mailMessages: _now, ...now } = await currentOf(name, selection, last);
+      expect(then).toEqual(now);
     });
   });
 });
