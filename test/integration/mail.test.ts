@@ -87,7 +87,7 @@ describe("payment receipts", () => {
     expect(parsed.subject).toContain("KES 1,500.50");
     expect(parsed.text).toContain(reference);
     expect(parsed.text).toContain("ORDER-1001");
-    expect(parsed.text).toContain("4242");
+    expect(parsed.text).toContain("Visa •••• 4242");
     expect(parsed.text).toContain("School fees, term 1");
     expect(parsed.text).toContain("help@duka.test");
     // The logo travels inline; nothing in the HTML loads from elsewhere.

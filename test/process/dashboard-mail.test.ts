@@ -135,6 +135,7 @@ describe("dashboard e-mail", () => {
     expect(srcdoc).toContain("KES 1,234.50");
     expect(srcdoc).not.toContain("cid:");
     expect(await page.locator("#mail-to").textContent()).toBe("payer@example.com");
+    expect(await page.locator("#mail-from").textContent()).toMatch(/^Payments <no-reply@localhost>$/);
     expect(await page.locator("#mail-subject").textContent()).toBeTruthy();
     // Focus moved to the message opened.
     await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("mail-subject");

@@ -13,6 +13,7 @@ const MailMessageType = builder.objectRef<MailMessage>("MailMessage").implement(
     databaseId: t.exposeInt("id"),
     kind: t.exposeString("kind", { description: `payment_receipt, refund_receipt, invoice, invoice_payment_failed, or a notice: ${NOTICE_KINDS.join(", ")}.` }),
     status: t.exposeString("status", { description: "queued, sent, kept (the test inbox: no SMTP server), skipped (see lastError: no or no valid address, receipts off) or failed (the server refused it for good)." }),
+    sender: t.string({ description: "Who it is from: the gateway's MAIL_FROM.", resolve: (_message, _args, ctx) => ctx.services.mail.sender }),
     toAddress: t.exposeString("toAddress", { nullable: true, description: "The recipient, once the message is written." }),
     language: t.exposeString("language", { nullable: true, description: "en or sw." }),
     subject: t.exposeString("subject", { nullable: true }),

@@ -85,7 +85,7 @@ export function createMailService(deps: MailServiceDeps) {
     const identity = await deps.brand.mailIdentity(t.merchantId);
     const method: PaymentFacts["method"] =
       t.paymentMethod === "card"
-        ? { kind: "card", brand: null, last4: attempt?.detail?.replace(/\D/g, "").slice(-4) || null }
+        ? { kind: "card", brand: attempt?.cardBrand ?? null, last4: attempt?.detail?.replace(/\D/g, "").slice(-4) || null }
         : t.paymentMethod?.startsWith("momo")
           ? { kind: "mpesa", receiptCode: t.providerReference, phone: attempt?.detail ?? null }
           : { kind: "other" };
@@ -360,6 +360,8 @@ export function createMailService(deps: MailServiceDeps) {
   });
 
   return {
+    /** Who every message is from (MAIL_FROM). */
+    sender: config.mail.from,
     /** Queues the daily summaries' run (at gateway start); at most one stays queued. */
     scheduleDailySummaries: () => queueNextSummaryRun(new Date()),
     queueDailySummaries,

@@ -36,6 +36,8 @@ export interface NewAttempt {
   phoneNumber?: string;
   /** The checkout page's language (en | sw): the payer's receipt is written in it. */
   language?: string | undefined;
+  /** A card's network (Visa, Mastercard ...), for the payer's receipt. */
+  cardBrand?: string | null | undefined;
 }
 
 /** A provider's verdict on one attempt, as the attempt records it. */
@@ -63,8 +65,8 @@ const PUSH_HOLDS_CLAIM = `EXISTS (SELECT 1 FROM transaction_attempts a WHERE a.t
 const CLAIM_FOR_ATTEMPT = claimStatement({
   heldByPush: PUSH_HOLDS_CLAIM,
   insertAttempt: `attempt AS (
-    INSERT INTO transaction_attempts (transaction_id, method, origin, detail, channel_id, phone_number, language, created_at)
-    SELECT id, $5::text, 'checkout', $6::text, $7::int, $8::text, $9::text, $2 FROM claimed WHERE $5::text IS NOT NULL
+    INSERT INTO transaction_attempts (transaction_id, method, origin, detail, channel_id, phone_number, language, card_brand, created_at)
+    SELECT id, $5::text, 'checkout', $6::text, $7::int, $8::text, $9::text, $10::text, $2 FROM claimed WHERE $5::text IS NOT NULL
     RETURNING id
   )`,
 });
@@ -150,7 +152,7 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       const { attempt } = options;
       const [row] = await sql.query<Claimed>(CLAIM_FOR_ATTEMPT, [
         id, at, options.cardLapsedBefore, options.pushLapsedBefore, attempt?.method ?? null, attempt?.detail ?? null, attempt?.channelId ?? null, attempt?.phoneNumber ?? null,
-        attempt?.language ?? null,
+        attempt?.language ?? null, attempt?.cardBrand ?? null,
       ]);
       return row ?? null;
     },
@@ -168,7 +170,7 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
         if (busy.length > 0) return "phone_busy";
         const [row] = await tx.$queryRawUnsafe<Claimed[]>(
           CLAIM_FOR_ATTEMPT, id, at, options.cardLapsedBefore, options.pushLapsedBefore, attempt.method, attempt.detail, attempt.channelId ?? null, attempt.phoneNumber,
-          attempt.language ?? null,
+          attempt.language ?? null, attempt.cardBrand ?? null,
         );
         return row ?? null;
       });

@@ -4,6 +4,7 @@ import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { withProviderCallScope } from "../../providers/call-record.ts";
 import type { CardDetails, CardOutcome } from "../../providers/types.ts";
 import { maskCard, type AttemptFlow } from "./attempts.ts";
+import { cardBrand } from "../../cards.ts";
 import { alreadySettled, asProviderError, connectorOf, savePaymentMethodOf, type FlowContext } from "./context.ts";
 import type { Outcomes } from "./outcomes.ts";
 
@@ -59,7 +60,7 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
       // The claim's timestamp is its token: only the attempt that wrote it releases it. The claim and the
       // attempt's row are one statement (attempts.ts): an STK push in flight holds the claim as a card does.
       const claimedAt = new Date();
-      const claim = await attempts.claim(transaction.id, claimedAt, { method: "card", detail: maskCard(card.number), language: consent?.language });
+      const claim = await attempts.claim(transaction.id, claimedAt, { method: "card", detail: maskCard(card.number), language: consent?.language, cardBrand: cardBrand(card.number) });
       if (!claim.claimed) throw attempts.refused(claim);
       const attemptId = claim.attemptId!;
 

@@ -31,7 +31,7 @@ const LIST = graphql(`
 `);
 const MESSAGE = graphql(`
   query DashboardMailMessage($id: Int!) {
-    mailMessage(id: $id) { __typename ...DashboardError ... on MailMessage { ...DashboardMailMessage language attempts textBody htmlBody } }
+    mailMessage(id: $id) { __typename ...DashboardError ... on MailMessage { ...DashboardMailMessage sender language attempts textBody htmlBody } }
     brand { logoUrl }
   }
 `);
@@ -238,6 +238,10 @@ function MailView({ id }: { id: number }) {
         {subject}
       </h2>
       <dl class="mail-meta" id="mail-meta">
+        <div>
+          <dt>From</dt>
+          <dd id="mail-from">{message.sender}</dd>
+        </div>
         <div>
           <dt>To</dt>
           <dd id="mail-to">{message.toAddress ?? "—"}</dd>

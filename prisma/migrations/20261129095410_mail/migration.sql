@@ -8,7 +8,8 @@ ALTER TABLE "merchants" ADD COLUMN     "language" TEXT NOT NULL DEFAULT 'en',
 ADD COLUMN     "timezone" TEXT NOT NULL DEFAULT 'UTC';
 
 -- AlterTable
-ALTER TABLE "transaction_attempts" ADD COLUMN     "language" TEXT;
+ALTER TABLE "transaction_attempts" ADD COLUMN     "card_brand" TEXT,
+ADD COLUMN     "language" TEXT;
 
 -- AlterTable
 ALTER TABLE "users" ADD COLUMN     "mail_opt_outs" TEXT[] DEFAULT ARRAY[]::TEXT[];
