@@ -133,7 +133,8 @@ describe.each(["memory", "redis"] as const)("rate limiting (%s counters)", (stor
     sql = [];
     expectRateLimited(await client(testKey, guesser).get("/v1/status"), IP_BUDGET);
     expectRateLimited(await client(testKey, guesser).graphql(), IP_BUDGET);
-    expect(sql).toEqual([]);
+    // (The job runner's poll may claim meanwhile: that is not the requests' doing.)
+    expect(sql.filter((statement) => !/UPDATE jobs SET status = 'running'/.test(statement))).toEqual([]);
 
     // Another address is not affected (and its request does reach the database, so the check above means something).
     expect((await client(testKey).get("/v1/status")).status).toBe(200);
