@@ -118,7 +118,7 @@ describe("payment receipts", () => {
     });
     expect(verdict.results[0]?.status?.result, JSON.stringify(verdict.results[0]?.status)).toBe("pass");
 
-    const [message] = await messagesOf(reference);
+    const [message] = await until(() => messagesOf(reference), (rows) => rows[0]?.status === "sent");
     expect(message).toMatchObject({ kind: "payment_receipt", status: "sent", toAddress: "payer.one@example.com", attempts: 1 });
   });
 
@@ -164,7 +164,8 @@ describe("payment receipts", () => {
     expect(headers).not.toContain("x-injected");
     expect(mail!.parsed.subject).not.toMatch(/[\r\n]/);
     expect(mail!.parsed.html).not.toContain("<b>body</b>");
-    expect((await messagesOf(reference))[0]?.status).toBe("sent");
+    // Recorded as sent once the server's 250 is in (a moment after the server has the message).
+    await until(() => messagesOf(reference), (rows) => rows[0]?.status === "sent");
   });
 
   it("an e-mail on record that is not an address is never written to: the message says why, on the payment", async () => {
