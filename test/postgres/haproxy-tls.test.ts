@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import { connect as http2Connect, type ClientHttp2Session } from "node:http2";
 import { request as httpsRequest } from "node:https";
@@ -43,22 +43,28 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
   /** A second HAProxy, same configuration, whose "gateway" echoes the request headers it received. */
   let echoHttpsPort: number;
   let echo: Server;
+  let echoCertificate: string;
+  let echoCa: string;
+  let echoMaster: ChildProcess;
   let acme: Server;
   const acmeSeen: string[] = [];
+  /** The front HAProxy's log (one line per request, naming the backend it chose). */
+  let frontLog: () => string;
 
   /** deploy/haproxy.cfg as shipped, with one server (the test's) in place of the Docker DNS template. */
-  function startHaproxy(name: string, backendPort: number, ports: { https: number; http: number; stats: number; acme: number }) {
+  function startHaproxy(name: string, backendPort: number, ports: { https: number; http: number; stats: number; acme: number }, options: { certificate: string; masterWorker?: boolean }) {
     const shipped = readFileSync(join(repoRoot, "deploy/haproxy.cfg"), "utf8");
     const config = shipped.replace(/^ {4}server-template .*$/gm, `    server gw1 127.0.0.1:${backendPort} check`);
     expect(config).not.toContain("server-template");
     const file = join(work, `${name}.cfg`);
     writeFileSync(file, config);
-    const child = spawn("haproxy", ["-db", "-f", file], {
+    // -W: master-worker, as the Docker image and Debian's unit run it, so SIGHUP / systemctl reload re-reads everything.
+    const child = spawn("haproxy", [...(options.masterWorker ? ["-W"] : []), "-db", "-f", file], {
       env: {
         PATH: process.env.PATH ?? "",
         HAPROXY_HTTPS_BIND: `127.0.0.1:${ports.https}`,
         HAPROXY_HTTP_BIND: `127.0.0.1:${ports.http}`,
-        HAPROXY_CERT: join(work, "gateway.pem"),
+        HAPROXY_CERT: options.certificate,
         HAPROXY_STATS: `127.0.0.1:${ports.stats}`,
         HAPROXY_SOCKET: join(work, `${name}.sock`),
         ACME_HOST: "127.0.0.1",
@@ -70,7 +76,7 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
     child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
     child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
     haproxies.push({ child, output: () => output });
-    return { statsUrl: `http://127.0.0.1:${ports.stats}/stats`, output: () => output };
+    return { child, statsUrl: `http://127.0.0.1:${ports.stats}/stats`, output: () => output };
   }
 
   /** Until HAProxy's check has the server UP (its stats page, as CSV). */
@@ -82,10 +88,10 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
   }
 
   /** One https request on a connection of its own, trusting the test's CA, from a given loopback address. */
-  function https(port: number, path: string, options: { headers?: Record<string, string>; method?: string; body?: string; localAddress?: string } = {}): Promise<Answer> {
+  function https(port: number, path: string, options: { headers?: Record<string, string>; method?: string; body?: string; localAddress?: string; ca?: string } = {}): Promise<Answer> {
     return new Promise((resolve, reject) => {
       const req = httpsRequest(
-        { host: "127.0.0.1", port, path, method: options.method ?? "GET", headers: options.headers, ca, agent: false, ALPNProtocols: ["http/1.1"], localAddress: options.localAddress },
+        { host: "127.0.0.1", port, path, method: options.method ?? "GET", headers: options.headers, ca: options.ca ?? ca, agent: false, ALPNProtocols: ["http/1.1"], localAddress: options.localAddress },
         (res) => {
           let body = "";
           res.on("data", (c: Buffer) => (body += c.toString()));
@@ -135,17 +141,38 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
     });
   }
 
-  beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "haproxy-tls-"));
-    // A self-signed certificate for the public name and for 127.0.0.1 (the address the clients here dial), the
-    // chain then the key in one PEM, as HAProxy wants it.
+  /**
+   * A self-signed certificate for the public name and for 127.0.0.1 (the address the clients here dial), written as
+   * HAProxy wants it: the chain then the key in one PEM, at `pem`. Answers the certificate (the clients' CA).
+   */
+  function makeCertificate(pem: string, serial: string): string {
     execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-set_serial", serial,
       "-subj", `/CN=${HOST}`, "-addext", `subjectAltName=DNS:${HOST},IP:127.0.0.1`,
       "-keyout", join(work, "key.pem"), "-out", join(work, "cert.pem"),
     ], { stdio: "ignore" });
-    ca = readFileSync(join(work, "cert.pem"), "utf8");
-    writeFileSync(join(work, "gateway.pem"), ca + readFileSync(join(work, "key.pem"), "utf8"), { mode: 0o600 });
+    const certificate = readFileSync(join(work, "cert.pem"), "utf8");
+    writeFileSync(`${pem}.new`, certificate + readFileSync(join(work, "key.pem"), "utf8"), { mode: 0o600 });
+    // Replaced whole, as a renewal hook should: HAProxy never reads half a file.
+    renameSync(`${pem}.new`, pem);
+    rmSync(join(work, "key.pem"));
+    return certificate;
+  }
+
+  /** The serial number of the certificate HAProxy presents on `port` (hex, as openssl's -set_serial took it). */
+  function servedSerial(port: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerCertificate().serialNumber.replace(/^0+/, ""));
+        socket.end();
+      });
+      socket.on("error", reject);
+    });
+  }
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "haproxy-tls-"));
+    ca = makeCertificate(join(work, "gateway.pem"), "0x1001");
 
     database = await createTestDatabase();
     gateway = await startGatewayProcess(
@@ -174,16 +201,22 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
 
     const ports = { https: await freePort(), http: await freePort(), stats: await freePort(), acme: acmePort };
     [httpsPort, httpPort] = [ports.https, ports.http];
-    const front = startHaproxy("gateway", Number(new URL(gateway.url).port), ports);
+    const front = startHaproxy("gateway", Number(new URL(gateway.url).port), ports, { certificate: join(work, "gateway.pem") });
+    frontLog = front.output;
     const echoPorts = { https: await freePort(), http: await freePort(), stats: await freePort(), acme: acmePort };
     echoHttpsPort = echoPorts.https;
-    const behind = startHaproxy("echo", echoPort, echoPorts);
+    echoCertificate = join(work, "echo.pem");
+    echoCa = makeCertificate(echoCertificate, "0x2001");
+    const behind = startHaproxy("echo", echoPort, echoPorts, { certificate: echoCertificate, masterWorker: true });
+    echoMaster = behind.child;
     await serverUp(front.statsUrl).catch((e) => Promise.reject(new Error(`${String(e)}\n${front.output()}`)));
     await serverUp(behind.statsUrl).catch((e) => Promise.reject(new Error(`${String(e)}\n${behind.output()}`)));
   });
 
   afterAll(async () => {
-    for (const { child } of haproxies) child.kill("SIGKILL");
+    // SIGTERM first: a master (-W) stops its worker; SIGKILL would orphan it.
+    for (const { child } of haproxies) child.kill("SIGTERM");
+    await Promise.all(haproxies.map(({ child }) => (child.exitCode === null && child.signalCode === null ? new Promise((r) => child.once("exit", r)) : undefined)));
     if (gateway && gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGKILL");
     await gateway?.exited;
     await new Promise((r) => (echo ? echo.close(r) : r(undefined)));
@@ -247,6 +280,8 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
     } finally {
       await client.dispose();
     }
+    // Balanced as a WebSocket (backend gateways_ws), not as a request (HAProxy logs it once it has closed).
+    await until(frontLog, (log) => /gateways_ws\/gw1 \S+ 101 .*"GET \/graphql HTTP\/1\.1"/.test(log));
   });
 
   it("carries a WebSocket over HTTP/2 too (extended CONNECT, RFC 8441), which HAProxy hands to the gateway as an Upgrade", async () => {
@@ -297,6 +332,7 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
     } finally {
       session.close();
     }
+    await until(frontLog, (log) => /gateways_ws\/gw1 \S+ 101 .*"GET https:\/\/[^"]+\/graphql HTTP\/2\.0"/.test(log));
   });
 
   it("refuses TLS below 1.2", async () => {
@@ -313,8 +349,22 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
     expect(await handshake("TLSv1.1")).toMatch(/^refused/);
   });
 
+  it("serves a renewed certificate after a reload (SIGHUP, what the renewal hook sends), without a restart", async () => {
+    expect(await servedSerial(echoHttpsPort)).toBe("2001");
+    const pid = echoMaster.pid;
+    const renewed = makeCertificate(echoCertificate, "0x2002");
+    // Until the reload, HAProxy keeps the certificate it loaded.
+    expect(await servedSerial(echoHttpsPort)).toBe("2001");
+    echoMaster.kill("SIGHUP");
+    await until(() => servedSerial(echoHttpsPort).catch(() => "unreachable"), (serial) => serial === "2002");
+    expect(echoMaster.pid).toBe(pid);
+    expect(echoMaster.exitCode).toBeNull();
+    echoCa = renewed;
+  });
+
   it("forwards X-Forwarded-Proto https and the client's address, dropping the X-Forwarded-* a client sent", async () => {
     const res = await https(echoHttpsPort, "/headers", {
+      ca: echoCa,
       localAddress: "127.0.0.2",
       headers: { "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "http", "x-forwarded-host": "evil.test", "x-forwarded-port": "80", forwarded: "for=203.0.113.9;proto=http" },
     });

@@ -1,7 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../support/process.ts";
 
 /**
@@ -32,12 +33,47 @@ function ms(duration: string): number {
   return Number(match[1]) * (match[2] === "s" ? 1000 : 1);
 }
 
+/** haproxy -c loads the certificate too: a self-signed one (chain then key in one PEM, as HAProxy wants it). */
+const certDir = mkdtempSync(join(tmpdir(), "deploy-test-"));
+const certificate = join(certDir, "gateway.pem");
+execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=pay.example.test", "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem")], { stdio: "ignore" });
+writeFileSync(certificate, readFileSync(join(certDir, "cert.pem"), "utf8") + readFileSync(join(certDir, "key.pem"), "utf8"));
+
 describe("deploy/", () => {
-  it("haproxy -c accepts deploy/haproxy.cfg, with its defaults and with Compose's settings", () => {
-    for (const env of [{}, { GATEWAY_DNS: "gateway", GATEWAY_PORT: "3000", HAPROXY_BIND: ":8080", HAPROXY_STATS: ":8404" }]) {
-      const out = execFileSync(haproxyBin, ["-c", "-f", deploy("haproxy.cfg")], { env: { PATH: process.env.PATH ?? "", ...env }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  afterAll(() => rmSync(certDir, { recursive: true, force: true }));
+
+  it("haproxy -c accepts deploy/haproxy.cfg, with its defaults and with Compose's settings (a certificate provided)", () => {
+    const haproxyService = service("haproxy");
+    const compose = Object.fromEntries(
+      ["GATEWAY_DNS", "GATEWAY_PORT", "HAPROXY_HTTPS_BIND", "HAPROXY_HTTP_BIND", "HAPROXY_STATS", "ACME_PORT"].map((key) => [key, setting(haproxyService, key)]),
+    );
+    for (const env of [{}, compose]) {
+      const out = execFileSync(haproxyBin, ["-c", "-f", deploy("haproxy.cfg")], {
+        env: { PATH: process.env.PATH ?? "", HAPROXY_CERT: certificate, ...env },
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       expect(out).toContain("Configuration file is valid");
     }
+  });
+
+  it("haproxy -c refuses to start without a certificate (no silent plain-HTTP fallback)", () => {
+    expect(() =>
+      execFileSync(haproxyBin, ["-c", "-f", deploy("haproxy.cfg")], { env: { PATH: process.env.PATH ?? "", HAPROXY_CERT: join(certDir, "missing.pem") }, stdio: "pipe" }),
+    ).toThrow(/missing\.pem/);
+  });
+
+  it("Compose publishes 443 and 80 onto HAProxy's TLS and plain-HTTP binds, and mounts the certificate where HAPROXY_CERT says", () => {
+    const haproxyService = service("haproxy");
+    const port = (bind: string) => bind.replace(/^.*:/, "");
+    expect(haproxyService).toContain(`- "443:${port(setting(haproxyService, "HAPROXY_HTTPS_BIND"))}"`);
+    expect(haproxyService).toContain(`- "80:${port(setting(haproxyService, "HAPROXY_HTTP_BIND"))}"`);
+    const cert = setting(haproxyService, "HAPROXY_CERT");
+    const mount = /^\s+- (\S+):(\S+):ro$/m.exec(haproxyService.replace(/^.*haproxy\.cfg.*$/m, ""))!;
+    expect(cert.startsWith(`${mount[2]}/`), `${cert} under ${mount[2]}`).toBe(true);
+    // The gateway's public URL is https, and it trusts forwarded headers only from Compose's private network.
+    expect(setting(service("gateway"), "PUBLIC_BASE_URL")).toMatch(/^\$\{PUBLIC_BASE_URL:\?/);
+    expect(setting(service("gateway"), "TRUST_PROXY")).toBe("uniquelocal");
   });
 
   it("checks /ready, and the gateway's drain delay outlasts HAProxy taking a draining instance out", () => {
