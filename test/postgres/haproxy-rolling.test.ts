@@ -91,8 +91,8 @@ describe("three gateways behind HAProxy", () => {
     ]);
     db = new pg.Pool({ connectionString: database.databaseUrl, max: 2 });
     db.on("error", () => {});
-    for (let i = 0; i < SERVERS + 2; i++) ports.push(await freePort());
-    const [publicPort, statsPort] = ports.splice(SERVERS, 2) as [number, number];
+    for (let i = 0; i < SERVERS + 3; i++) ports.push(await freePort());
+    const [publicPort, statsPort, redirectPort] = ports.splice(SERVERS, 3) as [number, number, number];
     publicUrl = `http://127.0.0.1:${publicPort}`;
     statsUrl = `http://127.0.0.1:${statsPort}/stats`;
     env = {
@@ -117,11 +117,15 @@ describe("three gateways behind HAProxy", () => {
     [, apiKey] = (await first.waitFor(/Test API key \(shown once, keep it\): (sk_test_\S+)/)) as unknown as [string, string];
     await Promise.all([start(1), start(2)]);
 
-    // deploy/haproxy.cfg as it ships, with these three servers in place of the Docker DNS template, and each
-    // answer naming the server it came from (HAProxy's own 502s included).
+    // deploy/haproxy.cfg as it ships, with these three servers in place of the Docker DNS template, each answer
+    // naming the server it came from (HAProxy's own 502s included), and its public frontend without TLS: the load
+    // uses fetch, which cannot be told to trust a test CA (test/postgres/haproxy-tls.test.ts covers TLS).
     const shipped = readFileSync(join(repoRoot, "deploy/haproxy.cfg"), "utf8");
     const servers = ports.map((port, i) => `    server gw${i + 1} 127.0.0.1:${port}`).join("\n");
+    const plainBind = /^( {4}bind "\$\{HAPROXY_HTTPS_BIND[^"]*\}") ssl .*$/m;
+    expect(shipped).toMatch(plainBind);
     const config = shipped
+      .replace(plainBind, "$1")
       // Log connections closed before a request too, to tell where a request without an answer went.
       .replace(/^ {4}option dontlognull\n/m, "")
       .replace(/^ {4}server-template .*$/gm, servers)
@@ -129,7 +133,7 @@ describe("three gateways behind HAProxy", () => {
     expect(config).toContain(servers);
     writeFileSync(join(work, "haproxy.cfg"), config);
     haproxy = spawn("haproxy", ["-db", "-f", join(work, "haproxy.cfg")], {
-      env: { PATH: process.env.PATH ?? "", HAPROXY_BIND: `127.0.0.1:${publicPort}`, HAPROXY_STATS: `127.0.0.1:${statsPort}`, HAPROXY_SOCKET: join(work, "haproxy.sock") },
+      env: { PATH: process.env.PATH ?? "", HAPROXY_HTTPS_BIND: `127.0.0.1:${publicPort}`, HAPROXY_HTTP_BIND: `127.0.0.1:${redirectPort}`, HAPROXY_STATS: `127.0.0.1:${statsPort}`, HAPROXY_SOCKET: join(work, "haproxy.sock") },
       stdio: ["ignore", "pipe", "pipe"],
     });
     haproxy.stdout!.on("data", (c: Buffer) => (haproxyOutput += c.toString()));
