@@ -2,8 +2,8 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import { connect as http2Connect, type ClientHttp2Session } from "node:http2";
-import { request as httpsRequest } from "node:https";
-import { connect as tlsConnect } from "node:tls";
+import { request as httpsRequest, type RequestOptions } from "node:https";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "graphql-ws";
@@ -28,7 +28,7 @@ interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   body: string;
-  alpn?: string | false;
+  alpn?: string | false | null;
 }
 
 describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", () => {
@@ -90,12 +90,14 @@ describe("HAProxy terminates TLS in front of the gateway (deploy/haproxy.cfg)", 
   /** One https request on a connection of its own, trusting the test's CA, from a given loopback address. */
   function https(port: number, path: string, options: { headers?: Record<string, string>; method?: string; body?: string; localAddress?: string; ca?: string } = {}): Promise<Answer> {
     return new Promise((resolve, reject) => {
+      // ALPN offering only http/1.1 (https.request passes tls.connect's options on; its type does not list this one).
+      const tlsOptions = { ALPNProtocols: ["http/1.1"] } as RequestOptions;
       const req = httpsRequest(
-        { host: "127.0.0.1", port, path, method: options.method ?? "GET", headers: options.headers, ca: options.ca ?? ca, agent: false, ALPNProtocols: ["http/1.1"], localAddress: options.localAddress },
+        { host: "127.0.0.1", port, path, method: options.method ?? "GET", headers: options.headers, ca: options.ca ?? ca, agent: false, localAddress: options.localAddress, ...tlsOptions },
         (res) => {
           let body = "";
           res.on("data", (c: Buffer) => (body += c.toString()));
-          res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body, alpn: (res.socket as import("node:tls").TLSSocket).alpnProtocol }));
+          res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body, alpn: (res.socket as TLSSocket).alpnProtocol }));
         },
       );
       req.on("error", reject);
