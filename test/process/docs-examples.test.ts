@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anchor } from "../../src/config-docs.ts";
 import { createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { repoRoot } from "../support/process.ts";
 
@@ -114,15 +115,23 @@ describe("the docs' runnable examples", () => {
   });
 });
 
+/** The anchors GitHub gives a Markdown file's headings. */
+function headingAnchors(path: string): Set<string> {
+  const text = readFileSync(path, "utf8").replace(/```[\s\S]*?```/g, "");
+  return new Set([...text.matchAll(/^#+ (.+)$/gm)].map(([, heading]) => anchor(heading!)));
+}
+
 describe("the docs' links", () => {
-  it("every relative link or image in README.md and docs/ names a file of the repository", () => {
+  it("every relative link or image in README.md and docs/ names a file of the repository (and a heading of it)", () => {
     const broken: string[] = [];
     for (const file of DOC_FILES) {
       const text = readFileSync(join(repoRoot, file), "utf8").replace(/```[\s\S]*?```/g, "");
       for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-        if (/^[a-z][a-z0-9+.-]*:/i.test(target!) || target!.startsWith("#")) continue;
-        const path = join(dirname(join(repoRoot, file)), decodeURIComponent(target!.split("#")[0]!));
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target!)) continue;
+        const [pathPart, hash] = target!.split("#") as [string, string | undefined];
+        const path = pathPart ? join(dirname(join(repoRoot, file)), decodeURIComponent(pathPart)) : join(repoRoot, file);
         if (!existsSync(path)) broken.push(`${file}: ${target} (${relative(repoRoot, path)})`);
+        else if (hash && path.endsWith(".md") && !headingAnchors(path).has(hash)) broken.push(`${file}: ${target} (no such heading)`);
       }
     }
     expect(broken).toEqual([]);
