@@ -5,7 +5,7 @@ import type { KeyMode } from "./security/api-keys.ts";
  * The one authorization table: which principal (an API key or a signed-in user, each with a role) may use which
  * permission in which mode, and which permission each GraphQL root field needs. The schema's auth scopes are
  * made from it (src/graphql/authorization-plugin.ts), so every query, mutation and subscription, over HTTP, SSE
- * or WebSocket, and every REST route mapped onto them, is decided here; the README's table is printed from it
+ * or WebSocket, and every REST route mapped onto them, is decided here; docs/dashboard.md's table is printed from it
  * (test/unit/authorization-table.test.ts keeps the two equal).
  */
 
@@ -18,7 +18,7 @@ const TEST: readonly KeyMode[] = ["test"];
 export type Permission = "read" | "write" | "money_out" | "payer_messages" | "provider_calls" | "api_keys" | "channel_credentials" | "signed_in_owner" | "own_account";
 
 interface PermissionRule {
-  /** What the permission is for, as the README's table says it. */
+  /** What the permission is for, as the docs' table (docs/dashboard.md) says it. */
   summary: string;
   /** The modes each principal kind may use it in; a kind not listed may not use it at all. */
   allows: Partial<Record<PrincipalKind, readonly KeyMode[]>>;

@@ -189,6 +189,153 @@ const envSchema = z.object({
   MAIL_RETRY_SCHEDULE: optionalString.refine((v) => v === undefined || parseDurations(v) !== null, "must be comma-separated durations such as 30s,2m,10m"),
 });
 
+/** The groups of docs/configuration.md, in order. */
+export const CONFIG_SECTIONS = [
+  "Server",
+  "Database",
+  "Redis",
+  "Secrets and sign-in",
+  "Rate limits",
+  "GraphQL",
+  "Hosted checkout",
+  "M-Pesa",
+  "Paystack",
+  "Sandbox",
+  "Disputes and recurring payments",
+  "Jobs and webhooks",
+  "Retention",
+  "E-mail",
+  "Metrics and backups",
+] as const;
+
+/** What the configuration reference says of one variable: its default as a reader needs it, and what it does (Markdown). */
+export interface VariableDoc {
+  section: (typeof CONFIG_SECTIONS)[number];
+  default: string;
+  description: string;
+}
+
+/**
+ * Every variable's entry in docs/configuration.md, which `npm run docs:config` (src/config-docs.ts) writes from this
+ * and test/unit/config-docs.test.ts keeps equal. Keyed by the schema's own keys, so a variable cannot be added to
+ * the schema without its documentation (the type checker refuses a missing entry). Links are relative to docs/.
+ */
+export const CONFIG_DOCS: Record<keyof typeof envSchema.shape, VariableDoc> = {
+  // Server
+  NODE_ENV: { section: "Server", default: "`development`", description: "`production` turns off GraphiQL, GraphQL introspection and field suggestions, serves `/metrics` only when `METRICS_TOKEN` or `METRICS_PORT` says so, and never creates the demo merchant. `test` is for the test suite." },
+  PORT: { section: "Server", default: "`3000`", description: "HTTP port." },
+  HOST: { section: "Server", default: "`0.0.0.0`", description: "Interface to listen on." },
+  PUBLIC_BASE_URL: { section: "Server", default: "`http://localhost:PORT`", description: "Base of every URL the gateway hands out (checkout pages, provider callbacks)." },
+  LOG_LEVEL: { section: "Server", default: "`info` (`warn` with `NODE_ENV=test`)", description: "`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines; in development with a terminal attached they are pretty-printed. Each request writes one line, `request completed`, with its `requestId` (also sent back as `X-Request-Id`; a caller's own well-formed `X-Request-Id` is kept), `method`, `route`, `statusCode`, `responseTimeMs`, `merchantId`, `mode` and the signed-in `userId`. GraphQL errors are logged on the request's line of descent (with its `requestId`): a client's mistake (a bad argument or cursor) at `info`, a typed error result or a request refused before execution at `debug`, and only an unexpected failure at `error`, with its stack." },
+  TRUST_PROXY: { section: "Server", default: "`false`", description: "Behind a load balancer: `true`, or its addresses/CIDRs (comma-separated), so client IPs come from `X-Forwarded-For`. Without it every client shares the proxy's IP budget." },
+  CORS_ORIGINS: { section: "Server", default: "unset", description: "Origins (e.g. `https://shop.example,http://localhost:5173`) whose pages may call `/graphql` from another origin; each gets `Access-Control-Allow-Origin` for itself only, never with credentials (every credential here is a header a page sends on purpose). Unset: no origin at all; the dashboard needs none, as the gateway serves it." },
+  WORKERS: { section: "Server", default: "`1`", description: "Gateway processes sharing `PORT` on this machine (node:cluster); `auto`: one per core. More than one needs `DATABASE_URL` (the embedded PGlite belongs to one process) and `REDIS_URL` or `REDIS_CLUSTER_NODES` (rate limits, live events and key revocations are shared through it); without them the gateway stops at start saying so. Every worker runs the job runner. See [Deployment](deployment.md)." },
+  SHUTDOWN_DRAIN_DELAY_MS: { section: "Server", default: "`0`", description: "After SIGTERM, keep serving this long with `/ready` at 503 (each answer closing its connection) before closing the port, so a load balancer stops sending first. Behind HAProxy as in `deploy/`: more than its checks' `inter` \u00d7 `fall` (`3000` there)." },
+  SHUTDOWN_TIMEOUT_MS: { section: "Server", default: "`10000`", description: "From SIGTERM to exit at most this long, drain delay included; jobs still running a second before it are put back in the queue, and whatever is still running at it is cut off (exit code 1). Keep your supervisor's stop timeout above it." },
+  // Database
+  DATABASE_URL: { section: "Database", default: "unset", description: "`postgres://...`: use PostgreSQL. Unset: embedded PGlite in `DATA_DIR`." },
+  DATABASE_READ_URL: { section: "Database", default: "unset", description: "One or more `postgres://...` URLs of streaming replicas of `DATABASE_URL`, comma-separated: lists, reports and the dashboard's figures read from them. Needs `DATABASE_URL`. See [Read replicas](deployment.md#read-replicas)." },
+  DATABASE_POOL_SIZE: { section: "Database", default: "`10`", description: "Connections each instance opens to the primary (and to each replica) at most: size it with the database's `max_connections` divided among the instances." },
+  DATABASE_READ_MAX_LAG_MS: { section: "Database", default: "`5000`", description: "A replica further behind the primary than this (at least 100) leaves rotation; its reads go to the primary until it catches up." },
+  DATA_DIR: { section: "Database", default: "`./data`", description: "Embedded database and its generated encryption key. One process per folder. Owner-only: see [DATA_DIR permissions](security.md#data_dir-permissions)." },
+  // Redis
+  REDIS_URL: { section: "Redis", default: "unset", description: "`redis://...`: share rate limits and events between instances. Unset: in memory." },
+  REDIS_CLUSTER_NODES: { section: "Redis", default: "unset", description: "Instead of `REDIS_URL`, a Redis Cluster: some of its nodes as comma-separated `host:port` (IPv6 as `[::1]:6379`); the rest are discovered. Both set, or a malformed list, stops the gateway at start. Counts as Redis wherever `REDIS_URL` is required. See [Redis Cluster](deployment.md#redis-cluster)." },
+  // Secrets and sign-in
+  ENCRYPTION_KEY: { section: "Secrets and sign-in", default: "generated", description: "64 hex characters (32 bytes) encrypting provider credentials (AES-256-GCM). Required with `DATABASE_URL`; the embedded default generates one into `DATA_DIR/encryption.key` (mode 0600)." },
+  JWT_SECRET: { section: "Secrets and sign-in", default: "derived", description: "At least 32 characters signing users' access tokens. Unset: derived from the encryption key (so shared by instances that share it)." },
+  ACCESS_TOKEN_TTL_SECONDS: { section: "Secrets and sign-in", default: "`900`", description: "Lifetime of an access token." },
+  REFRESH_TOKEN_TTL_DAYS: { section: "Secrets and sign-in", default: "`30`", description: "Lifetime of a refresh token (each refresh issues a new one)." },
+  PASSWORD_HASH_COST: { section: "Secrets and sign-in", default: "`15`", description: "log2 of scrypt's N for new password hashes (2^15: 32 MiB, OWASP's minimum); higher is slower and safer. Values below 15 are refused unless `NODE_ENV=test` (the test suite uses 10). Existing hashes keep the cost they were made with." },
+  LOGIN_FAILURES_PER_EMAIL: { section: "Secrets and sign-in", default: "`5`", description: "Wrong passwords allowed per e-mail in `LOGIN_FAILURE_WINDOW_SECONDS` before 429 (only wrong passwords count). See [Sign-in limits](security.md#signing-in-and-tokens)." },
+  LOGIN_FAILURES_PER_IP: { section: "Secrets and sign-in", default: "`20`", description: "Sign-in attempts (successes too) allowed per client IP in `LOGIN_FAILURE_WINDOW_SECONDS` before 429." },
+  LOGIN_FAILURE_WINDOW_SECONDS: { section: "Secrets and sign-in", default: "`900`", description: "The window of `LOGIN_FAILURES_PER_EMAIL` and `LOGIN_FAILURES_PER_IP`, in seconds." },
+  API_KEY_CACHE_TTL_MS: { section: "Secrets and sign-in", default: "`30000`", description: "How long an instance trusts a verified API key without looking it up again (`0`: every request). `key revoke` reaches every instance at once through Redis (the CLI publishes it when `REDIS_URL` is set); without Redis, instances sharing a PostgreSQL notice within this time." },
+  // Rate limits
+  RATE_LIMIT_ENABLED: { section: "Rate limits", default: "`true`", description: "`false` only when something in front of the gateway limits already." },
+  RATE_LIMIT_PER_MINUTE: { section: "Rate limits", default: "`100`", description: "Requests per minute per API key, REST and GraphQL together. Over it: 429 with `Retry-After`; every API response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (seconds until the window resets)." },
+  RATE_LIMIT_IP_PER_MINUTE: { section: "Rate limits", default: "`30`", description: "Requests per minute per client IP without a valid key (missing, malformed, unknown or revoked). An IP over it is refused even with a valid key until its window resets." },
+  EXPORTS_PER_MERCHANT: { section: "Rate limits", default: "`2`", description: "Full CSV exports one merchant (both modes) may stream at once from one instance; beyond, 429 with `Retry-After: 5`." },
+  EXPORTS_PER_INSTANCE: { section: "Rate limits", default: "`4`", description: "Full CSV exports all merchants together may stream at once from one instance; beyond, 429 with `Retry-After: 5`." },
+  PUSH_LIMIT_PER_PHONE: { section: "Rate limits", default: "`3`", description: "M-Pesa prompts started from the payer pages (checkout, payment links) per phone number, counted across all merchants, in `PUSH_LIMIT_WINDOW_SECONDS`. See [M-Pesa prompt limits](mpesa.md#m-pesa-prompt-limits)." },
+  PUSH_LIMIT_PER_LINK: { section: "Rate limits", default: "`100`", description: "M-Pesa prompts started from the payer pages per payment link, in `PUSH_LIMIT_WINDOW_SECONDS`. See [M-Pesa prompt limits](mpesa.md#m-pesa-prompt-limits)." },
+  PUSH_LIMIT_PER_MERCHANT: { section: "Rate limits", default: "`1000`", description: "M-Pesa prompts started from the payer pages per merchant and mode, in `PUSH_LIMIT_WINDOW_SECONDS`. See [M-Pesa prompt limits](mpesa.md#m-pesa-prompt-limits)." },
+  PUSH_LIMIT_WINDOW_SECONDS: { section: "Rate limits", default: "`600`", description: "The window of the `PUSH_LIMIT_*` budgets, in seconds." },
+  IDEMPOTENCY_LEASE_MS: { section: "Rate limits", default: "`60000`", description: "How long a request holds its `Idempotency-Key`; a retry after that (the instance died) takes the key over, see [Rate limits and safe retries](api.md#safe-retries-idempotency-key). Keep it above the longest request." },
+  // GraphQL
+  GRAPHQL_MAX_DEPTH: { section: "GraphQL", default: "`8`", description: "Deepest field nesting in one GraphQL document (inline fragments not counted)." },
+  GRAPHQL_MAX_COST: { section: "GraphQL", default: "`5000`", description: "GraphQL Armor cost limit (`first`/`last` multiply a list's cost)." },
+  GRAPHQL_MAX_ALIASES: { section: "GraphQL", default: "`15`", description: "Aliases per document." },
+  GRAPHQL_MAX_TOKENS: { section: "GraphQL", default: "`1000`", description: "Tokens per document." },
+  GRAPHQL_MAX_DIRECTIVES: { section: "GraphQL", default: "`50`", description: "Directives per document." },
+  GRAPHQL_INTROSPECTION: { section: "GraphQL", default: "on, off in production", description: "`true`/`false`: introspection and \"Did you mean\" suggestions (both reveal the schema)." },
+  GRAPHQL_WS_KEEPALIVE_MS: { section: "GraphQL", default: "`12000`", description: "Interval of WebSocket pings on subscription connections." },
+  // Hosted checkout
+  CHECKOUT_MAX_ATTEMPTS: { section: "Hosted checkout", default: "`3`", description: "Failed attempts (declined cards, failed M-Pesa pushes) a hosted-checkout payment takes before it fails with the last attempt's code; `1` = a decline ends it. From 1 to 10." },
+  CHECKOUT_EXPIRY_MS: { section: "Hosted checkout", default: "`86400000`", description: "An unpaid hosted-checkout payment fails as `abandoned` this long after initialize (24 h; at least 1000)." },
+  CHECKOUT_CHARGE_LEASE_MS: { section: "Hosted checkout", default: "`120000`", description: "How long a checkout card charge holds its transaction; after that (the instance died mid-charge) the payer may pay again. Keep it above the card provider's timeout." },
+  // M-Pesa
+  MPESA_BASE_URL: { section: "M-Pesa", default: "unset", description: "Overrides the Daraja base URL of every mpesa channel (a proxy, or a test server)." },
+  MPESA_CERT_PATH: { section: "M-Pesa", default: "Safaricom's", description: "A certificate (or public key) PEM used instead of Safaricom's sandbox/production certificate to encrypt B2C initiator passwords." },
+  STK_CALLBACK_OVERDUE_MS: { section: "M-Pesa", default: "`30000`", description: "A pending STK push with no callback this long after it was sent is asked about (STK query). See [Reconciliation of pushes](mpesa.md#reconciliation-of-pushes)." },
+  STK_QUERY_BACKOFF_MS: { section: "M-Pesa", default: "`10000`", description: "First wait between two STK queries of one push; it doubles each time, at most 60 s." },
+  STK_LIFETIME_MS: { section: "M-Pesa", default: "`180000`", description: "An STK push with no answer this long after it was sent fails as expired (`1019`); a checkout's prompt holds its payment this long at most." },
+  C2B_VALIDATION_TIMEOUT_MS: { section: "M-Pesa", default: "`5000`", description: "How long a merchant's C2B validation URL has to answer." },
+  PAYOUT_RESULT_OVERDUE_MS: { section: "M-Pesa", default: "`60000`", description: "A payout with no result this long after it was sent is asked about (Transaction Status), then with doubling waits (at most hourly)." },
+  REVERSAL_RESULT_OVERDUE_MS: { section: "M-Pesa", default: "`60000`", description: "An M-Pesa refund (reversal or B2C) with no Result this long after it was sent is asked about (Transaction Status), then with doubling waits (at most hourly)." },
+  // Paystack
+  PAYSTACK_BASE_URL: { section: "Paystack", default: "`https://api.paystack.co`", description: "Overrides Paystack's API base for every paystack channel (a proxy, or a test server)." },
+  PAYSTACK_VERIFY_AFTER_MS: { section: "Paystack", default: "`60000`", description: "A pending Paystack payment is first verified this long after initialize (in case its webhook never comes), then with doubling waits (at most hourly)." },
+  PAYSTACK_ABANDON_AFTER_MS: { section: "Paystack", default: "`86400000`", description: "A Paystack payment still unpaid this long after initialize fails as `abandoned` (Paystack's own 24 hours)." },
+  PAYSTACK_TIMEOUT_MS: { section: "Paystack", default: "`15000`", description: "How long one call to Paystack may take; longer is a 503 `provider_unavailable`." },
+  PAYSTACK_REFUND_CHECK_AFTER_MS: { section: "Paystack", default: "`60000`", description: "A Paystack refund is first asked about (`GET /refund/:id`) this long after it was sent, in case no `refund.*` webhook settles it, then with doubling waits (at most hourly)." },
+  // Sandbox
+  SANDBOX_STK_DELAY_MS: { section: "Sandbox", default: "`2000`", description: "How long the sandbox takes to \"answer\" an STK push." },
+  SANDBOX_REFUND_DELAY_MS: { section: "Sandbox", default: "`1000`", description: "How long after it was made a sandbox refund settles." },
+  SANDBOX_DISPUTE_DELAY_MS: { section: "Sandbox", default: "`2000`", description: "How long after a payment with the disputing test card its sandbox dispute opens, and after evidence is submitted its verdict comes." },
+  SANDBOX_DISPUTE_DUE_MS: { section: "Sandbox", default: "`172800000`", description: "A sandbox dispute's deadline after it opened (48 hours, as Paystack's in Kenya)." },
+  // Disputes and recurring payments
+  DISPUTE_CHECK_EVERY_MS: { section: "Disputes and recurring payments", default: "`3600000`", description: "Each open dispute is asked about this often (and just after its deadline), so a lost provider webhook still ends right." },
+  SUBSCRIPTION_RETRY_SCHEDULE: { section: "Disputes and recurring payments", default: "`1d,3d,5d`", description: "Delays before each retry of a subscription invoice's failed charge, each after the previous attempt (units ms, s, m, h, d); after the last, the invoice is uncollectible." },
+  SUBSCRIPTION_CANCEL_UNPAID: { section: "Disputes and recurring payments", default: "`false`", description: "After an invoice's last retry fails: `true` cancels the subscription, `false` leaves it `unpaid`." },
+  // Jobs and webhooks
+  JOBS_ENABLED: { section: "Jobs and webhooks", default: "`true`", description: "`false` for an API-only instance: it enqueues deferred work but another instance runs it." },
+  JOB_POLL_INTERVAL_MS: { section: "Jobs and webhooks", default: "`2000`", description: "How often an instance looks for due jobs it was not told about (other instances' work, retries, jobs of a crashed instance)." },
+  JOB_LEASE_MS: { section: "Jobs and webhooks", default: "`60000`", description: "How long a claimed job belongs to one instance; after that (its instance died) another takes it. At least `WEBHOOK_TIMEOUT_MS` + 5 s." },
+  WEBHOOK_RETRY_SCHEDULE: { section: "Jobs and webhooks", default: "live `0,5s,5m,30m,2h,5h,10h,10h,24h,24h`; test `0,5s,5m,30m,2h,5h,10h,24h`", description: "Comma-separated delays before each delivery attempt, e.g. `0,5s,5m,30m,2h,5h,10h,24h,24h` (units `ms`, `s`, `m`, `h`, `d`; a bare number is ms). Overrides both modes' schedules." },
+  WEBHOOK_TIMEOUT_MS: { section: "Jobs and webhooks", default: "`10000`", description: "A delivery answered 2xx within this long succeeded." },
+  ALLOW_PRIVATE_URLS: { section: "Jobs and webhooks", default: "`false`", description: "`true` lets test-mode merchant URLs (webhook endpoints, C2B confirmation and validation URLs) be on loopback or private networks (local development). Live mode never allows them." },
+  WEBHOOK_ALLOW_PRIVATE_URLS: { section: "Jobs and webhooks", default: "`false`", description: "The older name of `ALLOW_PRIVATE_URLS`, still read; `ALLOW_PRIVATE_URLS` wins when both are set." },
+  // Retention
+  JOB_RETENTION_DAYS: { section: "Retention", default: "`7`", description: "Jobs that gave up (`status = 'failed'`) are deleted this many days after they failed. Days; fractions allowed (`0.5` is 12 h). See [Retention](operations.md#retention)." },
+  WEBHOOK_DELIVERY_RETENTION_DAYS: { section: "Retention", default: "`30`", description: "Finished webhook deliveries (succeeded or failed for good) are deleted this many days after they were created; pending ones never. See [Retention](operations.md#retention)." },
+  EVENT_RETENTION_DAYS: { section: "Retention", default: "`90`", description: "Events are deleted this many days after they happened, once no delivery of theirs remains and their payment, payout or refund is no longer pending. See [Retention](operations.md#retention)." },
+  MAIL_RETENTION_DAYS: { section: "Retention", default: "`90`", description: "E-mails (and the test inbox's copies) are deleted this many days after they were written, once sent, kept, skipped or failed." },
+  // E-mail
+  SMTP_URL: { section: "E-mail", default: "unset", description: "The mail server: `smtp://user:pass@host:587` (STARTTLS required) or `smtps://user:pass@host:465`; `?tls=off` only for a relay on the same machine or network. Unset: nothing is sent, and test-mode messages are kept in the dashboard's test inbox. See [E-mail](email.md)." },
+  MAIL_FROM: { section: "E-mail", default: "`Payments <no-reply@<PUBLIC_BASE_URL's host>>`", description: "The sender of every message, e.g. `\"Duka <receipts@duka.co.ke>\"`." },
+  MAIL_DKIM_DOMAIN: { section: "E-mail", default: "unset", description: "DKIM signing domain. DKIM needs all three `MAIL_DKIM_*` variables or none. See [Deliverability](email.md#deliverability)." },
+  MAIL_DKIM_SELECTOR: { section: "E-mail", default: "unset", description: "DKIM selector (published as `<selector>._domainkey.<domain>`)." },
+  MAIL_DKIM_PRIVATE_KEY_FILE: { section: "E-mail", default: "unset", description: "Path of the DKIM private key, PEM (RSA)." },
+  MAIL_RETRY_SCHEDULE: { section: "E-mail", default: "`30s,2m,10m,30m,1h,2h,4h,8h`", description: "Waits before each retry of a message the mail server refused for now (4xx, unreachable, login refused, no STARTTLS); then it is failed." },
+  // Metrics and backups
+  METRICS_TOKEN: { section: "Metrics and backups", default: "unset", description: "At least 16 printable ASCII characters, no spaces (e.g. `openssl rand -hex 32`): `/metrics` then requires `Authorization: Bearer <token>` (compared in constant time; otherwise 401), on whichever port serves it." },
+  METRICS_PORT: { section: "Metrics and backups", default: "unset", description: "Serve `/metrics` on a listener of its own on this port (same `HOST`; must differ from `PORT`), and not on the API port. With neither this nor `METRICS_TOKEN` set, `/metrics` is open on the API port in development and test, and not served at all in production (404), so an instance on the internet never shows its volumes by accident. See [Metrics](operations.md#metrics)." },
+  PGBACKREST_STANZA: { section: "Metrics and backups", default: "unset", description: "pgBackRest stanza whose last backup's age `/metrics` exports as `gateway_backup_age_seconds` (needs pgBackRest and its configuration on the gateway's machine). WAL archive gauges are exported on PostgreSQL regardless. See [Backups](operations.md#backups)." },
+};
+
+/** The schema's variables with their documentation, in the schema's order. */
+export function configVariables(): ({ name: string } & VariableDoc)[] {
+  return (Object.keys(envSchema.shape) as (keyof typeof envSchema.shape)[]).map((name) => ({ name, ...CONFIG_DOCS[name] }));
+}
+
+/** The value the schema gives a variable left unset (before loadConfig's own defaults, which depend on others). */
+export function schemaDefault(name: string): unknown {
+  const shape = envSchema.shape as Record<string, z.ZodType>;
+  const parsed = shape[name]!.safeParse(undefined);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** SMTP_URL's parts; null when it is not an smtp(s) URL with a host. The password stays in here (never logged). */
 export function smtpSettings(value: string): MailConfig["smtp"] | null {
   if (!URL.canParse(value)) return null;

@@ -23,7 +23,7 @@ export default defineConfig({
     pool: "forks",
     // Most of a test file's time is spent waiting on servers, sockets and Chromium, not on the CPU, so several
     // files run at once even on 2 cores (vitest's default would be cores - 1 = 1). Each file has its own
-    // databases, ports and folders. Measured in README#tests.
+    // databases, ports and folders. Measured in docs/testing.md.
     maxWorkers: Number(process.env.TEST_WORKERS ?? 4),
     reporters: ["default", "./test/support/slowest-files-reporter.ts"],
     // A worker keeps its imported modules from one file to the next (each file still gets its own gateways,

@@ -16,20 +16,20 @@ import { apiClient, startTestGateway, type TestGateway } from "../support/gatewa
 
 /**
  * Every principal (an API key and a signed-in user, of each role, in each mode) tries every query and mutation of
- * the schema, and the answers must match the README's authorization table exactly: refused (`forbidden`) where the
+ * the schema, and the answers must match the authorization table of docs/dashboard.md exactly: refused (`forbidden`) where the
  * table gives the principal no access in its mode, never refused where it does. The expected answers are read from
- * the README, the document merchants read, not from the code that enforces it.
+ * the docs, the document merchants read, not from the code that enforces it.
  */
 type Kind = "key owner" | "key developer" | "key viewer" | "user owner" | "user developer" | "user viewer";
 const KINDS: Kind[] = ["key owner", "key developer", "key viewer", "user owner", "user developer", "user viewer"];
 const MODES = ["test", "live"] as const;
 
-/** The README's table: operation -> principal kind -> the modes it may use it in. */
-function readmeTable(): Map<string, Record<Kind, string[]>> {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-  const start = readme.indexOf("| permission | what it covers | operations |");
-  expect(start, "the README has the authorization table").toBeGreaterThan(0);
-  const lines = readme.slice(start).split("\n");
+/** The table in docs/dashboard.md: operation -> principal kind -> the modes it may use it in. */
+function documentedTable(): Map<string, Record<Kind, string[]>> {
+  const doc = readFileSync(new URL("../../docs/dashboard.md", import.meta.url), "utf8");
+  const start = doc.indexOf("| permission | what it covers | operations |");
+  expect(start, "docs/dashboard.md has the authorization table").toBeGreaterThan(0);
+  const lines = doc.slice(start).split("\n");
   const header = lines[0]!.split("|").slice(1, -1).map((cell) => cell.trim());
   const table = new Map<string, Record<Kind, string[]>>();
   for (const line of lines.slice(2)) {
@@ -90,15 +90,15 @@ describe("the authorization table: every principal x every query and mutation, i
   });
   afterAll(() => gw?.close());
 
-  it("the README's table names every query and mutation of the schema, and nothing else", () => {
-    const table = readmeTable();
+  it("the documented table names every query and mutation of the schema, and nothing else", () => {
+    const table = documentedTable();
     const fields = ["Query", "Mutation", "Subscription"].flatMap((name) => Object.keys((schema.getType(name) as GraphQLObjectType).getFields()));
     expect([...table.keys()].sort()).toEqual([...fields].sort());
   });
 
   for (const rootKind of ["query", "mutation"] as const) {
     it(`every ${rootKind}: refused exactly where the table says so`, async () => {
-      const table = readmeTable();
+      const table = documentedTable();
       const root = rootKind === "query" ? schema.getQueryType()! : schema.getMutationType()!;
       const mismatches: string[] = [];
       let refusals = 0;

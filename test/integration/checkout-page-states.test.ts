@@ -17,7 +17,7 @@ import { solidPng } from "../support/png.ts";
 
 /**
  * Every state of the hosted checkout in Chromium at 360 px (issue 25): the form, a declined card with another try,
- * the attempts limit, waiting on the phone, success, expiry; each checked by axe and photographed for the README;
+ * the attempts limit, waiting on the phone, success, expiry; each checked by axe and photographed for docs/card-payments.md;
  * and the merchant's brand on the checkout and the payment-link page.
  */
 describe("hosted checkout page: states, retries, expiry, brand", () => {

@@ -140,7 +140,7 @@ function sandboxDriver(): Driver {
     reach: () => ({ gw, api, channelId }),
     currency: "KES",
     collection: "momo",
-    // The sandbox's magic phone numbers choose its answer (src/providers/sandbox/momo.ts, the README).
+    // The sandbox's magic phone numbers choose its answer (src/providers/sandbox/momo.ts, docs/mpesa.md).
     pay: (amount) => stkPush(driver, amount, PAYS),
     decline: async (amount) => ({ ...(await stkPush(driver, amount, "254700001032")), code: "1032" }),
     unanswered: (amount) => stkPush(driver, amount, "254700001019"),

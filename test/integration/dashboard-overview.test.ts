@@ -14,7 +14,7 @@ import { BROWSER_MS } from "../support/timing.ts";
  * width; and the paymentStats query it reads, scoped to the merchant and mode and refusing a bad number of days.
  */
 const SHOTS = "/tmp/dashboard-shots";
-/** The README's picture of the Overview: rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean. */
+/** The docs' picture of the Overview (docs/dashboard.md): rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean. */
 const README_SCREENSHOT = new URL("../../src/dashboard/screenshot-overview.png", import.meta.url).pathname;
 const DECLINED = "4000000000000002";
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -81,7 +81,7 @@ describe("payment link page /pay/<slug>", () => {
     expect(await page.textContent("#description")).toBe("School fees, term 2");
     // Nothing wider than the screen.
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
-    // The README's picture: rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+    // The docs' picture (docs/card-payments.md): rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
     const shot = process.env.UPDATE_SCREENSHOTS === "1" ? "src/checkout/screenshot-payment-link.png" : "/tmp/payment-link-360.png";
     await page.screenshot({ path: shot, fullPage: true });
     // Keyboard: the first Tab reaches the language switch, the second the labelled e-mail field, Enter submits the form.

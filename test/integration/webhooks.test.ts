@@ -463,7 +463,7 @@ describe("delivery", () => {
       status: "pending",
       payment_method: "momo_stk",
       phone_number: PHONE,
-      // Recorded with the row, before the provider was asked (README, STK push): no checkout request id yet.
+      // Recorded with the row, before the provider was asked (docs/mpesa.md, STK push): no checkout request id yet.
       checkout_request_id: null,
       provider_reference: null,
       failure_code: null,

@@ -16,7 +16,7 @@ import { BROWSER_MS } from "../support/timing.ts";
  * the API too.
  */
 const SHOTS = "/tmp/dashboard-shots";
-/** The README's pictures of the Inbox: rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean. */
+/** The docs' pictures of the Inbox (docs/dashboard.md): rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean. */
 const UPDATING = process.env.UPDATE_SCREENSHOTS === "1" && process.env.TEST_BACKEND === "pglite";
 const shot = (name: string) => (UPDATING ? new URL(`../../src/dashboard/screenshot-${name}.png`, import.meta.url).pathname : `${SHOTS}/${name}.png`);
 

@@ -104,7 +104,7 @@ export async function expectNoHorizontalScroll(page: Page, width: number) {
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
 }
 
-/** The README's pictures: rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean. */
+/** The docs' pictures (docs/card-payments.md): rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean. */
 export async function screenshot(page: Page, name: string) {
   const path = process.env.UPDATE_SCREENSHOTS === "1" ? `src/checkout/screenshot-${name}.png` : `/tmp/checkout-screenshot-${name}.png`;
   await page.screenshot({ path, fullPage: true });

@@ -13,10 +13,10 @@ const principal = (kind: "key" | "user", role: Principal["role"], mode: Principa
 });
 
 describe("the authorization table", () => {
-  it("the README shows exactly the table the schema's scopes come from", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const block = /<!-- authorization-table[^>]*-->\n([\s\S]*?)\n<!-- \/authorization-table -->/.exec(readme);
-    expect(block, "README's authorization-table block").not.toBeNull();
+  it("docs/dashboard.md shows exactly the table the schema's scopes come from", () => {
+    const doc = readFileSync(new URL("../../docs/dashboard.md", import.meta.url), "utf8");
+    const block = /<!-- authorization-table[^>]*-->\n([\s\S]*?)\n<!-- \/authorization-table -->/.exec(doc);
+    expect(block, "docs/dashboard.md's authorization-table block").not.toBeNull();
     expect(block![1]).toBe(authorizationTableMarkdown());
   });
 

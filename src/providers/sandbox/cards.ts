@@ -1,6 +1,6 @@
 /**
  * The sandbox connector's card simulator: no network, outcomes decided by documented test cards
- * (listed in the README), so the checkout page and the tests can complete or fail transactions.
+ * (listed in docs/card-payments.md), so the checkout page and the tests can complete or fail transactions.
  */
 import { GatewayError } from "../../errors.ts";
 import type { CardOutcome } from "../types.ts";

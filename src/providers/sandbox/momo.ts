@@ -7,7 +7,7 @@ import type { SandboxRecord } from "./record.ts";
 /**
  * The sandbox's M-Pesa simulator: no network. An STK push is answered after a short delay with a
  * Daraja-format callback, delivered through the same service code path a real callback takes.
- * The outcome is chosen by magic phone numbers (documented in the README); any other number pays.
+ * The outcome is chosen by magic phone numbers (documented in docs/mpesa.md); any other number pays.
  */
 export const sandboxStkOutcomes: Record<string, { resultCode: number; resultDesc: string } | "no-answer"> = {
   "254708374149": { resultCode: 0, resultDesc: "The service request is processed successfully." },

@@ -6,7 +6,7 @@ import { createLater } from "./later.ts";
 /**
  * The sandbox's B2C simulator: no network. A payout is answered after a short delay with a
  * Daraja-format result, delivered through the same service code path a real result takes. The
- * outcome is chosen by magic phone numbers (documented in the README); any other number is paid.
+ * outcome is chosen by magic phone numbers (documented in docs/mpesa.md); any other number is paid.
  */
 export const sandboxPayoutOutcomes: Record<string, { resultCode: number; resultDesc: string } | "no-answer"> = {
   "254708374149": { resultCode: 0, resultDesc: "The service request is processed successfully." },
