@@ -83,6 +83,7 @@ export interface GoLiveServiceDeps {
 
 const label = (channel: PaymentChannel) => `${channel.name} (${channel.provider})`;
 const day = (date: Date) => date.toISOString().slice(0, 10);
+const minute = (date: Date) => `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
 export function createGoLiveService(deps: GoLiveServiceDeps) {
   const { channels, momo, webhooks, merchants, users, config } = deps;
@@ -105,7 +106,7 @@ export function createGoLiveService(deps: GoLiveServiceDeps) {
     for (const channel of active) {
       const verdict = verdicts.get(channel.id);
       if (!verdict) problems.push(`${label(channel)}: its credentials have not been checked with the provider yet (Check again)`);
-      else if (!verdict.ok) problems.push(`${label(channel)}: ${verdict.message} (checked ${verdict.checkedAt.toISOString()})`);
+      else if (!verdict.ok) problems.push(`${label(channel)}: ${verdict.message} (checked ${minute(verdict.checkedAt)})`);
     }
     const credentials: GoLiveCheck = !active.length
       ? { id: "live_channel_credentials", ok: false, message: `${none}, so no credentials have been checked`, fix: FIX.live_channel_credentials }
