@@ -15,7 +15,7 @@ export const PRINCIPAL_KINDS: readonly PrincipalKind[] = ["key:owner", "key:deve
 const BOTH: readonly KeyMode[] = ["test", "live"];
 const TEST: readonly KeyMode[] = ["test"];
 
-export type Permission = "read" | "write" | "money_out" | "payer_messages" | "provider_calls" | "api_keys" | "channel_credentials" | "signed_in_owner" | "own_account";
+export type Permission = "read" | "write" | "money_out" | "payer_messages" | "provider_calls" | "api_keys" | "channel_credentials" | "go_live" | "signed_in_owner" | "own_account";
 
 interface PermissionRule {
   /** What the permission is for, as the docs' table (docs/dashboard.md) says it. */
@@ -53,6 +53,10 @@ export const PERMISSIONS: Record<Permission, PermissionRule> = {
     summary: "Add a payment channel or change its provider credentials (live ones: a signed-in owner)",
     allows: { "key:owner": TEST, "key:developer": TEST, "user:owner": BOTH, "user:developer": TEST },
   },
+  go_live: {
+    summary: "Read the go-live checklist (live-mode facts, whatever the caller's mode) and check a channel's credentials with its provider",
+    allows: { "key:owner": BOTH, "key:developer": BOTH, "user:owner": BOTH, "user:developer": BOTH },
+  },
   signed_in_owner: {
     summary: "What spans both modes or must name its author: the team, the brand, ledger adjustments",
     allows: { "user:owner": BOTH },
@@ -75,6 +79,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     customer: "read",
     customers: "read",
     dispute: "read",
+    goLive: "go_live",
     disputes: "read",
     disputesPage: "read",
     invoice: "read",
@@ -117,6 +122,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     cancelSubscription: "write",
     changePassword: "own_account",
     changeUserRole: "signed_in_owner",
+    checkChannelCredentials: "go_live",
     chargePaymentMethod: "write",
     createAdjustment: "signed_in_owner",
     createApiKey: "api_keys",
@@ -203,6 +209,8 @@ export function refusal(principal: Principal, permission: Permission): string {
       break;
     case "provider_calls":
       return `${who} cannot read provider calls; an owner or developer can`;
+    case "go_live":
+      return `${who} cannot read the go-live checklist; an owner or developer can`;
     case "channel_credentials":
       if (principal.mode === "live" && (isKey || principal.role === "owner")) return "Live channels' credentials are changed by a signed-in owner, never an API key";
       break;

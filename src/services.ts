@@ -12,6 +12,7 @@ import { createEventPublisher } from "./modules/events/publisher.ts";
 import { createApiKeyCache } from "./modules/merchants/key-cache.ts";
 import { createMerchantService } from "./modules/merchants/service.ts";
 import { createBrandService } from "./modules/brand/service.ts";
+import { createGoLiveService } from "./modules/go-live/service.ts";
 import { createMomoService } from "./modules/momo/service.ts";
 import { createPaymentLinkService } from "./modules/payment-links/service.ts";
 import { createPaymentMethodService } from "./modules/payment-methods/service.ts";
@@ -82,7 +83,7 @@ export function createServices(deps: ServiceDeps) {
     recordCall: providerCalls.record,
   });
   const callbackUrls = createCallbackUrls(connectors, config.publicBaseUrl);
-  const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl);
+  const channels = createChannelService(prisma, deps.sql, deps.secrets, callbackUrls.webhookUrl, { connectors, jobs });
   const merchantUrls = createMerchantUrls({ allowPrivateUrls: config.allowPrivateUrls });
   const customers = createCustomerService(prisma, read.prisma);
   const paymentMethods = createPaymentMethodService({ prisma, secrets: deps.secrets, encryptionKey: deps.encryptionKey, customers, logger });
@@ -165,6 +166,9 @@ export function createServices(deps: ServiceDeps) {
   });
   const brand = createBrandService({ prisma, sql: deps.sql });
   const reports = createReportService({ prisma, read });
+  const merchants = createMerchantService(prisma, { keyCache });
+  const webhooks = createWebhookService({ prisma, sql: deps.sql, read, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt });
+  const goLive = createGoLiveService({ config: { publicBaseUrl: config.publicBaseUrl, smtpConfigured: config.mail.smtp !== undefined }, channels, momo, webhooks, merchants, users });
   const mail = createMailService({ prisma, jobs, logger, config: { mail: config.mail, publicBaseUrl: config.publicBaseUrl }, transactions, refunds, customers, brand, reports });
   return {
     publisher,
@@ -176,7 +180,8 @@ export function createServices(deps: ServiceDeps) {
     jobs,
     connectors,
     providerCalls,
-    merchants: createMerchantService(prisma, { keyCache }),
+    merchants,
+    goLive,
     brand,
     channels,
     customers,
@@ -194,7 +199,7 @@ export function createServices(deps: ServiceDeps) {
     momo,
     callbackUrls,
     callbacks: createCallbackService({ channels, connectors, transactions, payouts, refunds, disputes, momo, reconciliations, logger }),
-    webhooks: createWebhookService({ prisma, sql: deps.sql, read, secrets: deps.secrets, jobs, config: config.webhooks, merchantUrls, logger, onAttempt: metrics?.webhookAttempt }),
+    webhooks,
   };
 }
 

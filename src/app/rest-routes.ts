@@ -14,10 +14,11 @@ import { ledgerRoutes } from "../modules/ledger/routes.ts";
 import { reconciliationRoutes } from "../modules/reconciliation/routes.ts";
 import { providerCallRoutes } from "../modules/provider-calls/routes.ts";
 import { mailRoutes } from "../modules/mail/routes.ts";
+import { goLiveRoutes } from "../modules/go-live/routes.ts";
 import type { RestRoute } from "../rest/route-table.ts";
 
 /** Every REST row, from every feature: the route table (src/rest/route-table.ts) serves them, the composition root lists them. */
 export const restRoutes: RestRoute[] = [
   ...merchantRoutes, ...transactionRoutes, ...momoRoutes, ...channelRoutes, ...customerRoutes, ...paymentMethodRoutes, ...webhookRoutes, ...payoutRoutes, ...refundRoutes,
-  ...disputeRoutes, ...billingRoutes, ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes, ...mailRoutes,
+  ...disputeRoutes, ...billingRoutes, ...ledgerRoutes, ...reconciliationRoutes, ...paymentLinkRoutes, ...providerCallRoutes, ...mailRoutes, ...goLiveRoutes,
 ];

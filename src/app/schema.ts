@@ -22,6 +22,7 @@ import "../modules/users/schema.ts";
 import "../modules/ledger/schema.ts";
 import "../modules/provider-calls/schema.ts";
 import "../modules/mail/schema.ts";
+import "../modules/go-live/schema.ts";
 
 export const schema: GraphQLSchema = lexicographicSortSchema(builder.toSchema());
 

@@ -31,6 +31,8 @@ export const connectorConfigSchemas = {
       security_credential: z.string().trim().min(1, "is required").max(2000, "must be at most 2000 characters").optional(),
       initiator_password: nonEmpty.optional(),
       b2c_shortcode: z.string().regex(/^\d{5,7}$/, "must be a 5 to 7 digit M-Pesa shortcode").optional(),
+      // Payers also pay the shortcode from their phone's menu (C2B): its URLs must be registered (default true).
+      c2b: z.boolean("must be true or false").optional(),
     })
     .refine((c) => c.transaction_type !== "till" || c.till_number !== undefined, {
       message: "is required when transaction_type is till",

@@ -38,6 +38,23 @@ export interface Connector {
   inbound?: InboundConnector;
   /** Its record of payments and money, for the daily reconciliation. */
   reconciliation?: ReconciliationConnector;
+  /** Whether the provider accepts a channel's credentials, asked with a call that needs them (absent: the provider needs none). */
+  credentials?: CredentialsConnector;
+}
+
+/** What the provider said of a channel's credentials, in the merchant's words (never a secret). */
+export interface CredentialsVerdict {
+  ok: boolean;
+  message: string;
+}
+
+export interface CredentialsConnector {
+  /**
+   * Shows the credentials to the provider with a call that changes nothing (Daraja's OAuth token, Paystack's
+   * GET /balance). `live`: the channel takes real money, so test credentials (a test key, a sandbox environment)
+   * are refused too. Never throws for a refusal or an unreachable provider: both are verdicts.
+   */
+  verify(request: { config: unknown; live: boolean }): Promise<CredentialsVerdict>;
 }
 
 /** What a card charge came to: the core records it through the state machine. */
@@ -171,6 +188,8 @@ export interface MomoConnector {
   }): Promise<{ rejected: boolean } | void>;
   /** True when this channel may simulate C2B payments (never a production channel). */
   canSimulateC2b(config: unknown): boolean;
+  /** True when payers pay this channel's shortcode from their phone's menu (C2B), so its URLs must be registered to record them. */
+  takesC2b(config: unknown): boolean;
   parseC2bPayment(body: unknown): C2bPayment;
   /** The provider's validation reply: accepted, or rejected with its code. */
   c2bValidationReply(decision: C2bDecision): unknown;

@@ -545,6 +545,11 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       return send(res, 200, { status: true, message: "Charge attempted", data: fake.verifyData(reference) });
     }
 
+    // Balance: one entry per currency the account holds, in subunits (what a credentials check reads).
+    if (req.method === "GET" && path === "/balance") {
+      return send(res, 200, { status: true, message: "Balances retrieved", data: [{ currency: "KES", balance: 0 }] });
+    }
+
     const verify = /^\/transaction\/verify\/([^/?]+)$/.exec(path);
     if (req.method === "GET" && verify) {
       const reference = decodeURIComponent(verify[1]!);

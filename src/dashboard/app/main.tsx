@@ -132,7 +132,7 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   const customer = /^\/customers\/(\d+)$/.exec(route);
   if (detail) page = <TransactionDetail reference={decodeURIComponent(detail[1]!)} session={session} />;
   else if (customer) page = <CustomerDetail key={customer[1]} id={Number(customer[1])} session={session} />;
-  else if (route.startsWith("/overview")) page = <Overview />;
+  else if (route.startsWith("/overview")) page = <Overview session={session} />;
   else if (route.startsWith("/customers")) page = <Customers />;
   else if (route.startsWith("/subscriptions")) page = <Subscriptions session={session} />;
   else if (route.startsWith("/plans")) page = <Plans session={session} />;

@@ -1,8 +1,8 @@
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestChannelFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, type RestRequest } from "../../rest/route-table.ts";
-import { bodyFields, boolParam, intField } from "../../rest/params.ts";
-import { body, bool, envelope, int, list, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
+import { bodyFields, boolParam, intField, intParam } from "../../rest/params.ts";
+import { body, bool, dateTime, envelope, int, list, obj, oneOfStrings, schemas, str } from "../../openapi/schemas.ts";
 import { listedProviderNames } from "../../providers/registry.ts";
 
 const RestChannel = graphql(`
@@ -87,5 +87,28 @@ export const channelRoutes = [
     `),
     variables: ({ query }) => ({ activeOnly: boolParam(query, "active_only") ?? false }),
     respond: ({ paymentChannels }) => ({ body: { status: "success", channels: paymentChannels.map(toLegacyChannel) } }),
+  }),
+  defineRoute({
+    method: "POST",
+    path: "/v1/payment-channels/:id/check-credentials",
+    doc: {
+      operationId: "checkChannelCredentials",
+      summary: "Show a channel's credentials to its provider now (a call that changes nothing) and keep the answer",
+      description: "M-Pesa: Daraja's OAuth token call; Paystack: GET /balance. A refusal is an answer (ok false, with the provider's words), not an error. The go-live checklist reads the last answer.",
+      tag: "Payment channels",
+      response: envelope({ data: obj({ ok: bool(), message: str(), checked_at: dateTime() }) }),
+      errors: [404],
+    },
+    operation: graphql(`
+      mutation V1CheckChannelCredentials($id: Int!) {
+        checkChannelCredentials(id: $id) {
+          __typename
+          ... on Error { code message }
+          ... on ChannelCredentialCheck { ok message checkedAt }
+        }
+      }
+    `),
+    variables: ({ params }) => ({ id: intParam(params, "id") ?? null }),
+    respond: ({ checkChannelCredentials: check }) => ({ body: { status: "success", data: { ok: check.ok, message: check.message, checked_at: check.checkedAt } } }),
   }),
 ];

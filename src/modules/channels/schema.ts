@@ -2,6 +2,15 @@ import { ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 
+const ChannelCredentialCheck = builder.prismaObject("ChannelCredentialCheck", {
+  description: "What the provider said when the channel's credentials were last shown to it (M-Pesa: the OAuth token call; Paystack: GET /balance).",
+  fields: (t) => ({
+    ok: t.exposeBoolean("ok", { description: "True when the provider accepted them (and, for a live channel, they are live credentials)." }),
+    message: t.exposeString("message", { description: "The provider's answer in the merchant's words; never a secret." }),
+    checkedAt: t.expose("checkedAt", { type: "DateTime" }),
+  }),
+});
+
 export const PaymentChannel = builder.prismaNode("PaymentChannel", {
   id: { field: "id" },
   description: "A connection to an upstream payment provider. Its credentials are write-only.",
@@ -16,6 +25,10 @@ export const PaymentChannel = builder.prismaNode("PaymentChannel", {
     feePercentBps: t.exposeInt("feePercentBps", { description: "The provider's fee on each payment, in basis points of the amount (150 = 1.5%); the ledger books it." }),
     feeFixed: t.expose("feeFixed", { type: "BigInt", description: "The provider's fixed fee on each payment, in minor units, added to the percentage." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
+    credentialsCheck: t.relation("credentialCheck", {
+      nullable: true,
+      description: "The last check of its credentials with the provider; null until one is made (live channels are checked when their credentials are saved).",
+    }),
     webhookUrl: t.string({
       nullable: true,
       description: "Paystack channels: the URL to paste into Paystack's dashboard (Settings, API keys & webhooks) so its webhooks reach this channel. Null for other providers.",
@@ -73,6 +86,13 @@ builder.mutationFields((t) => ({
     errors: { types: businessErrors },
     args: { id: t.arg.int({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.services.channels.setDefaultChannel(ctx.principal!, id),
+  }),
+  checkChannelCredentials: t.prismaField({
+    type: ChannelCredentialCheck,
+    description: "Shows the channel's credentials to its provider now (a call that changes nothing) and keeps the answer on the channel.",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_query, _root, { id }, ctx) => ctx.services.channels.checkCredentials(ctx.principal!, id),
   }),
   deactivatePaymentChannel: t.field({
     type: PaymentChannel,

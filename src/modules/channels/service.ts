@@ -1,12 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient, Sql } from "../../db/database.ts";
-import type { PaymentChannel, Prisma } from "../../db/generated/prisma/client.ts";
+import type { ChannelCredentialCheck, PaymentChannel, Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { connectorConfigSchemas, isProviderName, isTestProvider, listedProviderNames, type ProviderName } from "../../providers/registry.ts";
+import { enqueue } from "../../jobs/store.ts";
+import type { JobRunner } from "../../jobs/runner.ts";
+import { withProviderCallScope } from "../../providers/call-record.ts";
+import type { Connectors } from "../../providers/index.ts";
 import type { SecretBox } from "../../security/encryption.ts";
 
-export type { PaymentChannel };
+export type { ChannelCredentialCheck, PaymentChannel };
+
+/** Shows a live channel's new credentials to its provider after they are saved (create or update). */
+export const CHECK_CREDENTIALS_JOB = "channels.check_credentials";
 
 /** The provider's fee on each payment, kept by the ledger: round(amount * feePercentBps / 10000) + feeFixed. */
 export interface FeeSchedule {
@@ -219,9 +226,58 @@ WHERE m.id = $1`;
  * `webhookUrl` is the URL a merchant pastes into a provider's dashboard for a channel (null for providers
  * whose URLs the gateway hands out itself); the channel's connector lays it out (callback-urls.ts).
  */
-export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: SecretBox, webhookUrl: (channel: Pick<PaymentChannel, "provider" | "callbackToken">) => string | null = () => null) {
+export interface ChannelCredentialChecking {
+  /** The connectors whose `credentials` capability asks the provider. */
+  connectors: Connectors;
+  /** Runs the check queued when a live channel's credentials are saved; without it, checks are made on demand only. */
+  jobs?: JobRunner;
+}
+
+export function createChannelService(
+  prisma: PrismaClient,
+  sql: Sql,
+  secrets: SecretBox,
+  webhookUrl: (channel: Pick<PaymentChannel, "provider" | "callbackToken">) => string | null = () => null,
+  checking?: ChannelCredentialChecking,
+) {
   const scope = scopeOf;
   const recent = new RecentChannels();
+
+  /**
+   * Asks the channel's provider whether it accepts the credentials and keeps the verdict (replacing the last one).
+   * A provider that needs none (the sandbox) accepts them by definition.
+   */
+  async function checkCredentialsOf(channel: PaymentChannel): Promise<ChannelCredentialCheck> {
+    const connector = checking?.connectors.for(channel);
+    const verdict = connector?.credentials
+      ? await withProviderCallScope({ merchantId: channel.merchantId }, () =>
+          connector.credentials!.verify({ config: secrets.decryptJson(channel.configEncrypted), live: channel.mode === "live" }),
+        )
+      : connector
+        ? { ok: true, message: `${channel.provider} channels need no credentials` }
+        : { ok: false, message: `This build has no ${channel.provider} provider` };
+    const data = { ok: verdict.ok, message: verdict.message.slice(0, 500), checkedAt: new Date() };
+    return prisma.channelCredentialCheck.upsert({ where: { channelId: channel.id }, create: { channelId: channel.id, ...data }, update: data });
+  }
+
+  checking?.jobs?.register<{ channelId: number }>({
+    kind: CHECK_CREDENTIALS_JOB,
+    maxAttempts: 3,
+    async run({ channelId }) {
+      const channel = await prisma.paymentChannel.findUnique({ where: { id: channelId } });
+      if (channel) await checkCredentialsOf(channel);
+    },
+  });
+
+  /**
+   * New credentials make the last verdict meaningless: it is dropped in the same database transaction, and a live
+   * channel's are shown to the provider by a job right after commit (the go-live checklist reads the verdict).
+   */
+  async function credentialsSaved(tx: Prisma.TransactionClient, channel: PaymentChannel): Promise<void> {
+    await tx.channelCredentialCheck.deleteMany({ where: { channelId: channel.id } });
+    if (channel.mode === "live" && checking?.jobs) await enqueue(tx, CHECK_CREDENTIALS_JOB, { channelId: channel.id }, { key: { channelId: channel.id } });
+  }
+  const nudgeChecks = () => checking?.jobs?.nudge();
 
   /**
    * Serializes default-flag changes per merchant: without the row lock two concurrent transactions
@@ -265,10 +321,10 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
       const configEncrypted = secrets.encryptJson(validateConfig(provider, input.config));
       const fees = validateFeeSchedule(input);
       // The new channel is the merchant's default: a resolution kept for "the default" is then out of date.
-      return prisma.$transaction(async (tx) => {
+      const created = await prisma.$transaction(async (tx) => {
         await lockMerchant(tx, principal.merchantId);
         await clearDefault(tx, principal);
-        return tx.paymentChannel.create({
+        const channel = await tx.paymentChannel.create({
           data: {
             ...scope(principal),
             name,
@@ -280,7 +336,11 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
             callbackToken: randomBytes(24).toString("base64url"),
           },
         });
+        await credentialsSaved(tx, channel);
+        return channel;
       }).finally(() => recent.clear());
+      nudgeChecks();
+      return created;
     },
 
     listChannels(principal: Principal, options: { activeOnly?: boolean | null } = {}): Promise<PaymentChannel[]> {
@@ -328,8 +388,13 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
       if (input.config != null) {
         data.configEncrypted = secrets.encryptJson(validateConfig(validateProvider(channel.provider), input.config));
       }
-      const updated = await prisma.paymentChannel.update({ where: { id: channel.id }, data });
+      const updated = await prisma.$transaction(async (tx) => {
+        const row = await tx.paymentChannel.update({ where: { id: channel.id }, data });
+        if (input.config != null) await credentialsSaved(tx, row);
+        return row;
+      });
       recent.clear();
+      if (input.config != null) nudgeChecks();
       return updated;
     },
 
@@ -355,6 +420,17 @@ export function createChannelService(prisma: PrismaClient, sql: Sql, secrets: Se
     },
 
     isUsableChannel,
+
+    /** Shows one of the caller's channels' credentials to its provider now, and keeps the verdict. */
+    async checkCredentials(principal: Principal, id: number): Promise<ChannelCredentialCheck> {
+      return checkCredentialsOf(await getChannel(principal, id));
+    },
+
+    /** The last verdict on each channel's credentials (absent: never checked since they were saved). */
+    async credentialChecks(channelIds: number[]): Promise<Map<number, ChannelCredentialCheck>> {
+      const rows = channelIds.length ? await prisma.channelCredentialCheck.findMany({ where: { channelId: { in: channelIds } } }) : [];
+      return new Map(rows.map((row) => [row.channelId, row]));
+    },
 
     /** The channel a payment should use: the one named, or else the merchant's active default. */
     async resolvePaymentChannel(principal: Principal, channelId?: number | null): Promise<PaymentChannel> {

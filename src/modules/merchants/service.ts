@@ -107,6 +107,11 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
       return principal;
     },
 
+    /** How many keys of the mode work (not revoked). */
+    activeKeyCount(merchantId: number, mode: KeyMode): Promise<number> {
+      return prisma.apiKey.count({ where: { merchantId, mode, revokedAt: null } });
+    },
+
     getMerchant(id: number) {
       return prisma.merchant.findUnique({ where: { id } });
     },

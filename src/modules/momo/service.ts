@@ -154,6 +154,18 @@ export function createMomoService(deps: MomoServiceDeps) {
       return data;
     },
 
+    /**
+     * Whether payers pay this channel from their phone's menu (C2B: its connector reads the channel's config) and,
+     * if so, whether its URLs are registered with the provider (a registration is only stored once it accepted them).
+     */
+    async c2bStatus(channel: PaymentChannel): Promise<{ takesC2b: boolean; registered: boolean }> {
+      const momo = connectors.for(channel)?.momo;
+      const takesC2b = Boolean(momo?.takesC2b(channels.readChannelConfig(channel)));
+      if (!takesC2b) return { takesC2b, registered: false };
+      const registration = await prisma.momoC2bRegistration.findUnique({ where: { channelId: channel.id }, select: { channelId: true } });
+      return { takesC2b, registered: registration !== null };
+    },
+
     /** Sandbox channels only (the connector says which: the sandbox provider, an mpesa channel in Daraja's sandbox). */
     async simulateC2b(principal: Principal, input: SimulateC2bInput) {
       const amount = parseAmount(input.amount);

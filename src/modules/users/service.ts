@@ -123,6 +123,11 @@ export function createUserService(deps: UserServiceDeps) {
       return prisma.user.findMany({ where: { merchantId }, orderBy: { id: "asc" }, select: { id: true, merchantId: true, email: true, role: true, createdAt: true } });
     },
 
+    /** Owners who can still sign in. */
+    activeOwnerCount(merchantId: number): Promise<number> {
+      return prisma.user.count({ where: { merchantId, role: "owner", disabledAt: null } });
+    },
+
     getUser(merchantId: number, id: number) {
       return prisma.user.findFirst({ where: { id, merchantId }, select: { id: true, merchantId: true, email: true, role: true, createdAt: true } });
     },

@@ -22,6 +22,9 @@ function parseEventId(value: string, field: string): bigint {
 export function createDeliveries(deps: { prisma: PrismaClient; reader: PrismaClient; jobs: JobRunner; endpoints: Pick<Endpoints, "getEndpoint"> }) {
   const { prisma } = deps;
   return {
+    /** The latest 2xx an enabled endpoint of the caller's merchant and mode answered since `since`, or null. */
+    latestSuccessfulDelivery: (principal: Principal, since: Date) => store.latestSuccessfulDelivery(deps.reader, principal, since),
+
     /** Newest first; only the caller's merchant and mode. */
     listDeliveries(principal: Principal, filters: DeliveryFilters, query: DeliveryQuery = {}) {
       const limit = filters.limit ?? 50;

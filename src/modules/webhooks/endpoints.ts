@@ -50,6 +50,9 @@ export function createEndpoints(deps: { prisma: PrismaClient; secrets: SecretBox
   return {
     getEndpoint,
 
+    /** How many endpoints the caller's merchant has in its mode. */
+    countEndpoints: (principal: Principal) => store.countEndpoints(prisma, principal),
+
     /** Creates an endpoint; the signing secret is in the answer this once and never again. */
     async createEndpoint(principal: Principal, input: EndpointInput) {
       const { url, events, description, enabled } = await parseInputAsync(newEndpoint(principal.mode), input);

@@ -203,6 +203,19 @@ export function listDeliveries(
   });
 }
 
+/**
+ * The latest delivery of the merchant's mode that an enabled endpoint answered with a 2xx since `since` (the go-live
+ * checklist's proof that an endpoint works), with its endpoint's URL; null when none. Walks the (merchant, mode, id)
+ * index newest first, so it stops at the first success.
+ */
+export function latestSuccessfulDelivery(db: Db, principal: Principal, since: Date) {
+  return db.webhookDelivery.findFirst({
+    where: { ...scopeOf(principal), status: "succeeded", deliveredAt: { gte: since }, endpoint: { enabled: true } },
+    orderBy: { id: "desc" },
+    select: { deliveredAt: true, lastStatusCode: true, endpoint: { select: { id: true, url: true } } },
+  });
+}
+
 /** The caller's event a resend names (the events table, read here for the resend alone). */
 export function findEvent(db: PrismaClient, principal: Principal, id: bigint): Promise<Event | null> {
   return db.event.findFirst({ where: { id, ...scopeOf(principal) } });

@@ -7,7 +7,7 @@ import * as wire from "./wire.ts";
  * simulating a payment (Daraja's sandbox only), and C2B's payload and reply formats. What the gateway does
  * with a C2B payment (relay the merchant's verdict, record it once, forward it) is modules/momo's.
  */
-export type MpesaC2b = Pick<MomoConnector, "registerC2bUrls" | "canSimulateC2b" | "simulateC2b" | "parseC2bPayment" | "c2bValidationReply" | "readC2bValidationDecision">;
+export type MpesaC2b = Pick<MomoConnector, "registerC2bUrls" | "canSimulateC2b" | "takesC2b" | "simulateC2b" | "parseC2bPayment" | "c2bValidationReply" | "readC2bValidationDecision">;
 
 export function createMpesaC2b(client: DarajaClient): MpesaC2b {
   return {
@@ -23,6 +23,9 @@ export function createMpesaC2b(client: DarajaClient): MpesaC2b {
     },
 
     canSimulateC2b: (config) => (config as MpesaConfig).environment === "sandbox",
+
+    // Any paybill or till can be paid from the M-Pesa menu; a merchant who only sends STK pushes says `c2b: false`.
+    takesC2b: (config) => (config as MpesaConfig).c2b !== false,
 
     async simulateC2b(request) {
       const config = request.config as MpesaConfig;

@@ -22,6 +22,8 @@ export interface MpesaConfig {
   initiator_password?: string;
   /** The B2C shortcode when it differs from the collection shortcode. */
   b2c_shortcode?: string;
+  /** False when payers never pay the shortcode from their phone's menu (STK push only): no C2B URLs are needed. Default true. */
+  c2b?: boolean;
 }
 
 export interface DarajaClientOptions {
@@ -114,7 +116,13 @@ export function createDarajaClient(options: DarajaClientOptions) {
     const token = response.body?.access_token;
     if (response.status !== 200 || typeof token !== "string" || !token) {
       if (response.status >= 500) throw darajaFailure("authentication", response, darajaScrubber(config));
-      throw new GatewayError("provider_error", "M-Pesa rejected the channel's consumer key or consumer secret; check the payment channel's credentials");
+      // Daraja's own words (e.g. 400.008.01 "Invalid Authentication passed") tell the merchant which app it refused.
+      const code = typeof response.body?.errorCode === "string" ? `${response.body.errorCode}: ` : "";
+      const said = shortMessage(response.body?.errorMessage, darajaScrubber(config, basic));
+      throw new GatewayError(
+        "provider_error",
+        `M-Pesa rejected the channel's consumer key or consumer secret${said ? ` (${code}${said})` : ""}; check the payment channel's credentials`,
+      );
     }
     const seconds = Number(response.body?.expires_in ?? 3599);
     const expiresAt = Date.now() + (Number.isFinite(seconds) && seconds > 0 ? seconds : 3599) * 1000 - REFRESH_MARGIN_MS;
@@ -171,6 +179,8 @@ export function createDarajaClient(options: DarajaClientOptions) {
   return {
     post,
     accepted,
+    /** The app's token (cached while Daraja's lasts): proof that Daraja accepts the consumer key and secret. */
+    accessToken: (config: MpesaConfig) => accessToken(config),
     /** POSTs and returns Daraja's acceptance, or throws the mapped failure. */
     async request(config: MpesaConfig, path: string, body: Record<string, unknown>, operation: string): Promise<Record<string, unknown>> {
       return accepted(operation, config, await post(config, path, body, operation));

@@ -4,6 +4,7 @@ import type { Connector, MomoConnector } from "../types.ts";
 import { createMpesaC2b } from "./c2b.ts";
 import { createDarajaClient } from "./client.ts";
 import { createMpesaCollections } from "./collections.ts";
+import { createMpesaCredentials } from "./credentials.ts";
 import { createDarajaInbound } from "./inbound.ts";
 import { createMpesaPayouts } from "./payouts.ts";
 import { createMpesaReconciliation } from "./reconciliation.ts";
@@ -47,6 +48,7 @@ export function createMpesaConnector(options: MpesaConnectorOptions): Connector 
     // name is accepted in paths but never given to Safaricom.
     inbound: createDarajaInbound({ segment: "daraja", aliases: ["daraja"], forbiddenUrlWords: wire.darajaForbiddenUrlWords, momo, payouts }),
     reconciliation: createMpesaReconciliation(client),
+    credentials: createMpesaCredentials(client),
   };
 }
 

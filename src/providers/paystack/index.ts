@@ -3,6 +3,7 @@ import { connectorCurrencies } from "../registry.ts";
 import type { Connector } from "../types.ts";
 import { createPaystackClient } from "./client.ts";
 import { createPaystackCollections } from "./collections.ts";
+import { createPaystackCredentials } from "./credentials.ts";
 import { createPaystackDisputes } from "./disputes.ts";
 import { paystackInbound } from "./inbound.ts";
 import { createPaystackPayouts } from "./payouts.ts";
@@ -35,5 +36,6 @@ export function createPaystackConnector(options: PaystackConnectorOptions = {}):
     disputes: createPaystackDisputes(client),
     inbound: paystackInbound,
     reconciliation: createPaystackReconciliation(client),
+    credentials: createPaystackCredentials(client),
   };
 }

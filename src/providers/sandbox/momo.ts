@@ -69,6 +69,8 @@ export function createSandboxMomo(options: { stkDelayMs: number; record?: Sandbo
     parseStkCallback: wire.parseStkCallbackBody,
     async registerC2bUrls() {},
     canSimulateC2b: () => true,
+    // A simulator: nobody pays it from a phone's menu.
+    takesC2b: () => false,
 
     async simulateC2b(request) {
       const transId = `SBX${randomBytes(4).toString("hex").toUpperCase()}`.slice(0, 10);

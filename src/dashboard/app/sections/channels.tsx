@@ -8,7 +8,14 @@ import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
 import { Badge, ConfirmButton, EmptyState, PageHeader, announce, useAction, useQuery } from "../ui.tsx";
 
-const LIST = graphql(`query DashboardChannels { paymentChannels { databaseId name provider isActive isDefault webhookUrl createdAt } }`);
+const LIST = graphql(`
+  query DashboardChannels { paymentChannels { databaseId name provider isActive isDefault webhookUrl createdAt credentialsCheck { ok message checkedAt } } }
+`);
+const CHECK_CREDENTIALS = graphql(`
+  mutation DashboardChannelCheckCredentials($id: Int!) {
+    checkChannelCredentials(id: $id) { __typename ...DashboardError ... on ChannelCredentialCheck { ok message } }
+  }
+`);
 type Channel = DashboardChannelsQuery["paymentChannels"][number];
 const CREATE = graphql(`
   mutation DashboardCreateChannel($input: CreatePaymentChannelInput!) {
@@ -29,6 +36,8 @@ interface CredentialField {
   secret?: boolean;
   optional?: boolean;
   options?: string[];
+  /** Sent as a boolean: the first option is true. */
+  boolean?: boolean;
   when?: (values: Record<string, string>) => boolean;
 }
 const PROVIDERS: Record<string, { label: string; fields: CredentialField[] }> = {
@@ -52,6 +61,7 @@ const PROVIDERS: Record<string, { label: string; fields: CredentialField[] }> = 
       { name: "passkey", label: "Passkey", secret: true },
       { name: "initiator_name", label: "B2C initiator name (payouts, optional)", optional: true },
       { name: "initiator_password", label: "B2C initiator password (optional)", secret: true, optional: true },
+      { name: "c2b", label: "Payers also pay from the M-Pesa menu (C2B)", options: ["yes", "no"], boolean: true },
     ],
   },
 };
@@ -78,6 +88,7 @@ export function Channels({ session }: { session: Session }) {
       </PageHeader>
       {writable && adding && (
         <NewChannel
+          mode={session.mode}
           onCancel={() => setAdding(false)}
           onCreated={() => {
             setAdding(false);
@@ -92,7 +103,14 @@ export function Channels({ session }: { session: Session }) {
         error={error ?? action.error}
         empty={
           <EmptyState title="No payment channels">
-            <p>A channel connects the gateway to a provider. Add a sandbox channel (New channel) to take test payments.</p>
+            {session.mode === "live" ? (
+              <p>
+                A channel connects the gateway to a provider. Add a live channel (New channel): M-Pesa with your production Daraja app, or Paystack with your live keys. Its
+                credentials are checked with the provider as soon as you save them.
+              </p>
+            ) : (
+              <p>A channel connects the gateway to a provider. Add a sandbox channel (New channel) to take test payments.</p>
+            )}
           </EmptyState>
         }
       >
@@ -121,12 +139,36 @@ export function Channels({ session }: { session: Session }) {
                   </>
                 ),
               },
+              {
+                label: "Credentials",
+                cell: (channel) =>
+                  channel.credentialsCheck ? (
+                    <span class="credentials-check" data-ok={String(channel.credentialsCheck.ok)}>
+                      <Badge value={channel.credentialsCheck.ok ? "accepted" : "refused"} kind={channel.credentialsCheck.ok ? "completed" : "failed"} />
+                      <span class="muted block break">
+                        {channel.credentialsCheck.message} ({formatDate(channel.credentialsCheck.checkedAt)})
+                      </span>
+                    </span>
+                  ) : (
+                    <span class="muted">Not checked</span>
+                  ),
+              },
               { label: "Created", cell: (channel) => formatDate(channel.createdAt) },
             ]}
             actions={
               writable
                 ? (channel) => (
                     <>
+                      {channel.isActive && (
+                        <button
+                          type="button"
+                          class="secondary small"
+                          disabled={action.busy}
+                          onClick={() => void change((id) => mutate(CHECK_CREDENTIALS, "checkChannelCredentials", { id }), channel, "credentials checked with the provider")}
+                        >
+                          Check credentials
+                        </button>
+                      )}
                       {channel.isActive && !channel.isDefault && (
                         <button type="button" class="secondary small" disabled={action.busy} onClick={() => void change((id) => mutate(SET_DEFAULT, "setDefaultPaymentChannel", { id }), channel, "now the default")}>
                           Make default
@@ -152,17 +194,20 @@ export function Channels({ session }: { session: Session }) {
   );
 }
 
-function NewChannel({ onCreated, onCancel }: { onCreated: () => void; onCancel: () => void }) {
-  const [provider, setProvider] = useState("sandbox");
+function NewChannel({ mode, onCreated, onCancel }: { mode: Session["mode"]; onCreated: () => void; onCancel: () => void }) {
+  // The sandbox is for test mode only: live mode offers the real providers.
+  const providers = Object.entries(PROVIDERS).filter(([value]) => mode === "test" || value !== "sandbox");
+  const [provider, setProvider] = useState(providers[0]![0]);
   const [name, setName] = useState("");
   const [values, setValues] = useState<Record<string, string>>({});
   const providerRef = useFocusOnMount<HTMLSelectElement>();
   const fields = PROVIDERS[provider]!.fields.filter((field) => !field.when || field.when(values));
   const create = async () => {
-    const config: Record<string, string> = {};
+    const config: Record<string, string | boolean> = {};
     for (const field of fields) {
       const value = (values[field.name] ?? field.options?.[0] ?? "").trim();
-      if (value) config[field.name] = value;
+      if (field.boolean) config[field.name] = value === field.options?.[0];
+      else if (value) config[field.name] = value;
     }
     await mutate(CREATE, "createPaymentChannel", { input: { name: name.trim(), provider, config } });
     // Credentials are write-only: forget them as soon as the gateway has them.
@@ -177,7 +222,7 @@ function NewChannel({ onCreated, onCancel }: { onCreated: () => void; onCancel: 
         <div class="field">
           <label for="channel-provider">Provider</label>
           <select id="channel-provider" ref={providerRef} value={provider} onChange={(e) => (setProvider(e.currentTarget.value), setValues({}))}>
-            {Object.entries(PROVIDERS).map(([value, { label }]) => (
+            {providers.map(([value, { label }]) => (
               <option value={value} key={value}>
                 {label}
               </option>

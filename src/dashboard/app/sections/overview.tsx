@@ -4,6 +4,8 @@ import { graphql } from "../gql/index.ts";
 import type { DashboardOverviewQuery } from "../gql/graphql.ts";
 import { BarChart } from "../chart.tsx";
 import { Balances } from "./balances.tsx";
+import { GoLiveChecklist } from "./go-live.tsx";
+import type { Session } from "../session.ts";
 import { formatMoney, majorUnits } from "../format.ts";
 import { useReloadOnMoney } from "../money-events.ts";
 import { ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
@@ -47,7 +49,7 @@ function compactMajor(minor: number, currency: string): string {
 
 const plural = (count: number, word: string) => `${count.toLocaleString("en-US")} ${word}${count === 1 ? "" : "s"}`;
 
-export function Overview() {
+export function Overview({ session }: { session?: Session }) {
   const { data, error, loading, reload } = useQuery(QUERY, { days: CHART_DAYS, periods: [...PERIODS] });
   let stats: Stats | null = null;
   let failure = error;
@@ -63,6 +65,7 @@ export function Overview() {
   return (
     <section>
       <PageHeader title="Overview" />
+      {session?.mode === "live" && session.user.role !== "viewer" && <GoLiveChecklist />}
       <ErrorNote message={failure} />
       {!stats && loading && <Loading />}
       {stats && (

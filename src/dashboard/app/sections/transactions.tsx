@@ -209,7 +209,13 @@ function NoPaymentsYet({ mode }: { mode: Mode }) {
           <p>Open the authorization_url it answers and pay with the test card 4084 0840 8408 4081.</p>
         </>
       ) : (
-        <p>Live payments appear here as soon as your customers pay. Switch to test mode to try the gateway without real money.</p>
+        <p>
+          Live payments appear here as soon as your customers pay through a live channel (M-Pesa or Paystack with your production credentials, under{" "}
+          <a href={`${BASE}/channels`} onClick={(e) => onLinkClick(e, "/channels")}>
+            Payment channels
+          </a>
+          ); the Overview lists what is left before you go live. Switch to test mode to try the gateway without real money.
+        </p>
       )}
     </EmptyState>
   );
