@@ -18,13 +18,14 @@ export interface DemoCredentials {
 /**
  * On the first start against an empty database: a demo merchant with a channel of the test provider (no
  * credentials, no real money; providers/registry.ts) and an owner
- * who can sign in to the dashboard, so the README quick start needs nothing else. Returns the test key
+ * who can sign in to the dashboard, so the README quick start needs nothing else (development only: main.ts never
+ * calls this with NODE_ENV=production; `cli demo remove` deletes it). Returns the test key
  * and the owner's password (each shown once), or null when the database already had merchants.
  */
 export async function createDemoMerchantIfEmpty(services: Services): Promise<DemoCredentials | null> {
   if (await services.merchants.hasAnyMerchant()) return null;
   try {
-    const { merchant, keys } = await services.merchants.createMerchant(DEMO_MERCHANT);
+    const { merchant, keys } = await services.merchants.createMerchant({ ...DEMO_MERCHANT, isDemo: true });
     const principal: Principal = { merchantId: merchant.id, mode: "test", role: "owner", userId: null, keyId: null, keyPrefix: keys.test.prefix };
     await services.channels.createChannel(principal, { name: DEMO_CHANNEL_NAME, provider: testProviderName, config: {} });
     const user = { email: DEMO_MERCHANT.email, password: randomBytes(12).toString("base64url") };

@@ -28,7 +28,7 @@ async function main() {
   await runGateway(config, workerIndex === undefined ? baseLogger : baseLogger.child({ worker: workerIndex }), workerIndex);
 }
 
-/** One gateway: listen, create the demo merchant on a first start, drain and stop on SIGTERM/SIGINT. */
+/** One gateway: listen, create the demo merchant on a first start (not in production), drain and stop on SIGTERM/SIGINT. */
 async function runGateway(config: Config, logger: Logger, workerIndex: number | undefined) {
   const [{ createGateway }, { DataDirLockedError }, { createDemoMerchantIfEmpty }] = await Promise.all([
     import("./server.ts"),
@@ -49,9 +49,15 @@ async function runGateway(config: Config, logger: Logger, workerIndex: number | 
   // Listening first: a start that fails on a busy port or a bad HOST creates no demo merchant, so the
   // next start does, and prints its key.
   const address = await gateway.app.listen({ port: config.port, host: config.host });
-  // Of several workers only the first looks for an empty database: one demo merchant, one banner.
-  const demo = workerIndex === undefined || workerIndex === 1 ? await createDemoMerchantIfEmpty(gateway.services) : null;
+  // Of several workers only the first looks for an empty database: one demo merchant, one banner, one hint.
+  const firstWorker = workerIndex === undefined || workerIndex === 1;
+  // Production never makes a demo: its merchant is made by `cli setup`, and no secret is printed by a start.
+  const production = config.nodeEnv === "production";
+  const demo = firstWorker && !production ? await createDemoMerchantIfEmpty(gateway.services) : null;
   logger.info({ address, database: gateway.db.backend }, "payment gateway listening");
+  if (firstWorker && production && !(await gateway.services.merchants.hasAnyMerchant())) {
+    logger.info("no merchant yet: run `npm run cli -- setup` to create the first merchant and its owner");
+  }
 
   if (demo) {
     // Printed once, to the terminal only (not the log): the key and password are secrets never shown again.

@@ -91,6 +91,9 @@ function isWebSocketUpgrade(request: FastifyRequest): boolean {
   return (upgrade ?? "").toLowerCase() === "websocket" && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(connection ?? "");
 }
 
+/** The 401's message for a key sent as `Authorization: Bearer` where only X-API-Key is read (the /api routes). */
+export const API_KEY_HEADER_HINT = "Invalid API key: the /api routes read the secret key from the X-API-Key header, not Authorization: Bearer (send X-API-Key: sk_...)";
+
 function credentialOf(request: FastifyRequest, bearerAllowed: boolean): Credential {
   const { "x-api-key": apiKey, authorization } = request.headers;
   return credentialFrom(Array.isArray(apiKey) ? apiKey[0] : apiKey, authorization, bearerAllowed);
@@ -137,7 +140,10 @@ export function policyGuard(
     const principal = await authenticator.authenticate(credential);
     if (!principal) {
       if (charged) await budgets!.authenticationFailed(request, reply, charged);
-      return refuse(reply, new GatewayError(credential && "bearer" in credential ? "invalid_token" : "invalid_api_key"));
+      if (credential && "bearer" in credential) return refuse(reply, new GatewayError("invalid_token"));
+      // Paystack's clients send their secret key as a bearer token: say where this gateway's /api reads it.
+      if (!credential && !bearerAllowed && /^Bearer\s/i.test(request.headers.authorization ?? "")) return refuse(reply, new GatewayError("invalid_api_key", API_KEY_HEADER_HINT));
+      return refuse(reply, new GatewayError("invalid_api_key"));
     }
     request.principal = principal;
   };

@@ -79,7 +79,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   if (config.jobs.enabled) await services.transactions.scheduleCheckoutExpiry();
   if (config.jobs.enabled) await services.mail.scheduleDailySummaries();
   // The embedded database allows one process: the CLI hands its database commands to this one over DATA_DIR/cli.sock.
-  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations, retention: () => services.retention }, logger) : undefined;
+  const cliHandoff = db.backend === "pglite" ? await serveCliHandoff(config.dataDir, { prisma: db.prisma, backend: db.backend, merchants: services.merchants, reconciliations: () => services.reconciliations, retention: () => services.retention, publicBaseUrl: config.publicBaseUrl }, logger) : undefined;
   const routes = compileRoutes(schema, restRoutes);
   const authenticator = createAuthenticator({
     apiKeys: { authenticate: (key) => services.merchants.authenticate(key), looksValid: looksLikeApiKey },

@@ -20,6 +20,8 @@ export default defineConfig({
     teardownTimeout: 60_000,
     // expect.poll waits for an outcome (a page's text, a count) up to this, not vitest's default of one second.
     expect: { poll: { timeout: EVENTUALLY_MS } },
+    // No gateway process a test starts may print a key, a webhook secret or a password it set.
+    setupFiles: ["test/support/secrets-in-logs.setup.ts"],
     pool: "forks",
     // Most of a test file's time is spent waiting on servers, sockets and Chromium, not on the CPU, so several
     // files run at once even on 2 cores (vitest's default would be cores - 1 = 1). Each file has its own

@@ -1,9 +1,10 @@
 import { ConfigError } from "../config.ts";
 import { backupStatus } from "../db/backups.ts";
 import type { PrismaClient } from "../db/database.ts";
-import { DEMO_MERCHANT } from "../demo.ts";
 import { GatewayError } from "../errors.ts";
 import { queueReport } from "../jobs/store.ts";
+import { removeDemoMerchant } from "../modules/merchants/demo-removal.ts";
+import { setUpMerchant, updateMerchant } from "../modules/merchants/profile.ts";
 import type { MerchantService } from "../modules/merchants/service.ts";
 import type { RetentionService } from "../modules/retention/service.ts";
 import { createUser } from "../modules/users/service.ts";
@@ -28,6 +29,19 @@ const keyFlag: [string, string] = ["--key <sk_test_...>", "a test-mode secret ke
 const urlFlag: [string, string] = ["--url <url>", "the running gateway; default PUBLIC_BASE_URL, else http://localhost:PORT (PORT default 3000)"];
 
 export const commands: Record<string, CommandHelp> = {
+  setup: {
+    usage: "setup [--name <name> --email <email> [--country KE] [--timezone <zone>] [--currency KES] --password-stdin] [--another]",
+    help: "Creates the merchant and its first owner, who signs in to the dashboard (its URL is printed) with this e-mail and password. No API key and no channel: the owner makes those in the dashboard. At a terminal it asks for what the flags leave out (the password hidden, twice). Refused when the database has a merchant, unless --another.",
+    flags: [
+      ["--name <name>", "the business's name, as the dashboard and payers' pages show it"],
+      ["--email <email>", "the owner's e-mail: the merchant's contact and the owner's sign-in"],
+      ["--country <code>", "two-letter ISO 3166 country code, e.g. KE"],
+      ["--timezone <zone>", "IANA time zone of the merchant's days (default Africa/Nairobi for KE, else UTC)"],
+      ["--currency <code>", "default currency of its payments (default the country's, else KES)"],
+      ["--password-stdin", "read the owner's password from stdin (for scripts) instead of asking at the terminal"],
+      ["--another", "create one more merchant on a database that has one already"],
+    ],
+  },
   "merchant create": {
     usage: "merchant create --name <name> --email <email> [--currency KES]",
     help: "Creates a merchant with one test and one live API key, and prints both keys (shown once).",
@@ -38,6 +52,26 @@ export const commands: Record<string, CommandHelp> = {
     ],
   },
   "merchant list": { usage: "merchant list", help: "Lists merchants with their keys' visible prefixes (never whole keys).", flags: [] },
+  "merchant rename": {
+    usage: "merchant rename --merchant <id> --name <name>",
+    help: "Renames a merchant (e.g. the demo merchant made by a development start). `merchants rename` is the same command.",
+    flags: [
+      ["--merchant <id>", "the merchant's id, as merchant list shows it (required)"],
+      ["--name <name>", "the new name, at most 200 characters (required)"],
+    ],
+  },
+  "merchant set": {
+    usage: "merchant set --merchant <id> [--name <name>] [--timezone <zone>] [--country <code>] [--currency <code>] [--language en|sw]",
+    help: "Changes a merchant's settings: those given, each checked. `merchants set` is the same command.",
+    flags: [
+      ["--merchant <id>", "the merchant's id (required)"],
+      ["--name <name>", "its name"],
+      ["--timezone <zone>", "IANA time zone of its days, e.g. Africa/Nairobi"],
+      ["--country <code>", "two-letter ISO 3166 country code"],
+      ["--currency <code>", "default currency of its payments"],
+      ["--language en|sw", "language of the team's notices and payers' e-mails"],
+    ],
+  },
   "key create": {
     usage: "key create --merchant <id> --mode test|live [--role owner|developer|viewer]",
     help: "Issues another API key for a merchant and prints it (shown once).",
@@ -62,7 +96,12 @@ export const commands: Record<string, CommandHelp> = {
       ["--password-stdin", "read the password from stdin (for scripts) instead of asking at the terminal"],
     ],
   },
-  demo: { usage: "demo", help: "Prints a new test API key for the demo merchant (created at the first start), e.g. when the first one was lost.", flags: [] },
+  demo: { usage: "demo", help: "Prints a new test API key for the demo merchant (created at the first development start), e.g. when the first one was lost.", flags: [] },
+  "demo remove": {
+    usage: "demo remove",
+    help: "Deletes the demo merchant and everything it owns (payments, events, ledger, webhooks, users, keys, channels, ...) in one database transaction. Refused once it has live-mode data: rename it instead.",
+    flags: [],
+  },
   "db deploy": { usage: "db deploy", help: "Applies pending database migrations (the server also does at start).", flags: [] },
   reconcile: reconcileHelp,
   "ledger check": {
@@ -94,7 +133,7 @@ export const commands: Record<string, CommandHelp> = {
 };
 
 /** Command names accepted for another (kept for scripts written before the name changed). */
-export const aliases: Record<string, string> = { trigger: "webhooks trigger" };
+export const aliases: Record<string, string> = { trigger: "webhooks trigger", "merchants rename": "merchant rename", "merchants set": "merchant set", "merchants list": "merchant list" };
 
 export function helpText(name: string): string {
   const command = commands[name]!;
@@ -112,7 +151,7 @@ webhooks listen and trigger talk to a running gateway (test mode only); the othe
 gateway runs on the embedded database in DATA_DIR, ask that gateway to run them.`;
 
 /** The commands that read or write the database. */
-export const databaseCommands = ["merchant create", "merchant list", "key create", "key revoke", "user create", "demo", "db deploy", "jobs", "reconcile", "ledger check", "backup status", "retention run"] as const;
+export const databaseCommands = ["setup", "merchant create", "merchant list", "merchant rename", "merchant set", "key create", "key revoke", "user create", "demo", "demo remove", "db deploy", "jobs", "reconcile", "ledger check", "backup status", "retention run"] as const;
 export type DatabaseCommandName = (typeof databaseCommands)[number];
 
 export function isDatabaseCommand(name: string): name is DatabaseCommandName {
@@ -124,7 +163,7 @@ export interface DatabaseCommand {
   command: DatabaseCommandName;
   options: Record<string, string | boolean | undefined>;
   arg?: string | undefined;
-  /** user create only: read by the CLI (never an argument). */
+  /** user create and setup only: read by the CLI (never an argument). */
   password?: string | undefined;
 }
 
@@ -138,6 +177,8 @@ export interface CommandDeps {
   retention?: () => Pick<RetentionService, "runNow">;
   /** backup status: the stanza when --stanza is not given (PGBACKREST_STANZA). */
   backupStanza?: string | undefined;
+  /** setup: the dashboard's address is this + /dashboard (PUBLIC_BASE_URL). */
+  publicBaseUrl?: string | undefined;
 }
 
 /** What a command printed and its exit code, whichever process ran it. */
@@ -193,6 +234,8 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
           name: m.name,
           email: m.email,
           default_currency: m.defaultCurrency,
+          timezone: m.timezone,
+          demo: m.isDemo,
           created_at: m.createdAt.toISOString(),
           keys: m.apiKeys.map((k) => ({ prefix: k.prefix, mode: k.mode, revoked: k.revokedAt !== null })),
         })),
@@ -206,8 +249,40 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
       const key = await merchants.createKey(merchantId, mode, { role });
       return { merchant_id: merchantId, mode, role, prefix: key.prefix, key: key.plaintext };
     }
+    case "setup": {
+      if (typeof request.password !== "string") throw new UsageError("setup needs the owner's password (--password-stdin or the terminal)");
+      const { merchant, owner } = await setUpMerchant(prisma, {
+        name: required(values, "name"),
+        email: required(values, "email"),
+        country: optionalString(values.country),
+        timezone: optionalString(values.timezone),
+        currency: optionalString(values.currency),
+        password: request.password,
+        another: values.another === true,
+      });
+      const dashboard = `${deps.publicBaseUrl ?? ""}/dashboard`;
+      return {
+        merchant: merchantView(merchant),
+        owner: { id: owner.id, email: owner.email, role: owner.role },
+        dashboard_url: dashboard,
+        next: `Sign in at ${dashboard} as ${owner.email}; the dashboard makes API keys and payment channels (no key was made here).`,
+      };
+    }
+    case "merchant rename":
+    case "merchant set": {
+      const merchantId = merchantIdOption(values.merchant);
+      const changes =
+        request.command === "merchant rename"
+          ? { name: required(values, "name") }
+          : { name: optionalString(values.name), timezone: optionalString(values.timezone), country: optionalString(values.country), currency: optionalString(values.currency), language: optionalString(values.language) };
+      return { merchant: merchantView(await updateMerchant(prisma, merchantId, changes)) };
+    }
+    case "demo remove": {
+      const removed = await removeDemoMerchant(prisma);
+      return { removed: removed.merchant, deleted: removed.deleted };
+    }
     case "demo": {
-      const demo = (await merchants.listMerchants()).find((m) => m.email === DEMO_MERCHANT.email);
+      const demo = (await merchants.listMerchants()).find((m) => m.isDemo);
       if (!demo) throw new GatewayError("not_found", "No demo merchant in this database: it is created at the first start against an empty database");
       const key = await merchants.createKey(demo.id, "test");
       return { merchant_id: demo.id, mode: "test", prefix: key.prefix, key: key.plaintext };
@@ -228,6 +303,14 @@ export async function runDatabaseCommand(request: DatabaseCommand, deps: Command
       return { revoked: key.prefix, merchant_id: key.merchantId, mode: key.mode };
     }
   }
+}
+
+function optionalString(value: string | boolean | undefined): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function merchantView(m: { id: number; name: string; email: string; country: string | null; timezone: string; defaultCurrency: string; language: string }) {
+  return { id: m.id, name: m.name, email: m.email, country: m.country, timezone: m.timezone, default_currency: m.defaultCurrency, language: m.language };
 }
 
 function merchantIdOption(value: string | boolean | undefined): number {

@@ -11,6 +11,7 @@ import { aliases, commands, helpText, HelpText, isDatabaseCommand, outcomeOf, ru
 import { handOffToGateway } from "./handoff.ts";
 import { reconciliationsFor } from "./reconcile.ts";
 import { readPassword } from "./password.ts";
+import { readSetupAnswers } from "./setup.ts";
 import { required, UsageError } from "./usage.ts";
 import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, unsupportedTrigger } from "./webhooks.ts";
 
@@ -27,6 +28,10 @@ const cliOptions = {
   url: { type: "string" },
   role: { type: "string" },
   "password-stdin": { type: "boolean" },
+  country: { type: "string" },
+  timezone: { type: "string" },
+  language: { type: "string" },
+  another: { type: "boolean" },
   channel: { type: "string" },
   date: { type: "string" },
   limit: { type: "string" },
@@ -87,8 +92,13 @@ async function runOnDatabase(command: DatabaseCommand["command"], values: CliVal
   // Asked before the database is opened, so a mistyped repeat does not hold the data directory.
   let request: DatabaseCommand;
   try {
-    const password = command === "user create" ? await readPassword(values["password-stdin"] === true) : undefined;
-    request = { command, options: { ...values }, arg, password };
+    if (command === "setup") {
+      const answers = await readSetupAnswers(values);
+      request = { command, options: answers.options, arg, password: answers.password };
+    } else {
+      const password = command === "user create" ? await readPassword(values["password-stdin"] === true) : undefined;
+      request = { command, options: { ...values }, arg, password };
+    }
   } catch (error) {
     return outcomeOf(Promise.reject(error));
   }
@@ -115,7 +125,7 @@ async function runOnDatabase(command: DatabaseCommand["command"], values: CliVal
   const redis = RedisConnections.fromConfig(config, logger);
   try {
     const merchants = createMerchantService(db.prisma, { keyCache: createApiKeyCache({ ttlMs: 0, redis }) });
-    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger), retention: () => ({ runNow: () => applyRetention(db.prisma, config.retention) }), backupStanza: config.metrics.backupStanza }));
+    return await outcomeOf(runDatabaseCommand(request, { prisma: db.prisma, backend: db.backend, merchants, reconciliations: () => reconciliationsFor(config, db, redis, logger), retention: () => ({ runNow: () => applyRetention(db.prisma, config.retention) }), backupStanza: config.metrics.backupStanza, publicBaseUrl: config.publicBaseUrl }));
   } finally {
     await redis?.close();
     await db.close();

@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from "./backend.ts";
 import { createResponseValidator, type ResponseValidator } from "./openapi-validation.ts";
 import { parseJsonOrUndefined } from "./json.ts";
 import { graphql } from "../gql/index.ts";
+import { registerSecret } from "./secrets-in-logs.ts";
 
 let responseValidator: ResponseValidator | undefined;
 
@@ -127,6 +128,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
   const tokens = new Map<string, { token: Promise<string>; expiresAt: number }>();
   const createUser = async (merchantId: number, role: TestRole) => {
     const credentials = { email: `${role}-${randomBytes(6).toString("hex")}@users.test`, password: `pw-${randomBytes(12).toString("base64url")}` };
+    registerSecret(credentials.password);
     const user = await gateway.services.users.createUser({ merchantId, role, ...credentials });
     return { id: user.id, ...credentials };
   };

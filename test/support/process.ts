@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { onTestFinished } from "vitest";
 import type { TestDatabase } from "./backend.ts";
+import { registerSecret, watchOutput } from "./secrets-in-logs.ts";
 import { PROCESS_OUTPUT_MS } from "./timing.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -22,6 +23,11 @@ export function runEntry(entry: string, args: string[], env: Record<string, stri
   return runCommand(process.execPath, ["--import", "tsx", entry, ...args], env, stdin);
 }
 
+/** `npm start`, src/main.ts or dist/main.js: a gateway (or the primary of its workers). */
+function isGateway(command: string, args: string[]): boolean {
+  return args.some((arg) => arg === "src/main.ts" || arg === "dist/main.js") || (/(^|\/)npm$/.test(command) && args[0] === "start");
+}
+
 /** Runs any command from the repository root (npm start, node dist/main.js) with a minimal environment. */
 export function runCommand(command: string, args: string[], env: Record<string, string>, stdin?: string): RunningProcess {
   const child = spawn(command, args, {
@@ -32,14 +38,19 @@ export function runCommand(command: string, args: string[], env: Record<string, 
   if (stdin !== undefined) child.stdin!.end(stdin);
   let buffer = "";
   const listeners = new Set<() => void>();
+  // A gateway's output is searched for secrets (secrets-in-logs.ts); the CLI prints keys it makes on purpose.
+  const watched = isGateway(command, args) ? watchOutput(`gateway ${[command, ...args].join(" ")} (pid ${child.pid})`) : undefined;
   const onData = (chunk: Buffer) => {
-    buffer += chunk.toString("utf8");
+    const text = chunk.toString("utf8");
+    buffer += text;
+    watched?.write(text);
     for (const listener of listeners) listener();
   };
   child.stdout!.on("data", onData);
   child.stderr!.on("data", onData);
   const exited = new Promise<number | string>((resolve) => {
     child.on("exit", (code, signal) => {
+      watched?.end();
       resolve(code ?? signal ?? "unknown");
       for (const listener of listeners) listener();
     });
@@ -97,6 +108,8 @@ export async function startGatewayProcess(
 
 /** Runs the operator CLI to completion (killed if its test ends first, so it holds no DATA_DIR into the next test). */
 export async function runCli(args: string[], env: Record<string, string>, stdin?: string) {
+  // What a command reads with --password-stdin is a password: no gateway may print it (the handoff carries it).
+  if (args.includes("--password-stdin")) registerSecret(stdin?.replace(/\r?\n$/, ""));
   const proc = runEntry("src/cli/main.ts", args, { LOG_LEVEL: "warn", ...env }, stdin);
   try {
     onTestFinished(() => void (proc.child.exitCode === null && proc.child.signalCode === null && proc.child.kill("SIGKILL")));

@@ -26,6 +26,7 @@ const BrandType = builder.objectRef<BrandSettings>("Brand").implement({
 const UpdateBrandInput = builder.inputType("UpdateBrandInput", {
   description: "A field left out is unchanged; null or an empty string clears it (the page's default returns).",
   fields: (t) => ({
+    merchantName: t.string({ required: false, description: "The merchant's own name (renames it; cannot be cleared): 1 to 200 characters, no control characters." }),
     displayName: t.string({ required: false, description: "1 to 100 characters, no control characters." }),
     accentColor: t.string({ required: false, description: "#rrggbb with a contrast ratio of at least 4.5:1 against white (the page puts white text on it)." }),
     supportEmail: t.string({ required: false, description: "A valid e-mail address." }),
@@ -49,7 +50,7 @@ builder.queryField("brand", (t) =>
 builder.mutationField("updateBrand", (t) =>
   t.field({
     type: BrandType,
-    description: "Changes the merchant's display name, accent colour or support e-mail, or removes its logo. Signed-in owners only (never an API key: the brand spans both modes).",
+    description: "Changes the merchant's name, display name, accent colour or support e-mail, or removes its logo. Signed-in owners only (never an API key: the brand spans both modes).",
     errors: { types: businessErrors },
     args: { input: t.arg({ type: UpdateBrandInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.services.brand.update(ctx.principal!, input),

@@ -7,6 +7,7 @@ import type { PrismaClient, Sql } from "../../db/database.ts";
 import { GatewayError, ValidationError, isUniqueViolation } from "../../errors.ts";
 import type { CheckoutBrand } from "../../checkout/page.ts";
 import type { Prisma } from "../../db/generated/prisma/client.ts";
+import { merchantNameOf } from "../merchants/profile.ts";
 
 /** The largest logo a merchant may upload: a page header image, not a photo. */
 export const MAX_LOGO_BYTES = 256 * 1024;
@@ -181,6 +182,7 @@ export function checkLogo(bytes: Uint8Array): { bytes: Uint8Array; type: LogoTyp
 }
 
 export interface BrandInput {
+  merchantName?: string | null;
   displayName?: string | null;
   accentColor?: string | null;
   supportEmail?: string | null;
@@ -358,9 +360,11 @@ export function createBrandService(deps: { prisma: PrismaClient; sql: Sql }) {
         ...(typeof input.receiptsEnabled === "boolean" ? { receiptsEnabled: input.receiptsEnabled } : {}),
         ...(input.removeLogo ? { logo: null, logoType: null, logoHash: null, logoSize: null } : {}),
       };
-      const merchant = { timezone: timezoneOf(input.timezone), language: languageOf(input.language) };
+      // The merchant's own name is renamed here too (null leaves it: a merchant always has a name).
+      const name = input.merchantName === undefined || input.merchantName === null ? undefined : merchantNameOf(input.merchantName, "merchantName");
+      const merchant = { timezone: timezoneOf(input.timezone), language: languageOf(input.language), name };
       await save(principal.merchantId, data);
-      if (merchant.timezone !== undefined || merchant.language !== undefined) await prisma.merchant.update({ where: { id: principal.merchantId }, data: merchant });
+      if (merchant.timezone !== undefined || merchant.language !== undefined || name !== undefined) await prisma.merchant.update({ where: { id: principal.merchantId }, data: merchant });
       return settings(principal.merchantId);
     },
 

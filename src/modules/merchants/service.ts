@@ -36,7 +36,7 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
 
   return {
     /** Creates a merchant with one test and one live key, in one database transaction. */
-    async createMerchant(input: { name: string; email: string; defaultCurrency?: string }) {
+    async createMerchant(input: { name: string; email: string; defaultCurrency?: string; isDemo?: boolean }) {
       const parsed = merchantInput.safeParse(input);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
@@ -47,7 +47,7 @@ export function createMerchantService(prisma: PrismaClient, options: { keyCache?
         throw new ConflictError(`A merchant with email ${email} already exists`, "email");
       }
       return prisma.$transaction(async (tx) => {
-        const merchant = await tx.merchant.create({ data: { name, email, defaultCurrency } });
+        const merchant = await tx.merchant.create({ data: { name, email, defaultCurrency, isDemo: input.isDemo === true } });
         const test = await issueKey(tx, merchant.id, "test");
         const live = await issueKey(tx, merchant.id, "live");
         return { merchant, keys: { test, live } };

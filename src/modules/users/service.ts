@@ -57,8 +57,8 @@ export interface NewUser {
   role: string;
 }
 
-/** Adds a user (also the CLI's `user create`, which has no sessions to manage). */
-export async function createUser(prisma: PrismaClient, input: NewUser) {
+/** Adds a user (also the CLI's `user create` and `setup`, which have no sessions to manage; setup passes its transaction). */
+export async function createUser(prisma: Pick<PrismaClient, "merchant" | "user">, input: NewUser) {
   const data = parse(newUserInput, input);
   if (!(await prisma.merchant.findUnique({ where: { id: data.merchantId }, select: { id: true } }))) throw new NotFoundError(`Merchant ${data.merchantId}`);
   try {

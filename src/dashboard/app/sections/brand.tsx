@@ -138,6 +138,7 @@ function BrandReadOnly({ brand }: { brand: Brand }) {
 }
 
 function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) => void }) {
+  const [merchantName, setMerchantName] = useState(brand.merchantName);
   const [displayName, setDisplayName] = useState(brand.displayName ?? "");
   const [accentColor, setAccentColor] = useState(brand.accentColor ?? "");
   const [supportEmail, setSupportEmail] = useState(brand.supportEmail ?? "");
@@ -181,6 +182,7 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
     // The text first: a refused colour or e-mail then leaves the logo as it was too.
     let result: Brand = await mutate(UPDATE, "updateBrand", {
       input: {
+        merchantName: merchantName.trim(),
         displayName: displayName.trim() || null,
         accentColor: accentColor.trim() || null,
         supportEmail: supportEmail.trim() || null,
@@ -204,7 +206,7 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
   };
 
   const shownLogo = preview ?? (removeLogo ? null : brand.logoUrl);
-  const pageName = displayName.trim() || brand.merchantName;
+  const pageName = displayName.trim() || merchantName.trim() || brand.merchantName;
   const swatch = contrast?.ok ? accentColor.trim() : undefined;
   return (
     <CardForm
@@ -223,10 +225,17 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
     >
       <div class="grid">
         <div class="field">
+          <label for="brand-merchant-name">Business name</label>
+          <input id="brand-merchant-name" type="text" required maxLength={200} aria-describedby="brand-merchant-name-hint" value={merchantName} onInput={(e) => setMerchantName(e.currentTarget.value)} />
+          <p class="hint" id="brand-merchant-name-hint">
+            Your merchant's name in the dashboard, and on payers' pages unless a display name is set.
+          </p>
+        </div>
+        <div class="field">
           <label for="brand-display-name">Display name</label>
-          <input id="brand-display-name" type="text" maxLength={100} placeholder={brand.merchantName} aria-describedby="brand-display-name-hint" value={displayName} onInput={(e) => setDisplayName(e.currentTarget.value)} />
+          <input id="brand-display-name" type="text" maxLength={100} placeholder={merchantName} aria-describedby="brand-display-name-hint" value={displayName} onInput={(e) => setDisplayName(e.currentTarget.value)} />
           <p class="hint" id="brand-display-name-hint">
-            Empty: payers see {brand.merchantName}.
+            Empty: payers see {merchantName.trim() || brand.merchantName}.
           </p>
         </div>
         <div class="field">
