@@ -44,6 +44,15 @@ export async function enqueueJobs(db: JobWriter, jobs: JobRequest[]): Promise<vo
 }
 
 /** Deletes the queued jobs of this kind and key; returns how many. */
+/**
+ * Deletes the queued jobs whose payload `field` names a row of `table` owned by the merchant (`cli demo remove`:
+ * the merchant's queued work goes with it). `field` and `table` come from the caller's fixed list, never input.
+ */
+export async function deleteJobsOfMerchantRows(db: Pick<Prisma.TransactionClient, "$executeRawUnsafe">, field: string, table: string, merchantId: number): Promise<number> {
+  if (!/^[a-z_]+$/.test(field) || !/^[a-z_]+$/.test(table)) throw new Error(`not a column or table name: ${field}, ${table}`);
+  return db.$executeRawUnsafe(`DELETE FROM jobs WHERE payload ? '${field}' AND (payload->>'${field}') IN (SELECT id::text FROM "${table}" WHERE merchant_id = $1)`, merchantId);
+}
+
 export async function cancel(db: JobWriter, kind: string, key: JobKey): Promise<number> {
   return (await db.job.deleteMany({ where: keyFilter(kind, key) })).count;
 }

@@ -1,5 +1,6 @@
 import type { PrismaClient } from "../../db/database.ts";
 import { ConflictError, NotFoundError } from "../../errors.ts";
+import { deleteJobsOfMerchantRows } from "../../jobs/store.ts";
 
 /**
  * `cli demo remove`: deletes the demo merchant (merchants.is_demo, set when a development start created it) and
@@ -73,7 +74,8 @@ export async function removeDemoMerchant(prisma: PrismaClient): Promise<DemoRemo
       await count("ledger_entries", `DELETE FROM ledger_entries WHERE merchant_id = $1`);
       await count("ledger_accounts", `DELETE FROM ledger_accounts WHERE merchant_id = $1`);
       for (const [field, table] of JOB_REFERENCES) {
-        await count("jobs", `DELETE FROM jobs WHERE payload ? '${field}' AND (payload->>'${field}') IN (SELECT id::text FROM "${table}" WHERE merchant_id = $1)`);
+        const rows = await deleteJobsOfMerchantRows(tx, field, table, id);
+        if (rows > 0) deleted.jobs = (deleted.jobs ?? 0) + rows;
       }
       for (const table of RESTRICTED_FIRST) await count(table, `DELETE FROM "${table}" WHERE merchant_id = $1`);
       // Every other table with a merchant_id column, whether or not a foreign key cascades from merchants
