@@ -915,7 +915,7 @@ export interface paths {
         };
         /**
          * The balance transactions as CSV (all matching, streamed)
-         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
+         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at (UTC), date (created_at's day in the merchant's time zone), timezone (that zone); newest first. date_from and date_to are days in the merchant's time zone. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
          */
         get: operations["exportBalanceTransactions"];
         put?: never;
@@ -935,7 +935,7 @@ export interface paths {
         };
         /**
          * The transactions as CSV (all matching, streamed)
-         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at; newest first. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /api/transactions/list, no paging.
+         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at, date, timezone; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone (named in timezone). RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.
          */
         get: operations["exportTransactions"];
         put?: never;
@@ -3845,9 +3845,9 @@ export interface operations {
                 limit?: number;
                 /** @description pending, completed or failed */
                 status?: "pending" | "completed" | "failed";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
             };
             header?: never;
@@ -3894,6 +3894,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -4268,9 +4270,9 @@ export interface operations {
                 limit?: number;
                 /** @description pending, completed or failed */
                 status?: "pending" | "completed" | "failed";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description The refunded transaction's reference or id */
                 transaction?: string;
@@ -4322,6 +4324,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -4702,9 +4706,9 @@ export interface operations {
                 limit?: number;
                 /** @description needs_response, under_review, won, lost */
                 status?: "needs_response" | "under_review" | "won" | "lost";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description The disputed transaction's reference or id */
                 transaction?: string;
@@ -4787,6 +4791,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -7386,9 +7392,9 @@ export interface operations {
                 page?: number;
                 /** @description 1 to 100 (default 20) */
                 limit?: number;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss */
                 type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
@@ -7436,6 +7442,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -9060,9 +9068,9 @@ export interface operations {
     exportBalanceTransactions: {
         parameters: {
             query?: {
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss */
                 type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
@@ -9158,9 +9166,9 @@ export interface operations {
             query?: {
                 /** @description pending, completed or failed */
                 status?: "pending" | "completed" | "failed";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description Exact match on reference, client_reference, provider_reference, the payer's e-mail or phone (as the list's) */
                 search?: string;

@@ -28,9 +28,18 @@ export interface RestResponse {
 
 export type { RouteDoc };
 
-/** A paged list in the envelope of /api/transactions/list, each item in its REST shape: data, total, page, limit, pages. */
-export function pageBody<Item>(p: { items: Item[]; total: number; page: number; limit: number; pages: number }, toRest: (item: Item) => unknown): RestResponse {
-  return { body: { status: "success", data: p.items.map((item) => toRest(item)), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
+/**
+ * A paged list in the envelope of /api/transactions/list, each item in its REST shape: data, total, page, limit,
+ * pages; the /v1 lists add `timezone`, the zone whose days their date_from and date_to are.
+ */
+export function pageBody<Item>(
+  p: { items: Item[]; total: number; page: number; limit: number; pages: number },
+  toRest: (item: Item) => unknown,
+  extra: { timezone?: string | null } = {},
+): RestResponse {
+  const body: Record<string, unknown> = { status: "success", data: p.items.map((item) => toRest(item)), total: p.total, page: p.page, limit: p.limit, pages: p.pages };
+  if (extra.timezone) body.timezone = extra.timezone;
+  return { body };
 }
 
 export interface RestRoute<TData = any> {
