@@ -61,13 +61,13 @@ export async function dayTotals(db: Db, merchantId: number, mode: "test" | "live
         (count(*) FILTER (WHERE status = 'failed'))::int AS failures
       FROM transactions
       WHERE merchant_id = ${merchantId} AND mode = ${mode}::"Mode" AND status IN ('completed', 'failed')
-        AND created_at >= ${earliest} AND created_at < ${to}
+        AND created_at >= ${earliest}
         AND coalesce(completed_at, updated_at) >= ${from} AND coalesce(completed_at, updated_at) < ${to}
       GROUP BY 1
     ), r AS (
       SELECT currency, count(*)::int AS refunds, sum(amount) AS refunded FROM refunds
       WHERE merchant_id = ${merchantId} AND mode = ${mode}::"Mode" AND status = 'completed'
-        AND created_at >= ${earliest} AND created_at < ${to}
+        AND created_at >= ${earliest}
         AND completed_at >= ${from} AND completed_at < ${to}
       GROUP BY 1
     )
