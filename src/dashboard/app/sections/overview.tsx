@@ -4,7 +4,7 @@ import { graphql } from "../gql/index.ts";
 import type { DashboardOverviewQuery } from "../gql/graphql.ts";
 import { BarChart } from "../chart.tsx";
 import { Balances } from "./balances.tsx";
-import { formatMoney, majorUnits } from "../format.ts";
+import { formatMoney, localDay, majorUnits } from "../format.ts";
 import { useReloadOnMoney } from "../money-events.ts";
 import { ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 
@@ -76,7 +76,7 @@ export function Overview() {
           </p>
           <div class="stat-cards">
             {stats.periods.map((period) => (
-              <PeriodCard key={period.days} period={period} />
+              <PeriodCard key={period.days} period={period} zone={stats.timezone} />
             ))}
           </div>
           <VolumeChart daily={stats.daily} zone={stats.timezone} />
@@ -100,9 +100,10 @@ function Amounts({ totals, none, what }: { totals: CurrencyTotal[]; none: string
   );
 }
 
-function PeriodCard({ period }: { period: Period }) {
+function PeriodCard({ period, zone }: { period: Period; zone: string }) {
   const title = PERIOD_TITLES[period.days] ?? `Last ${period.days} days`;
-  const day = period.since.slice(0, 10);
+  // `since` is the first day's midnight in the merchant's zone: its date there.
+  const day = localDay(period.since, zone);
   const settled = period.completedCount + period.failedCount;
   const headingId = `period-${period.days}`;
   return (
