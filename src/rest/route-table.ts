@@ -88,6 +88,11 @@ export interface CompiledRoute extends RestRoute {
 /** Parses, validates and compiles every row's operation at startup, so a broken row fails the boot, not a request. */
 export function compileRoutes(schema: GraphQLSchema, routes: RestRoute[]): CompiledRoute[] {
   return routes.map((route) => {
+    // The /api family's date_from/date_to are UTC days (the published interface); without a timeZone variable
+    // (the row sends UTC) its days would silently become the merchant's.
+    if (route.path.startsWith("/api/") && String(route.operation).includes("$dateFrom") && !String(route.operation).includes("timeZone: $timeZone")) {
+      throw new Error(`REST route ${route.method} ${route.path}: an /api row's dates are UTC days: pass timeZone (UTC) with dateFrom and dateTo`);
+    }
     const document = parse(String(route.operation));
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join("; ")}`);
