@@ -101,13 +101,15 @@ export const DAY_SKIP_FROM = 1000;
  * `total`, the exact number of matching rows, and `ids`, the page's ids newest first.
  *
  * total: the rollups' all-time rows (at most 16 per key), or their days within a date window, plus the
- * partial edge days counted from the index (the lists' windows are whole UTC days, so none in practice);
+ * partial edge days counted from the index (a UTC merchant's windows are whole UTC days, so none; another
+ * zone's days start at another hour, so two partial days, each at most a day of rows read from the index);
  * counted from the indexes when the list has a filter the rollups do not keep.
  *
  * ids: from the (merchant_id, mode[, key], created_at DESC, id DESC) index alone (a deferred join: the caller
  * reads the rows of those ids only). A deep page does not walk what it skips: the per-day counts, summed
  * newest day first, find the UTC day its first row falls in, and the index is entered at the end of that day
- * with the offset left within it. Same order and rows as `ORDER BY created_at DESC, id DESC OFFSET`.
+ * with the offset left within it (windows of whole UTC days; another zone's window walks the index). Same order
+ * and rows as `ORDER BY created_at DESC, id DESC OFFSET`.
  */
 export function listStatements(list: CountedList, paging: Paging): { params: unknown[]; cte: string; total: string; ids: string } {
   const params: unknown[] = [];

@@ -955,7 +955,7 @@ export interface paths {
         };
         /**
          * The balance transactions as CSV (all matching, streamed)
-         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
+         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at (UTC), date (created_at's day in the merchant's time zone), timezone (that zone); newest first. date_from and date_to are days in the merchant's time zone. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
          */
         get: operations["exportBalanceTransactions"];
         put?: never;
@@ -975,7 +975,7 @@ export interface paths {
         };
         /**
          * The transactions as CSV (all matching, streamed)
-         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at; newest first. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /api/transactions/list, no paging.
+         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at, date, timezone; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone (named in timezone). RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.
          */
         get: operations["exportTransactions"];
         put?: never;
@@ -3995,9 +3995,9 @@ export interface operations {
                 limit?: number;
                 /** @description pending, completed or failed */
                 status?: "pending" | "completed" | "failed";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
             };
             header?: never;
@@ -4044,6 +4044,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -4418,9 +4420,9 @@ export interface operations {
                 limit?: number;
                 /** @description pending, completed or failed */
                 status?: "pending" | "completed" | "failed";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description The refunded transaction's reference or id */
                 transaction?: string;
@@ -4472,6 +4474,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -4852,9 +4856,9 @@ export interface operations {
                 limit?: number;
                 /** @description needs_response, under_review, won, lost */
                 status?: "needs_response" | "under_review" | "won" | "lost";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description The disputed transaction's reference or id */
                 transaction?: string;
@@ -4937,6 +4941,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -7536,9 +7542,9 @@ export interface operations {
                 page?: number;
                 /** @description 1 to 100 (default 20) */
                 limit?: number;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss */
                 type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
@@ -7586,6 +7592,8 @@ export interface operations {
                         page: number;
                         limit: number;
                         pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
                     };
                 };
             };
@@ -9310,9 +9318,9 @@ export interface operations {
     exportBalanceTransactions: {
         parameters: {
             query?: {
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description One of payment, refund, refund_failure, payout, payout_failure, adjustment, dispute_hold, dispute_release, dispute_loss */
                 type?: "payment" | "refund" | "refund_failure" | "payout" | "payout_failure" | "adjustment" | "dispute_hold" | "dispute_release" | "dispute_loss";
@@ -9408,9 +9416,9 @@ export interface operations {
             query?: {
                 /** @description pending, completed or failed */
                 status?: "pending" | "completed" | "failed";
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
                 date_from?: string;
-                /** @description YYYY-MM-DD (UTC), inclusive */
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
                 date_to?: string;
                 /** @description Exact match on reference, client_reference, provider_reference, the payer's e-mail or phone (as the list's) */
                 search?: string;

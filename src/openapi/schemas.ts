@@ -62,6 +62,13 @@ export const pageQuery = {
   date_to: { description: "YYYY-MM-DD (UTC), inclusive", schema: str(undefined, { format: "date" }) },
 };
 
+/** The /v1 lists' and reports' paging and filters: their days are the merchant's time zone's (the /api family's stay UTC). */
+export const v1PageQuery = {
+  ...pageQuery,
+  date_from: { description: "YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone", schema: str(undefined, { format: "date" }) },
+  date_to: { description: "YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone", schema: str(undefined, { format: "date" }) },
+};
+
 /** What has gone back to the payer of a transaction (its status stays completed). */
 export const refundedFields = {
   amount_refunded: int("The sum of its completed refunds, minor units"),
@@ -102,6 +109,11 @@ export const schemas = {
   }),
   metadata: { type: ["object", "null"], description: "The JSON object sent with initialize; null when none was" },
   page: { total: int("Matching rows in all"), page: int(), limit: int(), pages: int() },
+  /** A /v1 list's totals and the zone of its days. */
+  v1Page: {
+    total: int("Matching rows in all"), page: int(), limit: int(), pages: int(),
+    timezone: str("The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days"),
+  },
   channel: obj(
     {
       id: int(),

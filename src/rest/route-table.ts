@@ -28,9 +28,18 @@ export interface RestResponse {
 
 export type { RouteDoc };
 
-/** A paged list in the envelope of /api/transactions/list, each item in its REST shape: data, total, page, limit, pages. */
-export function pageBody<Item>(p: { items: Item[]; total: number; page: number; limit: number; pages: number }, toRest: (item: Item) => unknown): RestResponse {
-  return { body: { status: "success", data: p.items.map((item) => toRest(item)), total: p.total, page: p.page, limit: p.limit, pages: p.pages } };
+/**
+ * A paged list in the envelope of /api/transactions/list, each item in its REST shape: data, total, page, limit,
+ * pages; the /v1 lists add `timezone`, the zone whose days their date_from and date_to are.
+ */
+export function pageBody<Item>(
+  p: { items: Item[]; total: number; page: number; limit: number; pages: number },
+  toRest: (item: Item) => unknown,
+  extra: { timezone?: string | null } = {},
+): RestResponse {
+  const body: Record<string, unknown> = { status: "success", data: p.items.map((item) => toRest(item)), total: p.total, page: p.page, limit: p.limit, pages: p.pages };
+  if (extra.timezone) body.timezone = extra.timezone;
+  return { body };
 }
 
 export interface RestRoute<TData = any> {
@@ -79,6 +88,11 @@ export interface CompiledRoute extends RestRoute {
 /** Parses, validates and compiles every row's operation at startup, so a broken row fails the boot, not a request. */
 export function compileRoutes(schema: GraphQLSchema, routes: RestRoute[]): CompiledRoute[] {
   return routes.map((route) => {
+    // The /api family's date_from/date_to are UTC days (the published interface); without a timeZone variable
+    // (the row sends UTC) its days would silently become the merchant's.
+    if (route.path.startsWith("/api/") && String(route.operation).includes("$dateFrom") && !String(route.operation).includes("timeZone: $timeZone")) {
+      throw new Error(`REST route ${route.method} ${route.path}: an /api row's dates are UTC days: pass timeZone (UTC) with dateFrom and dateTo`);
+    }
     const document = parse(String(route.operation));
     const errors = validate(schema, document);
     if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join("; ")}`);

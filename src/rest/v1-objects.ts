@@ -1,12 +1,13 @@
 import type { DocumentTypeDecoration, ResultOf } from "@graphql-typed-document-node/core";
-import { envelope, list, pageQuery, schemas } from "../openapi/schemas.ts";
+import { envelope, list, schemas, v1PageQuery } from "../openapi/schemas.ts";
 import { pageVariables } from "./params.ts";
 import { defineRoute, pageBody, type RestRequest, type RestRoute } from "./route-table.ts";
 
 /**
  * The routes every /v1 money object has, over its GraphQL fields: its creation (201 in the v1 envelope), one
  * by id or reference, and the paged list in the envelope of /api/transactions/list (data, total, page, limit,
- * pages), newest first, with the status and date filters (plus any of the object's own).
+ * pages, and the time zone whose days date_from and date_to are: the merchant's), newest first, with the status
+ * and date filters (plus any of the object's own).
  */
 interface V1Object<Fragment extends DocumentTypeDecoration<any, any>> {
   /** e.g. "/v1/payouts" */
@@ -89,26 +90,26 @@ export function v1ListRoute<Fragment extends DocumentTypeDecoration<any, any>>(o
   const field = `${lower(o.many)}Page`;
   const filters = Object.entries(o.filters ?? {});
   const f = fragmentOf(o.fragment);
-  return defineRoute<Record<string, { items: ResultOf<Fragment>[]; total: number; page: number; limit: number; pages: number }>>({
+  return defineRoute<Record<string, { items: ResultOf<Fragment>[]; total: number; page: number; limit: number; pages: number; timezone: string }>>({
     method: "GET",
     path: o.path,
     doc: {
       operationId: `list${o.many}`,
       summary: o.summary,
       tag: o.tag,
-      query: { ...pageQuery, ...Object.fromEntries(filters.map(([name, description]) => [name, { description, schema: { type: "string" } }])) },
-      response: envelope({ data: list(o.schema), ...schemas.page }),
+      query: { ...v1PageQuery, ...Object.fromEntries(filters.map(([name, description]) => [name, { description, schema: { type: "string" } }])) },
+      response: envelope({ data: list(o.schema), ...schemas.v1Page }),
     },
     operation: `query V1List${o.many}($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String${filters.map(([name]) => `, $${name}: String`).join("")}) {
       ${field}(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo${filters.map(([name]) => `, ${name}: $${name}`).join("")}) {
         __typename
         ... on Error { code message }
-        ... on ${f.type}Page { total page limit pages items { ...${f.name} } }
+        ... on ${f.type}Page { total page limit pages timezone items { ...${f.name} } }
       }
     }
     ${f.text}`,
     variables: ({ query }) =>
       Object.assign(pageVariables(query), Object.fromEntries(filters.map(([name]) => [name, typeof query[name] === "string" ? query[name] : undefined]))),
-    respond: (data) => pageBody(data[field]!, o.toV1),
+    respond: (data) => pageBody(data[field]!, o.toV1, { timezone: data[field]!.timezone }),
   });
 }

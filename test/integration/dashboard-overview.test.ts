@@ -362,6 +362,36 @@ describe("dashboard overview", () => {
     }
   });
 
+  it("shows the Overview's days and the transactions' times in the merchant's time zone (Africa/Nairobi)", async () => {
+    const zone = "Africa/Nairobi";
+    const inZone = (at: Date, options: Intl.DateTimeFormatOptions) => new Intl.DateTimeFormat("en-CA", { ...options, timeZone: zone }).format(at);
+    const today = inZone(new Date(), { year: "numeric", month: "2-digit", day: "2-digit" });
+    await prisma().merchant.update({ where: { id: merchant.id }, data: { timezone: zone } });
+    try {
+      const page = await signedIn();
+      await expect.poll(() => page.locator("#overview-zone").textContent(), { timeout: BROWSER_MS }).toBe(zone);
+      expect(await page.locator("#overview-as-of").textContent()).toContain("Days are Africa/Nairobi days");
+      // Today is Nairobi's today, in the card and as the chart's last bar.
+      const todayLabel = new Date(`${today}T00:00:00Z`).toLocaleDateString("en-GB", { day: "numeric", month: "short", timeZone: "UTC" });
+      expect(await card(page, 1).locator("h2 .since").textContent()).toBe(todayLabel);
+      expect(await page.locator("#volume-chart svg rect.bar").last().getAttribute("data-date")).toBe(today);
+      await page.screenshot({ path: `${SHOTS}/45-overview-nairobi.png`, fullPage: true });
+
+      // The transactions list: the newest payment's time is Nairobi's (the browser's own zone is not).
+      await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Transactions" }).click();
+      const first = page.locator("#transactions-rows tr").first();
+      await first.waitFor();
+      // The list's order: newest id first.
+      const newest = await prisma().transaction.findFirstOrThrow({ where: { merchantId: merchant.id, mode: "test" }, orderBy: { id: "desc" } });
+      const time = inZone(newest.createdAt, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+      expect(await first.locator('[data-label="Date"]').textContent()).toContain(time);
+      await page.screenshot({ path: `${SHOTS}/46-transactions-nairobi.png`, fullPage: true });
+      await page.context().close();
+    } finally {
+      await prisma().merchant.update({ where: { id: merchant.id }, data: { timezone: "UTC" } });
+    }
+  });
+
   // Last: it changes two payments behind the gateway's back, which the figures above would otherwise count.
   it("an owner runs a reconciliation of today's payments from the Reconciliation page and reads its differences", async () => {
     const today = utcDay(new Date());

@@ -10,7 +10,7 @@ import { until } from "../support/wait.ts";
  */
 const BALANCE_KEYS = ["payment_channel_id", "provider", "currency", "collected", "fees", "refunded", "paid_out", "pending_out", "adjustments", "disputed", "charged_back", "available"];
 const ITEM_KEYS = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "created_at"];
-const CSV_HEADER = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "description", "created_at"];
+const CSV_HEADER = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "description", "created_at", "date", "timezone"];
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const NEXT_YEAR = new Date().getUTCFullYear() + 1;
 const card = (number: string) => ({ card_number: number, expiry_month: 12, expiry_year: NEXT_YEAR, cvc: "123" });

@@ -25,10 +25,26 @@ export function parseMajorUnits(text: string, currency: string): number | null {
   return Number(match[1]) * 10 ** exponent + Number((match[2] ?? "").padEnd(exponent, "0") || "0");
 }
 
+/**
+ * The merchant's time zone (Merchant.timezone, Brand settings), set once the viewer is known: dates and times are
+ * shown in it, so a payment's day here is the day the figures and the date filters count it on. Until it is
+ * known, the browser's own zone.
+ */
+let displayTimeZone: string | undefined;
+export function setDisplayTimeZone(zone: string | null | undefined): void {
+  displayTimeZone = zone || undefined;
+}
+export const getDisplayTimeZone = () => displayTimeZone;
+
 export function formatDate(iso: string | null | undefined): string {
   if (!iso) return "—";
   const date = new Date(iso);
-  return date.toLocaleString("en-GB", { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleString("en-GB", { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZone: displayTimeZone });
+}
+
+/** The day (YYYY-MM-DD) of an instant in the merchant's time zone (the day the date filters count it on). */
+export function localDay(iso: string, zone = displayTimeZone): string {
+  return new Date(iso).toLocaleDateString("en-CA", { year: "numeric", month: "2-digit", day: "2-digit", timeZone: zone });
 }
 
 export function titleCase(value: string): string {

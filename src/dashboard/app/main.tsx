@@ -2,7 +2,7 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { errorMessage } from "./api.ts";
 import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent, startLive, type LiveStatus } from "./live.ts";
-import { formatMoney } from "./format.ts";
+import { formatMoney, setDisplayTimeZone } from "./format.ts";
 import { BASE, navigate, onLinkClick, useRoute } from "./router.ts";
 import { ApiKeys } from "./sections/api-keys.tsx";
 import { BrandSettings } from "./sections/brand.tsx";
@@ -68,7 +68,9 @@ const EVENT_WORDS: Record<string, string> = { "transaction.completed": "complete
 /** Everything after sign-in, for one user and mode (a mode switch remounts it, reconnecting live data). */
 function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => void }) {
   const route = useRoute();
-  const viewer = useQuery(graphql(`query DashboardViewer { viewer { name } }`));
+  const viewer = useQuery(graphql(`query DashboardViewer { viewer { name timezone } }`));
+  // Dates everywhere in the merchant's time zone (format.ts), before the page below renders with them.
+  setDisplayTimeZone(viewer.data?.viewer.timezone);
   const [live, setLive] = useState<LiveStatus>("connecting");
   const [switching, setSwitching] = useState<string | null>(null);
   const [signingOut, setSigningOut] = useState(false);

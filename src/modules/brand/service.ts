@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { isTimeZone } from "../../days.ts";
 import { crc32 } from "node:zlib";
 import { z } from "zod";
 import type { Principal } from "../../auth.ts";
@@ -194,16 +195,8 @@ export interface BrandInput {
   language?: string | null;
 }
 
-/** An IANA zone name the runtime knows (Africa/Nairobi, UTC). */
-export function isTimeZone(name: string): boolean {
-  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(name)) return false;
-  try {
-    new Intl.DateTimeFormat("en", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** An IANA zone name the runtime knows (Africa/Nairobi, UTC); days.ts holds the day arithmetic in zones. */
+export { isTimeZone };
 
 function timezoneOf(value: string | null | undefined): string | undefined {
   if (value === undefined || value === null) return undefined;

@@ -1,4 +1,4 @@
-import { body, dateTime, envelope, int, list, nullable, obj, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
+import { body, dateTime, envelope, int, list, nullable, obj, oneOfStrings, schemas, str, v1PageQuery } from "../../openapi/schemas.ts";
 import { ValidationError } from "../../errors.ts";
 import { boolField, intParam, stringField, stringListField, stringParam } from "../../rest/params.ts";
 import { graphql } from "../../rest/gql/index.ts";
@@ -96,18 +96,18 @@ export const disputeRoutes = [
       summary: "The merchant's disputes (chargebacks): open ones first by deadline, then closed ones newest first",
       tag: "Disputes",
       query: {
-        ...pageQuery,
+        ...v1PageQuery,
         status: { description: DISPUTE_STATUSES.join(", "), schema: oneOfStrings([...DISPUTE_STATUSES]) },
         transaction: { description: "The disputed transaction's reference or id", schema: str() },
       },
-      response: envelope({ data: list(disputeSchema), ...schemas.page }),
+      response: envelope({ data: list(disputeSchema), ...schemas.v1Page }),
     },
     operation: graphql(`
       query V1ListDisputes($page: Int, $limit: Int, $status: DisputeStatus, $transaction: String, $dateFrom: String, $dateTo: String) {
         disputesPage(page: $page, limit: $limit, status: $status, transaction: $transaction, dateFrom: $dateFrom, dateTo: $dateTo) {
           __typename
           ... on Error { code message }
-          ... on DisputePage { total page limit pages items { ...V1Dispute } }
+          ... on DisputePage { total page limit pages timezone items { ...V1Dispute } }
         }
       }
     `),
@@ -119,7 +119,7 @@ export const disputeRoutes = [
       dateFrom: stringParam(query, "date_from"),
       dateTo: stringParam(query, "date_to"),
     }),
-    respond: (data) => pageBody(data.disputesPage, toV1Dispute),
+    respond: (data) => pageBody(data.disputesPage, toV1Dispute, { timezone: data.disputesPage.timezone }),
   }),
   defineRoute({
     method: "GET",

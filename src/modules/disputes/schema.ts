@@ -103,7 +103,7 @@ builder.prismaObjectField("Transaction", "disputes", (t) =>
   t.relation("disputes", { description: "Its disputes (chargebacks), newest first.", query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] } }),
 );
 
-const DisputePage = offsetPageType("DisputePage", Dispute);
+const DisputePage = offsetPageType("DisputePage", Dispute, { days: true });
 
 const DisputeSnapshotType = builder.objectRef<DisputeSnapshot>("DisputeSnapshot").implement({
   description: "A dispute as it was when the event happened (its fields named as on Dispute; the webhook carries the /v1/disputes shape).",
@@ -156,6 +156,7 @@ builder.queryFields((t) => ({
     resolve: (_root, { id }, ctx) => ctx.services.disputes.get(ctx.principal!, id) as never,
   }),
   ...pagedListFields(t, {
+    days: true,
     name: "disputes",
     type: "Dispute",
     page: DisputePage,
@@ -166,8 +167,8 @@ builder.queryFields((t) => ({
     args: () => ({
       status: t.arg({ type: DisputeStatusEnum, required: false }),
       transaction: t.arg.string({ required: false, description: "The disputed transaction's reference or id." }),
-      dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
-      dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
+      dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD: a day in timeZone (the merchant's by default)." }),
+      dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD: a day in timeZone (the merchant's by default)." }),
     }),
     source: (ctx) => ctx.services.disputes,
   }),

@@ -90,6 +90,8 @@ export interface DisputeListFilters {
   transaction?: string | null;
   dateFrom?: string | null;
   dateTo?: string | null;
+  /** The zone whose days those are (GraphQL resolves the merchant's). */
+  timeZone?: string | null;
 }
 
 /** The evidence as stored and shown (snake_case, as /v1 shows it). */
@@ -275,7 +277,7 @@ export function createDisputeService(deps: DisputeServiceDeps) {
       if (!t) return null;
       transactionId = t.id;
     }
-    return { status: (input.status as DisputeState | null | undefined) ?? null, transactionId, dateFrom: input.dateFrom ?? null, dateTo: input.dateTo ?? null };
+    return { status: (input.status as DisputeState | null | undefined) ?? null, transactionId, dateFrom: input.dateFrom ?? null, dateTo: input.dateTo ?? null, timeZone: input.timeZone ?? null };
   }
 
   /**

@@ -223,13 +223,14 @@ export interface DisputeFilters {
   transactionId?: number | null;
   dateFrom?: string | null;
   dateTo?: string | null;
+  timeZone?: string | null;
 }
 
 /** Open ones first, soonest deadline first; then the rest, newest first. */
 const LIST_ORDER: Prisma.DisputeOrderByWithRelationInput[] = [{ closedAt: { sort: "desc", nulls: "first" } }, { dueBy: { sort: "asc", nulls: "last" } }, { createdAt: "desc" }, { id: "desc" }];
 
 function filtered(principal: Principal, filters: DisputeFilters): Prisma.DisputeWhereInput {
-  const { status: _, ...window } = statusDateWhere(principal, { dateFrom: filters.dateFrom ?? null, dateTo: filters.dateTo ?? null });
+  const { status: _, ...window } = statusDateWhere(principal, { dateFrom: filters.dateFrom ?? null, dateTo: filters.dateTo ?? null, timeZone: filters.timeZone ?? null });
   return {
     ...window,
     ...(filters.status ? { status: filters.status } : {}),

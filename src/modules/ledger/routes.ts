@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { dateTime, envelope, int, list, obj, oneOfStrings, pageQuery, schemas, str } from "../../openapi/schemas.ts";
+import { dateTime, envelope, int, list, obj, oneOfStrings, schemas, str, v1PageQuery } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { intParam, stringParam } from "../../rest/params.ts";
 import type { ExportSlots } from "../../rest/export-slots.ts";
@@ -79,7 +79,7 @@ const toV1BalanceTransaction = (e: V1BalanceTransactionFragment) => ({
 
 const typeQuery = { description: `One of ${BALANCE_TRANSACTION_TYPES.join(", ")}`, schema: oneOfStrings([...BALANCE_TRANSACTION_TYPES]) };
 const channelQuery = { description: "Only this payment channel's", schema: int(undefined, { minimum: 1 }) };
-const { status: _status, ...pageAndDates } = pageQuery;
+const { status: _status, ...pageAndDates } = v1PageQuery;
 const { page: _page, limit: _limit, ...dates } = pageAndDates;
 
 /** The filters as the list and the CSV take them: a bad type is a 400 naming `type` (GraphQL would name its enum). */
@@ -122,19 +122,19 @@ export const ledgerRoutes = [
       description: "The sum of net over a channel's balance transactions equals its available + pending_out.",
       tag: "Balances",
       query: { ...pageAndDates, type: typeQuery, payment_channel_id: channelQuery },
-      response: envelope({ data: list(balanceTransactionItem), ...schemas.page }),
+      response: envelope({ data: list(balanceTransactionItem), ...schemas.v1Page }),
     },
     operation: graphql(`
       query V1ListBalanceTransactions($page: Int, $limit: Int, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
         balanceTransactionsPage(page: $page, limit: $limit, type: $type, paymentChannelId: $paymentChannelId, dateFrom: $dateFrom, dateTo: $dateTo) {
           __typename
           ... on Error { code message }
-          ... on BalanceTransactionPage { total page limit pages items { ...V1BalanceTransaction } }
+          ... on BalanceTransactionPage { total page limit pages timezone items { ...V1BalanceTransaction } }
         }
       }
     `),
     variables: ({ query }) => ({ page: intParam(query, "page"), limit: intParam(query, "limit"), ...filterVariables(query) }),
-    respond: (data) => pageBody(data.balanceTransactionsPage, toV1BalanceTransaction),
+    respond: (data) => pageBody(data.balanceTransactionsPage, toV1BalanceTransaction, { timezone: data.balanceTransactionsPage.timezone }),
   }),
 ];
 
@@ -144,7 +144,8 @@ const csvDoc: RouteDoc = {
   operationId: "exportBalanceTransactions",
   summary: "The balance transactions as CSV (all matching, streamed)",
   description:
-    "Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at; newest first. " +
+    "Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at (UTC), " +
+    "date (created_at's day in the merchant's time zone), timezone (that zone); newest first. date_from and date_to are days in the merchant's time zone. " +
     `${CSV_RULES} Same filters as GET /v1/balance/transactions, no paging.`,
   tag: "Balances",
   query: { ...dates, type: typeQuery, payment_channel_id: channelQuery },
@@ -165,7 +166,8 @@ export function registerLedgerReportRoutes(app: FastifyInstance, services: Pick<
   app.get(CSV_PATH, { config: restRoutePolicy({ method: "GET", path: CSV_PATH }) }, async (request, reply) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
     assertSafeText({ query });
-    const exported = services.ledger.exportCsv(request.principal!, filterVariables(query));
+    // The merchant's days (the dashboard's and the other /v1 reports'); the filters are checked before any byte is sent.
+    const exported = await services.ledger.exportCsv(request.principal!, filterVariables(query));
     return exports.send(reply, request.principal!, exported);
   });
 }

@@ -33,7 +33,7 @@ export const BalanceTransaction = builder.prismaNode("LedgerEntry", {
   }),
 });
 
-const BalanceTransactionPage = offsetPageType("BalanceTransactionPage", BalanceTransaction);
+const BalanceTransactionPage = offsetPageType("BalanceTransactionPage", BalanceTransaction, { days: true });
 
 const ChannelBalance = builder.objectRef<ChannelBalanceRow>("ChannelBalance").implement({
   description:
@@ -67,8 +67,8 @@ const CreateAdjustmentInput = builder.inputType("CreateAdjustmentInput", {
 const filterArgs = (t: Parameters<Parameters<typeof builder.queryFields>[0]>[0]) => ({
   type: t.arg({ type: BalanceTransactionTypeEnum, required: false }),
   paymentChannelId: t.arg.int({ required: false }),
-  dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
-  dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
+  dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD: a day in timeZone (the merchant's by default)." }),
+  dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD: a day in timeZone (the merchant's by default)." }),
 });
 
 builder.queryFields((t) => ({
@@ -79,6 +79,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.services.ledger.balance(ctx.principal!, args),
   }),
   ...pagedListFields(t, {
+    days: true,
     name: "balanceTransactions",
     type: BalanceTransaction,
     page: BalanceTransactionPage,

@@ -3,7 +3,8 @@ import { allows } from "../../authorization.ts";
 import type { Reader } from "../../db/database.ts";
 import type { LedgerEntry, PrismaClient } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
-import { statusDateWhere } from "../../filters.ts";
+import { localDay } from "../../days.ts";
+import { statusDateWhere, withTimeZone } from "../../filters.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
 import { isKnownCurrency, MAX_AMOUNT } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
@@ -16,9 +17,11 @@ import * as store from "./store.ts";
 export interface BalanceTransactionListInput {
   type?: string | null;
   paymentChannelId?: number | null;
-  /** YYYY-MM-DD (UTC), inclusive, as the other /v1 lists take them. */
+  /** YYYY-MM-DD, inclusive, days in timeZone, as the other /v1 lists take them. */
   dateFrom?: string | null;
   dateTo?: string | null;
+  /** The zone whose days those are; UTC when unset (GraphQL and the CSV route give the merchant's). */
+  timeZone?: string | null;
 }
 
 export interface AdjustmentInput {
@@ -31,8 +34,11 @@ export interface AdjustmentInput {
 }
 
 export const MAX_NOTE_LENGTH = 500;
-/** The CSV export's columns; `description` is an adjustment's note (empty for the others). */
-export const CSV_COLUMNS = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "description", "created_at"] as const;
+/**
+ * The CSV export's columns; `description` is an adjustment's note (empty for the others). `created_at` is the
+ * instant (UTC); `date` its day in `timezone`, the merchant's zone, the days date_from and date_to name.
+ */
+export const CSV_COLUMNS = ["id", "type", "amount", "fee", "net", "currency", "payment_channel_id", "source_reference", "description", "created_at", "date", "timezone"] as const;
 /** Rows read (and written to the reply) per statement of an export. */
 export const EXPORT_BATCH_SIZE = 1000;
 
@@ -49,7 +55,7 @@ function parseChannelId(value: number | null | undefined, field = "payment_chann
 
 /** The filters checked and parsed once: the type, the channel, the dates (with the other lists' rules and messages). */
 function filtersOf(principal: Principal, input: BalanceTransactionListInput): store.BalanceTransactionFilters {
-  const { createdAt } = statusDateWhere(principal, { dateFrom: input.dateFrom, dateTo: input.dateTo });
+  const { createdAt } = statusDateWhere(principal, { dateFrom: input.dateFrom, dateTo: input.dateTo, timeZone: input.timeZone });
   return {
     type: input.type ? parseBalanceTransactionType(input.type) : null,
     channelId: parseChannelId(input.paymentChannelId),
@@ -92,12 +98,13 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
      * throws before anything is sent), the rows read in keyset batches as the consumer pulls, so the export
      * of a year holds one batch in memory at a time.
      */
-    exportCsv(principal: Principal, input: BalanceTransactionListInput): { filename: string; chunks: AsyncIterable<string> } {
-      const filters = filtersOf(principal, input);
+    async exportCsv(principal: Principal, input: BalanceTransactionListInput): Promise<{ filename: string; chunks: AsyncIterable<string> }> {
+      const zoned = await withTimeZone(reader, principal, input);
+      const zone = zoned.timeZone;
+      const filters = filtersOf(principal, zoned);
       const scope = scopeOf(principal);
-      const day = (d: Date | undefined) => d?.toISOString().slice(0, 10);
-      const lastDay = filters.createdAt?.lt ? new Date(filters.createdAt.lt.getTime() - 1) : undefined;
-      const range = [day(filters.createdAt?.gte), day(lastDay)].filter(Boolean).join("_to_");
+      // The days as asked (checked by filtersOf), in the merchant's zone.
+      const range = [input.dateFrom, input.dateTo].filter(Boolean).join("_to_");
       const filename = `balance-transactions-${principal.mode}${range ? `-${range}` : ""}.csv`;
       async function* chunks(): AsyncGenerator<string> {
         yield csvLine(CSV_COLUMNS);
@@ -106,8 +113,9 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
           for (const row of batch) {
             const amount = BigInt(row.amount);
             const fee = BigInt(row.fee);
+            const createdAt = new Date(row.createdAt);
             text += csvLine([
-              BigInt(row.id), row.type, amount, fee, amount - fee, row.currency, row.channelId, row.sourceReference, row.note, new Date(row.createdAt).toISOString(),
+              BigInt(row.id), row.type, amount, fee, amount - fee, row.currency, row.channelId, row.sourceReference, row.note, createdAt.toISOString(), localDay(createdAt, zone), zone,
             ]);
           }
           yield text;

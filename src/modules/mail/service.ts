@@ -4,6 +4,7 @@ import type { Principal } from "../../auth.ts";
 import type { MailConfig } from "../../config.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { MailMessage } from "../../db/generated/prisma/client.ts";
+import { addDays, localDay, localHour, startOfLocalDay } from "../../days.ts";
 import { GatewayError, NotFoundError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
@@ -295,27 +296,6 @@ export function createMailService(deps: MailServiceDeps) {
 
   // ---- The daily summary ----
 
-  /** The local date (YYYY-MM-DD) and hour of `at` in `zone`. */
-  function localClock(at: Date, zone: string): { day: string; hour: number } {
-    const parts = Object.fromEntries(
-      new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", hourCycle: "h23" }).formatToParts(at).map((p) => [p.type, p.value]),
-    );
-    return { day: `${parts.year}-${parts.month}-${parts.day}`, hour: Number(parts.hour) };
-  }
-
-  /** The instant a local date starts in `zone` (its midnight), found from the zone's offset around it. */
-  function startOfLocalDay(day: string, zone: string): Date {
-    const utcMidnight = new Date(`${day}T00:00:00Z`);
-    const offsetAt = (at: Date) => {
-      const local = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }).formatToParts(at);
-      const p = Object.fromEntries(local.map((x) => [x.type, x.value]));
-      return Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second)) - at.getTime();
-    };
-    const first = new Date(utcMidnight.getTime() - offsetAt(utcMidnight));
-    return new Date(utcMidnight.getTime() - offsetAt(first));
-  }
-
-  const previousDay = (day: string) => new Date(new Date(`${day}T00:00:00Z`).getTime() - 86_400_000).toISOString().slice(0, 10);
 
   /**
    * Queues yesterday's summary for every merchant whose local time is past 08:00, once per merchant, mode and day
@@ -325,14 +305,14 @@ export function createMailService(deps: MailServiceDeps) {
     const merchants = await prisma.merchant.findMany({ select: { id: true, timezone: true }, where: { users: { some: { disabledAt: null } } } });
     let queued = 0;
     for (const merchant of merchants) {
-      const clock = localClock(now, merchant.timezone);
-      if (clock.hour < SUMMARY_HOUR) continue;
-      const day = previousDay(clock.day);
+      if (localHour(now, merchant.timezone) < SUMMARY_HOUR) continue;
+      const today = localDay(now, merchant.timezone);
+      const day = addDays(today, -1);
       const from = startOfLocalDay(day, merchant.timezone);
-      const to = startOfLocalDay(clock.day, merchant.timezone);
+      const to = startOfLocalDay(today, merchant.timezone);
       for (const mode of ["live", "test"] as const) {
         const keyPrefix = `summary:${merchant.id}:${mode}:${day}`;
-        if (await prisma.mailMessage.findFirst({ where: { key: { startsWith: `${keyPrefix}:` } }, select: { id: true } })) continue;
+        if (await store.noticeQueued(prisma, merchant.id, keyPrefix)) continue;
         const totals = await deps.reports.dayTotals(merchant.id, mode, from, to);
         if (totals.length === 0) continue;
         const facts = { day, totals: totals.map((t) => ({ ...t, volume: t.volume.toString(), refunded: t.refunded.toString() })) };

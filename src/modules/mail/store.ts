@@ -110,6 +110,18 @@ export async function insertNotices(tx: Prisma.TransactionClient, notice: { merc
   );
 }
 
+/**
+ * Whether a notice of insertNotices' `keyPrefix` was queued for any of the merchant's users: exact keys
+ * (`<keyPrefix>:<userId>`) on the key's unique index, where a LIKE prefix would read the whole table (the
+ * default collation's index does not serve it). Every user, not only today's recipients, as a prefix would match.
+ */
+export async function noticeQueued(db: Db, merchantId: number, keyPrefix: string): Promise<boolean> {
+  const users = await db.user.findMany({ where: { merchantId }, select: { id: true } });
+  if (users.length === 0) return false;
+  const found = await db.mailMessage.findFirst({ where: { key: { in: users.map((u) => `${keyPrefix}:${u.id}`) } }, select: { id: true } });
+  return found !== null;
+}
+
 // ---- The send job's reads and writes ----
 
 export const findMessage = (db: Db, id: number) => db.mailMessage.findUnique({ where: { id } });

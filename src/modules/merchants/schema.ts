@@ -21,6 +21,7 @@ builder.prismaNode("Merchant", {
     name: t.exposeString("name"),
     email: t.exposeString("email"),
     defaultCurrency: t.exposeString("defaultCurrency", { description: "Used when a transaction names no currency." }),
+    timezone: t.exposeString("timezone", { description: "The merchant's time zone (IANA name; Brand settings): the days of its figures, lists' date filters and reports." }),
     mode: t.field({
       type: ModeEnum,
       description: "The mode of the API key making this request.",

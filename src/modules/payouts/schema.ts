@@ -40,7 +40,7 @@ export const Payout = builder.prismaNode("Payout", {
   }),
 });
 
-const PayoutPage = offsetPageType("PayoutPage", Payout);
+const PayoutPage = offsetPageType("PayoutPage", Payout, { days: true });
 
 /** The payout as of the event, from its snapshot (no follow-up query). */
 const PayoutSnapshotType = builder.objectRef<PayoutSnapshot>("PayoutSnapshot").implement({
@@ -89,6 +89,7 @@ builder.queryFields((t) => {
       },
     }),
     ...pagedListFields(t, {
+      days: true,
       name: "payouts",
       type: "Payout",
       page: PayoutPage,

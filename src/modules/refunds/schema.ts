@@ -37,7 +37,7 @@ export const Refund = builder.prismaNode("Refund", {
   }),
 });
 
-const RefundPage = offsetPageType("RefundPage", Refund);
+const RefundPage = offsetPageType("RefundPage", Refund, { days: true });
 
 const RefundSnapshotType = builder.objectRef<RefundSnapshot>("RefundSnapshot").implement({
   description: "A refund as it was when the event happened (the /v1/refunds shape).",
@@ -87,6 +87,7 @@ builder.queryFields((t) => ({
     },
   }),
   ...pagedListFields(t, {
+    days: true,
     name: "refunds",
     type: "Refund",
     page: RefundPage,

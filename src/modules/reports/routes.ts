@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { pageQuery, str } from "../../openapi/schemas.ts";
+import { str, v1PageQuery } from "../../openapi/schemas.ts";
 import type { DocumentedRoute } from "../../openapi/types.ts";
 import { pageVariables, stringParam } from "../../rest/params.ts";
 import type { ExportSlots } from "../../rest/export-slots.ts";
@@ -10,13 +10,14 @@ import { CSV_RULES } from "../ledger/csv.ts";
 import { TRANSACTION_CSV_COLUMNS } from "../transactions/export.ts";
 
 const CSV_PATH = "/v1/reports/transactions.csv";
-const { page: _page, limit: _limit, ...filters } = pageQuery;
+const { page: _page, limit: _limit, ...filters } = v1PageQuery;
 
 const csvDoc: RouteDoc = {
   operationId: "exportTransactions",
   summary: "The transactions as CSV (all matching, streamed)",
   description:
-    `Columns: ${TRANSACTION_CSV_COLUMNS.join(", ")}; newest first. ${CSV_RULES} Same filters as GET /api/transactions/list, no paging.`,
+    `Columns: ${TRANSACTION_CSV_COLUMNS.join(", ")}; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone ` +
+    `(named in timezone). ${CSV_RULES} The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.`,
   tag: "Transactions",
   query: {
     ...filters,
@@ -38,7 +39,7 @@ export function registerTransactionReportRoutes(app: FastifyInstance, services: 
     const query = (request.query ?? {}) as Record<string, unknown>;
     assertSafeText({ query });
     const { status, dateFrom, dateTo } = pageVariables(query);
-    const exported = services.transactions.exportCsv(request.principal!, { status, dateFrom, dateTo, search: stringParam(query, "search") });
+    const exported = await services.transactions.exportCsv(request.principal!, { status, dateFrom, dateTo, search: stringParam(query, "search") });
     return exports.send(reply, request.principal!, exported);
   });
 }

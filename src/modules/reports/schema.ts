@@ -26,25 +26,26 @@ const FiguresType = builder.interfaceRef<StatsFigures>("PaymentFigures").impleme
 
 const StatsDayType = builder.objectRef<StatsDay>("PaymentStatsDay").implement({
   interfaces: [FiguresType],
-  description: "One UTC day's figures: payments and refunds created that day.",
+  description: "One day's figures (a day in the merchant's time zone): payments and refunds created that day.",
   fields: (t) => ({
-    date: t.exposeString("date", { description: "YYYY-MM-DD (UTC)." }),
+    date: t.exposeString("date", { description: "YYYY-MM-DD, in PaymentStats.timezone." }),
   }),
 });
 
 const StatsPeriodType = builder.objectRef<StatsPeriod>("PaymentStatsPeriod").implement({
   interfaces: [FiguresType],
-  description: "The figures of the last `days` UTC days, today included.",
+  description: "The figures of the last `days` days of the merchant's time zone, today included.",
   fields: (t) => ({
     days: t.exposeInt("days"),
-    since: t.expose("since", { type: "DateTime", description: "Midnight UTC of the period's first day." }),
+    since: t.expose("since", { type: "DateTime", description: "The period's first day's midnight in the merchant's time zone." }),
   }),
 });
 
 const PaymentStatsType = builder.objectRef<PaymentStats>("PaymentStats").implement({
-  description: "Payment and refund figures per UTC day and per period. A payment counts on the day it was created (as in the lists' date filters).",
+  description: "Payment and refund figures per day and per period, days of the merchant's time zone (timezone). A payment counts on the day it was created (as in the lists' date filters).",
   fields: (t) => ({
     asOf: t.expose("asOf", { type: "DateTime" }),
+    timezone: t.exposeString("timezone", { description: "The merchant's time zone (IANA name, Brand settings): the zone of every day and period here." }),
     daily: t.field({ type: [StatsDayType], description: "One per day, oldest first, today last; empty days included.", resolve: (s) => s.daily }),
     periods: t.field({ type: [StatsPeriodType], description: "In the order asked for.", resolve: (s) => s.periods }),
   }),
@@ -53,7 +54,7 @@ const PaymentStatsType = builder.objectRef<PaymentStats>("PaymentStats").impleme
 builder.queryFields((t) => ({
   paymentStats: t.field({
     type: PaymentStatsType,
-    description: "The overview's figures: volume, counts, success rate and refunds, per UTC day and per period.",
+    description: "The overview's figures: volume, counts, success rate and refunds, per day (of the merchant's time zone) and per period.",
     errors: { types: businessErrors },
     args: {
       days: t.arg.int({ required: false, description: `The daily series' length, 1 to ${MAX_STATS_DAYS} (default 30).` }),

@@ -10,7 +10,7 @@ import { dayTotals } from "./store.ts";
 export function createReportService(deps: { prisma: PrismaClient; read?: Reader }) {
   const reader = deps.read?.prisma ?? deps.prisma;
   return {
-    /** The dashboard overview's figures, per UTC day and per period. */
+    /** The dashboard overview's figures, per day of the merchant's time zone and per period. */
     stats: (principal: Principal, input: Parameters<typeof paymentStats>[2]) => paymentStats(reader, principal, input),
     /** One merchant's day in one mode, per currency (the daily summary e-mail), from the primary: it is sent once. */
     dayTotals: (merchantId: number, mode: "test" | "live", from: Date, to: Date) => dayTotals(deps.prisma, merchantId, mode, from, to),

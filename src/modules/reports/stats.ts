@@ -1,13 +1,15 @@
 import type { Principal } from "../../auth.ts";
 import type { Db } from "../../db/database.ts";
+import { addDays, localDay, startOfLocalDay } from "../../days.ts";
 import { ValidationError } from "../../errors.ts";
+import { merchantTimeZone } from "../../filters.ts";
 import { dailyPaymentFigures, dailyRefundFigures } from "./store.ts";
 
 /**
- * The dashboard overview's figures: per UTC day and per period (today, the last 7 days, ...), the volume and
+ * The dashboard overview's figures: per day and per period (today, the last 7 days, ...), the volume and
  * count of completed payments per currency, completed and failed counts and the success rate, and completed
- * refunds per currency. Two grouped statements (store.ts), summed here; a
- * payment or refund belongs to the UTC day it was created on, as in the lists' date filters.
+ * refunds per currency. Two grouped statements (store.ts), summed here; a payment or refund belongs to the
+ * day it was created on in the merchant's time zone, as in the lists' date filters.
  */
 
 export const MAX_STATS_DAYS = 366;
@@ -30,21 +32,23 @@ export interface StatsFigures {
 }
 
 export interface StatsDay extends StatsFigures {
-  /** YYYY-MM-DD (UTC). */
+  /** YYYY-MM-DD, a day in the merchant's zone. */
   date: string;
 }
 
 export interface StatsPeriod extends StatsFigures {
-  /** The number of UTC days, today included. */
+  /** The number of days, today included. */
   days: number;
-  /** Midnight UTC of the period's first day. */
+  /** The period's first day's midnight in the merchant's zone. */
   since: Date;
 }
 
 export interface PaymentStats {
   /** When the figures were read. */
   asOf: Date;
-  /** One per UTC day, oldest first, today last; days with nothing are included. */
+  /** The merchant's time zone (IANA name): the zone of every day here. */
+  timezone: string;
+  /** One per local day, oldest first, today last; days with nothing are included. */
   daily: StatsDay[];
   periods: StatsPeriod[];
 }
@@ -54,8 +58,6 @@ function checkDays(value: number, field: string): number {
   return value;
 }
 
-/** Midnight UTC, `back` days before `now`'s day. */
-const dayStart = (now: Date, back: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - back * DAY_MS);
 
 function addTo(totals: Map<string, CurrencyTotal>, currency: string, amount: bigint, count: number) {
   const total = totals.get(currency) ?? { currency, amount: 0n, count: 0 };
@@ -83,8 +85,8 @@ function figures(acc: Accumulator): StatsFigures {
 }
 
 /**
- * The caller's figures for the last `days` UTC days (the daily series) and for each of `periods` (numbers of
- * days, today included), in its merchant and mode.
+ * The caller's figures for the last `days` days (the daily series) and for each of `periods` (numbers of
+ * days, today included), in its merchant and mode, its days those of the merchant's time zone.
  */
 export async function paymentStats(db: Db, principal: Principal, input: { days?: number | null; periods?: readonly number[] | null }, now = new Date()): Promise<PaymentStats> {
   const days = checkDays(input.days ?? 30, "days");
@@ -92,15 +94,19 @@ export async function paymentStats(db: Db, principal: Principal, input: { days?:
   if (periods.length > 10) throw new ValidationError("periods", "at most 10 periods");
   periods.forEach((period) => checkDays(period, "periods"));
   const window = Math.max(days, ...periods);
-  const since = dayStart(now, window - 1);
-  const [payments, refunds] = await Promise.all([dailyPaymentFigures(db, principal, since), dailyRefundFigures(db, principal, since)]);
+  const zone = await merchantTimeZone(db, principal.merchantId);
+  const today = localDay(now, zone);
+  const firstDay = addDays(today, -(window - 1));
+  // The instants computed once here; the database groups by the local day (store.ts).
+  const since = startOfLocalDay(firstDay, zone);
+  const [payments, refunds] = await Promise.all([dailyPaymentFigures(db, principal, since, zone), dailyRefundFigures(db, principal, since, zone)]);
 
-  // Index 0 is the window's first day, window - 1 today.
+  // Index 0 is the window's first day, window - 1 today (days as dates: a DST day's 23 or 25 hours do not matter).
   const byDay = Array.from({ length: window }, emptyAccumulator);
-  const dayIndex = (day: string) => Math.round((Date.parse(`${day}T00:00:00Z`) - since.getTime()) / DAY_MS);
+  const dayIndex = (day: string) => Math.round((Date.parse(`${day}T00:00:00Z`) - Date.parse(`${firstDay}T00:00:00Z`)) / DAY_MS);
   for (const row of payments) {
     const acc = byDay[dayIndex(row.day)];
-    if (!acc) continue; // created after midnight UTC of a day that began since `now` was read
+    if (!acc) continue; // created after the local midnight of a day that began since `now` was read
     acc.completed += row.completed;
     acc.failed += row.failed;
     addTo(acc.volume, row.currency, row.volume, row.completed);
@@ -123,7 +129,8 @@ export async function paymentStats(db: Db, principal: Principal, input: { days?:
 
   return {
     asOf: now,
-    daily: byDay.slice(window - days).map((acc, i) => ({ date: dayStart(now, days - 1 - i).toISOString().slice(0, 10), ...figures(acc) })),
-    periods: periods.map((period) => ({ days: period, since: dayStart(now, period - 1), ...figures(sum(byDay.slice(window - period))) })),
+    timezone: zone,
+    daily: byDay.slice(window - days).map((acc, i) => ({ date: addDays(today, -(days - 1 - i)), ...figures(acc) })),
+    periods: periods.map((period) => ({ days: period, since: startOfLocalDay(addDays(today, -(period - 1)), zone), ...figures(sum(byDay.slice(window - period))) })),
   };
 }

@@ -1,4 +1,5 @@
 import { graphql } from "../../rest/gql/index.ts";
+import { UTC } from "../../days.ts";
 import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, pageBody } from "../../rest/route-table.ts";
 import { bodyFields, boolField, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
@@ -178,15 +179,16 @@ export const transactionRoutes = [
       response: envelope({ data: list(schemas.transactionListItem), ...schemas.page }),
     },
     operation: graphql(`
-      query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
-        transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
+      query RestListTransactions($page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $timeZone: String, $search: String) {
+        transactionsPage(page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, timeZone: $timeZone, search: $search) {
           __typename
           ... on Error { code message }
           ... on TransactionPage { total page limit pages items { ...RestListedTransaction } }
         }
       }
     `),
-    variables: ({ query }) => Object.assign(pageVariables(query), { search: stringParam(query, "search") }),
+    // date_from and date_to keep their published meaning, UTC days, whatever the merchant's time zone (the /v1 family's are the merchant's).
+    variables: ({ query }) => Object.assign(pageVariables(query), { search: stringParam(query, "search"), timeZone: UTC }),
     respond: ({ transactionsPage }) => pageBody(transactionsPage, listItem),
   }),
 ];

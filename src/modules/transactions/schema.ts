@@ -83,7 +83,7 @@ builder.prismaObject("TransactionAttempt", {
   }),
 });
 
-const TransactionPage = offsetPageType("TransactionPage", Transaction);
+const TransactionPage = offsetPageType("TransactionPage", Transaction, { days: true });
 
 /**
  * Transaction fields that read only the summary columns (rows.ts): those exposed under the model field's own
@@ -104,8 +104,8 @@ function selectsSummaryOnly(info: GraphQLResolveInfo, path: readonly string[]): 
 export function statusDateArgs(t: Parameters<Parameters<typeof builder.queryFields>[0]>[0]) {
   return {
     status: t.arg({ type: TransactionStatusEnum, required: false }),
-    dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD (UTC)." }),
-    dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD (UTC)." }),
+    dateFrom: t.arg.string({ required: false, description: "Inclusive start date, YYYY-MM-DD: a day in timeZone (the merchant's by default)." }),
+    dateTo: t.arg.string({ required: false, description: "Inclusive end date, YYYY-MM-DD: a day in timeZone (the merchant's by default)." }),
   };
 }
 
@@ -130,6 +130,7 @@ builder.queryFields((t) => {
   }),
 
   ...pagedListFields(t, {
+    days: true,
     name: "transactions",
     type: "Transaction",
     page: TransactionPage,

@@ -3,6 +3,7 @@ import { createAttemptFlow } from "./attempts.ts";
 import { createCardFlow } from "./card.ts";
 import { createCollectionFlow } from "./collections.ts";
 import { createFlowContext, type TransactionServiceDeps } from "./context.ts";
+import { withTimeZone } from "../../filters.ts";
 import { exportTransactionsCsv } from "./export.ts";
 import { createHostedFlow } from "./hosted.ts";
 import { createInitialize } from "./initialize.ts";
@@ -66,7 +67,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     listPage: reads.listPage,
     listConnection: reads.listConnection,
     count: reads.count,
-    exportCsv: (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.readStore, principal, filters),
+    /** The CSV's days (date_from, date_to, its date column) are the merchant's (filters.ts withTimeZone). */
+    exportCsv: async (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.readStore, principal, await withTimeZone(deps.prisma, principal, filters)),
     payWithCard: card.payWithCard,
     payWithMpesa: attempts.payWithMpesa,
     listAttempts: attempts.list,

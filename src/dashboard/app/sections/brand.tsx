@@ -3,6 +3,7 @@ import { ApiError, gql, mutate } from "../api.ts";
 import { graphql } from "../gql/index.ts";
 import type { DashboardBrandFragment } from "../gql/graphql.ts";
 import { CardForm } from "../forms.tsx";
+import { setDisplayTimeZone } from "../format.ts";
 import { freshAccessToken, refresh, type Session } from "../session.ts";
 import { ErrorNote, Loading, PageHeader, announce, useQuery } from "../ui.tsx";
 
@@ -200,6 +201,8 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
       setFile(null);
     }
     setRemoveLogo(false);
+    // Dates shown from now on are in the zone just saved.
+    setDisplayTimeZone(result.timezone);
     onSaved(result);
     setSaved(true);
     announce("Brand saved");
@@ -327,7 +330,7 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
               ))}
             </datalist>
             <p class="hint muted" id="brand-timezone-hint">
-              An IANA name such as Africa/Nairobi: the times on receipts, and the day of the daily summary.
+              An IANA name such as Africa/Nairobi: the days of the overview, the date filters and the reports, the times shown here and on receipts, and the day of the daily summary.
             </p>
           </div>
           <div class="field">

@@ -6,13 +6,13 @@ import { BarChart } from "../chart.tsx";
 import { Balances } from "./balances.tsx";
 import { GoLiveChecklist } from "./go-live.tsx";
 import type { Session } from "../session.ts";
-import { formatMoney, majorUnits } from "../format.ts";
+import { formatMoney, localDay, majorUnits } from "../format.ts";
 import { useReloadOnMoney } from "../money-events.ts";
 import { ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 
 /**
- * The landing page: today's, the last 7 and the last 30 UTC days' figures (paymentStats), a chart of the last
- * 30 days' volume, then the balances. Figures follow live events: a settled payment or refund loads them again.
+ * The landing page: today's, the last 7 and the last 30 days' figures (paymentStats; days of the merchant's time
+ * zone, which the answer names), a chart of the last 30 days' volume, then the balances. Figures follow live events: a settled payment or refund loads them again.
  */
 
 const CHART_DAYS = 30;
@@ -26,7 +26,7 @@ graphql(`
 const QUERY = graphql(`
   query DashboardOverview($days: Int!, $periods: [Int!]!) {
     paymentStats(days: $days, periods: $periods) {
-      __typename ...DashboardError ... on PaymentStats { asOf daily { date ...DashboardFigures } periods { days since ...DashboardFigures } }
+      __typename ...DashboardError ... on PaymentStats { asOf timezone daily { date ...DashboardFigures } periods { days since ...DashboardFigures } }
     }
   }
 `);
@@ -37,10 +37,13 @@ type CurrencyTotal = Day["volume"][number];
 
 const PERIOD_TITLES: Record<number, string> = { 1: "Today", 7: "Last 7 days", 30: "Last 30 days" };
 
-/** "25 Nov" for a UTC day. */
+/** "25 Nov" for a day (YYYY-MM-DD, already the merchant's): formatted as a calendar date, so in UTC, not shifted again. */
 export function shortDay(date: string): string {
   return new Date(`${date}T00:00:00Z`).toLocaleDateString("en-GB", { day: "numeric", month: "short", timeZone: "UTC" });
 }
+
+/** A zone as people read it: Africa/Nairobi is "Africa/Nairobi", UTC "UTC". */
+const zoneName = (zone: string) => zone.replace(/_/g, " ");
 
 /** An axis value in major units, short: 950, 1.2K, 3.4M. */
 function compactMajor(minor: number, currency: string): string {
@@ -71,15 +74,15 @@ export function Overview({ session }: { session?: Session }) {
       {stats && (
         <>
           <p class="muted hint" id="overview-as-of">
-            Days are UTC days; a payment counts on the day it was started. Figures as of{" "}
-            {new Date(stats.asOf).toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", timeZone: "UTC" })} UTC.
+            Days are {zoneName(stats.timezone)} days (the time zone in Brand settings); a payment counts on the day it was started. Figures as of{" "}
+            {new Date(stats.asOf).toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", timeZone: stats.timezone })} <span id="overview-zone">{stats.timezone}</span> time.
           </p>
           <div class="stat-cards">
             {stats.periods.map((period) => (
-              <PeriodCard key={period.days} period={period} />
+              <PeriodCard key={period.days} period={period} zone={stats.timezone} />
             ))}
           </div>
-          <VolumeChart daily={stats.daily} />
+          <VolumeChart daily={stats.daily} zone={stats.timezone} />
         </>
       )}
       <Balances />
@@ -100,9 +103,10 @@ function Amounts({ totals, none, what }: { totals: CurrencyTotal[]; none: string
   );
 }
 
-function PeriodCard({ period }: { period: Period }) {
+function PeriodCard({ period, zone }: { period: Period; zone: string }) {
   const title = PERIOD_TITLES[period.days] ?? `Last ${period.days} days`;
-  const day = period.since.slice(0, 10);
+  // `since` is the first day's midnight in the merchant's zone: its date there.
+  const day = localDay(period.since, zone);
   const settled = period.completedCount + period.failedCount;
   const headingId = `period-${period.days}`;
   return (
@@ -144,7 +148,7 @@ function PeriodCard({ period }: { period: Period }) {
 }
 
 /** The daily volume of one currency (the busiest, or the one picked) over the chart's days. */
-function VolumeChart({ daily }: { daily: Day[] }) {
+function VolumeChart({ daily, zone }: { daily: Day[]; zone: string }) {
   const counts = new Map<string, number>();
   for (const day of daily) for (const total of day.volume) counts.set(total.currency, (counts.get(total.currency) ?? 0) + total.count);
   const currencies = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([currency]) => currency);
@@ -189,12 +193,12 @@ function VolumeChart({ daily }: { daily: Day[] }) {
           <BarChart
             id="volume-chart"
             bars={bars}
-            label={`Completed payments per UTC day in ${currency}, ${first ? shortDay(first) : ""} to ${last ? shortDay(last) : ""}: ${formatMoney(sum, currency)} in all`}
+            label={`Completed payments per day (${zoneName(zone)}) in ${currency}, ${first ? shortDay(first) : ""} to ${last ? shortDay(last) : ""}: ${formatMoney(sum, currency)} in all`}
             axisLabel={shortDay}
             tickLabel={(value) => compactMajor(value, currency)}
           />
           <p class="muted hint">
-            {shortDay(first!)} – {shortDay(last!)} (UTC): {formatMoney(sum, currency)} in {plural(count, "payment")}. Point at a bar for its day.
+            {shortDay(first!)} – {shortDay(last!)} ({zoneName(zone)}): {formatMoney(sum, currency)} in {plural(count, "payment")}. Point at a bar for its day.
           </p>
         </>
       ) : (

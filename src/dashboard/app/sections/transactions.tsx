@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ExportCsv, reportUrl } from "../export.tsx";
-import { formatDate, formatMoney } from "../format.ts";
+import { formatDate, formatMoney, localDay } from "../format.ts";
 import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { BASE, navigate, onLinkClick } from "../router.ts";
 import type { Mode } from "../session.ts";
@@ -38,7 +38,8 @@ export const methodLabel = (method: string | null) => (method ? (METHODS[method]
 
 /** Whether a transaction arriving live belongs in the table as currently filtered. */
 function matches(transaction: Transaction, filters: Filters): boolean {
-  const day = transaction.createdAt.slice(0, 10);
+  // The merchant's day, as the server's date filter counts it.
+  const day = localDay(transaction.createdAt);
   // A search is answered by the server; a new arrival is left to the next load rather than guessed at here.
   if (filters.search.trim()) return false;
   return (!filters.status || transaction.status === filters.status) && (!filters.dateFrom || day >= filters.dateFrom) && (!filters.dateTo || day <= filters.dateTo);
