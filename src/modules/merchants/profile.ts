@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { PrismaClient } from "../../db/database.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
 import { isKnownCurrency, currencies } from "../../money.ts";
-import { isTimeZone } from "../brand/service.ts";
+import { isTimeZone } from "../../days.ts";
 import { createUser } from "../users/service.ts";
 
 /**
