@@ -49,7 +49,7 @@ export async function enqueueJobs(db: JobWriter, jobs: JobRequest[]): Promise<vo
  * the merchant's queued work goes with it). `field` and `table` come from the caller's fixed list, never input.
  */
 export async function deleteJobsOfMerchantRows(db: Pick<Prisma.TransactionClient, "$executeRawUnsafe">, field: string, table: string, merchantId: number): Promise<number> {
-  if (!/^[a-z_]+$/.test(field) || !/^[a-z_]+$/.test(table)) throw new Error(`not a column or table name: ${field}, ${table}`);
+  if (!PAYLOAD_FIELD.test(field) || !/^[a-z_]+$/.test(table)) throw new Error(`not a column or table name: ${field}, ${table}`);
   return db.$executeRawUnsafe(`DELETE FROM jobs WHERE payload ? '${field}' AND (payload->>'${field}') IN (SELECT id::text FROM "${table}" WHERE merchant_id = $1)`, merchantId);
 }
 
