@@ -27,7 +27,7 @@ export type Document<TResult, TVariables> = TypedDocumentString<TResult, TVariab
  * Runs one GraphQL operation as the signed-in user. An expired access token (HTTP 401) is refreshed
  * once and the operation retried; a refused refresh ends the session.
  */
-export async function gql<T, V>(query: Document<T, V>, variables: V | Record<string, never> = {}): Promise<T> {
+export async function gql<T, V>(query: Document<T, V>, variables: V | Record<string, never> = {}, extraHeaders: Record<string, string> = {}): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const token = getAccessToken();
     if (!token) throw new ApiError("You are signed out", "invalid_token");
@@ -35,7 +35,7 @@ export async function gql<T, V>(query: Document<T, V>, variables: V | Record<str
     try {
       response = await fetch("/graphql", {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}` },
+        headers: { ...extraHeaders, "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}` },
         body: JSON.stringify({ query: String(query), variables }),
       });
     } catch {
@@ -80,8 +80,13 @@ export function expectOk<T extends { __typename: string }>(result: T): Ok<T> {
  * Runs a mutation whose answer `field` is a union result, and returns its object; an Error member is
  * thrown as an ApiError (see expectOk), for useAction to show.
  */
-export async function mutate<T extends Record<F, { __typename: string }>, V, F extends keyof T & string>(query: Document<T, V>, field: F, variables: V): Promise<Ok<T[F]>> {
-  return expectOk((await gql(query, variables))[field]);
+export async function mutate<T extends Record<F, { __typename: string }>, V, F extends keyof T & string>(
+  query: Document<T, V>,
+  field: F,
+  variables: V,
+  options: { idempotencyKey?: string } = {},
+): Promise<Ok<T[F]>> {
+  return expectOk((await gql(query, variables, options.idempotencyKey ? { "idempotency-key": options.idempotencyKey } : {}))[field]);
 }
 
 /**

@@ -16,6 +16,8 @@ import { PaymentLinks } from "./sections/payment-links.tsx";
 import { Payouts } from "./sections/payouts.tsx";
 import { Plans } from "./sections/plans.tsx";
 import { Profile } from "./sections/profile.tsx";
+import { BalancesPage } from "./sections/balances.tsx";
+import { RefundsPage } from "./sections/refunds-page.tsx";
 import { Reconciliations } from "./sections/reconciliations.tsx";
 import { SignIn } from "./sections/signin.tsx";
 import { Subscriptions } from "./sections/subscriptions.tsx";
@@ -28,19 +30,27 @@ import { LiveRegion, announce, useQuery } from "./ui.tsx";
 import { graphql } from "./gql/index.ts";
 import "./styles.css";
 
-/** The sections, in the nav's order; `testOnly` ones are shown (and reachable) in test mode only. */
-const NAV: readonly (readonly [path: string, label: string, testOnly?: boolean])[] = [
+/**
+ * The sections, in the nav's order; `testOnly` ones are shown (and reachable) in test mode only. The daily ones
+ * are on the bar; the rest are under "More", so the bar fits one line at 1280 px (on phones a Menu lists them all).
+ */
+type Section = readonly [path: string, label: string, testOnly?: boolean];
+const NAV: readonly Section[] = [
   ["/overview", "Overview"],
   ["/transactions", "Transactions"],
-  ["/disputes", "Disputes"],
+  ["/refunds", "Refunds"],
+  ["/balances", "Balances"],
+  ["/payouts", "Payouts"],
   ["/payment-links", "Payment links"],
+  ["/disputes", "Disputes"],
   ["/customers", "Customers"],
+];
+const MORE: readonly Section[] = [
   ["/subscriptions", "Subscriptions"],
   ["/plans", "Plans"],
   ["/channels", "Payment channels"],
   ["/api-keys", "API keys"],
   ["/webhooks", "Webhooks"],
-  ["/payouts", "Payouts"],
   ["/reconciliations", "Reconciliation"],
   ["/users", "Users"],
   ["/brand", "Brand"],
@@ -77,7 +87,8 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   const firstRoute = useRef(true);
   const test = session.mode === "test";
   const nav = NAV.filter(([, , testOnly]) => test || !testOnly);
-  const pages = [...nav, ...OTHER_PAGES];
+  const more = MORE.filter(([, , testOnly]) => test || !testOnly);
+  const pages = [...nav, ...more, ...OTHER_PAGES];
 
   useEffect(() => startLive(), []);
   useEffect(() => onLiveStatus((status) => setLive(status)), []);
@@ -142,7 +153,9 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
   else if (route.startsWith("/channels")) page = <Channels session={session} />;
   else if (route.startsWith("/api-keys")) page = <ApiKeys session={session} />;
   else if (route.startsWith("/webhooks")) page = <Webhooks session={session} />;
-  else if (route.startsWith("/payouts")) page = <Payouts />;
+  else if (route.startsWith("/payouts")) page = <Payouts session={session} />;
+  else if (route.startsWith("/refunds")) page = <RefundsPage />;
+  else if (route.startsWith("/balances")) page = <BalancesPage />;
   else if (route.startsWith("/payment-links")) page = <PaymentLinks session={session} />;
   else if (route.startsWith("/reconciliations")) page = <Reconciliations route={route} session={session} />;
   else if (route.startsWith("/users")) page = <Users session={session} />;
@@ -214,18 +227,65 @@ function Shell({ session, onSignedOut }: { session: Session; onSignedOut: () => 
           {switching}
         </p>
       )}
-      <nav class="sections" aria-label="Sections">
-        {nav.map(([path, label]) => (
-          <a key={path} href={BASE + path} aria-current={route === path || route.startsWith(`${path}/`) ? "page" : undefined} onClick={(e) => onLinkClick(e, path)}>
-            {label}
-          </a>
-        ))}
-      </nav>
+      <SectionsNav route={route} nav={nav} more={more} />
       <main id="main" tabIndex={-1}>
         {page}
       </main>
       <LiveRegion />
     </div>
+  );
+}
+
+const isCurrent = (route: string, path: string) => route === path || route.startsWith(`${path}/`);
+
+/**
+ * The sections bar: the daily pages, then "More" (a disclosure listing the others). Below 640 px the bar is
+ * folded behind a Menu button and lists every section in one column.
+ */
+function SectionsNav({ route, nav, more }: { route: string; nav: readonly Section[]; more: readonly Section[] }) {
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [moreOpen, setMoreOpen] = useState(false);
+  const moreRef = useRef<HTMLDivElement>(null);
+  const inMore = more.find(([path]) => isCurrent(route, path));
+  // A navigation closes both; so does a click elsewhere or Escape (as a menu would).
+  useEffect(() => {
+    setMenuOpen(false);
+    setMoreOpen(false);
+  }, [route]);
+  useEffect(() => {
+    if (!moreOpen) return;
+    const outside = (event: MouseEvent) => moreRef.current && !moreRef.current.contains(event.target as Node) && setMoreOpen(false);
+    const escape = (event: KeyboardEvent) => event.key === "Escape" && setMoreOpen(false);
+    document.addEventListener("click", outside);
+    document.addEventListener("keydown", escape);
+    return () => {
+      document.removeEventListener("click", outside);
+      document.removeEventListener("keydown", escape);
+    };
+  }, [moreOpen]);
+  const link = ([path, label]: Section) => (
+    <a key={path} href={BASE + path} aria-current={isCurrent(route, path) ? "page" : undefined} onClick={(e) => onLinkClick(e, path)}>
+      {label}
+    </a>
+  );
+  return (
+    <nav class={`sections${menuOpen ? " open" : ""}`} aria-label="Sections">
+      <button type="button" class="menu-toggle secondary" id="menu-toggle" aria-expanded={menuOpen} aria-controls="section-links" onClick={() => setMenuOpen(!menuOpen)}>
+        Menu{inMore || nav.some(([path]) => isCurrent(route, path)) ? `: ${(inMore ?? nav.find(([path]) => isCurrent(route, path)))![1]}` : ""}
+      </button>
+      <div class="section-links" id="section-links">
+        {nav.map(link)}
+        <div class={`more${moreOpen ? " open" : ""}`} ref={moreRef}>
+          <button type="button" class={`more-toggle${inMore ? " current" : ""}`} id="more-toggle" aria-expanded={moreOpen} aria-controls="more-links" onClick={() => setMoreOpen(!moreOpen)}>
+            {inMore ? inMore[1] : "More"}
+            <span aria-hidden="true"> ▾</span>
+          </button>
+          <div class="more-links" id="more-links">
+            {more.map(link)}
+          </div>
+        </div>
+      </div>
+    </nav>
   );
 }
 

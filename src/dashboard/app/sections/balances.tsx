@@ -6,17 +6,18 @@ import { graphql } from "../gql/index.ts";
 import type { BalanceTransactionType, DashboardBalancesQuery } from "../gql/graphql.ts";
 import { CursorPager, useCursors } from "../paging.tsx";
 import { Listing, Table } from "../tables.tsx";
-import { Badge, EmptyState, useQuery } from "../ui.tsx";
+import { BASE, onLinkClick } from "../router.ts";
+import { Badge, EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
 /**
- * The Overview's money held at each channel (GraphQL `balance`, from the ledger) and the balance transactions
+ * The Balances page: the money held at each channel (GraphQL `balance`, from the ledger) and the balance transactions
  * that moved it (`balanceTransactions`), filtered, paged and exported as CSV (GET /v1/reports/balance-transactions.csv
  * with the same filters).
  */
 
 const BALANCES = graphql(`
   query DashboardBalances {
-    balance { paymentChannelId provider currency collected fees refunded paidOut pendingOut adjustments available }
+    balance { paymentChannelId provider currency collected fees refunded paidOut pendingOut disputed chargedBack adjustments available }
     paymentChannels { databaseId name }
   }
 `);
@@ -35,27 +36,60 @@ const TRANSACTIONS = graphql(`
   }
 `);
 
-export function Balances() {
+function useBalances() {
   const { data, error, loading, reload } = useQuery(BALANCES);
   useReloadOnMoney(reload);
   const names = new Map(data?.paymentChannels.map((channel) => [channel.databaseId, channel.name]));
   const rows: BalanceRow[] | undefined = data?.balance.map((b) => ({ ...b, key: `${b.paymentChannelId}-${b.currency}`, channelName: names.get(b.paymentChannelId) ?? `Channel ${b.paymentChannelId}` }));
-  const money = (field: keyof ChannelBalance) => (b: BalanceRow) => formatMoney(b[field] as number, b.currency);
+  return { data, rows, error, loading };
+}
+const money = (field: keyof ChannelBalance) => (b: BalanceRow) => formatMoney(b[field] as number, b.currency);
+const NO_BALANCES = (
+  <EmptyState title="No balances yet">
+    <p>A channel's balance starts with its first completed payment.</p>
+  </EmptyState>
+);
+
+/** The Overview's short view: what is available at each channel, and the way to the Balances page. */
+export function BalanceSummary() {
+  const { rows, error, loading } = useBalances();
+  return (
+    <section aria-labelledby="balance-summary-title">
+      <div class="section-header">
+        <h2 id="balance-summary-title">Available per channel</h2>
+        <a href={`${BASE}/balances`} id="balances-link" onClick={(e) => onLinkClick(e, "/balances")}>
+          Balances and balance transactions
+        </a>
+      </div>
+      <Listing items={rows} loading={loading} error={error} empty={NO_BALANCES}>
+        {(items) => (
+          <Table
+            label="Available per channel"
+            bodyId="balance-summary-rows"
+            rows={items}
+            rowKey="key"
+            rowProps={(b) => ({ "data-channel": String(b.paymentChannelId), "data-currency": b.currency })}
+            columns={[
+              { label: "Channel", cell: (b) => b.channelName, note: (b) => `${titleCase(b.provider)} · ${b.currency}` },
+              { label: "Available", num: true, cell: (b) => <strong>{formatMoney(b.available, b.currency)}</strong> },
+              { label: "Pending out", num: true, cell: money("pendingOut") },
+            ]}
+          />
+        )}
+      </Listing>
+    </section>
+  );
+}
+
+/** The Balances page: each channel's balance in full (Disputed once a dispute has held money), then the balance transactions. */
+export function BalancesPage() {
+  const { data, rows, error, loading } = useBalances();
+  const disputes = rows?.some((b) => b.disputed > 0 || b.chargedBack > 0);
   return (
     <section aria-labelledby="balances-title">
-      <div class="section-header">
-        <h2 id="balances-title">Balance per channel</h2>
-      </div>
-      <Listing
-        items={rows}
-        loading={loading}
-        error={error}
-        empty={
-          <EmptyState title="No balances yet">
-            <p>A channel's balance starts with its first completed payment.</p>
-          </EmptyState>
-        }
-      >
+      <PageHeader title="Balances" />
+      <h2 id="balances-title">Balance per channel</h2>
+      <Listing items={rows} loading={loading} error={error} empty={NO_BALANCES}>
         {(items) => (
           <Table
             label="Balance per channel"
@@ -67,6 +101,7 @@ export function Balances() {
               { label: "Channel", cell: (b) => b.channelName, note: (b) => `${titleCase(b.provider)} · ${b.currency}` },
               { label: "Available", num: true, cell: (b) => <strong>{formatMoney(b.available, b.currency)}</strong> },
               { label: "Pending out", num: true, cell: money("pendingOut") },
+              ...(disputes ? [{ label: "Disputed", num: true, cell: money("disputed") }, { label: "Charged back", num: true, cell: money("chargedBack") }] : []),
               { label: "Collected", num: true, cell: money("collected") },
               { label: "Fees", num: true, cell: money("fees") },
               { label: "Refunded", num: true, cell: money("refunded") },

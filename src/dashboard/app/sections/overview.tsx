@@ -3,7 +3,7 @@ import { expectOk, type Ok } from "../api.ts";
 import { graphql } from "../gql/index.ts";
 import type { DashboardOverviewQuery } from "../gql/graphql.ts";
 import { BarChart } from "../chart.tsx";
-import { Balances } from "./balances.tsx";
+import { BalanceSummary } from "./balances.tsx";
 import { GoLiveChecklist } from "./go-live.tsx";
 import type { Session } from "../session.ts";
 import { formatMoney, localDay, majorUnits } from "../format.ts";
@@ -85,7 +85,7 @@ export function Overview({ session }: { session?: Session }) {
           <VolumeChart daily={stats.daily} zone={stats.timezone} />
         </>
       )}
-      <Balances />
+      <BalanceSummary />
     </section>
   );
 }
