@@ -24,6 +24,12 @@ export const PaymentLinkType = builder.prismaNode("PaymentLink", {
     callbackUrl: t.exposeString("callbackUrl", { nullable: true }),
     paymentChannelId: t.exposeInt("paymentChannelId", { nullable: true }),
     paymentsCount: t.relationCount("payments", { description: "Transactions made through the link, whatever became of them." }),
+    payments: t.prismaField({
+      type: ["Transaction"],
+      description: "The transactions made through the link, newest first, whatever became of them.",
+      args: { limit: t.arg.int({ required: false, description: "1 to 100 (default 20)." }) },
+      resolve: (query, link, args, ctx) => ctx.services.paymentLinks.linkPayments(link, args.limit, query),
+    }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
   }),
 });

@@ -191,6 +191,13 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
       return link;
     },
 
+    /** A link's transactions, newest first: `link` is one the caller already holds (scoped when it was loaded). */
+    linkPayments(link: Pick<PaymentLink, "id">, limit: number | null | undefined, query: Parameters<typeof store.linkPayments>[3] = {}) {
+      const take = limit ?? 20;
+      if (!Number.isInteger(take) || take < 1 || take > 100) throw new ValidationError("limit", "must be between 1 and 100");
+      return store.linkPayments(prisma, link.id, take, query);
+    },
+
     async deactivateLink(principal: Principal, id: string | number): Promise<PaymentLink> {
       const key = String(id).trim();
       const link = /^\d{1,9}$/.test(key) ? await store.deactivate(prisma, principal, Number(key)) : null;

@@ -1,8 +1,10 @@
-import { useState } from "preact/hooks";
+import QRCode from "qrcode";
+import { useEffect, useState } from "preact/hooks";
 import { ApiError, mutate } from "../api.ts";
 import { graphql } from "../gql/index.ts";
 import type { DashboardPaymentLinkFragment } from "../gql/graphql.ts";
-import { formatDate, formatMoney, parseMajorUnits } from "../format.ts";
+import { formatDate, formatMoney, parseMajorUnits, titleCase } from "../format.ts";
+import { BASE, onLinkClick } from "../router.ts";
 import { CardForm, useFocusOnMount } from "../forms.tsx";
 import { canWrite, type Session } from "../session.ts";
 import { Listing, Table } from "../tables.tsx";
@@ -22,6 +24,14 @@ const CREATE = graphql(`
     createPaymentLink(input: $input) { __typename ...DashboardError ... on PaymentLink { ...DashboardPaymentLink } }
   }
 `);
+const PAYMENTS = graphql(`
+  query DashboardPaymentLinkPayments($id: String!) {
+    paymentLink(id: $id) {
+      __typename ...DashboardError
+      ... on PaymentLink { databaseId payments(limit: 50) { reference status amount currency paymentMethod email phoneNumber createdAt } }
+    }
+  }
+`);
 const DEACTIVATE = graphql(`
   mutation DashboardDeactivatePaymentLink($id: String!) {
     deactivatePaymentLink(id: $id) { __typename ...DashboardError ... on PaymentLink { ...DashboardPaymentLink } }
@@ -39,6 +49,9 @@ export function PaymentLinks({ session }: { session: Session }) {
   const [requesting, setRequesting] = useState(false);
   const [created, setCreated] = useState<PaymentLink | null>(null);
   const deactivate = useAction();
+  const [shown, setShown] = useState<number | null>(null);
+  const list = links.data?.paymentLinksPage.__typename === "PaymentLinkPage" ? links.data.paymentLinksPage.items : undefined;
+  const shownLink = list?.find((link) => link.databaseId === shown);
 
   const turnOff = (link: PaymentLink) =>
     deactivate.run(async () => {
@@ -68,7 +81,7 @@ export function PaymentLinks({ session }: { session: Session }) {
         />
       )}
       <Listing
-        items={links.data?.paymentLinksPage.__typename === "PaymentLinkPage" ? links.data.paymentLinksPage.items : undefined}
+        items={list}
         loading={links.loading}
         error={links.error ?? deactivate.error}
         empty={<EmptyState title="No payment links">{writable && <p>Request a payment to get a link you can send to a payer by SMS, e-mail or chat.</p>}</EmptyState>}
@@ -87,14 +100,115 @@ export function PaymentLinks({ session }: { session: Session }) {
               { label: "Payments", num: true, cell: (link) => String(link.paymentsCount) },
               { label: "Created", cell: (link) => formatDate(link.createdAt) },
             ]}
-            actions={
-              writable
-                ? (link) =>
-                    link.active ? (
-                      <ConfirmButton label="Deactivate" question={`Stop "${link.description}" taking payments?`} confirmLabel="Deactivate link" disabled={deactivate.busy} onConfirm={() => void turnOff(link)} />
-                    ) : null
-                : undefined
-            }
+            actions={(link) => (
+              <div class="row">
+                <CopyButton url={link.url} id={`copy-${link.slug}`} label={`Copy link: ${link.description}`} />
+                <button type="button" class="secondary small" aria-expanded={shown === link.databaseId} aria-controls="payment-link-detail" onClick={() => setShown(shown === link.databaseId ? null : link.databaseId)}>
+                  {shown === link.databaseId ? "Hide" : "QR and payments"}
+                </button>
+                {writable && stateOf(link) === "active" && (
+                  <ConfirmButton label="Deactivate" question={`Stop "${link.description}" taking payments?`} confirmLabel="Deactivate link" disabled={deactivate.busy} onConfirm={() => void turnOff(link)} />
+                )}
+              </div>
+            )}
+          />
+        )}
+      </Listing>
+      {shownLink && <LinkDetail key={shownLink.databaseId} link={shownLink} onClose={() => setShown(null)} />}
+    </section>
+  );
+}
+
+/** Copies a link (the clipboard; where it is refused, a prompt holding the URL selected, to copy by hand). */
+function CopyButton({ url, id, label }: { url: string; id: string; label: string }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(url);
+    } catch {
+      // No clipboard (an http page, a refused permission): the old way, through a selected text field.
+      const field = document.createElement("textarea");
+      field.value = url;
+      field.setAttribute("readonly", "");
+      field.style.position = "fixed";
+      field.style.opacity = "0";
+      document.body.appendChild(field);
+      field.select();
+      const done = document.execCommand("copy");
+      field.remove();
+      if (!done) {
+        window.prompt("Copy the link:", url);
+        return;
+      }
+    }
+    setCopied(true);
+    announce("Link copied");
+    setTimeout(() => setCopied(false), 2000);
+  };
+  return (
+    <button type="button" class="secondary small" id={id} aria-label={label} onClick={() => void copy()}>
+      {copied ? "Copied" : "Copy"}
+    </button>
+  );
+}
+
+/** A QR code of the URL, as an image (qrcode's SVG in a data: URL, which the dashboard's CSP allows for images). */
+export function QrCode({ url, label }: { url: string; label: string }) {
+  const [src, setSrc] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    void QRCode.toString(url, { type: "svg", margin: 2, errorCorrectionLevel: "M" }).then((svg) => live && setSrc(`data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`));
+    return () => void (live = false);
+  }, [url]);
+  return src ? <img class="qr" src={src} alt={label} width={192} height={192} data-url={url} /> : <div class="qr" aria-hidden="true" />;
+}
+
+/** One link's QR code (to print or show at a till), its URL, and the payments it took. */
+function LinkDetail({ link, onClose }: { link: PaymentLink; onClose: () => void }) {
+  const { data, error, loading } = useQuery(PAYMENTS, { id: String(link.databaseId) });
+  const payments = data?.paymentLink.__typename === "PaymentLink" ? data.paymentLink.payments : undefined;
+  return (
+    <section class="card" id="payment-link-detail" aria-labelledby="payment-link-detail-title">
+      <div class="section-header">
+        <h2 id="payment-link-detail-title">{link.description}</h2>
+        <button type="button" class="secondary small" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      <div class="link-detail">
+        <QrCode url={link.url} label={`QR code of the payment link for ${link.description}`} />
+        <div>
+          <p>
+            {amountText(link)} · {link.reusable ? "Reusable" : "Single use"}
+          </p>
+          <code class="secret-value">{link.url}</code>
+          <p class="muted hint">Payers scan the code with their phone's camera to open the link.</p>
+        </div>
+      </div>
+      <h3>Payments through this link</h3>
+      <Listing items={payments} loading={loading} error={error} empty={<p class="muted">No payments yet.</p>}>
+        {(rows) => (
+          <Table
+            label={`Payments through ${link.description}`}
+            bodyId="payment-link-payments"
+            rows={rows}
+            rowKey="reference"
+            rowProps={(t) => ({ "data-reference": t.reference, "data-status": t.status })}
+            columns={[
+              {
+                label: "Reference",
+                class: "mono",
+                cell: (t) => (
+                  <a href={`${BASE}/transactions/${encodeURIComponent(t.reference)}`} onClick={(e) => onLinkClick(e, `/transactions/${encodeURIComponent(t.reference)}`)}>
+                    {t.reference}
+                  </a>
+                ),
+              },
+              { label: "Status", cell: (t) => <Badge value={t.status} /> },
+              { label: "Amount", num: true, cell: (t) => formatMoney(t.amount, t.currency) },
+              { label: "Payer", cell: (t) => t.phoneNumber ?? t.email ?? "—", note: (t) => (t.paymentMethod ? titleCase(t.paymentMethod) : null) },
+              { label: "Date", cell: (t) => formatDate(t.createdAt) },
+            ]}
           />
         )}
       </Listing>
