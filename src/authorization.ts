@@ -149,6 +149,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     revokeApiKey: "api_keys",
     rotateWebhookSecret: "write",
     runReconciliation: "money_out",
+    sendTestWebhook: "write",
     setDefaultPaymentChannel: "write",
     simulateC2b: "write",
     startStkPush: "write",

@@ -31,6 +31,14 @@ export async function recordEvent(tx: Prisma.TransactionClient, event: NewEvent)
   return { event: row, deliveriesQueued: await fanOut(tx, row) };
 }
 
+/**
+ * An event addressed to one receiver rather than to subscribers (a webhook endpoint's test event): recorded without
+ * the fan-out, so no other endpoint and no e-mail hears of it; the caller queues its one delivery.
+ */
+export function recordAddressedEvent(tx: Prisma.TransactionClient, event: Omit<NewEvent, "transactionId" | "payoutId" | "refundId">): Promise<Event> {
+  return tx.event.create({ data: { merchantId: event.merchantId, mode: event.mode, type: event.type, payload: event.payload } });
+}
+
 /** The fan-out (webhook deliveries, e-mails) of an event recorded through Prisma, inside its transaction: the jobs queued. */
 async function fanOut(tx: Prisma.TransactionClient, event: Event): Promise<number> {
   const [row] = await tx.$queryRawUnsafe<{ queued: number }[]>(

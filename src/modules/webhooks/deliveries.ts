@@ -1,9 +1,11 @@
-import type { Principal } from "../../auth.ts";
+import { scopeOf, type Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import { NotFoundError, ValidationError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
 import { cancel, enqueueJobs } from "../../jobs/store.ts";
+import { recordAddressedEvent } from "../events/outbox.ts";
 import type { Endpoints } from "./endpoints.ts";
+import { WEBHOOK_TEST_EVENT } from "./event-types.ts";
 import * as store from "./store.ts";
 import { WEBHOOK_DELIVERY_JOB, type DeliveryQuery } from "./store.ts";
 
@@ -31,6 +33,27 @@ export function createDeliveries(deps: { prisma: PrismaClient; reader: PrismaCli
       if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ValidationError("limit", "must be between 1 and 100");
       const eventId = filters.eventId != null ? parseEventId(filters.eventId, "eventId") : null;
       return store.listDeliveries(deps.reader, principal, { endpointId: filters.endpointId ?? null, eventId, limit }, query);
+    },
+
+    /**
+     * A signed `webhook.test` event to one endpoint, through the normal delivery path (the job, its signature, its
+     * retries, the deliveries list): how a merchant checks a receiver without making a payment. Sent to a disabled
+     * endpoint too, whose delivery then fails as "endpoint disabled" (re-enable it first).
+     */
+    async sendTestEvent(principal: Principal, endpointId: number) {
+      const endpoint = await deps.endpoints.getEndpoint(principal, endpointId);
+      const delivery = await prisma.$transaction(async (tx) => {
+        const event = await recordAddressedEvent(tx, {
+          ...scopeOf(principal),
+          type: WEBHOOK_TEST_EVENT,
+          payload: { message: "A test event from the gateway: your endpoint receives and verifies webhooks.", endpoint_id: endpoint.id, endpoint_url: endpoint.url },
+        });
+        const [row] = await store.restartDeliveries(tx, principal, [endpoint.id], event.id);
+        await enqueueJobs(tx, [{ kind: WEBHOOK_DELIVERY_JOB, payload: { deliveryId: Number(row!.id) } }]);
+        return row!;
+      });
+      deps.jobs.nudge();
+      return delivery;
     },
 
     /**

@@ -6,3 +6,8 @@ export const webhookEventTypes = ["transaction.pending", "transaction.completed"
   "dispute.created", "dispute.updated", "dispute.closed",
   "subscription.created", "subscription.updated", "subscription.canceled", "invoice.created", "invoice.paid", "invoice.payment_failed"] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
+/**
+ * The test event "Send test event" sends to one endpoint (whatever it subscribes to): not subscribable, as nothing but
+ * that button makes one.
+ */
+export const WEBHOOK_TEST_EVENT = "webhook.test";

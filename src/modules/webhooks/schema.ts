@@ -120,6 +120,13 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.int({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.services.webhooks.rotateSecret(ctx.principal!, id),
   }),
+  sendTestWebhook: t.field({
+    type: WebhookDelivery,
+    description: "Sends a signed webhook.test event to this one endpoint through the normal delivery path; its delivery is returned (pending) and listed with the others.",
+    errors: { types: businessErrors },
+    args: { endpointId: t.arg.int({ required: true }) },
+    resolve: (_root, { endpointId }, ctx) => ctx.services.webhooks.sendTestEvent(ctx.principal!, endpointId) as never,
+  }),
   resendEvent: t.field({
     type: ResendEventPayload,
     description: "Delivers an event again: to one endpoint, or to every enabled endpoint subscribed to its type.",

@@ -30,6 +30,9 @@ const CREATE = graphql(`
 const DELETE = graphql(`
   mutation DashboardDeleteWebhookEndpoint($id: Int!) { deleteWebhookEndpoint(id: $id) { __typename ...DashboardError ... on WebhookEndpoint { databaseId } } }
 `);
+const SEND_TEST = graphql(`
+  mutation DashboardSendTestWebhook($endpointId: Int!) { sendTestWebhook(endpointId: $endpointId) { __typename ...DashboardError ... on WebhookDelivery { id } } }
+`);
 const RESEND = graphql(`
   mutation DashboardResendEvent($eventId: ID!, $endpointId: Int) {
     resendEvent(eventId: $eventId, endpointId: $endpointId) { __typename ...DashboardError ... on ResendEventPayload { deliveries { id } } }
@@ -43,6 +46,16 @@ export function Webhooks({ session }: { session: Session }) {
   const [secret, setSecret] = useState<string | null>(null);
   const [adding, setAdding] = useState(false);
   const remove = useAction();
+  const test = useAction();
+
+  // The test event goes through the delivery job: the list is reloaded now (pending) and once more when it has had its attempt.
+  const sendTest = (endpoint: Endpoint) =>
+    test.run(async () => {
+      await mutate(SEND_TEST, "sendTestWebhook", { endpointId: endpoint.databaseId });
+      announce(`Test event sent to ${endpoint.url}`);
+      await deliveries.reload();
+      setTimeout(() => void deliveries.reload(), 2000);
+    });
 
   const deleteEndpoint = (endpoint: Endpoint) =>
     remove.run(async () => {
@@ -75,7 +88,7 @@ export function Webhooks({ session }: { session: Session }) {
       <Listing
         items={endpoints.data?.webhookEndpoints}
         loading={endpoints.loading}
-        error={endpoints.error ?? remove.error}
+        error={endpoints.error ?? remove.error ?? test.error}
         empty={<EmptyState title="No webhook endpoints">{writable && <p>Add an endpoint (New endpoint) to receive signed events when payments complete or fail.</p>}</EmptyState>}
       >
         {(list) => (
@@ -97,7 +110,12 @@ export function Webhooks({ session }: { session: Session }) {
             actions={
               writable
                 ? (endpoint) => (
-                    <ConfirmButton label="Delete" question={`Delete ${endpoint.url} and its delivery history?`} confirmLabel="Delete endpoint" disabled={remove.busy} onConfirm={() => void deleteEndpoint(endpoint)} />
+                    <div class="row">
+                      <button type="button" class="secondary small" disabled={test.busy} aria-label={`Send test event to ${endpoint.url}`} onClick={() => void sendTest(endpoint)}>
+                        Send test event
+                      </button>
+                      <ConfirmButton label="Delete" question={`Delete ${endpoint.url} and its delivery history?`} confirmLabel="Delete endpoint" disabled={remove.busy} onConfirm={() => void deleteEndpoint(endpoint)} />
+                    </div>
                   )
                 : undefined
             }
