@@ -1,6 +1,6 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, signedInDashboard } from "../support/browser.ts";
+import { launchChromium, signedInDashboard, openSection } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /**
@@ -26,7 +26,7 @@ describe("dashboard API keys: a role per key", () => {
 
   async function keysPage(user: { email: string; password: string }): Promise<Page> {
     const page = await signedInDashboard(browser, gw.url, user, browserErrors);
-    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "API keys" }).click();
+    await openSection(page, "API keys");
     await page.getByRole("heading", { name: /API keys/, level: 1 }).waitFor();
     return page;
   }

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, signedInLive } from "../support/browser.ts";
+import { launchChromium, signedInLive, openSection } from "../support/browser.ts";
 import { apiClient } from "../support/gateway.ts";
 import { withSandboxMerchants, type SandboxMerchants } from "../support/sandbox-merchants.ts";
 import { until } from "../support/wait.ts";
@@ -183,7 +183,7 @@ describe("dashboard billing", () => {
     expect(trialing.status).toBe("trialing");
     const active = await paidSubscription(customer, await plan({ name: "Silver", amount: 1_500 }), method.id);
 
-    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Subscriptions" }).click();
+    await openSection(page, "Subscriptions");
     await page.getByRole("heading", { name: "Subscriptions" }).waitFor();
     const activeRow = `#subscriptions-rows tr[data-id="${active.id}"]`;
     const trialingRow = `#subscriptions-rows tr[data-id="${trialing.id}"]`;
@@ -224,11 +224,11 @@ describe("dashboard billing", () => {
     await viewer.locator(`#customer-invoices tr[data-id="${sub.invoice.id}"]`).waitFor();
     expect(await viewer.locator("main button").count()).toBe(0);
 
-    await viewer.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Plans" }).click();
+    await openSection(viewer, "Plans");
     await viewer.locator("#plans-rows tr", { hasText: "Bronze" }).waitFor();
     expect(await viewer.locator("main button").count()).toBe(0);
 
-    await viewer.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Subscriptions" }).click();
+    await openSection(viewer, "Subscriptions");
     await viewer.locator(`#subscriptions-rows tr[data-id="${sub.id}"]`).waitFor();
     expect(await viewer.locator("main button").count()).toBe(0);
     await viewer.context().close();

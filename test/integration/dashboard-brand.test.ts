@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { confineToGateway, launchChromium, recordPageErrors, openSection } from "../support/browser.ts";
 import { startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { solidPng } from "../support/png.ts";
 import { BROWSER_MS } from "../support/timing.ts";
@@ -44,7 +44,7 @@ describe("dashboard brand page", () => {
     await page.getByLabel("Password").fill(user.password);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.locator("#merchant-name").filter({ hasNotText: "…" }).waitFor();
-    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Brand" }).click();
+    await openSection(page, "Brand");
     await page.getByRole("heading", { name: "Brand", level: 1 }).waitFor();
     return page;
   }

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeDaraja, type FakeDaraja } from "../fakes/daraja.ts";
-import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { confineToGateway, launchChromium, recordPageErrors, openSection } from "../support/browser.ts";
 import { expectNoSeriousAxeViolations } from "../support/checkout-page.ts";
 import { startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { BROWSER_MS } from "../support/timing.ts";
@@ -116,7 +116,7 @@ describe("dashboard go-live checklist", () => {
     const page = await signedIn();
     await page.getByRole("group", { name: "Mode" }).getByRole("button", { name: "Live" }).click();
     await page.locator("#mode-badge.live").waitFor();
-    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Payment channels" }).click();
+    await openSection(page, "Payment channels");
     const empty = page.getByText(/Add a live channel \(New channel\): M-Pesa with your production Daraja app, or Paystack with your live keys/);
     await empty.waitFor();
     expect(await page.getByText(/sandbox channel/i).count()).toBe(0);

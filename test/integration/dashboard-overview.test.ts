@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { confineToGateway, launchChromium, recordPageErrors, openSection } from "../support/browser.ts";
 import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, SANDBOX_CHANNEL, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 import { BROWSER_MS } from "../support/timing.ts";
@@ -223,7 +223,7 @@ describe("dashboard overview", () => {
     await page.context().close();
   });
 
-  it("shows each channel's balance and its balance transactions, and exports them as CSV with the page's filters", async () => {
+  it("shows each channel's balance (Balances, linked from the Overview) and its balance transactions, and exports them as CSV with the page's filters", async () => {
     const completed = made.filter((p) => p.status === "completed");
     const collected = completed.reduce((sum, p) => sum + p.amount, 0);
     const fees = completed.reduce((sum, p) => sum + feeOf(p.amount), 0);
@@ -231,6 +231,10 @@ describe("dashboard overview", () => {
     const available = collected - fees - refundedTotal;
 
     const page = await signedIn();
+    // The Overview keeps what is available per channel; the whole balance is on the Balances page.
+    await page.locator(`#balance-summary-rows tr[data-channel="${channelId}"]`).waitFor();
+    await page.locator("#balances-link").click();
+    await page.getByRole("heading", { name: "Balances", level: 1 }).waitFor();
     const row = page.locator(`#balance-rows tr[data-channel="${channelId}"][data-currency="KES"]`);
     await row.waitFor();
     expect(await page.locator("#balance-rows tr").count()).toBe(1);
@@ -402,7 +406,7 @@ describe("dashboard overview", () => {
     await prisma().transaction.update({ where: { reference: unknown }, data: { providerReference: "sbx_never_given" } });
 
     const page = await signedIn();
-    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Reconciliation" }).click();
+    await openSection(page, "Reconciliation");
     await page.getByRole("heading", { name: "Reconciliation", level: 1 }).waitFor();
     await page.getByRole("heading", { name: "No reconciliation reports yet" }).waitFor();
     await page.getByRole("button", { name: "Run a reconciliation" }).click();

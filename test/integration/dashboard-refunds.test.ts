@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, signedInLive } from "../support/browser.ts";
+import { launchChromium, signedInLive, openSection } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 import { BROWSER_MS } from "../support/timing.ts";
@@ -176,7 +176,7 @@ describe("dashboard refunds", () => {
 
   it("offers refund events in the webhook endpoint form", async () => {
     const page = await signedIn(owner);
-    await page.getByRole("link", { name: "Webhooks" }).click();
+    await openSection(page, "Webhooks");
     await page.getByRole("button", { name: "New endpoint" }).click();
     const offered = await page.locator('input[name="events"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value));
     expect(offered).toEqual(["transaction.pending", "transaction.completed", "transaction.failed", "payout.completed", "payout.failed", "refund.completed", "refund.failed",

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "../support/browser.ts";
+import { launchChromium, openSection } from "../support/browser.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 
@@ -42,7 +42,7 @@ describe("dashboard users page", () => {
     await page.getByLabel("Password").fill(user.password);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.locator("#merchant-name").filter({ hasNotText: "…" }).waitFor();
-    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Users" }).click();
+    await openSection(page, "Users");
     await page.getByRole("heading", { name: "Users", level: 1 }).waitFor();
     return page;
   }

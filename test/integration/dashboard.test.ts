@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { decodeJwt } from "jose";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
+import { confineToGateway, launchChromium, recordPageErrors, openSection } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 import { waitUntil } from "../support/wait.ts";
@@ -186,7 +186,7 @@ describe("merchant dashboard", () => {
   it("creates a webhook endpoint, shows its secret once, lists deliveries and resends one", async () => {
     const { page, context } = await newPage();
     await signIn(page, owner);
-    await page.getByRole("link", { name: "Webhooks" }).click();
+    await openSection(page, "Webhooks");
     await page.getByText("No webhook endpoints").waitFor();
     await page.getByRole("button", { name: "New endpoint" }).click();
     // The form opens with the URL field focused.
@@ -230,7 +230,7 @@ describe("merchant dashboard", () => {
   it("creates an API key shown once, which works until it is revoked", async () => {
     const { page, context } = await newPage();
     await signIn(page, owner);
-    await page.getByRole("link", { name: "API keys" }).click();
+    await openSection(page, "API keys");
     await page.getByRole("button", { name: "Create test key" }).click();
     const secret = (await page.locator("#secret-value").textContent())!;
     expect(secret).toMatch(/^sk_test_/);
@@ -278,7 +278,7 @@ describe("merchant dashboard", () => {
     expect(await row(page, live.reference).locator('[data-label="Amount"]').textContent()).toBe("KES 2,500.00");
     await shot(page, "07-live-mode");
     // Live keys are listed in live mode only.
-    await page.getByRole("link", { name: "API keys" }).click();
+    await openSection(page, "API keys");
     await page.locator("#api-keys tr").first().waitFor();
     expect(await page.textContent("#api-keys")).toContain("sk_live_");
     expect(await page.textContent("#api-keys")).not.toContain("sk_test_");
@@ -311,7 +311,7 @@ describe("merchant dashboard", () => {
     const developer = await gw.createUser(merchant.id, "developer");
     const dev = await newPage();
     await signIn(dev.page, developer, "live");
-    await dev.page.getByRole("link", { name: "Payment channels" }).click();
+    await openSection(dev.page, "Payment channels");
     await dev.page.getByRole("heading", { name: "Channels", exact: true }).waitFor();
     expect(await dev.page.getByRole("button", { name: "New channel" }).count()).toBe(0);
     expect(await dev.page.getByRole("button", { name: "Deactivate" }).count()).toBe(0);
@@ -437,7 +437,7 @@ describe("merchant dashboard", () => {
       expect(second).not.toBe(first);
       // Without any request, the timer refreshes again (rotating the refresh token), and the session goes on.
       await expect.poll(refreshToken, { timeout: BROWSER_MS }).not.toBe(second);
-      await page.getByRole("link", { name: "API keys" }).click();
+      await openSection(page, "API keys");
       await page.locator("#api-keys tr").first().waitFor();
       expect(await page.getByRole("heading", { name: "Sign in to the dashboard" }).count()).toBe(0);
       await context.close();

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { graphql } from "../gql/index.ts";
-import { confineToGateway, launchChromium } from "../support/browser.ts";
+import { confineToGateway, launchChromium, openSection } from "../support/browser.ts";
 import { expectNoSeriousAxeViolations } from "../support/checkout-page.ts";
 import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { solidPng } from "../support/png.ts";
@@ -101,7 +101,7 @@ describe("dashboard e-mail", () => {
 
   it("a test payment's receipt is kept in the Inbox and opens rendered, in a sandboxed frame and as plain text", async () => {
     const page = await signedIn(owner);
-    await nav(page).getByRole("link", { name: "Inbox" }).click();
+    await openSection(page, "Inbox");
     await page.getByRole("heading", { name: "Inbox", level: 1 }).waitFor();
     expect(await page.title()).toMatch(/^Inbox · /);
     // Nothing yet: the empty state says why e-mails are here.

@@ -87,3 +87,13 @@ export async function signedInLive(
   await page.locator('#live-status[data-status="live"]').waitFor();
   return page;
 }
+
+/**
+ * Opens a dashboard section from the nav by its label: the daily ones are on the bar, the others behind "More"
+ * (opened first when the link is hidden there).
+ */
+export async function openSection(page: Page, label: string): Promise<void> {
+  const link = page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: label, exact: true });
+  if (!(await link.isVisible())) await page.locator("#more-toggle").click();
+  await link.click();
+}

@@ -267,6 +267,9 @@ function BrandForm({ brand, onSaved }: { brand: Brand; onSaved: (brand: Brand) =
         <p class="hint" id="brand-logo-hint">
           PNG, JPEG or WebP, at most 256 KB and 4096x4096 pixels. It is stored by the gateway and shown at the top of your payment pages.
         </p>
+        <label for="brand-logo" class="visually-hidden">
+          Logo file
+        </label>
         <input id="brand-logo" type="file" accept="image/png,image/jpeg,image/webp" aria-describedby="brand-logo-hint" onChange={(e) => choose(e.currentTarget.files?.[0] ?? null)} />
         <ErrorNote message={fileProblem} />
         {brand.logoUrl && !file && (
