@@ -298,7 +298,7 @@ describe("mirrors", () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body.status).toBe("success");
     expect(Object.keys(res.body.data)).toEqual([
-      "id", "reference", "client_reference", "amount", "currency", "phone_number", "status", "payment_method", "checkout_request_id", "customer_message", "created_at",
+      "id", "reference", "client_reference", "amount", "currency", "phone_number", "status", "payment_method", "checkout_request_id", "metadata", "customer_message", "created_at",
     ]);
     expect(res.body.data).toMatchObject({ amount: 100, currency: "KES", client_reference: "V1-REF", status: "pending", payment_method: "momo_stk" });
   });
