@@ -3,7 +3,8 @@ import { gql, mutate } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
 import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { canWrite, type Session } from "../session.ts";
-import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, TableWrap, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
+import { Table } from "../tables.tsx";
+import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
 import { DisputedBadge, DisputesTable } from "./disputes.tsx";
@@ -44,36 +45,24 @@ type Detail = Extract<DashboardTransactionQuery["transaction"], { __typename: "T
 /** One try on the hosted checkout (a card charge or an M-Pesa push), oldest first. */
 type Attempt = Detail["attempts"][number];
 
+/** Every attempt, oldest first: on phones each row stacks with its labels (the shared Table). */
 function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
+  const rows = attempts.map((attempt, i) => ({ ...attempt, n: i + 1 }));
   return (
-    <TableWrap label="Checkout attempts">
-      <thead>
-        <tr>
-          <th>#</th>
-          <th>Method</th>
-          <th>Paid with</th>
-          <th>Status</th>
-          <th>Outcome</th>
-          <th>Started</th>
-          <th>Settled</th>
-        </tr>
-      </thead>
-      <tbody>
-        {attempts.map((attempt, i) => (
-          <tr key={i}>
-            <td>{i + 1}</td>
-            <td>{attempt.method === "mpesa" ? "M-Pesa" : "Card"}</td>
-            <td class="mono">{attempt.detail ?? "—"}</td>
-            <td>
-              <Badge value={attempt.status} />
-            </td>
-            <td>{attempt.reason || attempt.code ? `${attempt.reason ?? ""}${attempt.code ? ` (${attempt.code})` : ""}` : "—"}</td>
-            <td>{formatDate(attempt.createdAt)}</td>
-            <td>{attempt.settledAt ? formatDate(attempt.settledAt) : "—"}</td>
-          </tr>
-        ))}
-      </tbody>
-    </TableWrap>
+    <Table
+      label="Checkout attempts"
+      rows={rows}
+      rowKey="n"
+      columns={[
+        { label: "#", cell: (attempt) => attempt.n },
+        { label: "Method", cell: (attempt) => (attempt.method === "mpesa" ? "M-Pesa" : "Card") },
+        { label: "Paid with", class: "mono", cell: (attempt) => attempt.detail ?? "—" },
+        { label: "Status", cell: (attempt) => <Badge value={attempt.status} /> },
+        { label: "Outcome", cell: (attempt) => (attempt.reason || attempt.code ? `${attempt.reason ?? ""}${attempt.code ? ` (${attempt.code})` : ""}` : "—") },
+        { label: "Started", cell: (attempt) => formatDate(attempt.createdAt) },
+        { label: "Settled", cell: (attempt) => (attempt.settledAt ? formatDate(attempt.settledAt) : "—") },
+      ]}
+    />
   );
 }
 
