@@ -1843,8 +1843,6 @@ export interface operations {
                             checkout_request_id: string | null;
                             /** Format: date-time */
                             created_at: string;
-                            /** @description The JSON object sent with initialize; null when none was */
-                            metadata: Record<string, never> | null;
                         };
                     };
                 };

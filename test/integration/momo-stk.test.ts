@@ -90,6 +90,7 @@ describe("STK push", () => {
         status: "completed",
         payment_method: "momo_stk",
         checkout_request_id: t.checkout_request_id,
+        metadata: null,
         provider_reference: "NLJ7RT61SV",
         failure_code: null,
         failure_reason: null,
