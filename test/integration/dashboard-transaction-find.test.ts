@@ -143,6 +143,7 @@ describe("dashboard: find a payment the way the shop knows it", () => {
       expect(await page.content()).not.toContain(secret);
       expect(await page.content()).not.toContain("whsec_");
       await page.screenshot({ path: `${SHOTS}/41-find-detail-${width}.png`, fullPage: true });
+      await page.locator("#transaction-attempts").screenshot({ path: `${SHOTS}/41-find-detail-attempts-${width}.png` });
       await expectNoSeriousAxeViolations(page, `payment page at ${width} px`);
       await expectNoHorizontalScroll(page, width);
       await page.context().close();

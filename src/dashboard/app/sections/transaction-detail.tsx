@@ -56,7 +56,7 @@ function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
       columns={[
         { label: "#", cell: (attempt) => attempt.n },
         { label: "Method", cell: (attempt) => (attempt.method === "mpesa" ? "M-Pesa" : "Card") },
-        { label: "Paid with", class: "mono", cell: (attempt) => attempt.detail ?? "—" },
+        { label: "Paid with", cell: (attempt) => (attempt.detail ? <span class="mono">{attempt.detail}</span> : "—") },
         { label: "Status", cell: (attempt) => <Badge value={attempt.status} /> },
         { label: "Outcome", cell: (attempt) => (attempt.reason || attempt.code ? `${attempt.reason ?? ""}${attempt.code ? ` (${attempt.code})` : ""}` : "—") },
         { label: "Started", cell: (attempt) => formatDate(attempt.createdAt) },
