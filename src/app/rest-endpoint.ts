@@ -4,7 +4,7 @@ import type { GraphQLSchema } from "graphql";
 import { GatewayError, ValidationError } from "../errors.ts";
 import { runWithRequestLog } from "../graphql/logging.ts";
 import type { Logger } from "../logger.ts";
-import { restRoutePolicy, runOperation, type CompiledRoute, type RestRequest } from "../rest/route-table.ts";
+import { refuseUnknownFields, restRoutePolicy, runOperation, type CompiledRoute, type RestRequest } from "../rest/route-table.ts";
 import { assertSafeText } from "../validation.ts";
 import type { RequestContexts } from "./request-context.ts";
 
@@ -34,6 +34,7 @@ function mountRoute(app: FastifyInstance, route: CompiledRoute, schema: GraphQLS
         query: (request.query ?? {}) as Record<string, unknown>,
         params: (request.params ?? {}) as Record<string, string>,
       };
+      refuseUnknownFields(route.allowedBodyFields, restRequest.body);
       assertSafeText(restRequest);
       if (route.upload) restRequest.file = await readUpload(request, route.upload);
       const data = await runWithRequestLog(request.log as Logger, () => runOperation(schema, route, route.variables(restRequest), contexts.forRest(request)));

@@ -18,6 +18,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The merchant's transactions, newest first, by page, found by the shop's own reference, the receipt or the payer
+         * @description Every filter is an exact match (through an index), and all given must hold. Days are the merchant's (the answer's timezone). /api/transactions/list keeps its published shape.
+         */
+        get: operations["listTransactionsV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/transactions/initialize": {
         parameters: {
             query?: never;
@@ -1139,6 +1159,180 @@ export interface operations {
             };
         };
     };
+    listTransactionsV1: {
+        parameters: {
+            query?: {
+                /** @description From 1 */
+                page?: number;
+                /** @description 1 to 100 (default 20) */
+                limit?: number;
+                /** @description pending, completed or failed */
+                status?: "pending" | "completed" | "failed";
+                /** @description YYYY-MM-DD, inclusive: from that day's midnight in the merchant's time zone */
+                date_from?: string;
+                /** @description YYYY-MM-DD, inclusive: to that day's end in the merchant's time zone */
+                date_to?: string;
+                /** @description Exactly your own reference (initialize's `reference`); several payments may match */
+                client_reference?: string;
+                /** @description Exactly the provider's receipt, e.g. the M-Pesa receipt code SBX0A2186F */
+                receipt?: string;
+                /** @description The payer's phone in any form: 0712345678, 254712345678 or +254712345678 */
+                phone?: string;
+                /** @description The payer's e-mail, in any case */
+                email?: string;
+                /** @description A customer's id */
+                customer?: number;
+                /** @description Any one of: our reference, client_reference, the receipt, the payer's phone (any form) or e-mail (any case); exact */
+                search?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "success";
+                        data: {
+                            id: number;
+                            reference: string;
+                            /** @description Integer in the currency's minor unit (KES 15.00 is 1500) */
+                            amount: number;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description card, momo_stk or momo_c2b; null until a payment is attempted */
+                            payment_method: string | null;
+                            /** @description ISO 4217 */
+                            currency: string;
+                            /** @description Your own reference, when you sent one */
+                            client_reference: string | null;
+                            /** @description The provider's receipt once paid (M-Pesa receipt or TransID, Paystack's id) */
+                            provider_reference: string | null;
+                            /** @description The provider's code, when failed */
+                            failure_code: string | null;
+                            /** @description The provider's words, when failed */
+                            failure_reason: string | null;
+                            /** @description The sum of its completed refunds, minor units */
+                            amount_refunded: number;
+                            /** @description True when all of it has been refunded */
+                            refunded: boolean;
+                            /** @description True once a payer disputed it (a chargeback); its status stays completed */
+                            disputed: boolean;
+                            /**
+                             * @description Its latest dispute's status; null when never disputed
+                             * @enum {string|null}
+                             */
+                            dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
+                            /** @description The payer's phone, 2547XXXXXXXX */
+                            phone_number: string | null;
+                            /** @description The payer's e-mail */
+                            email: string | null;
+                            /** @description The customer's id, when the payment is a customer's */
+                            customer: number | null;
+                            /** @description How it was paid; null until a payment is attempted */
+                            method: {
+                                /** @enum {string} */
+                                type: "card" | "mpesa";
+                                /** @description Visa, Mastercard ... (cards) */
+                                card_brand: string | null;
+                                /** @description The card's last 4 digits (cards) */
+                                card_last4: string | null;
+                                /** @description The M-Pesa receipt code once paid (M-Pesa) */
+                                receipt: string | null;
+                            } | null;
+                            /** @description The JSON object sent with initialize; null when none was */
+                            metadata: Record<string, never> | null;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                        }[];
+                        /** @description Matching rows in all */
+                        total: number;
+                        page: number;
+                        limit: number;
+                        pages: number;
+                        /** @description The merchant's time zone (IANA name, e.g. Africa/Nairobi): date_from and date_to are its days */
+                        timezone: string;
+                    };
+                };
+            };
+            /** @description Error (400): see the error-code table */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (401): see the error-code table */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403): see the error-code table */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): see the error-code table */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (415): see the error-code table */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Error (503): see the error-code table */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, in the same envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     initializeTransaction: {
         parameters: {
             query?: never;
@@ -1619,6 +1813,8 @@ export interface operations {
                     /** @description Your own reference, shown to the payer */
                     reference?: string;
                     description?: string;
+                    /** @description A JSON object of yours, at most 8 KB serialized, kept on the transaction; echoed by verify, GraphQL and webhooks */
+                    metadata?: Record<string, never>;
                 };
             };
         };
@@ -1931,6 +2127,8 @@ export interface operations {
                             status: "pending" | "completed" | "failed";
                             payment_method: string | null;
                             checkout_request_id: string | null;
+                            /** @description The JSON object sent with initialize; null when none was */
+                            metadata: Record<string, never> | null;
                             /** @description The M-Pesa receipt once paid */
                             provider_reference: string | null;
                             /** @description The M-Pesa ResultCode when failed, e.g. 1032 */
@@ -2342,6 +2540,8 @@ export interface operations {
                     /** @description Your own reference, shown to the payer */
                     reference?: string;
                     description?: string;
+                    /** @description A JSON object of yours, at most 8 KB serialized, kept on the transaction; echoed by verify, GraphQL and webhooks */
+                    metadata?: Record<string, never>;
                 };
             };
         };
@@ -2370,6 +2570,8 @@ export interface operations {
                             status: "pending" | "completed" | "failed";
                             payment_method: string | null;
                             checkout_request_id: string | null;
+                            /** @description The JSON object sent with initialize; null when none was */
+                            metadata: Record<string, never> | null;
                             customer_message: string;
                             /** Format: date-time */
                             created_at: string;

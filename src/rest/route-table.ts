@@ -79,7 +79,29 @@ export function restRoutePolicy(route: Pick<RestRoute, "method" | "path">): { au
   throw new Error(`REST route ${route.method} ${route.path}: rows live under /api/ (API keys) or /v1/ (keys or users' tokens), not /v1/auth/`);
 }
 
+/**
+ * The body fields a /v1 write row takes: the properties of its documented body (none when it documents none), so
+ * the docs and the rule cannot drift apart. Undefined where any field is let through: the /api family (its published
+ * clients may send more than it reads, docs/api.md), reads, and multipart uploads.
+ */
+export function allowedBodyFields(route: Pick<RestRoute, "method" | "path" | "doc" | "upload">): ReadonlySet<string> | undefined {
+  if (!route.path.startsWith("/v1/") || route.method === "GET" || route.upload) return undefined;
+  const properties = (route.doc?.body as { properties?: Record<string, unknown> } | undefined)?.properties;
+  return new Set(Object.keys(properties ?? {}));
+}
+
+/** A 400 naming every field of `body` a /v1 row does not take (a misspelt `metdata` would otherwise be dropped in silence). */
+export function refuseUnknownFields(allowed: ReadonlySet<string> | undefined, body: Record<string, unknown>): void {
+  if (!allowed) return;
+  const unknown = Object.keys(body).filter((field) => !allowed.has(field));
+  if (!unknown.length) return;
+  const takes = allowed.size ? `this route takes ${[...allowed].join(", ")}` : "this route takes no body fields";
+  throw new GatewayError("validation_failed", `Unknown field${unknown.length === 1 ? "" : "s"}: ${unknown.join(", ")} (${takes})`, { field: unknown[0] });
+}
+
 export interface CompiledRoute extends RestRoute {
+  /** The body fields it takes, when it refuses others (allowedBodyFields). */
+  allowedBodyFields: ReadonlySet<string> | undefined;
   document: DocumentNode;
   /** The operation compiled to a function once (graphql-jit), instead of interpreted by execute() per request. */
   compiled: CompiledQuery;
@@ -98,7 +120,7 @@ export function compileRoutes(schema: GraphQLSchema, routes: RestRoute[]): Compi
     if (errors.length) throw new Error(`REST route ${route.method} ${route.path}: ${errors.map((e) => e.message).join("; ")}`);
     const compiled = compileQuery(schema, document);
     if (!isCompiledQuery(compiled)) throw new Error(`REST route ${route.method} ${route.path}: ${compiled.errors?.map((e) => e.message).join("; ")}`);
-    return { ...route, document, compiled };
+    return { ...route, allowedBodyFields: allowedBodyFields(route), document, compiled };
   });
 }
 

@@ -90,6 +90,7 @@ describe("STK push", () => {
         status: "completed",
         payment_method: "momo_stk",
         checkout_request_id: t.checkout_request_id,
+        metadata: null,
         provider_reference: "NLJ7RT61SV",
         failure_code: null,
         failure_reason: null,
@@ -298,7 +299,7 @@ describe("mirrors", () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body.status).toBe("success");
     expect(Object.keys(res.body.data)).toEqual([
-      "id", "reference", "client_reference", "amount", "currency", "phone_number", "status", "payment_method", "checkout_request_id", "customer_message", "created_at",
+      "id", "reference", "client_reference", "amount", "currency", "phone_number", "status", "payment_method", "checkout_request_id", "metadata", "customer_message", "created_at",
     ]);
     expect(res.body.data).toMatchObject({ amount: 100, currency: "KES", client_reference: "V1-REF", status: "pending", payment_method: "momo_stk" });
   });

@@ -89,6 +89,48 @@ builder.objectField(TransactionType, "events", (t) =>
   }),
 );
 
+/** One event of a payment's history: its own status changes, and its refunds' and disputes'. */
+interface HistoryEvent {
+  id: bigint;
+  type: string;
+  createdAt: Date;
+  payload: unknown;
+  refund: { reference: string } | null;
+  dispute: { reference: string } | null;
+}
+
+const PaymentHistoryEvent = builder.objectRef<HistoryEvent>("PaymentHistoryEvent").implement({
+  description: "An event of a payment, of its refunds or of its disputes, with the body its webhook deliveries carry.",
+  fields: (t) => ({
+    id: t.id({ description: "What webhookDeliveries(eventId) takes.", resolve: (e) => e.id.toString() }),
+    type: t.exposeString("type", { description: "transaction.*, refund.* or dispute.*" }),
+    occurredAt: t.field({ type: "DateTime", resolve: (e) => e.createdAt }),
+    subjectReference: t.string({
+      nullable: true,
+      description: "The refund's or dispute's reference for their events; null for the payment's own.",
+      resolve: (e) => e.refund?.reference ?? e.dispute?.reference ?? null,
+    }),
+    webhookBody: t.field({ type: "JSON", description: "The request body each webhook endpoint is sent for this event (never a secret or signature).", resolve: (e) => JSON.parse(webhookBody(e)) as unknown }),
+  }),
+});
+
+builder.objectField(TransactionType, "history", (t) =>
+  t.field({
+    type: [PaymentHistoryEvent],
+    description: "Its events, its refunds' and its disputes', oldest first (at most 200): what the dashboard's payment page lists with their webhook deliveries.",
+    resolve: (transaction, _args, ctx) =>
+      ctx.prisma.event.findMany({
+        where: {
+          merchantId: ctx.principal!.merchantId,
+          OR: [{ transactionId: transaction.id }, { refund: { transactionId: transaction.id } }, { dispute: { transactionId: transaction.id } }],
+        },
+        select: { id: true, type: true, createdAt: true, payload: true, refund: { select: { reference: true } }, dispute: { select: { reference: true } } },
+        orderBy: { id: "asc" },
+        take: 200,
+      }),
+  }),
+);
+
 /**
  * Every event of the caller's merchant and mode that passes `keep`, until ctx.shutdownSignal aborts (shutdown, or
  * a shared execution's last subscriber leaving). `keep` must depend on the event alone for a field marked

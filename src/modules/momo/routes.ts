@@ -10,7 +10,7 @@ import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
 graphql(`
   fragment RestMomoTransaction on Transaction {
-    databaseId reference clientReference amount currency phoneNumber status paymentMethod checkoutRequestId createdAt
+    databaseId reference clientReference amount currency phoneNumber status paymentMethod checkoutRequestId createdAt metadata
   }
 `);
 
@@ -41,6 +41,8 @@ const stkPushVariables = ({ body }: { body: Record<string, unknown> }) => ({
     amount: required(intField(body, "amount"), "amount"),
     paymentChannelId: intField(body, "payment_channel_id"),
     ...bodyFields(body, { phoneNumber: "phone_number", reference: "reference", description: "description" }),
+    // Passed as sent: the service refuses what is not an object of at most 8 KB, naming `metadata` (as initialize).
+    metadata: body.metadata ?? undefined,
   },
 });
 
@@ -51,6 +53,7 @@ const stkBody = body(
     payment_channel_id: int("Default: the merchant's default channel"),
     reference: str("Your own reference, shown to the payer"),
     description: str(),
+    metadata: { type: "object", description: "A JSON object of yours, at most 8 KB serialized, kept on the transaction; echoed by verify, GraphQL and webhooks" },
   },
   ["amount", "phone_number"],
 );
@@ -77,6 +80,7 @@ const stkCollectionSchema = {
   status: schemas.transactionStatus,
   payment_method: nullable(str()),
   checkout_request_id: nullable(str()),
+  metadata: schemas.metadata,
 };
 
 /** The fields every /v1 STK collection answer starts with (create and read). */
@@ -91,6 +95,7 @@ function stkCollectionFields(t: RestMomoTransactionFragment) {
     status: t.status,
     payment_method: t.paymentMethod,
     checkout_request_id: t.checkoutRequestId,
+    metadata: t.metadata,
   };
 }
 export const momoRoutes: RestRoute[] = [

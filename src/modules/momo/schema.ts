@@ -13,6 +13,7 @@ const StartStkPushInput = builder.inputType("StartStkPushInput", {
     paymentChannelId: t.int({ required: false, description: "An mpesa or sandbox channel; defaults to the merchant's default channel." }),
     reference: t.string({ required: false, description: "The merchant's own reference (AccountReference, cut to 12 characters)." }),
     description: t.string({ required: false, description: "TransactionDesc, cut to 13 characters for M-Pesa." }),
+    metadata: t.field({ type: "JSON", required: false, description: "A JSON object of yours, at most 8 KB serialized, kept on the transaction (as initialize's)." }),
   }),
 });
 

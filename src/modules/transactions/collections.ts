@@ -7,6 +7,7 @@ import { amountSchema } from "../../money.ts";
 import { msisdnSchema, toMsisdn } from "../../phone.ts";
 import { optionalTextSchema, parseInput } from "../../validation.ts";
 import { maskMsisdn } from "./attempts.ts";
+import { metadataSchema } from "./initialize.ts";
 import { connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
 import type { PushFlow } from "./push.ts";
 import { afterCreate, insertPendingTransaction } from "./status.ts";
@@ -23,6 +24,8 @@ export interface StkCollectionInput {
   paymentChannelId?: number | null;
   reference?: string | null;
   description?: string | null;
+  /** The merchant's own JSON object, checked as initialize's (metadataSchema). */
+  metadata?: unknown;
   /** Who the payment is for, written with the row (a saved M-Pesa method's charge: its customer, method and invoice). */
   attach?: SavedMethodLink;
 }
@@ -44,6 +47,7 @@ const stkCollectionInput = z.object({
   reference: optionalTextSchema(100),
   description: optionalTextSchema(500),
   paymentChannelId: z.number().int().nullish(),
+  metadata: metadataSchema,
 });
 
 /** A payment the provider reports on its own (an M-Pesa C2B confirmation), recorded once per receipt. */
@@ -73,8 +77,8 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
     async startStkCollection(principal: Principal, input: StkCollectionInput) {
       const recovered = await ctx.recoveredTransaction(principal);
       if (recovered) return { transaction: recovered, customerMessage: RECOVERED_PUSH_MESSAGE };
-      const { amount, phoneNumber, reference: clientReference, description, paymentChannelId } = parseInput(stkCollectionInput, input);
-      const { metadata: attachedMetadata, ...attached } = input.attach ?? { metadata: null };
+      const { amount, phoneNumber, reference: clientReference, description, paymentChannelId, metadata: ownMetadata } = parseInput(stkCollectionInput, input);
+      const { metadata: attachedMetadata, ...attached } = input.attach ?? { metadata: ownMetadata };
       const channel = await channels.resolvePaymentChannel(principal, paymentChannelId);
       const momo = momoConnectorOf(connectors, channel);
       if (!connectorOf(connectors, channel)!.currencies.includes(momo.currency)) {

@@ -1,9 +1,9 @@
 import { graphql } from "../../rest/gql/index.ts";
 import { UTC } from "../../days.ts";
-import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment } from "../../rest/gql/graphql.ts";
+import type { RestListedTransactionFragment, RestTransactionOutcomeFragment, RestTransactionSummaryFragment, V1TransactionFragment } from "../../rest/gql/graphql.ts";
 import { defineRoute, pageBody } from "../../rest/route-table.ts";
-import { bodyFields, boolField, intField, pageVariables, required, stringParam } from "../../rest/params.ts";
-import { body, bool, envelope, int, list, obj, pageQuery, schemas, str } from "../../openapi/schemas.ts";
+import { bodyFields, boolField, intField, intParam, pageVariables, required, stringParam } from "../../rest/params.ts";
+import { body, bool, dateTime, envelope, int, list, nullable, obj, oneOfStrings, pageQuery, schemas, str, v1PageQuery } from "../../openapi/schemas.ts";
 import { PHONE_INPUT_DESCRIPTION } from "../../phone.ts";
 
 graphql(`fragment RestTransactionSummary on Transaction { databaseId reference amount status createdAt }`);
@@ -46,7 +46,99 @@ export function withOutcome<T extends object>(item: T, t: RestTransactionOutcome
 graphql(`fragment RestListedTransaction on Transaction { ...RestTransactionSummary ...RestTransactionOutcome paymentMethod }`);
 const listItem = (t: RestListedTransactionFragment) => withOutcome(Object.assign(summary(t), { payment_method: t.paymentMethod }), t);
 
+/**
+ * A /v1 list item: the list item of /api/transactions/list, then who paid and how (the payer's phone and e-mail, the
+ * card's brand and last 4 or the M-Pesa receipt), the customer and the metadata.
+ */
+graphql(`
+  fragment V1Transaction on Transaction {
+    ...RestListedTransaction
+    phoneNumber email metadata completedAt
+    customer { databaseId }
+    paymentDetail { method cardBrand cardLast4 receipt }
+  }
+`);
+
+const v1Item = (t: V1TransactionFragment) =>
+  Object.assign(listItem(t), {
+    phone_number: t.phoneNumber,
+    email: t.email,
+    customer: t.customer?.databaseId ?? null,
+    method: t.paymentDetail
+      ? { type: t.paymentDetail.method, card_brand: t.paymentDetail.cardBrand, card_last4: t.paymentDetail.cardLast4, receipt: t.paymentDetail.receipt }
+      : null,
+    metadata: t.metadata,
+    completed_at: t.completedAt,
+  });
+
+const v1TransactionSchema = obj({
+  ...(schemas.transactionListItem.properties as Record<string, Record<string, unknown>>),
+  phone_number: nullable(str("The payer's phone, 2547XXXXXXXX")),
+  email: nullable(str("The payer's e-mail")),
+  customer: nullable(int("The customer's id, when the payment is a customer's")),
+  method: nullable(
+    obj(
+      {
+        type: oneOfStrings(["card", "mpesa"]),
+        card_brand: nullable(str("Visa, Mastercard ... (cards)")),
+        card_last4: nullable(str("The card's last 4 digits (cards)")),
+        receipt: nullable(str("The M-Pesa receipt code once paid (M-Pesa)")),
+      },
+      { description: "How it was paid; null until a payment is attempted" },
+    ),
+  ),
+  metadata: schemas.metadata,
+  completed_at: nullable(dateTime()),
+});
+
+/** The /v1 list's own filters: query parameter -> GraphQL argument (all exact matches). */
+const V1_TEXT_FILTERS = { client_reference: "clientReference", receipt: "receipt", phone: "phone", email: "email", search: "search" } as const;
+
 export const transactionRoutes = [
+  defineRoute({
+    method: "GET",
+    path: "/v1/transactions",
+    doc: {
+      operationId: "listTransactionsV1",
+      summary: "The merchant's transactions, newest first, by page, found by the shop's own reference, the receipt or the payer",
+      description:
+        "Every filter is an exact match (through an index), and all given must hold. Days are the merchant's (the answer's timezone). /api/transactions/list keeps its published shape.",
+      tag: "Transactions",
+      query: {
+        ...v1PageQuery,
+        client_reference: { description: "Exactly your own reference (initialize's `reference`); several payments may match", schema: str(undefined, { maxLength: 100 }) },
+        receipt: { description: "Exactly the provider's receipt, e.g. the M-Pesa receipt code SBX0A2186F", schema: str(undefined, { maxLength: 100 }) },
+        phone: { description: "The payer's phone in any form: 0712345678, 254712345678 or +254712345678", schema: str() },
+        email: { description: "The payer's e-mail, in any case", schema: str() },
+        customer: { description: "A customer's id", schema: int(undefined, { minimum: 1 }) },
+        search: { description: "Any one of: our reference, client_reference, the receipt, the payer's phone (any form) or e-mail (any case); exact", schema: str(undefined, { maxLength: 100 }) },
+      },
+      response: envelope({ data: list(v1TransactionSchema), ...schemas.v1Page }),
+    },
+    operation: graphql(`
+      query V1ListTransactions(
+        $page: Int, $limit: Int, $status: TransactionStatus, $dateFrom: String, $dateTo: String,
+        $clientReference: String, $receipt: String, $phone: String, $email: String, $customer: Int, $search: String
+      ) {
+        transactionsPage(
+          page: $page, limit: $limit, status: $status, dateFrom: $dateFrom, dateTo: $dateTo,
+          clientReference: $clientReference, receipt: $receipt, phone: $phone, email: $email, customer: $customer, search: $search
+        ) {
+          __typename
+          ... on Error { code message }
+          ... on TransactionPage { total page limit pages timezone items { ...V1Transaction } }
+        }
+      }
+    `),
+    variables: ({ query }) =>
+      Object.assign(
+        pageVariables(query),
+        Object.fromEntries(Object.entries(V1_TEXT_FILTERS).map(([param, arg]) => [arg, stringParam(query, param)])),
+        { customer: intParam(query, "customer") },
+      ),
+    respond: ({ transactionsPage }) => pageBody(transactionsPage, v1Item, { timezone: transactionsPage.timezone }),
+  }),
+
   defineRoute({
     method: "POST",
     path: "/api/transactions/initialize",

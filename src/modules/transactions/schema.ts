@@ -61,6 +61,19 @@ export const Transaction = builder.prismaNode("Transaction", {
     completedAt: t.expose("completedAt", { type: "DateTime", nullable: true }),
     channel: t.relation("channel", { nullable: true }),
     customer: t.relation("customer", { nullable: true }),
+    paymentDetail: t.field({
+      type: PaymentDetail,
+      nullable: true,
+      description: "How it was paid, as the shop tells payments apart: the card's brand and last 4, or M-Pesa with its receipt; null until a payment is attempted.",
+      select: {
+        paymentMethod: true,
+        providerReference: true,
+        // The newest card attempt says which card (a declined card, then another, shows the last one tried).
+        attempts: { where: { method: "card" }, orderBy: { id: "desc" }, take: 1, select: { cardBrand: true, detail: true } },
+        savedMethod: { select: { cardBrand: true, cardLast4: true } },
+      },
+      resolve: (transaction) => paymentDetailOf(transaction),
+    }),
     attempts: t.relation("attempts", {
       description: "Every provider call that may have moved the payer's money, oldest first: checkout card charges, STK pushes (from the checkout or the API) and C2B payments.",
       query: { orderBy: { id: "asc" } },
@@ -80,6 +93,48 @@ builder.prismaObject("TransactionAttempt", {
     providerReference: t.exposeString("providerReference", { nullable: true, description: "The provider's receipt when it succeeded." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     settledAt: t.expose("settledAt", { type: "DateTime", nullable: true }),
+  }),
+});
+
+/** What paymentDetail reads: the method, the receipt, the newest card attempt and the saved card charged. */
+interface PaymentDetailSource {
+  paymentMethod: string | null;
+  providerReference: string | null;
+  attempts: { cardBrand: string | null; detail: string | null }[];
+  savedMethod: { cardBrand: string | null; cardLast4: string | null } | null;
+}
+
+interface PaymentDetailView {
+  method: "card" | "mpesa";
+  cardBrand: string | null;
+  cardLast4: string | null;
+  receipt: string | null;
+}
+
+/** A card's last 4 from an attempt's masked detail (**** 4242). */
+const lastFour = (detail: string | null | undefined) => /(\d{4})$/.exec(detail ?? "")?.[1] ?? null;
+
+export function paymentDetailOf(t: PaymentDetailSource): PaymentDetailView | null {
+  if (t.paymentMethod === "card") {
+    const attempt = t.attempts[0];
+    return {
+      method: "card",
+      cardBrand: attempt?.cardBrand ?? t.savedMethod?.cardBrand ?? null,
+      cardLast4: lastFour(attempt?.detail) ?? t.savedMethod?.cardLast4 ?? null,
+      receipt: null,
+    };
+  }
+  if (t.paymentMethod === "momo_stk" || t.paymentMethod === "momo_c2b") return { method: "mpesa", cardBrand: null, cardLast4: null, receipt: t.providerReference };
+  return null;
+}
+
+const PaymentDetail = builder.objectRef<PaymentDetailView>("PaymentDetail").implement({
+  description: "How a payment was made: a card (brand and last 4) or M-Pesa (its receipt code once paid).",
+  fields: (t) => ({
+    method: t.exposeString("method", { description: "card or mpesa." }),
+    cardBrand: t.exposeString("cardBrand", { nullable: true, description: "Visa, Mastercard ... when the card's network is known." }),
+    cardLast4: t.exposeString("cardLast4", { nullable: true }),
+    receipt: t.exposeString("receipt", { nullable: true, description: "The M-Pesa receipt code (e.g. SBX0A2186F) once paid." }),
   }),
 });
 
@@ -116,6 +171,11 @@ builder.queryFields((t) => {
       required: false,
       description: "Exact match on the reference, your client reference, the provider's receipt, the payer's e-mail (any case) or phone (+254..., 254... or 07...).",
     }),
+    clientReference: t.arg.string({ required: false, description: "Exactly your own reference (initialize's `reference`); several payments may share one." }),
+    receipt: t.arg.string({ required: false, description: "Exactly the provider's receipt, e.g. the M-Pesa receipt code." }),
+    phone: t.arg.string({ required: false, description: "The payer's phone, in any accepted form (0712..., 254712..., +254712...)." }),
+    email: t.arg.string({ required: false, description: "The payer's e-mail, in any case." }),
+    customer: t.arg.int({ required: false, description: "One of your customers, by its databaseId." }),
   });
   return {
   transaction: t.field({

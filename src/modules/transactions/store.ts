@@ -31,6 +31,13 @@ export type TransactionQuery = { include?: Prisma.TransactionInclude; select?: P
 export type TransactionFilters = StatusDateFilters & {
   /** One term matched exactly against the reference, client reference, provider receipt, e-mail or phone. */
   search?: string | null;
+  /** Exact matches on one field each (the shop's order number, the M-Pesa receipt, the payer), all of them at once. */
+  clientReference?: string | null;
+  receipt?: string | null;
+  phone?: string | null;
+  email?: string | null;
+  /** One of the merchant's customers, by its id. */
+  customer?: number | null;
 };
 
 const MAX_SEARCH_LENGTH = 100;
@@ -57,9 +64,48 @@ export function parseTransactionSearch(search: string | null | undefined): Trans
   return { text, email, phone: phoneOrNull(text) };
 }
 
-/** Status, inclusive UTC date range and search as a Prisma filter, scoped to the caller's merchant and mode. */
+/** The one-field filters as the columns store them: each compared exactly, through its (merchant, mode, column) index. */
+export interface TransactionExactFilters {
+  clientReference?: string;
+  providerReference?: string;
+  phoneNumber?: string;
+  email?: string;
+  customerId?: number;
+}
+
+/** A text filter's value, trimmed; undefined when not given; a 400 naming it when too long. */
+function exactText(value: string | null | undefined, field: string): string | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (text.length > MAX_SEARCH_LENGTH) throw new ValidationError(field, `must be at most ${MAX_SEARCH_LENGTH} characters`);
+  return text;
+}
+
+/** The one-field filters, checked and written as stored (the phone as E.164 whatever form was typed, the e-mail lower-cased). */
+export function parseExactFilters(filters: TransactionFilters): TransactionExactFilters {
+  const exact: TransactionExactFilters = {};
+  const clientReference = exactText(filters.clientReference, "client_reference");
+  if (clientReference) exact.clientReference = clientReference;
+  const receipt = exactText(filters.receipt, "receipt");
+  if (receipt) exact.providerReference = receipt;
+  const phone = exactText(filters.phone, "phone");
+  if (phone) {
+    const e164 = phoneOrNull(phone);
+    if (!e164) throw new ValidationError("phone", "must be a phone number: 07XXXXXXXX, 2547XXXXXXXX, +2547XXXXXXXX or another country's with its leading +");
+    exact.phoneNumber = e164;
+  }
+  const email = exactText(filters.email, "email");
+  if (email) exact.email = email.toLowerCase();
+  if (filters.customer != null) {
+    if (!Number.isSafeInteger(filters.customer) || filters.customer < 1) throw new ValidationError("customer", "must be a customer's id (a positive integer)");
+    exact.customerId = filters.customer;
+  }
+  return exact;
+}
+
+/** Status, inclusive date range, the exact filters and search as a Prisma filter, scoped to the caller's merchant and mode. */
 export function transactionWhere(principal: Principal, filters: TransactionFilters): Prisma.TransactionWhereInput {
-  const where: Prisma.TransactionWhereInput = statusDateWhere(principal, filters);
+  const where: Prisma.TransactionWhereInput = { ...statusDateWhere(principal, filters), ...parseExactFilters(filters) };
   const search = parseTransactionSearch(filters.search);
   if (search) {
     where.OR = [
@@ -252,31 +298,49 @@ export async function channelReferences(db: Pick<PrismaClient, "transaction">, c
   return new Set(rows.map((r) => r.reference));
 }
 
+const EXACT_COLUMNS: Record<keyof TransactionExactFilters, string> = {
+  clientReference: "client_reference",
+  providerReference: "provider_reference",
+  phoneNumber: "phone_number",
+  email: "email",
+  customerId: "customer_id",
+};
+
 /**
  * The list's filters as paging.ts counts and pages them: status and the date window are kept by the rollups
- * (list_counts); a search is not (its total is counted from the exact-match indexes, each branch an index scan).
+ * (list_counts); a search and the exact filters are not (the total is then counted from the exact-match indexes,
+ * each branch or filter an index scan).
  */
-function countedList(where: ReturnType<typeof statusDateWhere>, search: TransactionSearch | null): CountedList {
+function countedList(where: ReturnType<typeof statusDateWhere>, search: TransactionSearch | null, exact: TransactionExactFilters = {}): CountedList {
   const created = where.createdAt as { gte?: Date; lt?: Date } | undefined;
+  const filters = Object.entries(exact) as [keyof TransactionExactFilters, string | number][];
   return {
     table: "transactions",
     merchantId: where.merchantId,
     mode: where.mode,
     ...(where.status ? { key: { column: "status", type: '"TransactionStatus"', values: [where.status] } } : {}),
     ...(created ? { createdAt: { gte: created.gte, lt: created.lt } } : {}),
-    ...(search
+    ...(search || filters.length
       ? {
           extra: (param: (value: unknown) => string) => {
-            const text = param(search.text);
-            const branches = [`reference = ${text}`, `client_reference = ${text}`, `provider_reference = ${text}`];
-            if (search.email) branches.push(`email = ${param(search.email)}`);
-            if (search.phone) branches.push(`phone_number = ${param(search.phone)}`);
-            return branches.join(" OR ");
+            const conditions = filters.map(([field, value]) => `${EXACT_COLUMNS[field]} = ${param(value)}${field === "customerId" ? "::int" : ""}`);
+            if (search) {
+              const text = param(search.text);
+              const branches = [`reference = ${text}`, `client_reference = ${text}`, `provider_reference = ${text}`];
+              if (search.email) branches.push(`email = ${param(search.email)}`);
+              if (search.phone) branches.push(`phone_number = ${param(search.phone)}`);
+              conditions.push(`(${branches.join(" OR ")})`);
+            }
+            return conditions.join(" AND ");
           },
         }
       : {}),
   };
 }
+
+/** The list's filters, checked, as countedList takes them. */
+const listOf = (principal: Principal, filters: TransactionFilters) =>
+  countedList(statusDateWhere(principal, filters), parseTransactionSearch(filters.search), parseExactFilters(filters));
 
 /** The statements on `transactions`, bound to the gateway's database. */
 export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
@@ -287,13 +351,8 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
    * (or, with a search, counted from its indexes), the page's ids from the list's index (paging.ts
    * listStatements), then those rows. A page past the end is the one row of the count with no transaction in it.
    */
-  async function sqlPage(
-    where: ReturnType<typeof statusDateWhere>,
-    search: TransactionSearch | null,
-    paging: Paging,
-    summary: boolean,
-  ): Promise<[Transaction[], number]> {
-    const { params, cte, total, ids } = listStatements(countedList(where, search), paging);
+  async function sqlPage(list: CountedList, paging: Paging, summary: boolean): Promise<[Transaction[], number]> {
+    const { params, cte, total, ids } = listStatements(list, paging);
     const rows = await sql.query<{ total: number } & ({ id: null } | TransactionRow)>(
       `${cte}SELECT counted.total, page.* FROM (SELECT ${total} AS total) counted
        LEFT JOIN LATERAL (
@@ -439,15 +498,13 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
       query: TransactionQuery = {},
       summary = false,
     ): Promise<Page<Transaction>> {
+      const list = listOf(principal, input);
       if (selectsColumnsOnly(query)) {
-        const where = statusDateWhere(principal, input);
-        const search = parseTransactionSearch(input.search);
         const paging = resolvePaging(input);
-        const [items, total] = await sqlPage(where, search, paging, summary);
+        const [items, total] = await sqlPage(list, paging, summary);
         return toPage(items, total, paging);
       }
       // The page's ids and the total as the plain-SQL page finds them, then those rows with their relations.
-      const list = countedList(statusDateWhere(principal, input), parseTransactionSearch(input.search));
       const paging = resolvePaging(input);
       const { params, cte, total, ids } = listStatements(list, paging);
       const [page] = await sql.query<{ total: number; ids: number[] }>(`${cte}SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
@@ -484,7 +541,7 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     /** How many of the caller's transactions match the filters (the connection's totalCount). */
     async count(principal: Principal, filters: TransactionFilters): Promise<number> {
       // With a one-row page, so the statement uses every parameter (paging.ts countRows).
-      const { params, cte, total, ids } = listStatements(countedList(statusDateWhere(principal, filters), parseTransactionSearch(filters.search)), { page: 1, limit: 1 });
+      const { params, cte, total, ids } = listStatements(listOf(principal, filters), { page: 1, limit: 1 });
       const [row] = await sql.query<{ total: number }>(`${cte}SELECT ${total} AS total, ARRAY(${ids}) AS ids`, params);
       return row!.total;
     },

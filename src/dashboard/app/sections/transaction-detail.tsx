@@ -3,14 +3,15 @@ import { gql, mutate } from "../api.ts";
 import { formatDate, formatMoney } from "../format.ts";
 import { onDisputeEvent, onLiveStatus, onRefundEvent, onTransactionEvent } from "../live.ts";
 import { canWrite, type Session } from "../session.ts";
-import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, TableWrap, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
+import { Table } from "../tables.tsx";
+import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, announce, useAction, useQuery, type DetailField } from "../ui.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
 import { DisputedBadge, DisputesTable } from "./disputes.tsx";
 import { MailTable } from "./inbox.tsx";
 import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
-import { methodLabel } from "./transactions.tsx";
+import { paidWith, payerOf } from "./transactions.tsx";
 import { DELIVERIES, DeliveriesTable, type Delivery } from "./webhooks.tsx";
 
 const QUERY = graphql(`
@@ -20,10 +21,11 @@ const QUERY = graphql(`
       ...DashboardError
       ... on Transaction {
         ...DashboardTransaction databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
+        metadata paymentDetail { ...DashboardPaymentDetail }
         amountRefunded refunded refunds { ...DashboardRefund }
         disputeStatus amountChargedBack disputes { ...DashboardDispute }
-        events { id type occurredAt }
-        attempts { method status code reason detail createdAt }
+        history { id type occurredAt subjectReference webhookBody }
+        attempts { method status code reason detail createdAt settledAt }
       }
     }
   }
@@ -43,34 +45,24 @@ type Detail = Extract<DashboardTransactionQuery["transaction"], { __typename: "T
 /** One try on the hosted checkout (a card charge or an M-Pesa push), oldest first. */
 type Attempt = Detail["attempts"][number];
 
+/** Every attempt, oldest first: on phones each row stacks with its labels (the shared Table). */
 function AttemptsTable({ attempts }: { attempts: Attempt[] }) {
+  const rows = attempts.map((attempt, i) => ({ ...attempt, n: i + 1 }));
   return (
-    <TableWrap label="Checkout attempts">
-      <thead>
-        <tr>
-          <th>#</th>
-          <th>Method</th>
-          <th>Paid with</th>
-          <th>Status</th>
-          <th>Outcome</th>
-          <th>Started</th>
-        </tr>
-      </thead>
-      <tbody>
-        {attempts.map((attempt, i) => (
-          <tr key={i}>
-            <td>{i + 1}</td>
-            <td>{attempt.method === "mpesa" ? "M-Pesa" : "Card"}</td>
-            <td class="mono">{attempt.detail ?? "—"}</td>
-            <td>
-              <Badge value={attempt.status} />
-            </td>
-            <td>{attempt.reason || attempt.code ? `${attempt.reason ?? ""}${attempt.code ? ` (${attempt.code})` : ""}` : "—"}</td>
-            <td>{formatDate(attempt.createdAt)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </TableWrap>
+    <Table
+      label="Checkout attempts"
+      rows={rows}
+      rowKey="n"
+      columns={[
+        { label: "#", cell: (attempt) => attempt.n },
+        { label: "Method", cell: (attempt) => (attempt.method === "mpesa" ? "M-Pesa" : "Card") },
+        { label: "Paid with", cell: (attempt) => (attempt.detail ? <span class="mono">{attempt.detail}</span> : "—") },
+        { label: "Status", cell: (attempt) => <Badge value={attempt.status} /> },
+        { label: "Outcome", cell: (attempt) => (attempt.reason || attempt.code ? `${attempt.reason ?? ""}${attempt.code ? ` (${attempt.code})` : ""}` : "—") },
+        { label: "Started", cell: (attempt) => formatDate(attempt.createdAt) },
+        { label: "Settled", cell: (attempt) => (attempt.settledAt ? formatDate(attempt.settledAt) : "—") },
+      ]}
+    />
   );
 }
 
@@ -154,7 +146,8 @@ export function TransactionDetail({ reference, session }: { reference: string; s
   const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
   const [deliveriesError, setDeliveriesError] = useState<string | null>(null);
   const transaction = data?.transaction.__typename === "Transaction" ? (data.transaction as Detail) : null;
-  const eventIds = transaction?.events.map((event) => event.id).join(",") ?? "";
+  // Its own events and its refunds' and disputes': each one's deliveries are this payment's webhooks.
+  const eventIds = transaction?.history.map((event) => event.id).join(",") ?? "";
 
   // Its webhook deliveries: one query per event (webhookDeliveries takes one eventId).
   const loadDeliveries = async () => {
@@ -193,8 +186,9 @@ export function TransactionDetail({ reference, session }: { reference: string; s
         {transaction.disputeStatus && <> <DisputedBadge payment={transaction} /></>}
       </>,
     ],
-    ["Method", methodLabel(transaction.paymentMethod)],
+    ["Method", paidWith(transaction)],
     ["Channel", transaction.channel ? `${transaction.channel.name} (${transaction.channel.provider})` : "—"],
+    ["Payer", payerOf(transaction)],
     ["Customer", transaction.customer?.email ?? transaction.email ?? "—"],
     ["Phone", transaction.phoneNumber ?? "—"],
     ["Description", transaction.description ?? "—"],
@@ -245,6 +239,16 @@ export function TransactionDetail({ reference, session }: { reference: string; s
         />
       )}
       <DetailFields id="transaction-fields" fields={fields} />
+      <h2>Metadata</h2>
+      {transaction.metadata == null ? (
+        <p class="muted" id="transaction-metadata">
+          No metadata: none was sent with the payment.
+        </p>
+      ) : (
+        <pre class="code" id="transaction-metadata" tabIndex={0} aria-label="Metadata">
+          {JSON.stringify(transaction.metadata, null, 2)}
+        </pre>
+      )}
       {transaction.attempts.length > 0 && (
         <>
           <h2>Checkout attempts</h2>
@@ -268,14 +272,24 @@ export function TransactionDetail({ reference, session }: { reference: string; s
       <MailsSection payment={transaction} session={session} />
       <ProviderCallsSection owner="transaction" reference={transaction.reference} />
       <h2>Events</h2>
-      {transaction.events.length === 0 ? (
+      {transaction.history.length === 0 ? (
         <p class="muted">No events yet: the payer has not finished paying.</p>
       ) : (
         <ol class="timeline" id="transaction-events">
-          {transaction.events.map((event) => (
+          {transaction.history.map((event) => (
             <li key={event.id}>
               <strong>{event.type}</strong> <span class="muted">{formatDate(event.occurredAt)}</span>
-              <span class="muted block">event {event.id}</span>
+              <span class="muted block">
+                event {event.id}
+                {event.subjectReference ? ` · ${event.subjectReference}` : ""}
+              </span>
+              {/* What each webhook endpoint is sent for it: the payload only, never the endpoint's secret or signature. */}
+              <details class="webhook-body">
+                <summary>Webhook request body</summary>
+                <pre class="code" tabIndex={0}>
+                  {JSON.stringify(event.webhookBody, null, 2)}
+                </pre>
+              </details>
             </li>
           ))}
         </ol>

@@ -6,7 +6,7 @@ import { BASE, navigate, onLinkClick } from "../router.ts";
 import type { Mode } from "../session.ts";
 import { CursorPager, useCursors } from "../paging.tsx";
 import { graphql } from "../gql/index.ts";
-import type { DashboardTransactionsQuery } from "../gql/graphql.ts";
+import type { DashboardPaymentDetailFragment, DashboardTransactionsQuery } from "../gql/graphql.ts";
 import { Table } from "../tables.tsx";
 import { Badge, EmptyState, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 import { DisputedBadge } from "./disputes.tsx";
@@ -17,13 +17,25 @@ const PAGE_SIZE = 20;
 const QUERY = graphql(`
   query DashboardTransactions($first: Int!, $after: String, $status: TransactionStatus, $dateFrom: String, $dateTo: String, $search: String) {
     transactions(first: $first, after: $after, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
-      totalCount pageInfo { ...DashboardPageInfo } edges { node { ...DashboardTransaction amountRefunded refunded disputeStatus } }
+      totalCount pageInfo { ...DashboardPageInfo } edges { node { ...DashboardTransaction amountRefunded refunded disputeStatus clientReference phoneNumber paymentDetail { ...DashboardPaymentDetail } } }
     }
   }
 `);
 
-/** A row: live events carry the transaction as of the event, without what was refunded or disputed since (kept from the load). */
-type Row = Transaction & { amountRefunded?: number; refunded?: boolean; disputeStatus?: string | null };
+graphql(`fragment DashboardPaymentDetail on PaymentDetail { method cardBrand cardLast4 receipt }`);
+
+/**
+ * A row: live events carry the transaction as of the event, without what was refunded or disputed since, nor who
+ * paid how (kept from the load, or shown from what the event has).
+ */
+type Row = Transaction & {
+  amountRefunded?: number;
+  refunded?: boolean;
+  disputeStatus?: string | null;
+  clientReference?: string | null;
+  phoneNumber?: string | null;
+  paymentDetail?: DashboardPaymentDetailFragment | null;
+};
 type Answer = { transactions: Omit<DashboardTransactionsQuery["transactions"], "edges"> & { edges: { node: Row }[] } };
 interface Filters {
   status: Status | "";
@@ -35,6 +47,17 @@ interface Filters {
 
 const METHODS: Record<string, string> = { card: "Card", momo_stk: "M-Pesa STK", momo_c2b: "M-Pesa C2B" };
 export const methodLabel = (method: string | null) => (method ? (METHODS[method] ?? method) : "—");
+
+/** How it was paid as the shop tells payments apart: "Visa •••• 4242", "M-Pesa SBX0A2186F"; the method's name otherwise. */
+export function paidWith(t: { paymentMethod: string | null; paymentDetail?: DashboardPaymentDetailFragment | null }): string {
+  const detail = t.paymentDetail;
+  if (detail?.method === "card") return [detail.cardBrand ?? "Card", detail.cardLast4 ? `•••• ${detail.cardLast4}` : ""].filter(Boolean).join(" ");
+  if (detail?.method === "mpesa") return detail.receipt ? `M-Pesa ${detail.receipt}` : "M-Pesa";
+  return methodLabel(t.paymentMethod);
+}
+
+/** Who paid: the phone (254...) or the e-mail the payment carries, else its customer's. */
+export const payerOf = (t: { email: string | null; phoneNumber?: string | null; customer?: { email: string } | null }) => t.phoneNumber ?? t.email ?? t.customer?.email ?? "—";
 
 /** Whether a transaction arriving live belongs in the table as currently filtered. */
 function matches(transaction: Transaction, filters: Filters): boolean {
@@ -107,10 +130,14 @@ export function Transactions({ mode }: { mode: Mode }) {
               id="filter-search"
               type="search"
               maxLength={100}
-              placeholder="Reference, receipt, e-mail or phone"
+              placeholder="Reference, your order number, M-Pesa receipt, phone or e-mail"
+              aria-describedby="filter-search-hint"
               value={filters.search}
               onChange={(e) => setFilter("search", e.currentTarget.value)}
             />
+            <small id="filter-search-hint" class="muted">
+              Exact: a phone in any form (0712…, 254712…, +254712…), an e-mail in any case.
+            </small>
           </div>
           <div class="field status-field">
             <label for="filter-status">Status</label>
@@ -171,8 +198,9 @@ export function Transactions({ mode }: { mode: Mode }) {
                 ),
               },
               { label: "Amount", num: true, cell: (t) => formatMoney(t.amount, t.currency) },
-              { label: "Method", cell: (t) => methodLabel(t.paymentMethod), note: (t) => t.channel?.name },
-              { label: "Customer", cell: (t) => t.customer?.email ?? t.email ?? "—" },
+              { label: "Your reference", class: "break", cell: (t) => t.clientReference ?? "—" },
+              { label: "Method", cell: (t) => paidWith(t), note: (t) => t.channel?.name },
+              { label: "Payer", class: "break", cell: (t) => payerOf(t) },
               { label: "Date", cell: (t) => formatDate(t.createdAt) },
             ]}
           />
