@@ -7,6 +7,7 @@ import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, Ta
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
 import { DisputedBadge, DisputesTable } from "./disputes.tsx";
+import { feeNetFields } from "./fee-net.tsx";
 import { MailTable } from "./inbox.tsx";
 import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
@@ -19,7 +20,7 @@ const QUERY = graphql(`
       __typename
       ...DashboardError
       ... on Transaction {
-        ...DashboardTransaction databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
+        ...DashboardTransaction ...DashboardFeeNet databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
         amountRefunded refunded refunds { ...DashboardRefund }
         disputeStatus amountChargedBack disputes { ...DashboardDispute }
         events { id type occurredAt }
@@ -204,6 +205,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
     ["Created", formatDate(transaction.createdAt)],
     ["Completed", formatDate(transaction.completedAt)],
   ];
+  fields.splice(1, 0, ...feeNetFields(transaction));
   if (transaction.amountRefunded > 0) {
     fields.splice(1, 0, [
       "Refunded",
