@@ -206,7 +206,7 @@ export function Channels({ session }: { session: Session }) {
                         <button
                           type="button"
                           class="secondary small"
-                          aria-label={`Replace the credentials of ${channel.name}`}
+                          aria-label={`Replace credentials of ${channel.name}`}
                           onClick={() => (setAdding(false), setEditing({ id: channel.databaseId, part: "credentials" }))}
                         >
                           Replace credentials
