@@ -3,7 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, signedInLive } from "../support/browser.ts";
 import { expectNoHorizontalScroll, expectNoSeriousAxeViolations } from "../support/checkout-page.ts";
-import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, paidTransaction, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 
 /**
  * Issue 41, channels editable, in a real Chromium at 1280 and 390 px: an owner edits a channel's name and fee schedule
@@ -110,6 +110,17 @@ describe("dashboard payment channels", () => {
       expect(await page.content()).not.toContain("cs_NEW_SECRET_456");
       await expectNoSeriousAxeViolations(page, `channel list at ${width} px`);
       await page.screenshot({ path: `${SHOTS}/channels-list-${width}.png`, fullPage: true });
+
+      // A payment on the channel now: its page shows the fee the new schedule took (1.5 % of KES 500.00 = KES 7.50) and the net.
+      const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 1, cvc: "123" };
+      const reference = await paidTransaction(gw.url, merchant.testKey, { amount: 50_000, email: "payer@example.com", payment_channel_id: sandboxId }, card);
+      await page.goto(`${gw.url}/dashboard/transactions/${reference}`);
+      const fields = page.locator("#transaction-fields");
+      await fields.locator('[data-field="fee"]').waitFor();
+      expect(await fields.locator('[data-field="fee"]').textContent()).toBe("KES 7.50");
+      expect(await fields.locator('[data-field="net"]').textContent()).toBe("KES 492.50");
+      await expectNoSeriousAxeViolations(page, `transaction page at ${width} px`);
+      await page.screenshot({ path: `${SHOTS}/transaction-fee-net-${width}.png`, fullPage: true });
       await page.context().close();
     });
   }
