@@ -101,6 +101,11 @@ describe("a channel's fee schedule", () => {
     expect(await feeEverywhere(small)).toEqual(same(1_150, 8_850));
     const after = await pay(100_000);
     expect(await feeEverywhere(after)).toEqual(same(3_000, 97_000));
+    // net alone, beside a relation (a Prisma read, not the summary one), and in a page: still amount - fee.
+    const alone = await gql(api, `query($r: String!) { transaction(reference: $r) { ... on Transaction { net channel { name } } } }`, { r: big });
+    expect(alone.data.transaction).toEqual({ net: 98_000, channel: { name: "Cards" } });
+    const page = await gql(api, `query($s: String) { transactionsPage(search: $s) { ... on TransactionPage { items { net } } } }`, { s: small });
+    expect(page.data.transactionsPage.items).toEqual([{ net: 8_850 }]);
 
     // The balance's fees are the sum of the fees fixed on the payments.
     const balance = (await api.get(`/v1/balance?payment_channel_id=${channelId}`)).body.data[0];

@@ -41,8 +41,9 @@ export const Transaction = builder.prismaNode("Transaction", {
       type: "BigInt",
       nullable: true,
       description: "What it brought the balance: amount - fee, in minor units (refunds and disputes are their own balance transactions); null until completed.",
-      select: { amount: true, fee: true },
-      resolve: (transaction) => (transaction.fee === null ? null : transaction.amount - transaction.fee),
+      // No `select`: every read of a transaction (Prisma's whole rows, the summary rows of rows.ts) carries amount and fee,
+      // and a field with one would cost the summary reads (verify, lists) a second statement.
+      resolve: (transaction) => (transaction.fee == null ? null : transaction.amount - transaction.fee),
     }),
     refunds: t.relation("refunds", { description: "Its refunds, newest first.", query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] } }),
     currency: t.exposeString("currency"),
