@@ -50,7 +50,7 @@ export const PERMISSIONS: Record<Permission, PermissionRule> = {
     allows: { "user:owner": BOTH, "user:developer": TEST },
   },
   channel_credentials: {
-    summary: "Add a payment channel or change its provider credentials (live ones: a signed-in owner)",
+    summary: "Add a payment channel, or change its name, fee schedule or provider credentials (live ones: a signed-in owner)",
     allows: { "key:owner": TEST, "key:developer": TEST, "user:owner": BOTH, "user:developer": TEST },
   },
   go_live: {
@@ -79,6 +79,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
     customer: "read",
     customers: "read",
     dispute: "read",
+    feePreview: "read",
     goLive: "go_live",
     disputes: "read",
     disputesPage: "read",
@@ -118,6 +119,7 @@ export const OPERATIONS: Record<"Query" | "Mutation" | "Subscription", Record<st
   },
   Mutation: {
     acceptDispute: "write",
+    activatePaymentChannel: "write",
     advanceTestClock: "write",
     cancelSubscription: "write",
     changePassword: "own_account",

@@ -7,6 +7,8 @@ import type { Services } from "./services.ts";
 export const DEMO_MERCHANT = { name: "Demo Merchant", email: "demo@example.com", defaultCurrency: "KES" } as const;
 /** The demo's one channel is named after its provider, capitalized. */
 const DEMO_CHANNEL_NAME = testProviderName.charAt(0).toUpperCase() + testProviderName.slice(1);
+/** The demo channel's fee: 1.5 % of each payment, no fixed part, no cap. */
+export const DEMO_FEE_PERCENT_BPS = 150;
 
 export interface DemoCredentials {
   /** The demo merchant's test API key. */
@@ -27,7 +29,8 @@ export async function createDemoMerchantIfEmpty(services: Services): Promise<Dem
   try {
     const { merchant, keys } = await services.merchants.createMerchant({ ...DEMO_MERCHANT, isDemo: true });
     const principal: Principal = { merchantId: merchant.id, mode: "test", role: "owner", userId: null, keyId: null, keyPrefix: keys.test.prefix };
-    await services.channels.createChannel(principal, { name: DEMO_CHANNEL_NAME, provider: testProviderName, config: {} });
+    // A realistic schedule (1.5 %, as card and mobile-money providers charge about), so fees and net show from the first payment.
+    await services.channels.createChannel(principal, { name: DEMO_CHANNEL_NAME, provider: testProviderName, config: {}, feePercentBps: DEMO_FEE_PERCENT_BPS });
     const user = { email: DEMO_MERCHANT.email, password: randomBytes(12).toString("base64url") };
     await services.users.createUser({ merchantId: merchant.id, ...user, role: "owner" });
     return { testKey: keys.test.plaintext, user };

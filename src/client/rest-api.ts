@@ -64,7 +64,7 @@ export interface paths {
         };
         /**
          * One transaction's status
-         * @description The body carries "status" twice, as published: "success" first and the transaction's status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. Beyond the published fields: currency, client_reference, provider_reference (the provider's receipt), failure_code and failure_reason (null unless failed) and metadata.
+         * @description The body carries "status" twice, as published: "success" first and the transaction's status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. Beyond the published fields: currency, client_reference, provider_reference (the provider's receipt), failure_code and failure_reason (null unless failed), fee and net (null until completed) and metadata.
          */
         get: operations["verifyTransaction"];
         put?: never;
@@ -995,7 +995,7 @@ export interface paths {
         };
         /**
          * The transactions as CSV (all matching, streamed)
-         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at, date, timezone; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone (named in timezone). RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.
+         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at, date, timezone, fee, net; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone (named in timezone). RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.
          */
         get: operations["exportTransactions"];
         put?: never;
@@ -1235,6 +1235,10 @@ export interface operations {
                              * @enum {string|null}
                              */
                             dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
+                            /** @description The provider's fee, minor units: its channel's schedule when it completed (never changed by a later schedule); null until completed */
+                            fee: number | null;
+                            /** @description amount - fee, minor units; null until completed */
+                            net: number | null;
                             /** @description The payer's phone, 2547XXXXXXXX */
                             phone_number: string | null;
                             /** @description The payer's e-mail */
@@ -1560,6 +1564,10 @@ export interface operations {
                              * @enum {string|null}
                              */
                             dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
+                            /** @description The provider's fee, minor units: its channel's schedule when it completed (never changed by a later schedule); null until completed */
+                            fee: number | null;
+                            /** @description amount - fee, minor units; null until completed */
+                            net: number | null;
                             /** @description The JSON object sent with initialize; null when none was */
                             metadata: Record<string, never> | null;
                         };
@@ -1716,6 +1724,10 @@ export interface operations {
                              * @enum {string|null}
                              */
                             dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
+                            /** @description The provider's fee, minor units: its channel's schedule when it completed (never changed by a later schedule); null until completed */
+                            fee: number | null;
+                            /** @description amount - fee, minor units; null until completed */
+                            net: number | null;
                         }[];
                         /** @description Matching rows in all */
                         total: number;
@@ -2004,6 +2016,10 @@ export interface operations {
                              * @enum {string|null}
                              */
                             dispute_status: "needs_response" | "under_review" | "won" | "lost" | null;
+                            /** @description The provider's fee, minor units: its channel's schedule when it completed (never changed by a later schedule); null until completed */
+                            fee: number | null;
+                            /** @description amount - fee, minor units; null until completed */
+                            net: number | null;
                         };
                     };
                 };
@@ -2703,6 +2719,8 @@ export interface operations {
                     fee_percent_bps?: number;
                     /** @description The provider's fixed fee per payment, minor units; default 0 */
                     fee_fixed?: number;
+                    /** @description The most the fee on one payment can be, minor units; default: no cap */
+                    fee_cap?: number;
                 };
             };
         };
@@ -2734,6 +2752,8 @@ export interface operations {
                             fee_percent_bps: number;
                             /** @description The provider's fixed fee per payment, minor units */
                             fee_fixed: number;
+                            /** @description The most the fee on one payment can be, minor units; null: no cap */
+                            fee_cap: number | null;
                             /** @description Where the provider sends its events (paystack channels only) */
                             webhook_url?: string;
                         };
@@ -2861,6 +2881,8 @@ export interface operations {
                             fee_percent_bps: number;
                             /** @description The provider's fixed fee per payment, minor units */
                             fee_fixed: number;
+                            /** @description The most the fee on one payment can be, minor units; null: no cap */
+                            fee_cap: number | null;
                             /** @description Where the provider sends its events (paystack channels only) */
                             webhook_url?: string;
                         }[];

@@ -77,6 +77,12 @@ export const refundedFields = {
   dispute_status: nullable(oneOfStrings(["needs_response", "under_review", "won", "lost"], "Its latest dispute's status; null when never disputed")),
 };
 
+/** The provider's fee on a payment and what it left (withOutcome in transactions/routes.ts): after the published fields. */
+export const feeFields = {
+  fee: nullable(int("The provider's fee, minor units: its channel's schedule when it completed (never changed by a later schedule); null until completed")),
+  net: nullable(int("amount - fee, minor units; null until completed")),
+};
+
 /** How a payout's and a refund's answers end: the provider's reference, the failure, the times. */
 const outcomeAndTimes = {
   provider_reference: nullable(str()),
@@ -106,6 +112,7 @@ export const schemas = {
     failure_code: nullable(str("The provider's code, when failed")),
     failure_reason: nullable(str("The provider's words, when failed")),
     ...refundedFields,
+    ...feeFields,
   }),
   metadata: { type: ["object", "null"], description: "The JSON object sent with initialize; null when none was" },
   page: { total: int("Matching rows in all"), page: int(), limit: int(), pages: int() },
@@ -124,6 +131,7 @@ export const schemas = {
       created_at: dateTime(),
       fee_percent_bps: int("The provider's fee in basis points of each payment's amount"),
       fee_fixed: int("The provider's fixed fee per payment, minor units"),
+      fee_cap: nullable(int("The most the fee on one payment can be, minor units; null: no cap")),
       webhook_url: str("Where the provider sends its events (paystack channels only)"),
     },
     { optional: ["webhook_url"], description: "Credentials (config) are write-only and never returned" },

@@ -18,7 +18,7 @@ graphql(`
 
 const ChannelsList = graphql(`
   query ChannelsList($activeOnly: Boolean) {
-    paymentChannels(activeOnly: $activeOnly) { ...ChannelFields createdAt feePercentBps feeFixed }
+    paymentChannels(activeOnly: $activeOnly) { ...ChannelFields createdAt feePercentBps feeFixed feeCap }
   }
 `);
 
@@ -98,6 +98,7 @@ describe("payment channels", () => {
           created_at: expect.stringMatching(isoMillis),
           fee_percent_bps: 0,
           fee_fixed: 0,
+          fee_cap: null,
         },
       });
     });
@@ -230,8 +231,8 @@ describe("payment channels", () => {
       expect(res.body).toEqual({
         status: "success",
         channels: [
-          { id: first, name: "First", provider: "sandbox", is_active: false, is_default: false, created_at: expect.stringMatching(isoMillis), fee_percent_bps: 0, fee_fixed: 0 },
-          { id: second, name: "Second", provider: "sandbox", is_active: true, is_default: true, created_at: expect.stringMatching(isoMillis), fee_percent_bps: 0, fee_fixed: 0 },
+          { id: first, name: "First", provider: "sandbox", is_active: false, is_default: false, created_at: expect.stringMatching(isoMillis), fee_percent_bps: 0, fee_fixed: 0, fee_cap: null },
+          { id: second, name: "Second", provider: "sandbox", is_active: true, is_default: true, created_at: expect.stringMatching(isoMillis), fee_percent_bps: 0, fee_fixed: 0, fee_cap: null },
         ],
       });
       expect((await rest(merchant.testKey).get("/api/payment-channels/list?active_only=false")).body).toEqual(res.body);
@@ -256,7 +257,7 @@ describe("payment channels", () => {
         expect(
           viaGraphql.map((c) => ({
             id: c.databaseId, name: c.name, provider: c.provider, is_active: c.isActive, is_default: c.isDefault, created_at: c.createdAt,
-            fee_percent_bps: c.feePercentBps, fee_fixed: c.feeFixed,
+            fee_percent_bps: c.feePercentBps, fee_fixed: c.feeFixed, fee_cap: c.feeCap,
           })),
         ).toEqual(viaRest);
       }

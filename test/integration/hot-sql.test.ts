@@ -103,7 +103,7 @@ describe("the hot paths' plain SQL", () => {
   it("a summary page equals Prisma's page selecting the same fields", async () => {
     const select = {
       id: true, reference: true, amount: true, amountRefunded: true, currency: true, status: true, paymentMethod: true, email: true,
-      clientReference: true, providerReference: true, failureCode: true, failureReason: true, createdAt: true, metadata: true, disputeStatus: true,
+      clientReference: true, providerReference: true, failureCode: true, failureReason: true, createdAt: true, metadata: true, disputeStatus: true, fee: true,
     } as const;
     for (const input of [{ page: 1, limit: 5 }, { page: 1, limit: 100, status: "completed" as const }]) {
       const mine = await gw.gateway.services.transactions.listPage(principal, input, {}, { summary: true });
@@ -173,7 +173,7 @@ describe("the hot paths' plain SQL", () => {
       // The summary read equals Prisma's row selecting the same fields.
       const principal = { merchantId: merchant.id, mode: "test" as const, role: "owner" as const, userId: null, keyId: null, keyPrefix: null };
       const mine = await counted.gateway.services.transactions.getByReference(principal, reference, {}, { summary: true });
-      const select = Object.fromEntries(["id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference", "failureCode", "failureReason", "createdAt", "metadata", "disputeStatus"].map((f) => [f, true]));
+      const select = Object.fromEntries(["id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference", "failureCode", "failureReason", "createdAt", "metadata", "disputeStatus", "fee"].map((f) => [f, true]));
       expect(mine).toEqual(await counted.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference }, select }));
       // A field beyond the summary, beside the union's error fragment: every column.
       const query = (fields: string) => `{ transaction(reference: "${reference}") { __typename ... on Error { code message } ... on Transaction { ${fields} } } }`;

@@ -70,7 +70,7 @@ describe("STK push", () => {
     expect(Object.keys(status.body.transaction)).toEqual([
       "id", "reference", "amount", "phone_number", "status", "payment_method", "created_at",
       "currency", "client_reference", "provider_reference", "failure_code", "failure_reason", "amount_refunded", "refunded",
-      "disputed", "dispute_status",
+      "disputed", "dispute_status", "fee", "net",
     ]);
     expect(status.body.transaction).toMatchObject({ id: t.id, reference: t.reference, amount: 150000, phone_number: PHONE, status: "completed", payment_method: "momo_stk" });
     // The M-Pesa receipt (MpesaReceiptNumber) is shown, not only stored.

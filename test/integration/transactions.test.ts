@@ -9,7 +9,7 @@ const SUCCESS_CARD = { card_number: "4084084084084081", expiry_month: 12, expiry
 graphql(`
   fragment TransactionListFields on Transaction {
     databaseId reference amount status createdAt paymentMethod currency
-    clientReference providerReference failureCode failureReason amountRefunded refunded disputed disputeStatus
+    clientReference providerReference failureCode failureReason amountRefunded refunded disputed disputeStatus fee net
   }
 `);
 
@@ -70,7 +70,7 @@ const InitializeTransaction = graphql(`
 
 type ReadFields =
   | "databaseId" | "reference" | "amount" | "status" | "createdAt" | "paymentMethod" | "currency" | "clientReference" | "providerReference"
-  | "failureCode" | "failureReason" | "amountRefunded" | "refunded" | "disputed" | "disputeStatus";
+  | "failureCode" | "failureReason" | "amountRefunded" | "refunded" | "disputed" | "disputeStatus" | "fee" | "net";
 
 /** A transaction read over GraphQL, under the legacy REST list's field names (for the parity tests). */
 function asLegacyListItem(t: Record<ReadFields, unknown>) {
@@ -90,6 +90,8 @@ function asLegacyListItem(t: Record<ReadFields, unknown>) {
     refunded: t.refunded,
     disputed: t.disputed,
     dispute_status: t.disputeStatus,
+    fee: t.fee,
+    net: t.net,
   };
 }
 
@@ -235,6 +237,8 @@ describe("transactions", () => {
         refunded: false,
         disputed: false,
         dispute_status: null,
+        fee: null,
+        net: null,
         metadata: null,
       };
       expect(pending.text).toBe(`{"status":"success","transaction":${JSON.stringify(expectedTransaction)},"status":"pending"}`);
@@ -367,7 +371,7 @@ describe("transactions", () => {
       expect(Object.keys(res.body.data[0])).toEqual([
         "id", "reference", "amount", "status", "created_at",
         "payment_method", "currency", "client_reference", "provider_reference", "failure_code", "failure_reason",
-        "amount_refunded", "refunded", "disputed", "dispute_status",
+        "amount_refunded", "refunded", "disputed", "dispute_status", "fee", "net",
       ]);
     });
 

@@ -6,7 +6,7 @@ import { body, bool, dateTime, envelope, int, list, obj, oneOfStrings, schemas, 
 import { listedProviderNames } from "../../providers/registry.ts";
 
 const RestChannel = graphql(`
-  fragment RestChannel on PaymentChannel { databaseId name provider isActive isDefault createdAt webhookUrl feePercentBps feeFixed }
+  fragment RestChannel on PaymentChannel { databaseId name provider isActive isDefault createdAt webhookUrl feePercentBps feeFixed feeCap }
 `);
 
 /** The documented channel object; config is write-only and never part of it. */
@@ -19,6 +19,7 @@ const toLegacyChannel = (c: RestChannelFragment) => ({
   created_at: c.createdAt,
   fee_percent_bps: c.feePercentBps,
   fee_fixed: c.feeFixed,
+  fee_cap: c.feeCap,
   // Only channels that need one (paystack) carry it; the documented shape of the others is unchanged.
   ...(c.webhookUrl ? { webhook_url: c.webhookUrl } : {}),
 });
@@ -30,6 +31,7 @@ function createVariables({ body }: RestRequest) {
       config: body.config ?? null,
       feePercentBps: intField(body, "fee_percent_bps") ?? null,
       feeFixed: intField(body, "fee_fixed") ?? null,
+      feeCap: intField(body, "fee_cap") ?? null,
     },
   };
 }
@@ -49,6 +51,7 @@ export const channelRoutes = [
           config: { type: "object", description: "The provider's credentials; write-only" },
           fee_percent_bps: int("The provider's fee in basis points of each payment (150 = 1.5%); default 0", { minimum: 0, maximum: 10000 }),
           fee_fixed: int("The provider's fixed fee per payment, minor units; default 0", { minimum: 0 }),
+          fee_cap: int("The most the fee on one payment can be, minor units; default: no cap", { minimum: 0 }),
         },
         ["name", "provider"],
       ),

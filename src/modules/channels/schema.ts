@@ -24,6 +24,7 @@ export const PaymentChannel = builder.prismaNode("PaymentChannel", {
     isDefault: t.exposeBoolean("isDefault", { description: "Used by payments that name no channel. At most one per merchant and mode." }),
     feePercentBps: t.exposeInt("feePercentBps", { description: "The provider's fee on each payment, in basis points of the amount (150 = 1.5%); the ledger books it." }),
     feeFixed: t.expose("feeFixed", { type: "BigInt", description: "The provider's fixed fee on each payment, in minor units, added to the percentage." }),
+    feeCap: t.expose("feeCap", { type: "BigInt", nullable: true, description: "The most the fee on one payment can be, in minor units; null: no cap." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     credentialsCheck: t.relation("credentialCheck", {
       nullable: true,
@@ -45,6 +46,7 @@ const CreatePaymentChannelInput = builder.inputType("CreatePaymentChannelInput",
     config: t.field({ type: "JSON", description: "The provider's credentials, e.g. public_key and secret_key for paystack." }),
     feePercentBps: t.int({ description: "The provider's fee in basis points of each payment's amount, 0 to 10000 (default 0)." }),
     feeFixed: t.field({ type: "BigInt", description: "The provider's fixed fee per payment in minor units, 0 to 10^12 (default 0)." }),
+    feeCap: t.field({ type: "BigInt", description: "The most the fee on one payment can be, minor units, 0 to 10^12 (default: no cap)." }),
   }),
 });
 
@@ -55,8 +57,35 @@ const UpdatePaymentChannelInput = builder.inputType("UpdatePaymentChannelInput",
     config: t.field({ type: "JSON", description: "Replaces the whole config; validated against the channel's provider." }),
     feePercentBps: t.int({ description: "The provider's fee in basis points of each payment's amount, 0 to 10000 (default 0)." }),
     feeFixed: t.field({ type: "BigInt", description: "The provider's fixed fee per payment in minor units, 0 to 10^12 (default 0)." }),
+    feeCap: t.field({ type: "BigInt", description: "The most the fee on one payment can be, minor units, 0 to 10^12; absent: unchanged (removeFeeCap removes it)." }),
+    removeFeeCap: t.boolean({ description: "True: the fee has no cap any more." }),
   }),
 });
+
+const FeePreview = builder.objectRef<{ fee: bigint; amount: bigint }>("FeePreview").implement({
+  description: "What a fee schedule takes of one payment.",
+  fields: (t) => ({
+    amount: t.expose("amount", { type: "BigInt", description: "The payment's amount, minor units." }),
+    fee: t.expose("fee", { type: "BigInt", description: "The fee, minor units." }),
+    net: t.field({ type: "BigInt", description: "amount - fee: what the payment brings the balance.", resolve: (p) => p.amount - p.fee }),
+  }),
+});
+
+builder.queryField("feePreview", (t) =>
+  t.field({
+    type: FeePreview,
+    description:
+      "The fee a schedule takes of a payment of `amount` (minor units), computed as each payment's fee is when it completes: min(round(amount * feePercentBps / 10000) + feeFixed, feeCap).",
+    errors: { types: businessErrors },
+    args: {
+      amount: t.arg({ type: "BigInt", required: true }),
+      feePercentBps: t.arg.int({ required: true }),
+      feeFixed: t.arg({ type: "BigInt", required: true }),
+      feeCap: t.arg({ type: "BigInt", required: false }),
+    },
+    resolve: async (_root, { amount, ...schedule }, ctx) => ({ amount, fee: await ctx.services.channels.previewFee(schedule, amount) }),
+  }),
+);
 
 builder.queryField("paymentChannels", (t) =>
   t.field({
@@ -93,6 +122,13 @@ builder.mutationFields((t) => ({
     errors: { types: businessErrors },
     args: { id: t.arg.int({ required: true }) },
     resolve: (_query, _root, { id }, ctx) => ctx.services.channels.checkCredentials(ctx.principal!, id),
+  }),
+  activatePaymentChannel: t.field({
+    type: PaymentChannel,
+    description: "Makes a deactivated channel usable again; it does not become the default (setDefaultPaymentChannel).",
+    errors: { types: businessErrors },
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.channels.activateChannel(ctx.principal!, id),
   }),
   deactivatePaymentChannel: t.field({
     type: PaymentChannel,

@@ -15,12 +15,17 @@ export type { ChannelCredentialCheck, PaymentChannel };
 /** Shows a live channel's new credentials to its provider after they are saved (create or update). */
 export const CHECK_CREDENTIALS_JOB = "channels.check_credentials";
 
-/** The provider's fee on each payment, kept by the ledger: round(amount * feePercentBps / 10000) + feeFixed. */
+/**
+ * The provider's fee on each payment: min(round(amount * feePercentBps / 10000) + feeFixed, feeCap), computed by the
+ * SQL function payment_fee() alone (when a payment completes, and for previewFee), and written on the payment then.
+ */
 export interface FeeSchedule {
   /** Basis points of the amount, 0 to 10000. */
   feePercentBps?: number | null;
   /** Minor units, 0 to 10^12. */
   feeFixed?: bigint | number | null;
+  /** Minor units, 0 to 10^12: the fee never exceeds it. Null leaves it as it is (none on create); `removeFeeCap` removes it. */
+  feeCap?: bigint | number | null;
 }
 
 export interface CreateChannelInput extends FeeSchedule {
@@ -31,26 +36,31 @@ export interface CreateChannelInput extends FeeSchedule {
 
 export interface UpdateChannelInput extends FeeSchedule {
   name?: string | null;
+  /** True: the fee has no cap any more (feeCap must then be absent). */
+  removeFeeCap?: boolean | null;
   /** Replaces the whole config; validated against the channel's provider. */
   config?: unknown;
 }
 
 const MAX_FEE_FIXED = 10n ** 12n;
 
-/** The fee schedule's columns that the input sets (absent fields are left as they are, or 0 on create). */
-function validateFeeSchedule(input: FeeSchedule): { feePercentBps?: number; feeFixed?: bigint } {
-  const out: { feePercentBps?: number; feeFixed?: bigint } = {};
+function minorUnits(value: bigint | number, field: string): bigint {
+  const amount = typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value) : -1n;
+  if (amount < 0n || amount > MAX_FEE_FIXED) throw new ValidationError(field, "must be an integer from 0 to 10^12 (minor units)");
+  return amount;
+}
+
+/** The fee schedule's columns that the input sets (absent fields are left as they are, or 0 and no cap on create). */
+export function validateFeeSchedule(input: FeeSchedule): { feePercentBps?: number; feeFixed?: bigint; feeCap?: bigint } {
+  const out: { feePercentBps?: number; feeFixed?: bigint; feeCap?: bigint } = {};
   if (input.feePercentBps != null) {
     if (!Number.isInteger(input.feePercentBps) || input.feePercentBps < 0 || input.feePercentBps > 10_000) {
       throw new ValidationError("fee_percent_bps", "must be an integer from 0 to 10000 (basis points: 150 is 1.5%)");
     }
     out.feePercentBps = input.feePercentBps;
   }
-  if (input.feeFixed != null) {
-    const fixed = typeof input.feeFixed === "bigint" ? input.feeFixed : Number.isSafeInteger(input.feeFixed) ? BigInt(input.feeFixed) : -1n;
-    if (fixed < 0n || fixed > MAX_FEE_FIXED) throw new ValidationError("fee_fixed", "must be an integer from 0 to 10^12 (minor units)");
-    out.feeFixed = fixed;
-  }
+  if (input.feeFixed != null) out.feeFixed = minorUnits(input.feeFixed, "fee_fixed");
+  if (input.feeCap != null) out.feeCap = minorUnits(input.feeCap, "fee_cap");
   return out;
 }
 
@@ -194,17 +204,18 @@ class RecentChannels {
   }
 }
 
-type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt" | "feeFixed"> & { createdAt: Date | string; updatedAt: Date | string; feeFixed: string };
+type ChannelRow = Omit<PaymentChannel, "createdAt" | "updatedAt" | "feeFixed" | "feeCap"> & { createdAt: Date | string; updatedAt: Date | string; feeFixed: string; feeCap: string | null };
 
 /** Every column of payment_channels `c`, as Prisma's model has it. */
 const CHANNEL_COLUMNS = `c.id, c.merchant_id AS "merchantId", c.mode, c.name,
   c.provider, c.config_encrypted AS "configEncrypted", c.is_active AS "isActive", c.is_default AS "isDefault",
-  c.fee_percent_bps AS "feePercentBps", c.fee_fixed::text AS "feeFixed",
+  c.fee_percent_bps AS "feePercentBps", c.fee_fixed::text AS "feeFixed", c.fee_cap::text AS "feeCap",
   c.callback_token AS "callbackToken", c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
 
 const channelFromRow = (row: ChannelRow): PaymentChannel => ({
   ...row,
   feeFixed: BigInt(row.feeFixed),
+  feeCap: row.feeCap === null ? null : BigInt(row.feeCap),
   createdAt: new Date(row.createdAt),
   updatedAt: new Date(row.updatedAt),
 });
@@ -380,10 +391,14 @@ export function createChannelService(
       return webhookUrl(channel);
     },
 
-    /** Renames and/or replaces the credentials; the provider itself cannot change. */
+    /**
+     * Renames, changes the fee schedule and/or replaces the credentials; the provider itself cannot change. A new
+     * schedule applies to payments that complete from now on: those already made keep the fee written on them.
+     */
     async updateChannel(principal: Principal, id: number, input: UpdateChannelInput): Promise<PaymentChannel> {
       const channel = await getChannel(principal, id);
-      const data: Prisma.PaymentChannelUpdateInput = { ...validateFeeSchedule(input) };
+      if (input.removeFeeCap && input.feeCap != null) throw new ValidationError("fee_cap", "cannot be set and removed at once");
+      const data: Prisma.PaymentChannelUpdateInput = { ...validateFeeSchedule(input), ...(input.removeFeeCap ? { feeCap: null } : {}) };
       if (input.name != null) data.name = validateName(input.name);
       if (input.config != null) {
         data.configEncrypted = secrets.encryptJson(validateConfig(validateProvider(channel.provider), input.config));
@@ -407,6 +422,29 @@ export function createChannelService(
         await clearDefault(tx, principal);
         return tx.paymentChannel.update({ where: { id }, data: { isDefault: true } });
       }).finally(() => recent.clear());
+    },
+
+    /** Makes a deactivated channel usable again (it does not become the default: setDefaultChannel does that). */
+    async activateChannel(principal: Principal, id: number): Promise<PaymentChannel> {
+      const channel = await getChannel(principal, id);
+      assertUsable(channel, "id");
+      const updated = await prisma.paymentChannel.update({ where: { id: channel.id }, data: { isActive: true } });
+      recent.clear();
+      return updated;
+    },
+
+    /**
+     * What a schedule takes of a payment of `amount` (minor units), by the same SQL function that fixes each payment's
+     * fee when it completes (payment_fee()), so the dashboard's preview is what the payment will be charged.
+     */
+    async previewFee(schedule: FeeSchedule, amount: bigint | number): Promise<bigint> {
+      const { feePercentBps = 0, feeFixed = 0n, feeCap = null } = validateFeeSchedule(schedule);
+      const minor = typeof amount === "bigint" ? amount : Number.isSafeInteger(amount) ? BigInt(amount) : -1n;
+      if (minor < 0n || minor > 10n ** 12n) throw new ValidationError("amount", "must be an integer from 0 to 10^12 (minor units)");
+      const [row] = await sql.query<{ fee: string }>("SELECT payment_fee($1::bigint, $2::int, $3::bigint, $4::bigint)::text AS fee", [
+        minor.toString(), feePercentBps, feeFixed.toString(), feeCap?.toString() ?? null,
+      ]);
+      return BigInt(row!.fee);
     },
 
     /** A deactivated channel cannot be the default; the merchant then has none until one is set. */

@@ -31,6 +31,8 @@ function transactionAsOf(event: PublishedEvent): Transaction {
     // A transaction's events are its status changes, all before any dispute (only a completed payment is disputed).
     disputeStatus: null,
     amountChargedBack: 0n,
+    // Events recorded before the snapshot carried the fee: null, as for a payment not yet completed.
+    fee: t.fee == null ? null : BigInt(t.fee),
     currency: t.currency,
     status: t.status,
     paymentMethod: t.payment_method,

@@ -76,6 +76,11 @@ export interface StatusTable<Row extends StatusRow, Change extends string, Out =
   findById(sql: Sql, id: number): Promise<Row | null>;
   snapshot: Snapshot<Row, Out>;
   /**
+   * Columns of the row itself the change sets with the status, as `column = expression` over the row being updated
+   * (e.g. a completed payment's fee, from its channel's schedule at that moment): null when none.
+   */
+  alsoSets?(to: To): string | null;
+  /**
    * What else the change writes in its statement, as data-modifying CTEs over the changed row `t` (e.g. a
    * completed refund adds its amount to the transaction's amount_refunded): atomic with the status change.
    */
@@ -146,7 +151,8 @@ function changeStatement(table: StatusTable<StatusRow, string, unknown, string>,
   if (text) return text;
   const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
   const timeColumn = rules.timeColumn(to);
-  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : [])];
+  const alsoSets = table.alsoSets?.(to);
+  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : []), ...(alsoSets ? [alsoSets] : [])];
   const guard = rules.from(to).map((status) => `'${status}'`).join(", ");
   changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = $${i + 3}`));
   const jobsParam = `$${changed.length + 3}`;

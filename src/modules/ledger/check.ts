@@ -17,7 +17,7 @@ export const LEDGER_CHECKS = {
   entries_agree: "every entry's amount and fee agree with its postings (net = postings on available + pending_out; fee = posting on fees)",
   postings_follow_rules: "every entry's postings are the ones its rule gives for its source's amount",
   sources_have_entries: "every completed payment, every refund and payout (reservation), every completed or failed refund and payout, every dispute (hold) and every won or lost one has its entry",
-  entries_have_sources: "no entry points at a missing source, or at one in another state, channel, currency or amount",
+  entries_have_sources: "no entry points at a missing source, or at one in another state, channel, currency or amount, and a payment's entry books the fee written on the payment",
   balances_recomputed: "every channel's balances recomputed from the postings equal what the API reports (channelBalances)",
   balances_from_journal: "the balance transactions add up to the balances (sum of net = available + pending_out; collected, fees, refunded, paid out)",
   balances_match_business: "collected, refunded, paid_out, pending_out, disputed and charged_back equal the completed payments, refunds, payouts, the ones in flight, the open and the lost disputes",
@@ -146,16 +146,16 @@ const ENTRY_CHECKS = `
 
 /** What the business tables say each source's entries must be: one row per (source, entry type). */
 const EXPECTED_ENTRIES = `
-  SELECT 'transaction' AS source_type, id AS source_id, 'payment' AS type, 'completed' AS state, merchant_id, mode, channel_id, currency, reference, amount FROM transactions WHERE status = 'completed' AND channel_id IS NOT NULL
-  UNION ALL SELECT 'refund', id, 'refund_reservation', 'created', merchant_id, mode, channel_id, currency, reference, 0 FROM refunds
-  UNION ALL SELECT 'refund', id, 'refund', 'completed', merchant_id, mode, channel_id, currency, reference, -amount FROM refunds WHERE status = 'completed'
-  UNION ALL SELECT 'refund', id, 'refund_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0 FROM refunds WHERE status = 'failed'
-  UNION ALL SELECT 'payout', id, 'payout_reservation', 'created', merchant_id, mode, channel_id, currency, reference, 0 FROM payouts
-  UNION ALL SELECT 'payout', id, 'payout', 'completed', merchant_id, mode, channel_id, currency, reference, -amount FROM payouts WHERE status = 'completed'
-  UNION ALL SELECT 'payout', id, 'payout_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0 FROM payouts WHERE status = 'failed'
-  UNION ALL SELECT 'dispute', id, 'dispute_hold', 'created', merchant_id, mode, channel_id, currency, reference, -amount FROM disputes WHERE amount > 0
-  UNION ALL SELECT 'dispute', id, 'dispute_release', 'won', merchant_id, mode, channel_id, currency, reference, amount FROM disputes WHERE status = 'won' AND amount > 0
-  UNION ALL SELECT 'dispute', id, 'dispute_loss', 'lost', merchant_id, mode, channel_id, currency, reference, 0 FROM disputes WHERE status = 'lost' AND amount > 0`;
+  SELECT 'transaction' AS source_type, id AS source_id, 'payment' AS type, 'completed' AS state, merchant_id, mode, channel_id, currency, reference, amount, fee FROM transactions WHERE status = 'completed' AND channel_id IS NOT NULL
+  UNION ALL SELECT 'refund', id, 'refund_reservation', 'created', merchant_id, mode, channel_id, currency, reference, 0, NULL FROM refunds
+  UNION ALL SELECT 'refund', id, 'refund', 'completed', merchant_id, mode, channel_id, currency, reference, -amount, NULL FROM refunds WHERE status = 'completed'
+  UNION ALL SELECT 'refund', id, 'refund_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0, NULL FROM refunds WHERE status = 'failed'
+  UNION ALL SELECT 'payout', id, 'payout_reservation', 'created', merchant_id, mode, channel_id, currency, reference, 0, NULL FROM payouts
+  UNION ALL SELECT 'payout', id, 'payout', 'completed', merchant_id, mode, channel_id, currency, reference, -amount, NULL FROM payouts WHERE status = 'completed'
+  UNION ALL SELECT 'payout', id, 'payout_failure', 'failed', merchant_id, mode, channel_id, currency, reference, 0, NULL FROM payouts WHERE status = 'failed'
+  UNION ALL SELECT 'dispute', id, 'dispute_hold', 'created', merchant_id, mode, channel_id, currency, reference, -amount, NULL FROM disputes WHERE amount > 0
+  UNION ALL SELECT 'dispute', id, 'dispute_release', 'won', merchant_id, mode, channel_id, currency, reference, amount, NULL FROM disputes WHERE status = 'won' AND amount > 0
+  UNION ALL SELECT 'dispute', id, 'dispute_loss', 'lost', merchant_id, mode, channel_id, currency, reference, 0, NULL FROM disputes WHERE status = 'lost' AND amount > 0`;
 
 const SOURCES_HAVE_ENTRIES = `
   SELECT x.source_id AS sort_key, x.source_type || ' ' || x.source_id || ' (' || x.reference || ', ' || x.state || '): no ' || x.type || ' entry' AS detail
@@ -177,6 +177,7 @@ const ENTRIES_HAVE_SOURCES = `
         CASE WHEN e.currency <> s.currency THEN 'currency ' || e.currency || ', its source says ' || s.currency END,
         CASE WHEN e.source_reference <> s.reference THEN 'reference ' || e.source_reference || ', its source says ' || s.reference END,
         CASE WHEN e.amount <> s.amount THEN 'amount ' || e.amount || ', its source says ' || s.amount END,
+        CASE WHEN s.fee IS NOT NULL AND e.fee <> s.fee THEN 'fee ' || e.fee || ', its payment says ' || s.fee END,
         CASE WHEN e.type NOT IN ('payment', 'dispute_loss') AND e.fee <> 0 THEN 'fee ' || e.fee || ' on a ' || e.type || ' (only payments and lost disputes have fees)' END,
         CASE WHEN e.fee < 0 THEN 'negative fee ' || e.fee END)
     END AS detail
@@ -184,7 +185,7 @@ const ENTRIES_HAVE_SOURCES = `
   LEFT JOIN (${EXPECTED_ENTRIES}) s ON s.source_type = e.source_type AND s.source_id = e.source_id AND s.type = e.type
   WHERE e.source_type <> 'adjustment' AND (s.source_id IS NULL
     OR (e.merchant_id, e.mode, e.channel_id, e.currency, e.source_reference, e.amount) IS DISTINCT FROM (s.merchant_id, s.mode, s.channel_id, s.currency, s.reference, s.amount)
-    OR (e.type NOT IN ('payment', 'dispute_loss') AND e.fee <> 0) OR e.fee < 0)`;
+    OR (s.fee IS NOT NULL AND e.fee <> s.fee) OR (e.type NOT IN ('payment', 'dispute_loss') AND e.fee <> 0) OR e.fee < 0)`;
 
 /** Every figure of every channel and currency, three ways: from the postings, from the journal, from the business tables. */
 const FIGURES = `

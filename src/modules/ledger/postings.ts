@@ -55,8 +55,11 @@ function balanced(rule: PostingRule): PostingRule {
 const linearSql = ([amount, fee]: Linear): string =>
   [amount ? `${amount < 0 ? "-" : ""}src.amount` : "", fee ? `${fee < 0 ? "- " : amount ? "+ " : ""}e.fee` : ""].filter(Boolean).join(" ") || "0";
 
-/** The channel's fee schedule on a payment: round(amount * bps / 10000) + fixed, half away from zero. */
-const PAYMENT_FEE = "(SELECT round(src.amount * c.fee_percent_bps / 10000.0)::bigint + c.fee_fixed FROM payment_channels c WHERE c.id = src.channel_id)";
+/**
+ * A payment's fee is the one its completing status change wrote on the row (transactions/status.ts: the channel's
+ * schedule at that moment, by the SQL function payment_fee()), so the ledger and every read of the payment agree.
+ */
+const PAYMENT_FEE = "src.fee";
 
 const IN: Linear = [1, 0];
 const OUT: Linear = [-1, 0];

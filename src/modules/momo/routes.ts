@@ -4,7 +4,7 @@ import { NotFoundError } from "../../errors.ts";
 import { withOutcome } from "../transactions/routes.ts";
 import { graphql } from "../../rest/gql/index.ts";
 import type { RestMomoTransactionFragment } from "../../rest/gql/graphql.ts";
-import { body, dateTime, envelope, int, nullable, obj, oneOfStrings, refundedFields, schemas, str } from "../../openapi/schemas.ts";
+import { body, dateTime, envelope, feeFields, int, nullable, obj, oneOfStrings, refundedFields, schemas, str } from "../../openapi/schemas.ts";
 import { MSISDN_INPUT_DESCRIPTION } from "../../phone.ts";
 
 /** The documented /api/momo bodies (and /v1/collections/stk), each over the GraphQL operation it runs. */
@@ -66,6 +66,7 @@ const outcomeSchema = {
   failure_code: nullable(str("The provider's code, when failed (M-Pesa ResultCode, e.g. 1032)")),
   failure_reason: nullable(str("The provider's words, when failed")),
   ...refundedFields,
+  ...feeFields,
 };
 
 

@@ -7,12 +7,13 @@ import type { TransactionFilters, TransactionStore } from "./store.ts";
  * GET /v1/reports/transactions.csv: the caller's transactions matching the list's filters (status, date_from,
  * date_to, search), newest first, as CSV (ledger/csv.ts: RFC 4180, formulas neutralised), written batch by
  * batch as the client reads it. created_at and completed_at are instants (UTC); `date` is created_at's day in
- * `timezone`, the merchant's zone, whose days date_from and date_to name.
+ * `timezone`, the merchant's zone, whose days date_from and date_to name. fee and net (amount - fee) are empty until
+ * the payment completes.
  */
 export const TRANSACTION_CSV_COLUMNS = [
   "id", "reference", "status", "amount", "amount_refunded", "currency", "payment_method", "payment_channel_id", "email", "phone_number",
   "client_reference", "provider_reference", "description", "failure_code", "failure_reason", "created_at", "completed_at",
-  "date", "timezone",
+  "date", "timezone", "fee", "net",
 ] as const;
 
 export function exportTransactionsCsv(store: TransactionStore, principal: Principal, filters: TransactionFilters & { timeZone: string }): { filename: string; chunks: AsyncIterable<string> } {
@@ -29,7 +30,7 @@ export function exportTransactionsCsv(store: TransactionStore, principal: Princi
         text += csvLine([
           t.id, t.reference, t.status, t.amount, t.amountRefunded, t.currency, t.paymentMethod, t.channelId, t.email, t.phoneNumber,
           t.clientReference, t.providerReference, t.description, t.failureCode, t.failureReason, t.createdAt.toISOString(), t.completedAt?.toISOString() ?? null,
-          localDay(t.createdAt, zone), zone,
+          localDay(t.createdAt, zone), zone, t.fee, t.fee === null ? null : t.amount - t.fee,
         ]);
       }
       yield text;

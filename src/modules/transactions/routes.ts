@@ -18,7 +18,7 @@ const summary = (t: RestTransactionSummaryFragment) => ({
 
 /** What the gateway learnt of a payment beyond the published fields: currency, references, the provider's verdict. */
 graphql(`
-  fragment RestTransactionOutcome on Transaction { amount currency clientReference providerReference failureCode failureReason amountRefunded disputeStatus }
+  fragment RestTransactionOutcome on Transaction { amount currency clientReference providerReference failureCode failureReason amountRefunded disputeStatus fee net }
 `);
 
 /**
@@ -40,6 +40,9 @@ export function withOutcome<T extends object>(item: T, t: RestTransactionOutcome
     // Likewise a chargeback: the status stays completed, these say a payer disputed it and where that stands.
     disputed: t.disputeStatus !== null,
     dispute_status: t.disputeStatus,
+    // The provider's fee, fixed when the payment completed (its channel's schedule then), and amount - fee; null until completed.
+    fee: t.fee,
+    net: t.net,
   });
 }
 
@@ -224,7 +227,7 @@ export const transactionRoutes = [
       operationId: "verifyTransaction",
       summary: "One transaction's status",
       description:
-        'The body carries "status" twice, as published: "success" first and the transaction\'s status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. Beyond the published fields: currency, client_reference, provider_reference (the provider\'s receipt), failure_code and failure_reason (null unless failed) and metadata.',
+        'The body carries "status" twice, as published: "success" first and the transaction\'s status last, so a JSON parser (last key wins) reads the transaction status. The schema describes what a parser sees. Beyond the published fields: currency, client_reference, provider_reference (the provider\'s receipt), failure_code and failure_reason (null unless failed), fee and net (null until completed) and metadata.',
       tag: "Transactions",
       response: obj({
         status: schemas.transactionStatus,

@@ -19,6 +19,7 @@ const TRANSACTION_FIELDS = {
   amount: "amount::text",
   amountRefunded: "amount_refunded::text",
   amountChargedBack: "amount_charged_back::text",
+  fee: "fee::text",
   disputeStatus: "dispute_status",
   currency: "currency",
   status: "status",
@@ -63,10 +64,11 @@ const ALL_FIELDS = Object.keys(TRANSACTION_FIELDS) as TransactionField[];
 export const TRANSACTION_COLUMNS = selectList(ALL_FIELDS);
 
 /** A transactions row as TRANSACTION_COLUMNS selects it, before transactionFromRow. */
-export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "amountChargedBack" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
+export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "amountChargedBack" | "fee" | "createdAt" | "updatedAt" | "completedAt" | "chargeStartedAt"> & {
   amount: string;
   amountRefunded: string;
   amountChargedBack: string;
+  fee: string | null;
   createdAt: Date | string;
   updatedAt: Date | string;
   completedAt: Date | string | null;
@@ -75,6 +77,7 @@ export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "am
 
 const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
 const optionalDate = (value: Date | string | null) => (value === null ? null : date(value));
+const optionalBigInt = (value: string | null) => (value === null ? null : BigInt(value));
 
 export function transactionFromRow(row: TransactionRow): Transaction {
   return {
@@ -82,6 +85,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
     amount: BigInt(row.amount),
     amountRefunded: BigInt(row.amountRefunded),
     amountChargedBack: BigInt(row.amountChargedBack),
+    fee: optionalBigInt(row.fee),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     completedAt: optionalDate(row.completedAt),
@@ -97,7 +101,7 @@ export function transactionFromRow(row: TransactionRow): Transaction {
  */
 export const TRANSACTION_SUMMARY_FIELDS = [
   "id", "reference", "amount", "amountRefunded", "currency", "status", "paymentMethod", "email", "clientReference", "providerReference",
-  "failureCode", "failureReason", "createdAt", "metadata", "disputeStatus",
+  "failureCode", "failureReason", "createdAt", "metadata", "disputeStatus", "fee",
 ] as const satisfies readonly TransactionField[];
 
 export const TRANSACTION_SUMMARY_COLUMNS = selectList(TRANSACTION_SUMMARY_FIELDS);
@@ -109,7 +113,7 @@ export type TransactionSummaryRow = Pick<TransactionRow, (typeof TRANSACTION_SUM
  * others (the Transaction fields SUMMARY_FIELDS in schema.ts names), as Prisma's own `select` would return.
  */
 export function transactionSummaryFromRow(row: TransactionSummaryRow): Transaction {
-  return { ...row, amount: BigInt(row.amount), amountRefunded: BigInt(row.amountRefunded), createdAt: date(row.createdAt) } as Transaction;
+  return { ...row, amount: BigInt(row.amount), amountRefunded: BigInt(row.amountRefunded), fee: optionalBigInt(row.fee), createdAt: date(row.createdAt) } as Transaction;
 }
 
 /** Prisma model fields of Transaction that are columns (not relations): a selection of only these needs no join. */

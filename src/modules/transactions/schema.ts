@@ -32,6 +32,19 @@ export const Transaction = builder.prismaNode("Transaction", {
     }),
     disputeStatus: t.exposeString("disputeStatus", { nullable: true, description: "Its latest dispute's status: needs_response, under_review, won or lost; null when never disputed." }),
     amountChargedBack: t.expose("amountChargedBack", { type: "BigInt", description: "What lost disputes took back, in minor units." }),
+    fee: t.expose("fee", {
+      type: "BigInt",
+      nullable: true,
+      description: "The provider's fee on it in minor units, from its channel's fee schedule as it was when it completed (a later change of the schedule never alters it); null until completed.",
+    }),
+    net: t.field({
+      type: "BigInt",
+      nullable: true,
+      description: "What it brought the balance: amount - fee, in minor units (refunds and disputes are their own balance transactions); null until completed.",
+      // No `select`: every read of a transaction (Prisma's whole rows, the summary rows of rows.ts) carries amount and fee,
+      // and a field with one would cost the summary reads (verify, lists) a second statement.
+      resolve: (transaction) => (transaction.fee == null ? null : transaction.amount - transaction.fee),
+    }),
     refunds: t.relation("refunds", { description: "Its refunds, newest first.", query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] } }),
     currency: t.exposeString("currency"),
     status: t.expose("status", { type: TransactionStatusEnum }),
@@ -144,7 +157,7 @@ const TransactionPage = offsetPageType("TransactionPage", Transaction, { days: t
  * Transaction fields that read only the summary columns (rows.ts): those exposed under the model field's own
  * name, plus databaseId (the id) and authorizationUrl (the reference).
  */
-const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded", "disputed"]);
+const SUMMARY_FIELDS: ReadonlySet<string> = new Set(["__typename", ...TRANSACTION_SUMMARY_FIELDS, "databaseId", "authorizationUrl", "refunded", "disputed", "net"]);
 
 /**
  * Whether the transaction (at `path` below the current field: the page's items) is selected for summary fields

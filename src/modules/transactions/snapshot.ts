@@ -8,6 +8,8 @@ const TRANSACTION_SNAPSHOT = defineSnapshot<Transaction>()({
   reference: "reference",
   amount: ["amount", "amount"],
   amount_refunded: ["amountRefunded", "amount"],
+  // The provider's fee, written by the change that completes it: null before.
+  fee: ["fee", "amount"],
   currency: "currency",
   status: "status",
   payment_method: "paymentMethod",

@@ -47,6 +47,14 @@ export interface TransitionResult {
 export const INVOICE_CHARGE_SETTLED_JOB = "invoice.charge_settled";
 const INVOICE_CHARGE_SETTLED_CTES = `invoice_charge AS (SELECT invoice_id FROM t WHERE invoice_id IS NOT NULL), ${enqueueCte("invoice_jobs", INVOICE_CHARGE_SETTLED_JOB, { from: "invoice_charge", payload: { invoiceId: "invoice_id" } })}`;
 
+/**
+ * A completing payment's fee, from its channel's schedule as it is now (the SQL function payment_fee(), the one
+ * definition): written on the row by the status change, so a later change of the schedule never alters it, and
+ * posted by the ledger from the row (ledger/postings.ts). A payment with no channel costs nothing.
+ */
+const PAYMENT_FEE_ON_COMPLETION = `coalesce((SELECT payment_fee(transactions.amount, c.fee_percent_bps, c.fee_fixed, c.fee_cap)
+    FROM payment_channels c WHERE c.id = transactions.channel_id), 0)`;
+
 /** The transactions table's part in the status machine (events/status-machine.ts). */
 export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_COLUMNS, TransactionSnapshot> = {
   subject: "transaction",
@@ -57,6 +65,7 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
   fromRow: (row) => transactionFromRow(row as TransactionRow),
   findById,
   snapshot: SETTLED_SNAPSHOT,
+  alsoSets: (to) => (to === "completed" ? `fee = ${PAYMENT_FEE_ON_COMPLETION}` : null),
   alsoWrites: () => INVOICE_CHARGE_SETTLED_CTES,
 };
 

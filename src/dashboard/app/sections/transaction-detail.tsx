@@ -8,6 +8,7 @@ import { BackLink, Badge, DetailFields, DetailMissing, ErrorNote, PageHeader, an
 import { graphql } from "../gql/index.ts";
 import type { DashboardTransactionQuery } from "../gql/graphql.ts";
 import { DisputedBadge, DisputesTable } from "./disputes.tsx";
+import { feeNetFields } from "./fee-net.tsx";
 import { MailTable } from "./inbox.tsx";
 import { RefundForm, RefundedBadge, RefundsTable, refundable } from "./refunds.tsx";
 import { ProviderCallsSection } from "./provider-calls.tsx";
@@ -20,7 +21,7 @@ const QUERY = graphql(`
       __typename
       ...DashboardError
       ... on Transaction {
-        ...DashboardTransaction databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
+        ...DashboardTransaction ...DashboardFeeNet databaseId description clientReference providerReference phoneNumber failureCode failureReason completedAt updatedAt
         metadata paymentDetail { ...DashboardPaymentDetail }
         amountRefunded refunded refunds { ...DashboardRefund }
         disputeStatus amountChargedBack disputes { ...DashboardDispute }
@@ -198,6 +199,7 @@ export function TransactionDetail({ reference, session }: { reference: string; s
     ["Created", formatDate(transaction.createdAt)],
     ["Completed", formatDate(transaction.completedAt)],
   ];
+  fields.splice(1, 0, ...feeNetFields(transaction));
   if (transaction.amountRefunded > 0) {
     fields.splice(1, 0, [
       "Refunded",
