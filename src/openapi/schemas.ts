@@ -154,7 +154,7 @@ export const schemas = {
     customer_note: nullable(str()),
     ...outcomeAndTimes,
   }),
-  webhookEndpoint: obj({ id: int(), url: str(), events: list(str()), description: nullable(str()), enabled: bool(), created_at: dateTime() }),
+  webhookEndpoint: obj({ id: int(), url: str(), events: list(str()), description: nullable(str()), enabled: bool(), allow_local_urls: bool(), created_at: dateTime() }),
   session: obj({
     access_token: str("JWT (HS256), 15 minutes"),
     token_type: { type: "string", const: "Bearer" },
