@@ -298,7 +298,7 @@ describe("endpoint management", () => {
       await refused(strictApi, { url: "http://169.254.169.254/latest/meta-data" }, "url");
       // The test-mode refusal says how to allow it; live mode, where nothing allows it, does not.
       const loopback = await strictApi.post("/v1/webhooks", { url: `${r.url}/hooks` });
-      expect(loopback.body.message).toBe("url: must not point to a private, loopback or reserved address; set ALLOW_PRIVATE_URLS=true to allow it in test mode");
+      expect(loopback.body.message).toBe('url: must not point to a private, loopback or reserved address; tick "Allow local URLs (test mode only)" on the endpoint (allow_local_urls: true) to allow it in test mode');
       const liveLoopback = await apiClient(strict.url, merchant.liveKey).post("/v1/webhooks", { url: "https://127.0.0.1/hooks" });
       expect(liveLoopback.body.message).toBe("url: must not point to a private, loopback or reserved address");
       expect((await strictApi.get("/v1/webhooks")).body.data).toEqual([]);

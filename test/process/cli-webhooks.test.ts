@@ -26,7 +26,8 @@ describe("cli webhooks listen and trigger", () => {
 
   beforeAll(async () => {
     // Sandbox refunds settle 300 ms after they are made, found by a job runner polling every 100 ms.
-    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_REFUND_DELAY_MS: "300", JOB_POLL_INTERVAL_MS: "100" } });
+    // Three checkout attempts (the default): transaction.failed must decline until they are spent.
+    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_REFUND_DELAY_MS: "300", JOB_POLL_INTERVAL_MS: "100", CHECKOUT_MAX_ATTEMPTS: "3" } });
     merchant = await gw.createMerchant("CLI");
     const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     expect(channel.status, channel.text).toBe(201);
@@ -118,7 +119,7 @@ describe("cli webhooks listen and trigger", () => {
     expect(printed).toEqual({ event: "transaction.failed", reference: expect.stringMatching(/^txn-/) });
     const verify = await apiClient(gw.url, merchant.testKey).get(`/api/transactions/verify/${printed.reference}`);
     expect(verify.body.status).toBe("failed");
-    // Every attempt the checkout allows (CHECKOUT_MAX_ATTEMPTS, 3 by default) was a declined card.
+    // Every attempt the checkout allows (CHECKOUT_MAX_ATTEMPTS, 3 here) was a declined card.
     const query = "query CliFailedAttempts($reference: String!) { transaction(reference: $reference) { ... on Transaction { status attempts { status code } } } }";
     const attempts = await apiClient(gw.url, merchant.testKey).post("/graphql", { query, variables: { reference: printed.reference } });
     expect(attempts.body.data.transaction.status).toBe("failed");
@@ -135,9 +136,9 @@ describe("cli webhooks listen and trigger", () => {
     const silent = await startSilentProxy(gw.url);
     try {
       for (const type of triggerableEvents) {
-        const run = await runCli(["webhooks", "trigger", type, "--key", merchant.testKey, "--url", silent.url, "--timeout", "4"], NO_DATABASE);
+        const run = await runCli(["webhooks", "trigger", type, "--key", merchant.testKey, "--url", silent.url, "--timeout", "3"], NO_DATABASE);
         expect(run.code, `${type}: ${run.output}`).toBe(1);
-        expect(run.output, type).toMatch(new RegExp(`^cli failed: ${type.replace(".", "\\.")} did not happen within 4 s( \\(made \\S+\\))?$`, "m"));
+        expect(run.output, type).toMatch(new RegExp(`^cli failed: ${type.replace(".", "\\.")} did not happen within 3 s( \\(made \\S+\\))?$`, "m"));
       }
     } finally {
       await silent.close();
