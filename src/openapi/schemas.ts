@@ -45,8 +45,13 @@ export function errorEnvelope(codes: string[]): Schema {
       status: { type: "string", const: "error" },
       message: str("What went wrong, for people; names the field for validation errors"),
       code: oneOfStrings(codes, "Machine-readable: see the error-code table"),
+      errors: {
+        type: "array",
+        description: "validation_failed only: every bad field, the one `message` names first",
+        items: obj({ field: str("As the API names it (metadata.note, lines[0].amount)"), message: str("What is wrong with it") }),
+      },
     },
-    { description: "Every error answer" },
+    { description: "Every error answer", optional: ["errors"] },
   );
 }
 

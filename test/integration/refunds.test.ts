@@ -238,7 +238,7 @@ describe("GraphQL", () => {
     const gql = (query: string, variables: Record<string, unknown>) => api.post("/graphql", { query, variables });
     const created = await gql(
       `mutation($input: CreateRefundInput!) { createRefund(input: $input) { __typename ... on Refund { databaseId reference amount status method reason } ... on Error { code message } } }`,
-      { input: { transaction: reference, amount: "2500", reason: "duplicate" } },
+      { input: { transaction: reference, amount: 2500, reason: "duplicate" } },
     );
     expect(created.body.data.createRefund).toMatchObject({ __typename: "Refund", amount: 2500, status: "pending", method: "sandbox", reason: "duplicate" });
     const { databaseId, reference: refundReference } = created.body.data.createRefund;
@@ -255,7 +255,7 @@ describe("GraphQL", () => {
     expect(page.body.data.refundsPage).toEqual({ total: 1, items: [{ databaseId }] });
     const tooMuch = await gql(
       `mutation($input: CreateRefundInput!) { createRefund(input: $input) { __typename ... on Error { code message } } }`,
-      { input: { transaction: reference, amount: "3501" } },
+      { input: { transaction: reference, amount: 3501 } },
     );
     expect(tooMuch.body.data.createRefund).toMatchObject({ code: "amount_exceeds_refundable" });
   });

@@ -51,7 +51,7 @@ describe("text validation", () => {
   it("absurdly long text is refused by length before any service sees it", async () => {
     const res = await api.post("/api/customers/create", { email: "long@b.test", first_name: "x".repeat(10_001) });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: "first_name: must be at most 10000 characters" });
+    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: "first_name: must be at most 10000 characters", errors: [{ field: "first_name", message: "must be at most 10000 characters" }] });
   });
 
   it("GraphQL variables and literals are refused before execution, naming where", async () => {

@@ -260,7 +260,7 @@ describe("endpoint management", () => {
     const refused = async (client: Api, body: Record<string, unknown>, field: "url" | "events") => {
       const res = await client.post("/v1/webhooks", body);
       expect(res.status, `${JSON.stringify(body)} -> ${res.text}`).toBe(400);
-      expect(Object.keys(res.body)).toEqual(["status", "message", "code"]);
+      expect(Object.keys(res.body)).toEqual(["status", "message", "code", "errors"]);
       expect(res.body).toMatchObject({ status: "error", code: "validation_failed" });
       expect(res.body.message.startsWith(`${field}:`), res.body.message).toBe(true);
       expect(res.text).not.toMatch(/whsec_/);
