@@ -185,13 +185,14 @@ describe("endpoint management", () => {
     expect(minimal.status, minimal.text).toBe(201);
     expect(Object.keys(minimal.body)).toEqual(["status", "data"]);
     expect(minimal.body.status).toBe("success");
-    expect(Object.keys(minimal.body.data)).toEqual(["id", "url", "events", "description", "enabled", "secret", "created_at"]);
+    expect(Object.keys(minimal.body.data)).toEqual(["id", "url", "events", "description", "enabled", "allow_local_urls", "secret", "created_at"]);
     expect(minimal.body.data).toEqual({
       id: expect.any(Number),
       url: `${r.url}/minimal`,
       events: [],
       description: null,
       enabled: true,
+      allow_local_urls: false,
       secret: expect.stringMatching(SECRET),
       created_at: expect.stringMatching(ISO_MS),
     });
@@ -217,7 +218,7 @@ describe("endpoint management", () => {
     expect(list.body.status).toBe("success");
     expect(list.body.data).toHaveLength(2);
     for (const item of list.body.data) {
-      expect(Object.keys(item)).toEqual(["id", "url", "events", "description", "enabled", "created_at", "disabled_reason"]);
+      expect(Object.keys(item)).toEqual(["id", "url", "events", "description", "enabled", "allow_local_urls", "created_at", "disabled_reason"]);
     }
     const { secret: _s1, ...minimalListed } = minimal.body.data;
     const { secret: _s2, ...fullListed } = full.body.data;
