@@ -29,7 +29,8 @@ describe("text validation", () => {
   });
 
   const transactions = () => gw.gateway.db.prisma.transaction.count({ where: { merchantId } });
-  const refused = (field: string) => ({ status: "error", code: "validation_failed", message: `${field}: must not contain control characters such as NUL (\\u0000)` });
+  const NUL_PROBLEM = "must not contain control characters such as NUL (\\u0000)";
+  const refused = (field: string) => ({ status: "error", code: "validation_failed", message: `${field}: ${NUL_PROBLEM}`, errors: [{ field, message: NUL_PROBLEM }] });
 
   it("REST body fields, nested config keys, query strings and path parameters name the field", async () => {
     const before = await transactions();
