@@ -27,13 +27,13 @@ const GRAPHIQL_QUERY = `# Authenticate in the Headers tab below, with
 # or "Authorization": "Bearer <access token>"
 #   from POST /v1/auth/login (a dashboard user).
 # Lost the key? npm run cli -- demo
-# Without one: no schema docs, and a note saying where the key goes.
+# Without one: no docs, and a note on the key.
 { viewer { name mode } }
 `;
 
 /** What GraphiQL shows for a 401 instead of the raw envelope: where the key goes, then the gateway's own words. */
 export const GRAPHIQL_KEY_MESSAGE =
-  'Add your key in the Headers tab below: {"X-API-Key": "sk_test_..."} (or "Authorization": "Bearer <access token>" from POST /v1/auth/login), then run the query again.';
+  "Add your key in the Headers tab below: X-API-Key set to your test key (sk_test_...), or Authorization set to Bearer <access token> from POST /v1/auth/login. Then run the query again.";
 
 /**
  * Runs before GraphiQL's own script (yoga's page takes only JSON options, so no fetcher of ours): a 401 from the
