@@ -63,11 +63,22 @@ export class GatewayError extends Error {
   }
 }
 
-/** A bad value in one input field; the message names the field. */
+/** One bad field of an input: where, and what is wrong with it (without the field's name). */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+/**
+ * A bad value in an input field; the message names the first field. `errors` lists every bad field found (the first
+ * one first), so a client fixes them all in one go: REST answers it beside `message`, GraphQL as `errors`.
+ */
 export class ValidationError extends GatewayError {
   override name = "ValidationError";
-  constructor(field: string, problem: string) {
+  readonly errors: FieldProblem[];
+  constructor(field: string, problem: string, others: FieldProblem[] = []) {
     super("validation_failed", `${field}: ${problem}`, { field });
+    this.errors = [{ field, message: problem }, ...others.filter((o) => o.field !== field)];
   }
 }
 
@@ -89,10 +100,15 @@ export interface ErrorEnvelope {
   status: "error";
   message: string;
   code: ErrorCode;
+  /** A validation error's every bad field (the first is the one `message` names). */
+  errors?: FieldProblem[];
 }
 
 export function errorEnvelope(error: GatewayError): ErrorEnvelope {
-  return { status: "error", message: error.message, code: error.code };
+  const envelope: ErrorEnvelope = { status: "error", message: error.message, code: error.code };
+  if (error instanceof ValidationError) envelope.errors = error.errors;
+  else if (error.code === "validation_failed" && error.field) envelope.errors = [{ field: error.field, message: error.message.replace(`${error.field}: `, "") }];
+  return envelope;
 }
 
 /** PostgreSQL's SQLSTATE behind a database error, through Prisma's driver adapters or from pg directly. */

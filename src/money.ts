@@ -25,6 +25,20 @@ export function isKnownCurrency(code: string): code is CurrencyCode {
   return Object.hasOwn(currencies, code);
 }
 
+/**
+ * An amount as people read it: major units with the currency's code, "KES 1,500.00" (UGX, without minor units:
+ * "UGX 1,500"). The one formatter of messages, pages and e-mails; integer arithmetic only.
+ */
+export function formatMoney(amount: bigint | number, currency: string): string {
+  const value = BigInt(amount);
+  const exponent = isKnownCurrency(currency) ? currencies[currency].exponent : 2;
+  const sign = value < 0n ? "-" : "";
+  const abs = value < 0n ? -value : value;
+  if (exponent === 0) return `${sign}${currency} ${abs.toLocaleString("en-US")}`;
+  const unit = 10n ** BigInt(exponent);
+  return `${sign}${currency} ${(abs / unit).toLocaleString("en-US")}.${(abs % unit).toString().padStart(exponent, "0")}`;
+}
+
 const OUT_OF_RANGE = `must be between 1 and ${MAX_AMOUNT} (minor units)`;
 
 /**

@@ -3,8 +3,9 @@ import { ValidationError } from "./errors.ts";
 
 /**
  * A service's input, parsed once at its door by its one zod schema. The first wrong field, in the order the schema
- * lists them, is the ValidationError clients see: named as the API names it (a key `firstName` is `first_name`), or
- * by the issue's own `params.field` (a place inside a JSON value, `metadata.note`).
+ * lists them, is the ValidationError's message: named as the API names it (a key `firstName` is `first_name`), or
+ * by the issue's own `params.field` (a place inside a JSON value, `metadata.note`); every other wrong field is in its
+ * `errors`, in the same order.
  */
 export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
   const parsed = schema.safeParse(input ?? {});
@@ -35,16 +36,25 @@ function fieldNamedBy(issue: z.core.$ZodIssue): string | undefined {
 
 const snakeCase = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** The issue of the schema's earliest field (an object-level rule's issue is ranked by the field it names). */
+/**
+ * Every issue as a field and its problem, the schema's earliest field first (an object-level rule's issue is ranked
+ * by the field it names); one problem per field, its first.
+ */
 function firstIssue(schema: z.ZodType, error: z.ZodError): ValidationError {
   const keys = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
   const rank = (issue: z.core.$ZodIssue) => {
     const at = keys.indexOf(String(issue.path[0]));
     return at < 0 ? keys.length : at;
   };
-  const issue = error.issues.reduce((first, next) => (rank(next) < rank(first) ? next : first));
-  const field = fieldNamedBy(issue) ?? issue.path.map((key) => (typeof key === "number" ? `[${key}]` : snakeCase(String(key)))).join(".").replace(/\.\[/g, "[");
-  return new ValidationError(field || "input", issue.message);
+  const fieldOf = (issue: z.core.$ZodIssue) =>
+    fieldNamedBy(issue) ?? (issue.path.map((key) => (typeof key === "number" ? `[${key}]` : snakeCase(String(key)))).join(".").replace(/\.\[/g, "[") || "input");
+  // A stable sort: issues of one field keep zod's order.
+  const problems = error.issues
+    .map((issue, index) => ({ issue, index }))
+    .sort((a, b) => rank(a.issue) - rank(b.issue) || a.index - b.index)
+    .map(({ issue }) => ({ field: fieldOf(issue), message: issue.message }));
+  const [first, ...others] = problems;
+  return new ValidationError(first!.field, first!.message, others);
 }
 
 /** Adds `problem` as the issue of the value being parsed (or of `field`, a place inside it); z.NEVER for a transform to return. */

@@ -27,9 +27,37 @@ const GRAPHIQL_QUERY = `# Authenticate in the Headers tab below, with
 # or "Authorization": "Bearer <access token>"
 #   from POST /v1/auth/login (a dashboard user).
 # Lost the key? npm run cli -- demo
-# Without one: a 401, and no schema docs.
+# Without one: no docs, and a note on the key.
 { viewer { name mode } }
 `;
+
+/** What GraphiQL shows for a 401 instead of the raw envelope: where the key goes, then the gateway's own words. */
+export const GRAPHIQL_KEY_MESSAGE =
+  "Add your key in the Headers tab below: X-API-Key set to your test key (sk_test_...), or Authorization set to Bearer <access token> from POST /v1/auth/login. Then run the query again.";
+
+/**
+ * Runs before GraphiQL's own script (yoga's page takes only JSON options, so no fetcher of ours): a 401 from the
+ * gateway becomes a GraphQL error carrying GRAPHIQL_KEY_MESSAGE, which GraphiQL shows in its result pane.
+ */
+const GRAPHIQL_KEY_SCRIPT = `(function () {
+  var message = ${JSON.stringify(GRAPHIQL_KEY_MESSAGE)};
+  var original = window.fetch.bind(window);
+  window.fetch = function (input, init) {
+    return original(input, init).then(function (response) {
+      if (response.status !== 401) return response;
+      return response.clone().json().catch(function () { return {}; }).then(function (body) {
+        var said = body && typeof body.message === "string" ? body.message : "";
+        var error = { message: message, extensions: { code: "UNAUTHENTICATED", http: { status: 401 }, gateway: said } };
+        return new Response(JSON.stringify({ errors: [error] }), { status: 401, headers: { "content-type": "application/json" } });
+      });
+    });
+  };
+})();`;
+
+/** yoga's GraphiQL page with GRAPHIQL_KEY_SCRIPT first; the CSP hashes every inline script, this one included. */
+function renderGraphiqlPage(options: Parameters<typeof renderGraphiQL>[0]): string {
+  return renderGraphiQL(options).replace("<script>", `<script>${GRAPHIQL_KEY_SCRIPT}</script>\n      <script>`);
+}
 
 /**
  * GraphQL over GET carries variables and extensions as JSON in the query string; text that is not a
@@ -95,7 +123,7 @@ export function mountGraphql(app: FastifyInstance, deps: GraphqlEndpointDeps): v
       defaultEditorToolsVisibility: "headers",
     },
     // GraphiQL's scripts and styles from the package, inline: no CDN, so it works on a machine with no internet.
-    renderGraphiQL,
+    renderGraphiQL: renderGraphiqlPage,
     landingPage: false,
     // No origin is trusted by default (yoga's default reflects any Origin), and then no CORS work runs at all. Listed
     // origins get a header naming themselves, without cookies (every credential here is a header a page sends on

@@ -1,4 +1,4 @@
-import { currencies, isKnownCurrency } from "../money.ts";
+import { currencies, formatMoney, isKnownCurrency } from "../money.ts";
 import { catalogues, format, reasonText, type Language, type Messages } from "./i18n.ts";
 import { baseCss, brandHeader, escapeHtml, readableAccent, supportFooter, type PageBrand } from "./layout.ts";
 import type { CheckoutAttemptView, CheckoutPageData } from "./browser/page-data.ts";
@@ -78,14 +78,8 @@ export interface CheckoutPageOptions {
   lang?: Language;
 }
 
-/** Minor units to a display string with the currency's exponent, without floating point. */
-export function formatAmount(amount: bigint, currency: string): string {
-  const exponent = isKnownCurrency(currency) ? currencies[currency].exponent : 2;
-  if (exponent === 0) return `${currency} ${amount.toLocaleString("en-US")}`;
-  const unit = 10n ** BigInt(exponent);
-  const whole = (amount / unit).toLocaleString("en-US");
-  return `${currency} ${whole}.${(amount % unit).toString().padStart(exponent, "0")}`;
-}
+/** Minor units to a display string with the currency's exponent, without floating point (src/money.ts). */
+export const formatAmount = (amount: bigint, currency: string): string => formatMoney(amount, currency);
 
 /**
  * What a payer needs to prove they paid, on the success page itself: our reference (and the shop's order number),

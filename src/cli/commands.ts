@@ -126,9 +126,17 @@ export const commands: Record<string, CommandHelp> = {
     flags: [["--forward-to <url>", "where to POST each event, as a webhook endpoint gets it (required)"], keyFlag, urlFlag],
   },
   "webhooks trigger": {
-    usage: `webhooks trigger <${triggerableEvents.join("|")}> --key <sk_test_...> [--url <gateway url>]`,
-    help: "Makes a running gateway produce that event in test mode, through the merchant's sandbox channel (a refund event: a card payment, then its refund in full). `trigger` is the same command.",
-    flags: [["<event>", `one of ${triggerableEvents.join(", ")} (required)`], keyFlag, urlFlag],
+    usage: `webhooks trigger <${triggerableEvents.join("|")}> --key <sk_test_...> [--url <gateway url>] [--timeout 30]`,
+    help:
+      "Makes a running gateway produce that event in test mode, through the merchant's sandbox channel (a refund event: a card payment, then its refund in full; " +
+      "transaction.failed: a card declined until the checkout's attempts are spent), and waits until the gateway published it. " +
+      "Prints the reference made; exit 1 when the event did not happen in time. `trigger` is the same command.",
+    flags: [
+      ["<event>", `one of ${triggerableEvents.join(", ")} (required)`],
+      keyFlag,
+      urlFlag,
+      ["--timeout <seconds>", "how long to wait for the event (default 30)"],
+    ],
   },
 };
 

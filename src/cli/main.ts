@@ -13,7 +13,7 @@ import { reconciliationsFor } from "./reconcile.ts";
 import { readPassword } from "./password.ts";
 import { readSetupAnswers } from "./setup.ts";
 import { required, UsageError } from "./usage.ts";
-import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, unsupportedTrigger } from "./webhooks.ts";
+import { gatewayUrl, listenForWebhooks, testModeKey, triggerableEvents, triggerEvent, triggerTimeoutMs, unsupportedTrigger } from "./webhooks.ts";
 
 /** Operator commands: npm run cli -- <command>. Output is JSON on stdout; errors are one line on stderr. */
 
@@ -36,6 +36,7 @@ const cliOptions = {
   date: { type: "string" },
   limit: { type: "string" },
   stanza: { type: "string" },
+  timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -74,7 +75,7 @@ async function runNetworkCommand(values: CliValues, name: string, arg: string | 
   if (name === "webhooks trigger") {
     // The event type first: naming the supported ones helps more than complaining about a missing key.
     if (!arg || !triggerableEvents.includes(arg)) throw unsupportedTrigger(arg);
-    return triggerEvent({ type: arg, apiKey: testModeKey(required(values, "key")), gatewayUrl: gatewayUrl(values.url) });
+    return triggerEvent({ type: arg, apiKey: testModeKey(required(values, "key")), gatewayUrl: gatewayUrl(values.url), timeoutMs: triggerTimeoutMs(values.timeout) });
   }
   if (name === "webhooks listen") {
     await listenForWebhooks({

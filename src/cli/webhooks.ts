@@ -189,22 +189,31 @@ function untilStopSignal(): Promise<void> & { cancel(): void } {
 
 type GatewayCall = (method: "GET" | "POST", path: string, body?: unknown, expectStatus?: number) => Promise<any>;
 
-/** How to make a sandbox payment emit each event; resolves with the reference of what it made (transaction, payout or refund). */
-const triggers: Record<string, (call: GatewayCall, channelId: number) => Promise<string>> = {
-  "transaction.completed": (call, channelId) => payByCard(call, channelId, SUCCESS_CARD, 200),
-  "transaction.failed": (call, channelId) => payByCard(call, channelId, DECLINED_CARD, 402),
+/** How long a trigger waits for its event before it exits non-zero (--timeout overrides it, in seconds). */
+export const DEFAULT_TRIGGER_TIMEOUT_MS = 30_000;
+
+/** The webhook body's data names what an event is about: the object itself, or (a dispute) the payment disputed. */
+type Trigger = { make: (call: GatewayCall, channelId: number) => Promise<string>; field: "reference" | "transaction_reference" };
+
+/** How to make a sandbox payment emit each event; make resolves with the reference of what it made (transaction, payout or refund). */
+const triggers: Record<string, Trigger> = {
+  "transaction.completed": { make: (call, channelId) => payByCard(call, channelId, SUCCESS_CARD), field: "reference" },
+  // Declined until the checkout's attempts (CHECKOUT_MAX_ATTEMPTS) are spent: only then is the payment failed.
+  "transaction.failed": { make: (call, channelId) => declineUntilFailed(call, channelId), field: "reference" },
   // The sandbox completes the push a moment later, so transaction.completed follows.
-  "transaction.pending": async (call, channelId) =>
-    (await call("POST", "/api/momo/stk-push", { amount: TRIGGER_AMOUNT, phone_number: SANDBOX_PHONE, payment_channel_id: channelId })).transaction
-      .reference as string,
+  "transaction.pending": {
+    make: async (call, channelId) =>
+      (await call("POST", "/api/momo/stk-push", { amount: TRIGGER_AMOUNT, phone_number: SANDBOX_PHONE, payment_channel_id: channelId })).transaction.reference as string,
+    field: "reference",
+  },
   // The sandbox answers a payout after SANDBOX_STK_DELAY_MS, so the event follows a moment after this returns.
-  "payout.completed": (call, channelId) => payOut(call, channelId, PAYOUT_PAID_PHONE),
-  "payout.failed": (call, channelId) => payOut(call, channelId, PAYOUT_FAILED_PHONE),
+  "payout.completed": { make: (call, channelId) => payOut(call, channelId, PAYOUT_PAID_PHONE), field: "reference" },
+  "payout.failed": { make: (call, channelId) => payOut(call, channelId, PAYOUT_FAILED_PHONE), field: "reference" },
   // A card payment refunded in full; the sandbox settles the refund SANDBOX_REFUND_DELAY_MS later (transaction.completed comes first).
-  "refund.completed": async (call, channelId) => refund(call, await payByCard(call, channelId, SUCCESS_CARD, 200)),
-  "refund.failed": async (call, channelId) => refund(call, await payByCard(call, channelId, REFUND_FAILS_CARD, 200)),
+  "refund.completed": { make: async (call, channelId) => refund(call, await payByCard(call, channelId, SUCCESS_CARD)), field: "reference" },
+  "refund.failed": { make: async (call, channelId) => refund(call, await payByCard(call, channelId, REFUND_FAILS_CARD)), field: "reference" },
   // A payment with the disputing test card: the sandbox opens its dispute SANDBOX_DISPUTE_DELAY_MS later.
-  "dispute.created": (call, channelId) => payByCard(call, channelId, DISPUTE_CARD, 200),
+  "dispute.created": { make: (call, channelId) => payByCard(call, channelId, DISPUTE_CARD), field: "transaction_reference" },
 };
 
 export const triggerableEvents = Object.keys(triggers);
@@ -213,16 +222,48 @@ export function unsupportedTrigger(type: string | undefined): UsageError {
   return new UsageError(`${type ? `Cannot trigger "${type}"` : "trigger needs an event type"}; supported events: ${triggerableEvents.join(", ")}`);
 }
 
-async function payByCard(call: GatewayCall, channelId: number, cardNumber: string, expectStatus: number): Promise<string> {
+/** --timeout in seconds (a positive number), or the default. */
+export function triggerTimeoutMs(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_TRIGGER_TIMEOUT_MS;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0 || value.trim() === "") throw new UsageError("--timeout must be a number of seconds greater than 0");
+  return Math.round(seconds * 1000);
+}
+
+async function initialize(call: GatewayCall, channelId: number): Promise<string> {
   const { reference } = await call("POST", "/api/transactions/initialize", {
     amount: TRIGGER_AMOUNT,
     email: "cli-trigger@example.com",
     payment_channel_id: channelId,
     description: "cli trigger",
   });
-  const card = { card_number: cardNumber, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 3, cvc: "123" };
-  await call("POST", `/payment/checkout/${reference}/pay`, card, expectStatus);
   return reference as string;
+}
+
+function payCard(call: GatewayCall, reference: string, cardNumber: string, expectStatus: number): Promise<unknown> {
+  const card = { card_number: cardNumber, expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 3, cvc: "123" };
+  return call("POST", `/payment/checkout/${reference}/pay`, card, expectStatus);
+}
+
+async function payByCard(call: GatewayCall, channelId: number, cardNumber: string): Promise<string> {
+  const reference = await initialize(call, channelId);
+  await payCard(call, reference, cardNumber, 200);
+  return reference;
+}
+
+/** The checkout takes at most 10 attempts (CHECKOUT_MAX_ATTEMPTS' ceiling); each decline is followed by a look at the status. */
+const MAX_CHECKOUT_ATTEMPTS = 10;
+
+async function declineUntilFailed(call: GatewayCall, channelId: number): Promise<string> {
+  const reference = await initialize(call, channelId);
+  for (let attempt = 1; attempt <= MAX_CHECKOUT_ATTEMPTS; attempt++) {
+    await payCard(call, reference, DECLINED_CARD, 402);
+    // verify's body carries `status` twice; the transaction's is the one a JSON parser keeps.
+    const { status } = await call("GET", `/api/transactions/verify/${encodeURIComponent(reference)}`);
+    if (status === "failed") return reference;
+    if (status !== "pending") throw new Error(`transaction ${reference} is ${status} after a declined card, not failed`);
+  }
+  throw new Error(`transaction ${reference} is still pending after ${MAX_CHECKOUT_ATTEMPTS} declined cards`);
 }
 
 async function payOut(call: GatewayCall, channelId: number, phone: string): Promise<string> {
@@ -251,9 +292,53 @@ async function testChannelId(call: GatewayCall): Promise<number> {
   return usable[0].id;
 }
 
-export async function triggerEvent(options: { gatewayUrl: string; apiKey: string; type: string }): Promise<{ event: string; reference: string }> {
+/**
+ * Listens to the merchant's events (every stream, each confirmed listening with `ready: true`) before anything is
+ * made, so the event cannot slip by; resolves when `matches` accepts one. The caller disposes the client.
+ */
+async function listenFor(client: Client, gatewayUrl: string): Promise<{ ready: Promise<void>; seen: (matches: (event: GatewayEvent) => boolean) => Promise<GatewayEvent> }> {
+  const events: GatewayEvent[] = [];
+  const waiters = new Set<{ matches: (event: GatewayEvent) => boolean; resolve: (event: GatewayEvent) => void }>();
+  let fail!: (error: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => {});
+  const readies = EVENT_SUBSCRIPTIONS.map(
+    (query) =>
+      new Promise<void>((resolve) => {
+        client.subscribe<Record<string, GatewayEvent>>(
+          { query: query.replace(/ \{ id type/, "(ready: true) { id type") },
+          {
+            next: (result) => {
+              if ((result.extensions as { ready?: boolean } | undefined)?.ready === true && !result.data) return resolve();
+              const event = result.data ? Object.values(result.data)[0] : undefined;
+              if (!event) return fail(new Error(`the gateway sent an error: ${JSON.stringify(result.errors ?? result)}`));
+              events.push(event);
+              for (const waiter of waiters) if (waiter.matches(event)) waiter.resolve(event);
+            },
+            error: (error) => fail(connectionError(error, gatewayUrl)),
+            complete: () => fail(new Error("the gateway ended the subscription (is it shutting down?)")),
+          },
+        );
+      }),
+  );
+  return {
+    ready: Promise.race([Promise.all(readies).then(() => undefined), failed]),
+    seen: (matches) => {
+      const found = events.find(matches);
+      if (found) return Promise.resolve(found);
+      return Promise.race([new Promise<GatewayEvent>((resolve) => waiters.add({ matches, resolve })), failed]);
+    },
+  };
+}
+
+/**
+ * Makes the event happen and waits until it did: resolves once the gateway published it (exit 0), rejects when it
+ * did not within timeoutMs (exit 1), so a script that triggers and then checks its receiver knows which side failed.
+ */
+export async function triggerEvent(options: { gatewayUrl: string; apiKey: string; type: string; timeoutMs?: number }): Promise<{ event: string; reference: string }> {
   const trigger = triggers[options.type];
   if (!trigger) throw unsupportedTrigger(options.type);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TRIGGER_TIMEOUT_MS;
   const call: GatewayCall = async (method, path, body, expectStatus = 200) => {
     let response: Response;
     try {
@@ -278,5 +363,33 @@ export async function triggerEvent(options: { gatewayUrl: string; apiKey: string
     }
     return parsed;
   };
-  return { event: options.type, reference: await trigger(call, await testChannelId(call)) };
+  // The channel first: a gateway that is not there, or a merchant without a sandbox channel, is told at once.
+  const channelId = await testChannelId(call);
+  const client = createClient({
+    url: `${options.gatewayUrl.replace(/^http/, "ws")}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { "X-API-Key": options.apiKey },
+    retryAttempts: 0,
+    lazy: true,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let reference: string | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${options.type} did not happen within ${timeoutMs / 1000} s${reference ? ` (made ${reference})` : ""}`)), timeoutMs);
+  });
+  try {
+    const happened = (async () => {
+      const listening = await listenFor(client, options.gatewayUrl);
+      await listening.ready;
+      reference = await trigger.make(call, channelId);
+      const about = reference;
+      await listening.seen((event) => event.type === options.type && (event.webhookBody as { data?: Record<string, unknown> } | null)?.data?.[trigger.field] === about);
+      return about;
+    })();
+    happened.catch(() => {}); // raced below; a late failure after the timeout must not crash the process
+    return { event: options.type, reference: await Promise.race([happened, timedOut]) };
+  } finally {
+    clearTimeout(timer);
+    await client.dispose();
+  }
 }

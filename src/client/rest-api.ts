@@ -975,7 +975,7 @@ export interface paths {
         };
         /**
          * The balance transactions as CSV (all matching, streamed)
-         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at (UTC), date (created_at's day in the merchant's time zone), timezone (that zone); newest first. date_from and date_to are days in the merchant's time zone. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. Same filters as GET /v1/balance/transactions, no paging.
+         * @description Columns: id, type, amount, fee, net, currency, payment_channel_id, source_reference, description (an adjustment's note), created_at (UTC), date (created_at's day in the merchant's time zone), timezone (that zone); newest first. date_from and date_to are days in the merchant's time zone. RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. A phone-like text cell (digits only after a + or a leading 0, e.g. +254708374149) is written ="+254708374149" so a spreadsheet shows it as that text. Same filters as GET /v1/balance/transactions, no paging.
          */
         get: operations["exportBalanceTransactions"];
         put?: never;
@@ -995,7 +995,7 @@ export interface paths {
         };
         /**
          * The transactions as CSV (all matching, streamed)
-         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at, date, timezone, fee, net; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone (named in timezone). RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.
+         * @description Columns: id, reference, status, amount, amount_refunded, currency, payment_method, payment_channel_id, email, phone_number, client_reference, provider_reference, description, failure_code, failure_reason, created_at, completed_at, date, timezone, fee, net; newest first; created_at and completed_at in UTC, date is created_at's day in the merchant's time zone (named in timezone). RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. A phone-like text cell (digits only after a + or a leading 0, e.g. +254708374149) is written ="+254708374149" so a spreadsheet shows it as that text. The filters of GET /api/transactions/list, no paging, but date_from and date_to are days in the merchant's time zone.
          */
         get: operations["exportTransactions"];
         put?: never;
@@ -1021,6 +1021,13 @@ export interface components {
              * @enum {string}
              */
             code: "invalid_api_key" | "invalid_credentials" | "invalid_token" | "invalid_signature" | "validation_failed" | "malformed_json" | "unsupported_media_type" | "payload_too_large" | "uri_too_long" | "request_header_too_large" | "not_acceptable" | "route_not_found" | "method_not_allowed" | "not_found" | "forbidden" | "conflict" | "channel_inactive" | "transaction_not_refundable" | "amount_exceeds_refundable" | "transaction_disputed" | "dispute_closed" | "partial_refund_unsupported" | "payment_declined" | "payment_method_detached" | "payment_method_not_reusable" | "test_mode_only" | "test_clock_advancing" | "unsupported_currency" | "rate_limited" | "mpesa_prompt_limit" | "mpesa_prompt_pending" | "idempotency_key_in_use" | "idempotency_key_reused" | "provider_error" | "provider_unavailable" | "service_unavailable" | "internal_error";
+            /** @description validation_failed only: every bad field, the one `message` names first */
+            errors?: {
+                /** @description As the API names it (metadata.note, lines[0].amount) */
+                field: string;
+                /** @description What is wrong with it */
+                message: string;
+            }[];
         };
         SuccessEnvelope: {
             /** @constant */
@@ -4006,6 +4013,7 @@ export interface operations {
                             events: string[];
                             description: string | null;
                             enabled: boolean;
+                            allow_local_urls: boolean;
                             /** Format: date-time */
                             created_at: string;
                             disabled_reason: string | null;
@@ -4096,6 +4104,8 @@ export interface operations {
                     events?: string[];
                     description?: string;
                     enabled?: boolean;
+                    /** @description Test mode only: the URL may be on loopback or a private network (refused in live mode) */
+                    allow_local_urls?: boolean;
                 };
             };
         };
@@ -4118,6 +4128,7 @@ export interface operations {
                             events: string[];
                             description: string | null;
                             enabled: boolean;
+                            allow_local_urls: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** @description whsec_...: verify deliveries with it (Standard Webhooks) */

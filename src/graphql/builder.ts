@@ -12,6 +12,7 @@ import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type PrismaTypes from "../db/generated/pothos-types.ts";
 import type { GraphQLContext } from "./context.ts";
 import { logErrorResult } from "./logging.ts";
+import { noteResolvedError } from "./resolved-errors.ts";
 import { cursorArg, decodeGlobalIDOrNothing, loadNodeOrNull, pageSizeArg, toValidationError } from "./relay.ts";
 
 export type GatewaySchemaTypes = {
@@ -66,7 +67,15 @@ export const builder: PothosSchemaTypes.SchemaBuilder<PothosSchemaTypes.ExtendDe
   },
   // A fallible field returns its object or an Error type directly (no Success wrapper), everywhere.
   // A typed error result is logged at debug on the request's logger (src/graphql/logging.ts).
-  errors: { defaultTypes: [], directResult: true, onResolvedError: logErrorResult },
+  // The instance is kept for a REST row too (resolved-errors.ts): its answer reads more than `code message`.
+  errors: {
+    defaultTypes: [],
+    directResult: true,
+    onResolvedError: (error) => {
+      logErrorResult(error);
+      noteResolvedError(error);
+    },
+  },
 });
 
 /** What a caller may do, by scope (a permission of the table); also read before an Idempotency-Key replay (src/graphql/authorize.ts). */
@@ -89,17 +98,19 @@ builder.scalarType("DateTime", {
 
 builder.scalarType("BigInt", {
   description:
-    "Integer amount in the currency's minor unit (KES 10.00 is 1000). Serialized as a JSON number; " +
-    "amounts are bounded far below 2^53 so no precision is lost.",
+    "Integer amount in the currency's minor unit (KES 10.00 is 1000), as a JSON number both ways: a string such as \"1500\" " +
+    "is refused, as the REST API refuses it. Amounts are bounded far below 2^53 so no precision is lost.",
   serialize: (value) => {
     const n = typeof value === "bigint" ? Number(value) : value;
     if (!Number.isSafeInteger(n)) throw new GraphQLError("BigInt value is outside the safe integer range");
     return n;
   },
   parseValue: (value) => {
+    // A number only: REST's amount is a JSON integer and a digit string is refused there, so GraphQL agrees (docs/api.md).
     if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
-    if (typeof value === "string" && /^-?\d{1,16}$/.test(value)) return BigInt(value);
-    throw new GraphQLError("BigInt must be an integer");
+    throw new GraphQLError(
+      typeof value === "string" ? "BigInt must be an integer given as a JSON number (1500), not a string" : "BigInt must be an integer",
+    );
   },
 });
 

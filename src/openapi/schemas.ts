@@ -45,8 +45,13 @@ export function errorEnvelope(codes: string[]): Schema {
       status: { type: "string", const: "error" },
       message: str("What went wrong, for people; names the field for validation errors"),
       code: oneOfStrings(codes, "Machine-readable: see the error-code table"),
+      errors: {
+        type: "array",
+        description: "validation_failed only: every bad field, the one `message` names first",
+        items: obj({ field: str("As the API names it (metadata.note, lines[0].amount)"), message: str("What is wrong with it") }),
+      },
     },
-    { description: "Every error answer" },
+    { description: "Every error answer", optional: ["errors"] },
   );
 }
 
@@ -162,7 +167,7 @@ export const schemas = {
     customer_note: nullable(str()),
     ...outcomeAndTimes,
   }),
-  webhookEndpoint: obj({ id: int(), url: str(), events: list(str()), description: nullable(str()), enabled: bool(), created_at: dateTime() }),
+  webhookEndpoint: obj({ id: int(), url: str(), events: list(str()), description: nullable(str()), enabled: bool(), allow_local_urls: bool(), created_at: dateTime() }),
   session: obj({
     access_token: str("JWT (HS256), 15 minutes"),
     token_type: { type: "string", const: "Bearer" },

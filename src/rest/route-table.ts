@@ -4,6 +4,7 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { GatewayError, ValidationError, errorCatalogue, type ErrorCode } from "../errors.ts";
 import type { GraphQLContext } from "../graphql/context.ts";
 import { withoutEchoedValues } from "../graphql/hardening.ts";
+import { collectResolvedErrors } from "../graphql/resolved-errors.ts";
 import type { RouteDoc } from "../openapi/types.ts";
 
 /**
@@ -165,7 +166,8 @@ export async function runOperation(
   variables: Record<string, unknown>,
   context: GraphQLContext,
 ): Promise<Record<string, unknown>> {
-  const result = (await route.compiled.query(undefined, context, variables)) as ExecutionResult;
+  const resolvedErrors: Error[] = [];
+  const result = (await collectResolvedErrors(resolvedErrors, () => route.compiled.query(undefined, context, variables))) as ExecutionResult;
   if (result.errors?.length) {
     const first = result.errors[0]!;
     if (first.originalError instanceof GatewayError) throw first.originalError;
@@ -178,7 +180,8 @@ export async function runOperation(
   const data = (result.data ?? {}) as Record<string, unknown>;
   for (const value of Object.values(data)) {
     if (value && typeof value === "object" && "code" in value && "message" in value && isErrorCode(value.code)) {
-      throw new GatewayError(value.code, String(value.message));
+      const thrown = resolvedErrors.find((error) => error instanceof GatewayError && error.code === value.code && error.message === value.message);
+      throw thrown ?? new GatewayError(value.code, String(value.message));
     }
   }
   return data;

@@ -91,22 +91,29 @@ export function postOutbound(url: string, options: { headers: Record<string, str
 
 /**
  * The one rule for merchant URLs, by mode: https in live mode; loopback and private networks only in
- * test mode with ALLOW_PRIVATE_URLS (or its older name WEBHOOK_ALLOW_PRIVATE_URLS).
+ * test mode, with ALLOW_PRIVATE_URLS (or its older name WEBHOOK_ALLOW_PRIVATE_URLS) for every URL, or for one
+ * URL whose owner allowed it (`allowLocal`: a webhook endpoint's "Allow local URLs", checked again at each send).
  */
 export function createMerchantUrls(options: { allowPrivateUrls: boolean }) {
-  const allowPrivate = (mode: "test" | "live") => mode === "test" && options.allowPrivateUrls;
+  const allowPrivate = (mode: "test" | "live", allowLocal = false) => mode === "test" && (options.allowPrivateUrls || allowLocal);
   return {
     allowPrivate,
     /** Validates a URL when it is saved; answers it normalised. Refusals name `field`. */
-    async check(mode: "test" | "live", raw: string, field = "url"): Promise<string> {
-      const url = await checkOutboundUrl(raw, { requireHttps: mode === "live", allowPrivate: allowPrivate(mode), field, suggestSetting: mode === "test" });
+    async check(mode: "test" | "live", raw: string, field = "url", local: { allowed: boolean; hint?: string } = { allowed: false }): Promise<string> {
+      const url = await checkOutboundUrl(raw, {
+        requireHttps: mode === "live",
+        allowPrivate: allowPrivate(mode, local.allowed),
+        field,
+        suggestSetting: mode === "test",
+        ...(local.hint ? { hint: local.hint } : {}),
+      });
       return url.toString();
     },
     /** POSTs a body (already serialised: webhooks sign these exact bytes) to a saved URL, re-checking the address at connect time. */
-    post(mode: "test" | "live", url: string, body: string, timeoutMs: number, headers: Record<string, string>): Promise<OutboundResult> {
+    post(mode: "test" | "live", url: string, body: string, timeoutMs: number, headers: Record<string, string>, allowLocal = false): Promise<OutboundResult> {
       // A live URL saved over http before https was required for it is not called in clear text either.
       if (mode === "live" && !url.startsWith("https:")) return Promise.resolve({ ok: false, statusCode: null, error: "https is required in live mode", latencyMs: 0, body: "" });
-      return postOutbound(url, { headers, body, timeoutMs, allowPrivate: allowPrivate(mode) });
+      return postOutbound(url, { headers, body, timeoutMs, allowPrivate: allowPrivate(mode, allowLocal) });
     },
     /** POSTs JSON to a saved URL (C2B forwards and validations). */
     postJson(mode: "test" | "live", url: string, body: unknown, timeoutMs: number): Promise<OutboundResult> {

@@ -97,6 +97,8 @@ export interface CheckOutboundUrlOptions {
   field?: string;
   /** Name the setting that allows private addresses in the refusal (test mode; live mode never allows them). */
   suggestSetting?: boolean;
+  /** What to suggest instead of the setting (a webhook endpoint's own "Allow local URLs"). */
+  hint?: string;
   /** Resolves a host name to its addresses; injected by tests, which have no DNS. */
   lookup?: (host: string) => Promise<string[]>;
 }
@@ -111,7 +113,7 @@ async function resolveAll(host: string): Promise<string[]> {
  */
 export async function checkOutboundUrl(raw: string, options: CheckOutboundUrlOptions): Promise<URL> {
   const refuse = (problem: string) => new ValidationError(options.field ?? "url", problem);
-  const refusePrivate = (problem: string) => refuse(options.suggestSetting ? `${problem}; ${ALLOW_PRIVATE_HINT}` : problem);
+  const refusePrivate = (problem: string) => refuse(options.suggestSetting ? `${problem}; ${options.hint ?? ALLOW_PRIVATE_HINT}` : problem);
   if (raw.length > MAX_URL_LENGTH) throw refuse(`must be at most ${MAX_URL_LENGTH} characters`);
   // The URL parser silently drops tabs and newlines, so "http://exa\nmple.com" would pass as another host.
   if (/[\s\x00-\x1f\x7f]/.test(raw)) throw refuse("must not contain whitespace or control characters");

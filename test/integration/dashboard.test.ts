@@ -194,8 +194,11 @@ describe("merchant dashboard", () => {
     await page.keyboard.type(receiverUrl);
     await page.getByLabel("Description (optional)").fill("Order system");
     await page.getByLabel("transaction.completed").check();
+    // Test mode: the receiver is on loopback, allowed on this endpoint by its own box.
+    await page.getByLabel("Allow local URLs (test mode only)").check();
     await page.getByRole("button", { name: "Add endpoint" }).click();
     const secret = (await page.locator("#secret-value").textContent())!;
+    expect(await gw.gateway.db.prisma.webhookEndpoint.findFirst({ where: { url: { startsWith: receiverUrl } }, select: { allowLocalUrls: true } })).toEqual({ allowLocalUrls: true });
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/=]+$/);
     await page.locator("#webhook-endpoints", { hasText: receiverUrl }).waitFor();
     expect(await page.textContent("#webhook-endpoints")).toContain("transaction.completed");

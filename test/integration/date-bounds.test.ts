@@ -71,7 +71,7 @@ describe("REST date filters", () => {
   it("POST /v1/reconciliations refuses the day before the first as a 400 naming date", async () => {
     const res = await owner.post("/v1/reconciliations", { payment_channel_id: channelId, date: "0000-12-31" });
     expect(res.status, res.text).toBe(400);
-    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: "date: must not be before 0001-01-01" });
+    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: "date: must not be before 0001-01-01", errors: [{ field: "date", message: "must not be before 0001-01-01" }] });
     const future = await owner.post("/v1/reconciliations", { payment_channel_id: channelId, date: "9999-12-31" });
     expect(future.status, future.text).toBe(400);
     expect(future.body.message).toBe("date: must not be in the future");

@@ -201,7 +201,7 @@ describe("one field of a valid C2B body at a time, mutated", () => {
   it("GraphQL simulateC2b, one input field mutated in variables or written inline: no internal error, a refusal names the field", async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...graphqlFields), mutation, fc.boolean(), async (field, bad, inline) => {
-        const input: Record<string, unknown> = { paymentChannelId: channelId, amount: "1000", phoneNumber: "254708374149", reference: `GQL-${++seq}`, [field]: bad };
+        const input: Record<string, unknown> = { paymentChannelId: channelId, amount: 1000, phoneNumber: "254708374149", reference: `GQL-${++seq}`, [field]: bad };
         const before = await transactionCount();
         const payload = inline && typeof bad === "string"
           // A GraphQL string literal carrying the value as is (JSON.stringify escapes a lone surrogate, which GraphQL also reads).

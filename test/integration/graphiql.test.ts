@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { BROWSER_MS } from "../support/timing.ts";
+import { GRAPHIQL_KEY_MESSAGE } from "../../src/app/graphql-endpoint.ts";
 
 /** GraphiQL at /graphql renders and runs queries with every host but the gateway blocked (no CDN). */
 describe("GraphiQL, offline", () => {
@@ -51,6 +52,24 @@ describe("GraphiQL, offline", () => {
     mkdirSync("/tmp/graphiql-shots", { recursive: true });
     await page.screenshot({ path: "/tmp/graphiql-shots/graphiql.png" });
     expect(elsewhere).toEqual([]);
+    await page.close();
+  });
+
+  it("without a key, running the default query shows where the key goes, not the 401 envelope", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    const response = await page.goto(`${gw.url}/graphql`);
+    expect(response?.status()).toBe(200);
+    await page.waitForSelector(".graphiql-container", { timeout: BROWSER_MS });
+    await page.locator(".graphiql-execute-button").click();
+    // Without whitespace: the result pane wraps long lines wherever it likes.
+    const result = async () => ((await page.locator(".result-window").textContent()) ?? "").replace(/\s+/g, "");
+    await expect.poll(result, { timeout: BROWSER_MS }).toContain(GRAPHIQL_KEY_MESSAGE.replace(/\s+/g, ""));
+    expect(await result()).not.toMatch(/"status":"error"/);
+    mkdirSync("/tmp/graphiql-shots", { recursive: true });
+    await page.screenshot({ path: "/tmp/graphiql-shots/graphiql-no-key.png" });
+    expect(errors).toEqual([]);
     await page.close();
   });
 });

@@ -151,7 +151,7 @@ describe("Idempotency-Key recovery after a crash", () => {
     const key = `key-${randomUUID()}`;
     const body = {
       query: `mutation($input: CreatePayoutInput!) { createPayout(input: $input) { __typename ... on Payout { id reference } } }`,
-      variables: { input: { amount: "15000", phoneNumber: "254708374149", paymentChannelId: channelId } },
+      variables: { input: { amount: 15000, phoneNumber: "254708374149", paymentChannelId: channelId } },
     };
     const scope = await claimAsRoute(merchant.id, key, "/graphql", body);
     const payout = await gw.gateway.services.payouts.createPayout({ ...(await principalOf(merchant.id)), idempotency: scope }, {

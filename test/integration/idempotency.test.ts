@@ -242,7 +242,7 @@ describe("Idempotency-Key on POST", () => {
     const merchant = await gw.createMerchant();
     const tooLong = await createChannel(merchant.testKey, channelBody(), "k".repeat(256));
     expect(tooLong.status).toBe(400);
-    expect(tooLong.body).toEqual({ status: "error", message: "Idempotency-Key: must be at most 255 characters", code: "validation_failed" });
+    expect(tooLong.body).toEqual({ status: "error", message: "Idempotency-Key: must be at most 255 characters", code: "validation_failed", errors: [{ field: "Idempotency-Key", message: "must be at most 255 characters" }] });
     expect(await channelCount(merchant.id)).toBe(0);
 
     const longest = "k".repeat(255);

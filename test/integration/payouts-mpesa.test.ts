@@ -324,9 +324,9 @@ describe("validation: a 400 naming the field, and nothing written", () => {
   });
 
   it.each([
-    [900, /^amount: must be between KES 10 and KES 250,000/],
+    [900, /^amount: must be between KES 10\.00 and KES 250,000\.00/],
     [150050, /^amount: must be a whole number of shillings/],
-    [25_000_100, /^amount: must be between KES 10 and KES 250,000/],
+    [25_000_100, /^amount: must be between KES 10\.00 and KES 250,000\.00/],
   ])("amount %i on the M-Pesa channel", async (amount, message) => {
     const before = await prisma().payout.count();
     const requests = fake.requests.length;

@@ -72,7 +72,7 @@ describe("STK push", () => {
     expect(v1.body.data.phone_number).toBe(ECHOED);
     const data = await gql(
       `mutation($input: StartStkPushInput!) { startStkPush(input: $input) { __typename ... on StartStkPushPayload { transaction { reference phoneNumber } } ... on Error { message } } }`,
-      { input: { amount: "1000", phoneNumber: "+254708374149" } },
+      { input: { amount: 1000, phoneNumber: "+254708374149" } },
     );
     expect(data.startStkPush.transaction.phoneNumber).toBe(ECHOED);
     expect((await transactionRow(data.startStkPush.transaction.reference)).phoneNumber).toBe(STORED);
@@ -93,7 +93,7 @@ describe("initialize", () => {
   it("GraphQL initializeTransaction takes the local form; a payer abroad keeps an international number", async () => {
     const local = await gql(
       `mutation($input: InitializeTransactionInput!) { initializeTransaction(input: $input) { __typename ... on InitializeTransactionPayload { reference } ... on Error { message } } }`,
-      { input: { amount: "5000", email: `payer-${unique()}@example.com`, phone: "0110374149" } },
+      { input: { amount: 5000, email: `payer-${unique()}@example.com`, phone: "0110374149" } },
     );
     expect((await transactionRow(local.initializeTransaction.reference)).phoneNumber).toBe("+254110374149");
     const abroad = await api.post("/api/transactions/initialize", { amount: 5000, email: `payer-${unique()}@example.com`, phone: "+44 7911 123456" });
@@ -113,7 +113,7 @@ describe("payouts", () => {
   it("GraphQL createPayout takes the 01... local form", async () => {
     const data = await gql(
       `mutation($input: CreatePayoutInput!) { createPayout(input: $input) { __typename ... on Payout { reference phoneNumber } ... on Error { message } } }`,
-      { input: { amount: "150000", phoneNumber: "0110374149" } },
+      { input: { amount: 150000, phoneNumber: "0110374149" } },
     );
     expect(data.createPayout.phoneNumber).toBe("254110374149");
     expect((await prisma().payout.findFirstOrThrow({ where: { reference: data.createPayout.reference } })).phoneNumber).toBe("+254110374149");
@@ -149,7 +149,7 @@ describe("C2B simulation", () => {
   it("GraphQL simulateC2b takes the local form", async () => {
     const data = await gql(
       `mutation($input: SimulateC2bInput!) { simulateC2b(input: $input) { __typename ... on SimulateC2bPayload { phoneNumber status } ... on Error { message } } }`,
-      { input: { paymentChannelId: channelId, amount: "1000", phoneNumber: "0708374149", reference: `BILL-${unique()}` } },
+      { input: { paymentChannelId: channelId, amount: 1000, phoneNumber: "0708374149", reference: `BILL-${unique()}` } },
     );
     expect(data.simulateC2b).toEqual({ __typename: "SimulateC2bPayload", phoneNumber: ECHOED, status: "completed" });
   });
@@ -166,7 +166,7 @@ describe("anything else is a 400 naming the field, and nothing is written", () =
     const before = await counts();
     const res = await api.post(path, body(phone));
     expect(res.status, res.text).toBe(400);
-    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: `${field}: ${MSISDN_PROBLEM}` });
+    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: `${field}: ${MSISDN_PROBLEM}`, errors: [{ field: field, message: MSISDN_PROBLEM }] });
     expect(await counts()).toEqual(before);
   });
 
@@ -187,7 +187,7 @@ describe("anything else is a 400 naming the field, and nothing is written", () =
   it("GraphQL names its own input field", async () => {
     const data = await gql(
       `mutation($input: CreatePayoutInput!) { createPayout(input: $input) { __typename ... on ValidationError { field message } } }`,
-      { input: { amount: "150000", phoneNumber: "+255712345678" } },
+      { input: { amount: 150000, phoneNumber: "+255712345678" } },
     );
     expect(data.createPayout).toEqual({ __typename: "ValidationError", field: "phone_number", message: `phone_number: ${MSISDN_PROBLEM}` });
   });

@@ -29,7 +29,8 @@ describe("text validation", () => {
   });
 
   const transactions = () => gw.gateway.db.prisma.transaction.count({ where: { merchantId } });
-  const refused = (field: string) => ({ status: "error", code: "validation_failed", message: `${field}: must not contain control characters such as NUL (\\u0000)` });
+  const NUL_PROBLEM = "must not contain control characters such as NUL (\\u0000)";
+  const refused = (field: string) => ({ status: "error", code: "validation_failed", message: `${field}: ${NUL_PROBLEM}`, errors: [{ field, message: NUL_PROBLEM }] });
 
   it("REST body fields, nested config keys, query strings and path parameters name the field", async () => {
     const before = await transactions();
@@ -51,7 +52,7 @@ describe("text validation", () => {
   it("absurdly long text is refused by length before any service sees it", async () => {
     const res = await api.post("/api/customers/create", { email: "long@b.test", first_name: "x".repeat(10_001) });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: "first_name: must be at most 10000 characters" });
+    expect(res.body).toEqual({ status: "error", code: "validation_failed", message: "first_name: must be at most 10000 characters", errors: [{ field: "first_name", message: "must be at most 10000 characters" }] });
   });
 
   it("GraphQL variables and literals are refused before execution, naming where", async () => {

@@ -185,7 +185,7 @@ describe("transaction fields, search and the v1 reads", () => {
     it("a search over 100 characters is a 400 naming it", async () => {
       const res = await api.get(`/api/transactions/list?search=${"x".repeat(101)}`);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ status: "error", message: "search: must be at most 100 characters", code: "validation_failed" });
+      expect(res.body).toEqual({ status: "error", message: "search: must be at most 100 characters", code: "validation_failed", errors: [{ field: "search", message: "must be at most 100 characters" }] });
     });
 
     it("is answered from the indexes of each searched column (a BitmapOr), not by reading the merchant's rows", async () => {
@@ -268,7 +268,7 @@ describe("transaction fields, search and the v1 reads", () => {
       const before = await transactionCount();
       const res = await api.post("/api/transactions/initialize", { amount: 1500, email: "payer@example.com", metadata: value });
       expect(res.status, res.text).toBe(400);
-      expect(res.body).toEqual({ status: "error", message, code: "validation_failed" });
+      expect(res.body).toEqual({ status: "error", message, code: "validation_failed", errors: expect.arrayContaining([expect.objectContaining({ field: expect.any(String), message: expect.any(String) })]) });
       expect(await transactionCount()).toBe(before);
     });
 
@@ -287,7 +287,7 @@ describe("transaction fields, search and the v1 reads", () => {
     ])("reference %j is a 400 naming it", async (reference, message) => {
       const res = await api.post("/api/transactions/initialize", { amount: 1500, email: "payer@example.com", reference });
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ status: "error", message, code: "validation_failed" });
+      expect(res.body).toEqual({ status: "error", message, code: "validation_failed", errors: expect.arrayContaining([expect.objectContaining({ field: expect.any(String), message: expect.any(String) })]) });
     });
 
     it("GraphQL initializeTransaction takes them too, with a typed error naming metadata", async () => {
@@ -343,7 +343,7 @@ describe("transaction fields, search and the v1 reads", () => {
     ])("?%s is a 400 naming the parameter", async (query, message) => {
       const res = await api.get(`/v1/payouts?${query}`);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ status: "error", message, code: "validation_failed" });
+      expect(res.body).toEqual({ status: "error", message, code: "validation_failed", errors: expect.arrayContaining([expect.objectContaining({ field: expect.any(String), message: expect.any(String) })]) });
     });
 
     it("never lists another merchant's payouts or the other mode's", async () => {

@@ -417,7 +417,7 @@ describe("transactions", () => {
     ])("?%s is a 400 naming the parameter", async (query, message) => {
       const res = await client.get(`/api/transactions/list?${query}`);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ status: "error", message, code: "validation_failed" });
+      expect(res.body).toEqual({ status: "error", message, code: "validation_failed", errors: expect.arrayContaining([expect.objectContaining({ field: expect.any(String), message: expect.any(String) })]) });
     });
 
     it("returns the same records as the GraphQL transactionsPage query (parity)", async () => {

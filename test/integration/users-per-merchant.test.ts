@@ -62,7 +62,7 @@ describe("users are unique per merchant", () => {
     await createUser(globex, email, "globex-secret-pass");
     const unnamed = await Promise.all(["acme-secret-pass", "globex-secret-pass", "neither-password"].map((password) => login({ email, password })));
     for (const res of unnamed) {
-      expect([res.status, res.body]).toEqual([400, { status: "error", code: "validation_failed", message: "merchant_id: this e-mail signs in to more than one merchant; say which one (merchant_id)" }]);
+      expect([res.status, res.body]).toEqual([400, { status: "error", code: "validation_failed", message: "merchant_id: this e-mail signs in to more than one merchant; say which one (merchant_id)", errors: [{ field: "merchant_id", message: "this e-mail signs in to more than one merchant; say which one (merchant_id)" }] }]);
     }
     const atAcme = await login({ email, password: "acme-secret-pass", merchant_id: acme.id });
     expect([atAcme.status, atAcme.body.data?.user.merchant_id]).toEqual([200, acme.id]);
@@ -86,7 +86,7 @@ describe("users are unique per merchant", () => {
     const ambiguous = await login({ email, password: "same-password-everywhere" });
     expect(ambiguous.status).toBe(400);
     // Neither merchant's id is told (issue 35, item 2): the caller names the merchant it means.
-    expect(ambiguous.body).toEqual({ status: "error", code: "validation_failed", message: "merchant_id: this e-mail signs in to more than one merchant; say which one (merchant_id)" });
+    expect(ambiguous.body).toEqual({ status: "error", code: "validation_failed", message: "merchant_id: this e-mail signs in to more than one merchant; say which one (merchant_id)", errors: [{ field: "merchant_id", message: "this e-mail signs in to more than one merchant; say which one (merchant_id)" }] });
     for (const merchant of [acme, globex]) {
       const res = await login({ email, password: "same-password-everywhere", merchant_id: merchant.id });
       expect([res.status, res.body.data?.user.merchant_id]).toEqual([200, merchant.id]);

@@ -185,13 +185,14 @@ describe("endpoint management", () => {
     expect(minimal.status, minimal.text).toBe(201);
     expect(Object.keys(minimal.body)).toEqual(["status", "data"]);
     expect(minimal.body.status).toBe("success");
-    expect(Object.keys(minimal.body.data)).toEqual(["id", "url", "events", "description", "enabled", "secret", "created_at"]);
+    expect(Object.keys(minimal.body.data)).toEqual(["id", "url", "events", "description", "enabled", "allow_local_urls", "secret", "created_at"]);
     expect(minimal.body.data).toEqual({
       id: expect.any(Number),
       url: `${r.url}/minimal`,
       events: [],
       description: null,
       enabled: true,
+      allow_local_urls: false,
       secret: expect.stringMatching(SECRET),
       created_at: expect.stringMatching(ISO_MS),
     });
@@ -217,7 +218,7 @@ describe("endpoint management", () => {
     expect(list.body.status).toBe("success");
     expect(list.body.data).toHaveLength(2);
     for (const item of list.body.data) {
-      expect(Object.keys(item)).toEqual(["id", "url", "events", "description", "enabled", "created_at", "disabled_reason"]);
+      expect(Object.keys(item)).toEqual(["id", "url", "events", "description", "enabled", "allow_local_urls", "created_at", "disabled_reason"]);
     }
     const { secret: _s1, ...minimalListed } = minimal.body.data;
     const { secret: _s2, ...fullListed } = full.body.data;
@@ -260,7 +261,7 @@ describe("endpoint management", () => {
     const refused = async (client: Api, body: Record<string, unknown>, field: "url" | "events") => {
       const res = await client.post("/v1/webhooks", body);
       expect(res.status, `${JSON.stringify(body)} -> ${res.text}`).toBe(400);
-      expect(Object.keys(res.body)).toEqual(["status", "message", "code"]);
+      expect(Object.keys(res.body)).toEqual(["status", "message", "code", "errors"]);
       expect(res.body).toMatchObject({ status: "error", code: "validation_failed" });
       expect(res.body.message.startsWith(`${field}:`), res.body.message).toBe(true);
       expect(res.text).not.toMatch(/whsec_/);
@@ -298,7 +299,7 @@ describe("endpoint management", () => {
       await refused(strictApi, { url: "http://169.254.169.254/latest/meta-data" }, "url");
       // The test-mode refusal says how to allow it; live mode, where nothing allows it, does not.
       const loopback = await strictApi.post("/v1/webhooks", { url: `${r.url}/hooks` });
-      expect(loopback.body.message).toBe("url: must not point to a private, loopback or reserved address; set ALLOW_PRIVATE_URLS=true to allow it in test mode");
+      expect(loopback.body.message).toBe('url: must not point to a private, loopback or reserved address; tick "Allow local URLs (test mode only)" on the endpoint (allow_local_urls: true) to allow it in test mode');
       const liveLoopback = await apiClient(strict.url, merchant.liveKey).post("/v1/webhooks", { url: "https://127.0.0.1/hooks" });
       expect(liveLoopback.body.message).toBe("url: must not point to a private, loopback or reserved address");
       expect((await strictApi.get("/v1/webhooks")).body.data).toEqual([]);

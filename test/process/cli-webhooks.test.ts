@@ -1,9 +1,13 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli, runEntry, type RunningProcess } from "../support/process.ts";
 import { until } from "../support/wait.ts";
+import { triggerableEvents } from "../../src/cli/webhooks.ts";
 
 /**
  * `cli webhooks listen` and `cli trigger` as processes against a running gateway, as a developer runs them:
@@ -22,7 +26,8 @@ describe("cli webhooks listen and trigger", () => {
 
   beforeAll(async () => {
     // Sandbox refunds settle 300 ms after they are made, found by a job runner polling every 100 ms.
-    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_REFUND_DELAY_MS: "300", JOB_POLL_INTERVAL_MS: "100" } });
+    // Three checkout attempts (the default): transaction.failed must decline until they are spent.
+    gw = await startTestGateway({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", SANDBOX_REFUND_DELAY_MS: "300", JOB_POLL_INTERVAL_MS: "100", CHECKOUT_MAX_ATTEMPTS: "3" } });
     merchant = await gw.createMerchant("CLI");
     const channel = await apiClient(gw.url, merchant.testKey).post("/api/payment-channels/create", { name: "Sandbox", provider: "sandbox", config: {} });
     expect(channel.status, channel.text).toBe(201);
@@ -107,6 +112,42 @@ describe("cli webhooks listen and trigger", () => {
     expect(await listener.exited).toBe(0);
   });
 
+  it("transaction.failed declines until the checkout's attempts are spent: the printed payment ends failed; transaction.pending waits for its event", async () => {
+    const failed = await runCli(["webhooks", "trigger", "transaction.failed", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    expect(failed.code, failed.output).toBe(0);
+    const printed = JSON.parse(failed.output.trim());
+    expect(printed).toEqual({ event: "transaction.failed", reference: expect.stringMatching(/^txn-/) });
+    const verify = await apiClient(gw.url, merchant.testKey).get(`/api/transactions/verify/${printed.reference}`);
+    expect(verify.body.status).toBe("failed");
+    // Every attempt the checkout allows (CHECKOUT_MAX_ATTEMPTS, 3 here) was a declined card.
+    const query = "query CliFailedAttempts($reference: String!) { transaction(reference: $reference) { ... on Transaction { status attempts { status code } } } }";
+    const attempts = await apiClient(gw.url, merchant.testKey).post("/graphql", { query, variables: { reference: printed.reference } });
+    expect(attempts.body.data.transaction.status).toBe("failed");
+    expect(attempts.body.data.transaction.attempts.map((a: { status: string }) => a.status)).toEqual(["failed", "failed", "failed"]);
+
+    const pending = await runCli(["webhooks", "trigger", "transaction.pending", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
+    expect(pending.code, pending.output).toBe(0);
+    expect(JSON.parse(pending.output.trim())).toEqual({ event: "transaction.pending", reference: expect.stringMatching(/^txn-/) });
+  });
+
+  it("every trigger exits 1 when its event did not happen in time (a gateway whose events never reach the CLI)", async () => {
+    // The gateway's REST calls pass through, so the payments are really made; its WebSocket answers each
+    // subscription as listening and then stays silent, as a gateway would whose events never come.
+    const silent = await startSilentProxy(gw.url);
+    try {
+      for (const type of triggerableEvents) {
+        const run = await runCli(["webhooks", "trigger", type, "--key", merchant.testKey, "--url", silent.url, "--timeout", "3"], NO_DATABASE);
+        expect(run.code, `${type}: ${run.output}`).toBe(1);
+        expect(run.output, type).toMatch(new RegExp(`^cli failed: ${type.replace(".", "\\.")} did not happen within 3 s( \\(made \\S+\\))?$`, "m"));
+      }
+    } finally {
+      await silent.close();
+    }
+    const bad = await runCli(["webhooks", "trigger", "transaction.completed", "--key", merchant.testKey, "--url", gw.url, "--timeout", "soon"], NO_DATABASE);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toMatch(/--timeout must be a number of seconds/);
+  });
+
   it("trigger refuses an unknown event type with exit 2, naming the supported ones", async () => {
     const { code, output } = await runCli(["trigger", "charge.succeeded", "--key", merchant.testKey, "--url", gw.url], NO_DATABASE);
     expect(code).toBe(2);
@@ -128,3 +169,36 @@ describe("cli webhooks listen and trigger", () => {
     expect(trigger.output).toMatch(/test mode only/);
   });
 });
+
+/** An HTTP pass-through to the gateway whose /graphql WebSocket acknowledges every subscription and sends no event. */
+async function startSilentProxy(target: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string" && name !== "host" && name !== "content-length") headers[name] = value;
+    const body = chunks.length ? Buffer.concat(chunks) : undefined;
+    const answer = await fetch(`${target}${req.url}`, { method: req.method, headers, ...(body ? { body } : {}) });
+    res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" });
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  const sockets = new WebSocketServer({ server, path: "/graphql" });
+  sockets.on("connection", (socket) => {
+    socket.on("message", (data) => {
+      const message = JSON.parse(data.toString());
+      if (message.type === "connection_init") socket.send(JSON.stringify({ type: "connection_ack" }));
+      else if (message.type === "ping") socket.send(JSON.stringify({ type: "pong" }));
+      else if (message.type === "subscribe") socket.send(JSON.stringify({ id: message.id, type: "next", payload: { extensions: { ready: true } } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      for (const client of sockets.clients) client.terminate();
+      await new Promise<void>((resolve) => sockets.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -160,7 +160,7 @@ describe("operator CLI", () => {
       "db deploy": [],
       jobs: [],
       "webhooks listen": ["--forward-to <url>", "--key <sk_test_...>", "--url <url>"],
-      "webhooks trigger": ["<event>", "--key <sk_test_...>", "--url <url>"],
+      "webhooks trigger": ["<event>", "--key <sk_test_...>", "--url <url>", "--timeout <seconds>"],
     };
     for (const [command, flags] of Object.entries(flagsOf)) {
       const help = await runCli([...command.split(" "), "--help"], database.env);

@@ -50,4 +50,13 @@ describe("the CSV exports' cells", () => {
   it("writes numbers as numbers (a negative amount keeps its minus), null as empty, CRLF at the end", () => {
     expect(csvLine([12n, "refund", -4000n, 0, null, "-neg text"])).toBe("12,refund,-4000,0,,'-neg text\r\n");
   });
+
+  it("writes a phone-like value (digits after + or a leading 0) as a text formula a spreadsheet shows as the number it is", () => {
+    expect(csvText("+254708374149")).toBe('"=""+254708374149"""');
+    expect(csvText("0712345678")).toBe('"=""0712345678"""');
+    // Anything but digits after the + is neutralised as before.
+    expect(csvText("+254708374149;=1")).toBe(`"'+254708374149;'=1"`);
+    expect(csvText('+2547"&cmd')).toBe(`"'+2547""&cmd"`);
+    expect(csvText("+1")).toBe("'+1");
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { formatAmount } from "../../src/checkout/page.ts";
 import { ValidationError } from "../../src/errors.ts";
-import { currencies, isKnownCurrency, MAX_AMOUNT, parseAmount, parseCurrency } from "../../src/money.ts";
+import { currencies, formatMoney, isKnownCurrency, MAX_AMOUNT, parseAmount, parseCurrency } from "../../src/money.ts";
 import { MAX_B2C_SHILLINGS, MAX_STK_SHILLINGS, MIN_B2C_SHILLINGS, shillingsToMinor, toB2cShillings, toWholeShillings } from "../../src/providers/mpesa/wire.ts";
 import { createPaystackConnector } from "../../src/providers/paystack/index.ts";
 import { connectorCurrencies } from "../../src/providers/registry.ts";
@@ -140,13 +140,13 @@ describe("M-Pesa collections: minor units -> whole shillings (KES 1 to 250,000)"
     const error = refusal(() => toWholeShillings(amount, "KES"));
     expect(error.code).toBe("validation_failed");
     expect(error.field).toBe("amount");
-    expect(error.message).toBe("amount: must be a whole number of shillings for M-Pesa (minor units, a multiple of 100: 150000 is KES 1,500)");
+    expect(error.message).toBe(`amount: must be a whole number of shillings for M-Pesa: ${formatMoney(amount, "KES")} has cents (in minor units a multiple of 100: 150000 is KES 1,500.00)`);
   });
 
   it.each([0n, -100n, 25_000_100n, 100_000_000n])("%s minor units are outside KES 1..250,000", (amount) => {
     const error = refusal(() => toWholeShillings(amount, "KES"));
     expect(error.field).toBe("amount");
-    expect(error.message).toBe("amount: must be between KES 1 and KES 250,000 for M-Pesa (100 to 25000000 minor units)");
+    expect(error.message).toBe(`amount: must be between KES 1.00 and KES 250,000.00 for M-Pesa, not ${formatMoney(amount, "KES")}`);
   });
 
   it.each(["USD", "UGX", "kes", ""])("currency %j is refused before the amount is looked at", (currency) => {
@@ -176,7 +176,7 @@ describe("M-Pesa payouts (B2C): KES 10 to 250,000, whole shillings", () => {
   it.each([100n, 900n, 0n, 25_000_100n])("%s minor units are outside KES 10..250,000", (amount) => {
     const error = refusal(() => toB2cShillings(amount, "KES"));
     expect(error.field).toBe("amount");
-    expect(error.message).toBe("amount: must be between KES 10 and KES 250,000 for an M-Pesa payout (1000 to 25000000 minor units)");
+    expect(error.message).toBe(`amount: must be between KES 10.00 and KES 250,000.00 for an M-Pesa payout, not ${formatMoney(amount, "KES")}`);
   });
 
   it("a fraction of a shilling is refused", () => {
@@ -237,5 +237,18 @@ describe("Paystack amounts (subunits, as JSON numbers)", () => {
     const currency = refusal(() => paystack.payouts!.checkAmount(150_000n, "NGN"));
     expect(currency.field).toBe("currency");
     expect(currency.message).toBe("currency: must be KES: Paystack payouts go to M-Pesa numbers");
+  });
+});
+
+describe("formatMoney: major units with the code", () => {
+  it.each([
+    [30_000n, "KES", "KES 300.00"],
+    [150_050n, "KES", "KES 1,500.50"],
+    [5n, "KES", "KES 0.05"],
+    [-250n, "KES", "-KES 2.50"],
+    [1500n, "UGX", "UGX 1,500"],
+    [0n, "USD", "USD 0.00"],
+  ])("%s %s is %s", (amount, currency, shown) => {
+    expect(formatMoney(amount, currency)).toBe(shown);
   });
 });

@@ -8,6 +8,11 @@
  * and double quotes in between do not count). Numbers are written as numbers (a negative amount keeps its
  * minus and still sums): only text cells are neutralised, and a numeric cell is never text a payer or
  * merchant wrote.
+ *
+ * A phone-like value (digits only, after a + or a leading 0: +254708374149, 0712345678) is written as the text
+ * formula ="+254708374149", the spreadsheets' own way to keep it text: a plain + or 0 cell would become a number
+ * (254708374149, 712345678) and a neutralised one would show its quote. The pattern admits nothing but digits, so
+ * no value a payer controls can ride in it.
  */
 export type CsvCell = string | number | bigint | null;
 
@@ -15,15 +20,21 @@ export type CsvCell = string | number | bigint | null;
 export const CSV_RULES =
   "RFC 4180 (CRLF; a field holding a comma, semicolon, pipe, tab, quote, CR or LF quoted, quotes doubled). A text cell starting with =, +, -, @, " +
   "tab or CR, and any such character that follows a comma, semicolon, pipe, tab, CR or LF inside a text cell (spaces and quotes between), " +
-  "gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers.";
+  "gets a ' before it so spreadsheets in any locale do not run it as a formula; numbers are left as numbers. A phone-like text cell " +
+  '(digits only after a + or a leading 0, e.g. +254708374149) is written ="+254708374149" so a spreadsheet shows it as that text.';
 
 const FORMULA_CHARACTERS = new Set(["=", "+", "-", "@", "\t", "\r"]);
 /** Where a spreadsheet may start a new cell: the separators of the common locales and imports, and line ends. */
 const SEPARATORS = new Set([",", ";", "|", "\t", "\r", "\n"]);
 const NEEDS_QUOTES = /[",;|\t\r\n]/;
 
+/** + or 0, then digits only: a phone number a spreadsheet would otherwise turn into a number. */
+const PHONE_LIKE = /^(?:\+\d{6,15}|0\d{6,14})$/;
+
 /** One text cell: neutralised, then quoted when it must be. */
 export function csvText(value: string): string {
+  // ="..." with its quotes doubled for RFC 4180: the spreadsheet reads the text "+254...", not a number.
+  if (PHONE_LIKE.test(value)) return `"=""${value}"""`;
   let safe = "";
   let cellStart = true;
   for (const char of value) {

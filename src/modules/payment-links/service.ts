@@ -5,7 +5,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { PaymentLink } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
-import { amountSchema, parseAmount, parseCurrency } from "../../money.ts";
+import { amountSchema, formatMoney, parseAmount, parseCurrency } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ChannelService } from "../channels/service.ts";
@@ -254,7 +254,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
       if (link.amount !== null) amount = link.amount;
       else {
         amount = parseAmount(input.amount);
-        if (amount < link.minAmount) throw new ValidationError("amount", `must be at least ${link.minAmount} (minor units)`);
+        if (amount < link.minAmount) throw new ValidationError("amount", `must be at least ${formatMoney(link.minAmount, link.currency)}`);
       }
       const create = async () => {
         const transaction = await transactions.initialize(principalOf(link), {

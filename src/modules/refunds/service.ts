@@ -6,7 +6,7 @@ import type { Reader } from "../../db/database.ts";
 import type { PaymentChannel, Refund, Transaction } from "../../db/generated/prisma/client.ts";
 import { GatewayError, isUniqueViolation, NotFoundError, ValidationError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import { amountSchema } from "../../money.ts";
+import { amountSchema, formatMoney } from "../../money.ts";
 import { filteredList } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { RefundCallbackUrls, RefundConnector, RefundOutcome, RefundRequest, RefundResult } from "../../providers/types.ts";
@@ -83,6 +83,12 @@ const disputedError = (reference: string) =>
   new GatewayError("transaction_disputed", `Transaction ${reference} has an open dispute: it cannot be refunded until the dispute is closed (answer or accept it)`);
 
 /** Said wherever a refund's amount is null (REST and GraphQL alike). */
+/** Nothing remains to refund: said as such, not as "at most KES 0.00" (charged back counts as given back too). */
+function nothingLeftToRefund(transaction: { reference: string; amountChargedBack: bigint }): GatewayError {
+  const why = transaction.amountChargedBack > 0n ? "has nothing left to refund (refunded and charged back in full)" : "has been fully refunded";
+  return new GatewayError("amount_exceeds_refundable", `amount: this payment (${transaction.reference}) ${why}`);
+}
+
 export const NULL_REFUND_AMOUNT = "must be a positive integer in minor units, not null; leave it out to refund all that is still refundable";
 
 /** A transaction named by its reference or its numeric id. */
@@ -237,7 +243,7 @@ export function createRefundService(deps: RefundServiceDeps) {
       // "All that remains" is what the rail is chosen for: after a partial refund, the rest of an M-Pesa payment is no reversal.
       if (transaction.disputeStatus === "needs_response" || transaction.disputeStatus === "under_review") throw disputedError(transaction.reference);
       const wanted = amount ?? transaction.amount - transaction.amountChargedBack - (await store.unfailedAmount(prisma, transaction.id));
-      if (wanted <= 0n) throw new GatewayError("amount_exceeds_refundable", `amount: at most 0 can still be refunded on transaction ${transaction.reference}`);
+      if (wanted <= 0n) throw nothingLeftToRefund(transaction);
       const choice = rail.method(payment, wanted, channels.readChannelConfig(channel));
       if ("refused" in choice) throw new GatewayError("partial_refund_unsupported", choice.refused);
 
@@ -265,7 +271,8 @@ export function createRefundService(deps: RefundServiceDeps) {
           if (reservation.refused === "transaction_not_refundable") throw new GatewayError("transaction_not_refundable");
           if (reservation.refused === "transaction_disputed") throw disputedError(transaction.reference);
           if (reservation.refused === "reversal_failed") throw reversedOnce(rail, transaction.reference, reservation.failed.reversedReceipt!, reservation.failed);
-          throw new GatewayError("amount_exceeds_refundable", `amount: at most ${reservation.refundable} can still be refunded on transaction ${transaction.reference}`);
+          if (reservation.refundable <= 0n) throw nothingLeftToRefund(transaction);
+          throw new GatewayError("amount_exceeds_refundable", `amount: at most ${formatMoney(reservation.refundable, transaction.currency)} can still be refunded on transaction ${transaction.reference}`);
         },
         // Refunds of one payment queue on its row lock, each holding a pooled connection meanwhile: under a burst
         // they wait longer than Prisma's defaults (2 s for a connection, 5 s in all) without anything being wrong.

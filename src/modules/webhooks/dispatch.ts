@@ -117,7 +117,7 @@ export function webhookDeliveryJob(deps: DispatchDeps): BatchJobDefinition<{ del
       now = new Date();
       const body = webhookBody(event);
       const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(Date.now() / 1000), body, secrets: secretsOf(endpoint) });
-      return merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers);
+      return merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers, endpoint.allowLocalUrls);
     });
     if (!result) return { retryInMs: 200 + Math.round(Math.random() * 200), countAttempt: false };
     const attempts = delivery.attempts + 1;

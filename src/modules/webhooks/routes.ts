@@ -5,7 +5,7 @@ import { defineRoute } from "../../rest/route-table.ts";
 import { body, bool, envelope, list, nullable, obj, schemas, str } from "../../openapi/schemas.ts";
 
 /** /v1/webhooks over the GraphQL operations frontends use; the secret appears only in the create answer. */
-graphql(`fragment V1WebhookEndpoint on WebhookEndpoint { databaseId url events description enabled disabledReason createdAt }`);
+graphql(`fragment V1WebhookEndpoint on WebhookEndpoint { databaseId url events description enabled allowLocalUrls disabledReason createdAt }`);
 
 const toV1Endpoint = (e: V1WebhookEndpointFragment) => ({
   id: e.databaseId,
@@ -13,6 +13,7 @@ const toV1Endpoint = (e: V1WebhookEndpointFragment) => ({
   events: e.events,
   description: e.description,
   enabled: e.enabled,
+  allow_local_urls: e.allowLocalUrls,
   created_at: e.createdAt,
 });
 
@@ -24,7 +25,7 @@ export const webhookRoutes = [
       operationId: "createWebhookEndpoint",
       summary: "Add a webhook endpoint; its signing secret is shown this once",
       tag: "Webhooks",
-      body: body({ url: str(), events: list(str()), description: str(), enabled: bool() }, ["url"]),
+      body: body({ url: str(), events: list(str()), description: str(), enabled: bool(), allow_local_urls: bool("Test mode only: the URL may be on loopback or a private network (refused in live mode)") }, ["url"]),
       status: 201,
       response: envelope({ data: obj({ ...(schemas.webhookEndpoint.properties as Record<string, Record<string, unknown>>), secret: str("whsec_...: verify deliveries with it (Standard Webhooks)") }) }),
       errors: [409, 422],
@@ -40,7 +41,7 @@ export const webhookRoutes = [
     `),
     // events keeps its own check: GraphQL would take a lone string as a list of one.
     variables: ({ body }) => ({
-      input: { ...bodyFields(body, { url: "url", description: "description", enabled: "enabled" }), events: stringListField(body, "events") },
+      input: { ...bodyFields(body, { url: "url", description: "description", enabled: "enabled", allowLocalUrls: "allow_local_urls" }), events: stringListField(body, "events") },
     }),
     respond: ({ createWebhookEndpoint: { secret, endpoint } }) => {
       const { created_at, ...rest } = toV1Endpoint(endpoint);

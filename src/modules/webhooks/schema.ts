@@ -15,6 +15,9 @@ export const WebhookEndpoint = builder.prismaNode("WebhookEndpoint", {
     description: t.exposeString("description", { nullable: true }),
     events: t.exposeStringList("events", { description: "Event types delivered; empty means every type." }),
     enabled: t.exposeBoolean("enabled"),
+    allowLocalUrls: t.exposeBoolean("allowLocalUrls", {
+      description: "Test mode only: its URL may be on loopback or a private network (a receiver on your machine); every other endpoint keeps the SSRF guard.",
+    }),
     disabledReason: t.exposeString("disabledReason", { nullable: true, description: "Why the gateway disabled it (every attempt failing for 5 days)." }),
     failingSince: t.expose("failingSince", { type: "DateTime", nullable: true, description: "Start of the current run of failed attempts." }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
@@ -61,6 +64,7 @@ const CreateWebhookEndpointInput = builder.inputType("CreateWebhookEndpointInput
     events: t.stringList({ required: false, description: "Event types to deliver; absent or empty means every type." }),
     description: t.string({ required: false }),
     enabled: t.boolean({ required: false, description: "Default true." }),
+    allowLocalUrls: t.boolean({ required: false, description: "Allow local URLs (test mode only): the URL may be on loopback or a private network. Refused in live mode. Default false." }),
   }),
 });
 
@@ -71,6 +75,7 @@ const UpdateWebhookEndpointInput = builder.inputType("UpdateWebhookEndpointInput
     events: t.stringList({ required: false }),
     description: t.string({ required: false }),
     enabled: t.boolean({ required: false, description: "Re-enabling a disabled endpoint clears its failure record." }),
+    allowLocalUrls: t.boolean({ required: false, description: "Allow local URLs (test mode only); turning it off checks the URL again. Refused in live mode." }),
   }),
 });
 

@@ -89,7 +89,7 @@ export interface DeliveryToSend {
   status: string;
   attempts: number;
   mode: Mode;
-  endpoint: Pick<WebhookEndpoint, "id" | "merchantId" | "mode" | "url" | "enabled" | "failingSince" | "secretEncrypted" | "previousSecretEncrypted" | "previousSecretExpiresAt">;
+  endpoint: Pick<WebhookEndpoint, "id" | "merchantId" | "mode" | "url" | "enabled" | "allowLocalUrls" | "failingSince" | "secretEncrypted" | "previousSecretEncrypted" | "previousSecretExpiresAt">;
   event: { id: bigint; type: string; createdAt: Date; payload: unknown };
 }
 
@@ -112,6 +112,7 @@ interface DeliveryRow {
   endpoint_mode: Mode;
   url: string;
   enabled: boolean;
+  allow_local_urls: boolean;
   failing_since: Date | string | null;
   secret_encrypted: string;
   previous_secret_encrypted: string | null;
@@ -124,7 +125,7 @@ interface DeliveryRow {
 
 /** A batch's deliveries with their endpoints and events, only the columns an attempt needs (int8 as text: drivers differ). */
 const LOAD_DELIVERIES = `SELECT d.id::text AS id, d.status::text AS status, d.attempts, d.mode::text AS mode,
-    ep.id AS endpoint_id, ep.merchant_id, ep.mode::text AS endpoint_mode, ep.url, ep.enabled, ep.failing_since,
+    ep.id AS endpoint_id, ep.merchant_id, ep.mode::text AS endpoint_mode, ep.url, ep.enabled, ep.allow_local_urls, ep.failing_since,
     ep.secret_encrypted, ep.previous_secret_encrypted, ep.previous_secret_expires_at,
     ev.id::text AS event_id, ev.type, ev.created_at AS event_created_at, ev.payload
   FROM webhook_deliveries d
@@ -152,6 +153,7 @@ function deliveryFromRow(row: DeliveryRow): DeliveryToSend {
       mode: row.endpoint_mode,
       url: row.url,
       enabled: row.enabled,
+      allowLocalUrls: row.allow_local_urls,
       failingSince: row.failing_since === null ? null : time(row.failing_since),
       secretEncrypted: row.secret_encrypted,
       previousSecretEncrypted: row.previous_secret_encrypted,

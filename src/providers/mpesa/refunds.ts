@@ -1,4 +1,5 @@
 import { GatewayError, ValidationError } from "../../errors.ts";
+import { formatMoney } from "../../money.ts";
 import { toMsisdn } from "../../phone.ts";
 import type { PayoutConnector, RefundConnector, RefundRequest } from "../types.ts";
 import type { DarajaClient, MpesaConfig } from "./client.ts";
@@ -47,7 +48,7 @@ export function createMpesaRefunds(deps: MpesaRefundDeps): RefundConnector {
     method(payment, amount, config) {
       const unit = 100n;
       if (amount % unit !== 0n) {
-        throw new ValidationError("amount", `must be a whole number of shillings for an M-Pesa refund (minor units, a multiple of 100: 15000 is KES 150)`);
+        throw new ValidationError("amount", `must be a whole number of shillings for an M-Pesa refund: ${formatMoney(amount, "KES")} has cents (in minor units a multiple of 100: 15000 is KES 150.00)`);
       }
       const initiator = "its config needs initiator_name and security_credential or initiator_password (an API operator with the reversal and B2C roles)";
       if (amount === payment.amount) {

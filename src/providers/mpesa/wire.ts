@@ -1,5 +1,5 @@
 import { ValidationError } from "../../errors.ts";
-import { currencies, isKnownCurrency } from "../../money.ts";
+import { currencies, formatMoney, isKnownCurrency } from "../../money.ts";
 import { kenyanMobileOrNull, toMsisdn } from "../../phone.ts";
 import type { AccountBalanceResult, C2bPayment, CollectionCallback, PayoutResult, ProviderAccountBalance, RefundResult } from "../types.ts";
 
@@ -38,13 +38,13 @@ function toShillings(amount: bigint, currency: string, bounds: { min: number; ma
   if (currency !== MPESA_CURRENCY || !isKnownCurrency(currency)) throw new ValidationError("currency", `M-Pesa ${bounds.payout ? "pays out" : "collects"} only KES`);
   const unit = 10n ** BigInt(currencies.KES.exponent);
   if (amount % unit !== 0n) {
-    throw new ValidationError(field, `must be a whole number of shillings for M-Pesa (minor units, a multiple of ${unit}: 150000 is KES 1,500)`);
+    throw new ValidationError(field, `must be a whole number of shillings for M-Pesa: ${formatMoney(amount, MPESA_CURRENCY)} has cents (in minor units a multiple of ${unit}: 150000 is KES 1,500.00)`);
   }
   const shillings = amount / unit;
   if (shillings < BigInt(bounds.min) || shillings > BigInt(bounds.max)) {
     throw new ValidationError(
       field,
-      `must be between KES ${bounds.min} and KES ${bounds.max.toLocaleString("en")} for ${bounds.payout ? "an M-Pesa payout" : "M-Pesa"} (${bounds.min * 100} to ${bounds.max * 100} minor units)`,
+      `must be between ${formatMoney(BigInt(bounds.min) * unit, MPESA_CURRENCY)} and ${formatMoney(BigInt(bounds.max) * unit, MPESA_CURRENCY)} for ${bounds.payout ? "an M-Pesa payout" : "M-Pesa"}, not ${formatMoney(amount, MPESA_CURRENCY)}`,
     );
   }
   return Number(shillings);

@@ -76,6 +76,7 @@ export function Webhooks({ session }: { session: Session }) {
       {secret && <SecretOnce label="Signing secret of the new endpoint" secret={secret} onDone={() => setSecret(null)} />}
       {writable && adding && (
         <NewEndpoint
+          testMode={session.mode === "test"}
           onCancel={() => setAdding(false)}
           onCreated={(newSecret) => {
             setAdding(false);
@@ -134,17 +135,19 @@ export function Webhooks({ session }: { session: Session }) {
   );
 }
 
-function NewEndpoint({ onCreated, onCancel }: { onCreated: (secret: string) => void; onCancel: () => void }) {
+function NewEndpoint({ testMode, onCreated, onCancel }: { testMode: boolean; onCreated: (secret: string) => void; onCancel: () => void }) {
   const [url, setUrl] = useState("");
+  const [allowLocalUrls, setAllowLocalUrls] = useState(false);
   const [description, setDescription] = useState("");
   const [events, setEvents] = useState<string[]>([]);
   const urlRef = useFocusOnMount<HTMLInputElement>();
   const create = async () => {
-    const input = { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}) };
+    const input = { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}), ...(testMode && allowLocalUrls ? { allowLocalUrls: true } : {}) };
     const result = await mutate(CREATE, "createWebhookEndpoint", { input });
     setUrl("");
     setDescription("");
     setEvents([]);
+    setAllowLocalUrls(false);
     announce("Webhook endpoint created. Copy its signing secret now.");
     onCreated(result.secret);
   };
@@ -155,6 +158,17 @@ function NewEndpoint({ onCreated, onCancel }: { onCreated: (secret: string) => v
         <label for="endpoint-url">Endpoint URL</label>
         <input id="endpoint-url" ref={urlRef} type="url" required placeholder="https://example.com/webhooks" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
       </div>
+      {testMode && (
+        <div class="field">
+          <label class="inline">
+            <input id="endpoint-allow-local" type="checkbox" aria-describedby="endpoint-allow-local-hint" checked={allowLocalUrls} onChange={(e) => setAllowLocalUrls(e.currentTarget.checked)} /> Allow local
+            URLs (test mode only)
+          </label>
+          <p id="endpoint-allow-local-hint" class="muted hint">
+            For a receiver on your own machine or network, such as http://localhost:4000/webhooks. Live endpoints are always public https URLs.
+          </p>
+        </div>
+      )}
       <div class="field">
         <label for="endpoint-description">Description (optional)</label>
         <input id="endpoint-description" type="text" maxLength={200} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
