@@ -210,7 +210,8 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
         // A single-use link's new payment: this browser is its payer from now on (this link's path only).
         if (result.payerToken) reply.header("set-cookie", links.payerCookie(view.link.slug, result.payerToken));
         // On to the checkout, in the language the payer chose here (an M-Pesa payer's prompt is already on its way).
-        return reply.header("cache-control", "no-store").redirect(withLang(`/payment/checkout/${encodeURIComponent(result.reference)}`, lang, chosen), 303);
+        const checkout = `/payment/checkout/${encodeURIComponent(result.reference)}${result.method === "card" ? "?method=card" : ""}`;
+        return reply.header("cache-control", "no-store").redirect(withLang(checkout, lang, chosen), 303);
       } catch (error) {
         // The payer's own mistake: the form again, saying what to fix, with what they typed.
         if (error instanceof GatewayError && error.code === "validation_failed") {

@@ -290,7 +290,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
      * another payer's is being made (the link's claim) this one is asked to try again ("busy"). A new single-use
      * payment answers the token that recognises its payer from then on.
      */
-    async pay(slug: string, input: LinkPayInput, payerToken?: string): Promise<{ reference: string; payerToken?: string } | { unavailable: LinkUnavailable }> {
+    async pay(slug: string, input: LinkPayInput, payerToken?: string): Promise<{ reference: string; payerToken?: string; method?: LinkMethod } | { unavailable: LinkUnavailable }> {
       const view = await this.pageView(slug, payerToken);
       if (!view) return { unavailable: "not_found" };
       if (view.ownPending) return { reference: view.ownPending };
@@ -330,7 +330,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
           { emailOptional: method === "mpesa" },
         );
         await store.recordPayment(prisma, link.id, transaction.id);
-        return { reference: transaction.reference };
+        return { reference: transaction.reference, method };
       };
       /**
        * The M-Pesa payer's push, sent now: their next page is the checkout's "check your phone". A push refused
@@ -354,7 +354,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
       };
       if (!(await store.claim(prisma, link.id, CLAIM_MS))) return (await existing()) ?? { unavailable: "busy" };
       // The push after the claim is released: the payment exists, and the provider's answer may take a while.
-      let made: { reference: string };
+      let made: Awaited<ReturnType<typeof create>>;
       try {
         const found = await existing();
         if (found) return found;
