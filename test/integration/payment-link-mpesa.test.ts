@@ -80,6 +80,9 @@ describe("payment link paid by M-Pesa without an e-mail", () => {
     expect(await page.textContent("#result")).toContain("2547*****149");
     await page.screenshot({ path: "/tmp/link-mpesa-waiting-390.png", fullPage: true });
     await page.locator("#result.completed").waitFor();
+    // The settled page as the payer finds it again (the live page may itself reload to show the receipt).
+    await page.reload();
+    await page.locator("#result.completed").waitFor();
     await page.screenshot({ path: "/tmp/link-mpesa-completed-390.png", fullPage: true });
     await expectNoSeriousAxeViolations(page, "checkout after a link's M-Pesa payment");
 

@@ -78,7 +78,7 @@ export interface LinkPageView {
 export interface LinkPayInput {
   email: unknown;
   amount?: unknown;
-  /** Absent: the only method offered, else M-Pesa when a phone was given, else card (the form before M-Pesa was on it). */
+  /** Absent: M-Pesa when a phone was given (and it is offered), else chosen on the checkout, the e-mail required (the form before M-Pesa was on it). */
   method?: unknown;
   /** The M-Pesa phone: the push goes out at once, so the payer's next page is "check your phone". */
   phone?: unknown;
@@ -90,19 +90,17 @@ export interface LinkPayInput {
 export const MPESA_WHOLE_AMOUNT = "M-Pesa takes whole amounts only (no cents): round it, or pay by card";
 
 /**
- * The method of a link's payment: the one the payer picked among those offered; absent, the only one offered, else
- * M-Pesa when a phone was given, else card (a form posted as it was before M-Pesa was on it).
+ * The method of a link's payment: the one the payer picked among those offered. A form without one (as posted before
+ * M-Pesa was on the page) is M-Pesa when it gives a phone and M-Pesa is offered, else null: the payer chooses on the
+ * checkout, and gives an e-mail as before.
  */
-function chooseMethod(offered: LinkMethods, input: LinkPayInput): LinkMethod {
-  const picked = input.method === "card" || input.method === "mpesa" ? input.method : input.method === undefined || input.method === "" ? null : undefined;
-  if (picked === undefined) throw new ValidationError("method", "must be card or mpesa");
-  if (picked !== null) {
-    if (!offered[picked]) throw new ValidationError("method", picked === "mpesa" ? "M-Pesa is not offered for this payment" : "cards are not offered for this payment");
-    return picked;
+function chooseMethod(offered: LinkMethods, input: LinkPayInput): LinkMethod | null {
+  if (input.method === undefined || input.method === null || input.method === "") {
+    return offered.mpesa && typeof input.phone === "string" && input.phone.trim() !== "" ? "mpesa" : null;
   }
-  if (offered.mpesa && !offered.card) return "mpesa";
-  if (offered.mpesa && typeof input.phone === "string" && input.phone.trim() !== "") return "mpesa";
-  return "card";
+  if (input.method !== "card" && input.method !== "mpesa") throw new ValidationError("method", "must be card or mpesa");
+  if (!offered[input.method]) throw new ValidationError("method", input.method === "mpesa" ? "M-Pesa is not offered for this payment" : "cards are not offered for this payment");
+  return input.method;
 }
 
 /** How long a single-use link's claim lasts at most (a crashed instance's claim lapses by itself). */
@@ -290,7 +288,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
      * another payer's is being made (the link's claim) this one is asked to try again ("busy"). A new single-use
      * payment answers the token that recognises its payer from then on.
      */
-    async pay(slug: string, input: LinkPayInput, payerToken?: string): Promise<{ reference: string; payerToken?: string; method?: LinkMethod } | { unavailable: LinkUnavailable }> {
+    async pay(slug: string, input: LinkPayInput, payerToken?: string): Promise<{ reference: string; payerToken?: string; method?: LinkMethod | null } | { unavailable: LinkUnavailable }> {
       const view = await this.pageView(slug, payerToken);
       if (!view) return { unavailable: "not_found" };
       if (view.ownPending) return { reference: view.ownPending };
@@ -307,7 +305,7 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
       // Checked by initialize; blank is none. Paystack and the card form need it; an M-Pesa payer may leave it out
       // (then no customer record and no e-mailed receipt).
       const email = typeof input.email === "string" && input.email.trim() !== "" ? input.email : null;
-      if (method === "card" && email === null) throw new ValidationError("email", "is required for card payments");
+      if (method !== "mpesa" && email === null) throw new ValidationError("email", "is required for card payments");
       let phone: string | null = null;
       if (method === "mpesa") {
         phone = normalizeMsisdn(typeof input.phone === "string" ? input.phone : null, "phone");
