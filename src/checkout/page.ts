@@ -76,6 +76,8 @@ export interface CheckoutPageOptions {
   /** The response's CSP nonce, on the page's inline script and style (no 'unsafe-inline'). */
   nonce?: string;
   lang?: Language;
+  /** The method to show first when offered (a payment link's card payer chose it there: `?method=card`). */
+  method?: "card" | "mpesa";
 }
 
 /** Minor units to a display string with the currency's exponent, without floating point (src/money.ts). */
@@ -155,7 +157,8 @@ export function renderCheckoutPage(view: CheckoutView | null, options: CheckoutP
       // Where the latest attempt stands decides what shows first; the script then follows it live.
       const waiting = attempt?.status === "pending";
       const failedAttempt = attempt?.status === "failed" ? attempt : null;
-      const chosen: "mpesa" | "card" = failedAttempt && methods[failedAttempt.method] ? failedAttempt.method : methods.mpesa ? "mpesa" : "card";
+      const chosen: "mpesa" | "card" =
+        failedAttempt && methods[failedAttempt.method] ? failedAttempt.method : options.method && methods[options.method] ? options.method : methods.mpesa ? "mpesa" : "card";
       const retrying = failedAttempt?.method === "mpesa" && methods.mpesa;
       const attemptReason = failedAttempt ? reasonText(lang, failedAttempt.code, failedAttempt.reason) : null;
       const resultText = waiting

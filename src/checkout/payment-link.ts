@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors.ts";
 import { currencies, isKnownCurrency } from "../money.ts";
-import type { LinkUnavailable, LinkPageView as ServiceLinkView } from "../modules/payment-links/service.ts";
+import { MPESA_WHOLE_AMOUNT, type LinkMethod, type LinkUnavailable, type LinkPageView as ServiceLinkView } from "../modules/payment-links/service.ts";
 import type { Services } from "../services.ts";
 import { unsafeTextIn } from "../validation.ts";
 import { catalogues, chooseLanguage, format, withLang, type Language, type Messages } from "./i18n.ts";
@@ -10,9 +10,11 @@ import { formatAmount } from "./page.ts";
 
 /**
  * The public page of a payment link, /pay/<slug>: the merchant, what the payment is for and its amount (or an
- * amount field for an open link), and the payer's e-mail, posted as a plain form (it works without script).
- * The POST makes this payer's transaction and sends them on to the hosted checkout with a 303. No API key: the
- * unguessable slug is what the merchant handed out.
+ * amount field for an open link), the method (M-Pesa or card, where the link's channel offers both), the M-Pesa
+ * phone and the payer's e-mail (optional with M-Pesa, required for a card), posted as a plain form (no script:
+ * the fields of the method not chosen are hidden by CSS alone). The POST makes this payer's transaction, sends an
+ * M-Pesa payer's prompt at once, and sends them on to the hosted checkout with a 303 (for M-Pesa, its "check your
+ * phone"). No API key: the unguessable slug is what the merchant handed out.
  */
 
 const exponentOf = (currency: string) => (isKnownCurrency(currency) ? currencies[currency].exponent : 2);
@@ -60,6 +62,8 @@ interface FormState {
   field?: string;
   email?: string;
   amount?: string;
+  phone?: string;
+  method?: LinkMethod;
 }
 
 const UNAVAILABLE_TEXT: Record<LinkUnavailable, [keyof Messages, keyof Messages]> = {
@@ -84,7 +88,18 @@ export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, 
   } else {
     const { link } = view;
     const open = link.amount === null;
-    const errorFor = (field: string) => (state.error && state.field === field ? ` aria-invalid="true" aria-describedby="error"` : "");
+    // A field the error names is marked invalid and described by the error first, then by its own hint.
+    const describedBy = (field: string, hint: string) =>
+      state.error && state.field === field ? ` aria-invalid="true" aria-describedby="error ${hint}"` : ` aria-describedby="${hint}"`;
+    // A channel that offers neither (none usable now) keeps the card form: paying then says why.
+    const methods = view.methods.mpesa ? view.methods : { card: true, mpesa: false };
+    const both = methods.card && methods.mpesa;
+    const chosen: LinkMethod = state.method && methods[state.method] ? state.method : methods.mpesa ? "mpesa" : "card";
+    const radio = (method: LinkMethod, label: string) =>
+      `<label class="method"><input type="radio" id="method-${method}" name="method" value="${method}"${chosen === method ? " checked" : ""}> ${escapeHtml(label)}</label>`;
+    // With both, what belongs to one method only is shown for it alone (by CSS: the page has no script).
+    const forMethod = (method: LinkMethod, html: string) => (!methods[method] ? "" : both ? `<span class="for-${method}">${html}</span>` : html);
+    const payMpesa = open ? t.payMpesaAny : format(t.payMpesa, { amount: formatAmount(link.amount!, link.currency) });
     body = `${link.mode === "test" ? `<p class="test-ribbon" role="note">${escapeHtml(t.testMode)}</p>` : ""}
   ${header}
   <h1 id="amount">${open ? escapeHtml(t.anyAmount) : escapeHtml(formatAmount(link.amount!, link.currency))}</h1>
@@ -94,14 +109,28 @@ export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, 
     ${
       open
         ? `<label for="amount-input">${escapeHtml(format(t.amountLabel, { currency: link.currency }))}</label>
-    <input id="amount-input" name="amount" inputmode="decimal" autocomplete="transaction-amount" required aria-describedby="min-amount"${errorFor("amount")} value="${escapeHtml(state.amount ?? "")}" placeholder="${escapeHtml(majorText(link.minAmount, link.currency))}">
+    <input id="amount-input" name="amount" inputmode="decimal" autocomplete="transaction-amount" required${describedBy("amount", "min-amount")} value="${escapeHtml(state.amount ?? "")}" placeholder="${escapeHtml(majorText(link.minAmount, link.currency))}">
     <p class="hint" id="min-amount">${escapeHtml(format(t.atLeast, { amount: formatAmount(link.minAmount, link.currency) }))}</p>`
         : ""
     }
+    ${
+      both
+        ? `<fieldset id="methods"><legend>${escapeHtml(t.payWith)}</legend>${radio("mpesa", t.methodMpesa)}${radio("card", t.methodCard)}</fieldset>`
+        : `<input type="hidden" name="method" value="${chosen}">`
+    }
+    ${
+      methods.mpesa
+        ? `<div id="phone-field" class="${both ? "for-mpesa" : ""}">
+    <label for="phone">${escapeHtml(t.phone)}</label>
+    <input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel"${methods.card ? "" : " required"}${describedBy("phone", "phone-hint")} value="${escapeHtml(state.phone ?? "")}">
+    <p class="hint" id="phone-hint">${escapeHtml(t.phoneHint)}</p>
+    </div>`
+        : ""
+    }
     <label for="email">${escapeHtml(t.email)}</label>
-    <input id="email" name="email" type="email" autocomplete="email" required${errorFor("email")} value="${escapeHtml(state.email ?? "")}">
-    <p class="hint">${escapeHtml(t.emailHint)}</p>
-    <button type="submit">${escapeHtml(t.continue)}</button>
+    <input id="email" name="email" type="email" autocomplete="email"${methods.card && !methods.mpesa ? " required" : ""}${describedBy("email", "email-hint")} value="${escapeHtml(state.email ?? "")}">
+    <p class="hint" id="email-hint">${forMethod("mpesa", escapeHtml(t.emailHintMpesa))}${forMethod("card", escapeHtml(t.emailHintCard))}</p>
+    <button type="submit">${forMethod("mpesa", escapeHtml(payMpesa))}${forMethod("card", escapeHtml(t.continue))}</button>
   </form>`;
   }
   if (brand) body += supportFooter(brand, t);
@@ -112,6 +141,11 @@ export function renderPaymentLinkPage(view: LinkPageView | null, nonce: string, 
 <style nonce="${escapeHtml(nonce)}">
   ${baseCss(readableAccent(brand?.accentColor))}
   .paid { color: #047857; }
+  #methods { border: 0; padding: 0; margin: 1rem 0 0; display: flex; gap: .5rem; }
+  #methods legend { font-weight: 600; margin-bottom: .25rem; padding: 0; }
+  .method { flex: 1 1 0; margin: 0; display: flex; align-items: center; gap: .5rem; padding: .6rem .75rem; border: 1px solid #767676; border-radius: 4px; cursor: pointer; }
+  .method:has(input:checked) { border: 2px solid var(--accent); }
+  form:has(#method-card:checked) .for-mpesa, form:has(#method-mpesa:checked) .for-card { display: none; }
 </style></head>
 <body>
   <main>
@@ -157,7 +191,9 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
       if (!view || view.unavailable) return sendPage(request, reply, statusOf(view ? view.unavailable : "not_found"), view);
       const email = typeof form.email === "string" ? form.email : "";
       const typed = typeof form.amount === "string" ? form.amount : "";
-      const state: FormState = { email, amount: typed };
+      const phone = typeof form.phone === "string" ? form.phone : "";
+      const method = form.method === "card" || form.method === "mpesa" ? form.method : undefined;
+      const state: FormState = { email, amount: typed, phone, ...(method ? { method } : {}) };
       const { lang, chosen } = chooseLanguage(request.query.lang, request.headers["accept-language"]);
       const t = catalogues[lang].messages;
       try {
@@ -167,31 +203,38 @@ export function registerPaymentLinkRoutes(app: FastifyInstance, services: Servic
         if (amount !== undefined && amount < view.link.minAmount) {
           throw new GatewayError("validation_failed", `amount: must be at least ${formatAmount(view.link.minAmount, view.link.currency)}`, { field: "amount" });
         }
-        const result = await links.pay(request.params.slug, { email, amount }, payerToken);
+        const result = await links.pay(request.params.slug, { email, amount, phone, method: form.method, language: lang }, payerToken);
         if ("unavailable" in result) {
           return sendPage(request, reply, statusOf(result.unavailable), { ...view, unavailable: result.unavailable });
         }
         // A single-use link's new payment: this browser is its payer from now on (this link's path only).
         if (result.payerToken) reply.header("set-cookie", links.payerCookie(view.link.slug, result.payerToken));
-        // On to the checkout, in the language the payer chose here.
-        return reply.header("cache-control", "no-store").redirect(withLang(`/payment/checkout/${encodeURIComponent(result.reference)}`, lang, chosen), 303);
+        // On to the checkout, in the language the payer chose here (an M-Pesa payer's prompt is already on its way).
+        const checkout = `/payment/checkout/${encodeURIComponent(result.reference)}${result.method === "card" ? "?method=card" : ""}`;
+        return reply.header("cache-control", "no-store").redirect(withLang(checkout, lang, chosen), 303);
       } catch (error) {
         // The payer's own mistake: the form again, saying what to fix, with what they typed.
         if (error instanceof GatewayError && error.code === "validation_failed") {
-          const field = error.field === "amount" || error.field === "email" ? error.field : undefined;
+          const field = error.field === "amount" || error.field === "email" || error.field === "phone" ? error.field : undefined;
           const minimum = formatAmount(view.link.minAmount, view.link.currency);
           const message =
             field === "email"
-              ? t.badEmail
-              : field !== "amount"
-                ? error.message
-                : typed.trim() === ""
-                  ? t.amountMissing
-                  : error.message.startsWith("amount: must be at least")
-                    ? format(t.amountTooSmall, { amount: minimum })
-                    : error.message.includes(AMOUNT_SEPARATOR_PROBLEM)
-                      ? format(t.amountSeparator, { example: exponentOf(view.link.currency) ? "1,500.50" : "1,500" })
-                      : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
+              ? email.trim() === ""
+                ? t.emailRequiredCard
+                : t.badEmail
+              : field === "phone"
+                ? t.badPhone
+                : field !== "amount"
+                  ? error.message
+                  : typed.trim() === ""
+                    ? t.amountMissing
+                    : error.message.startsWith("amount: must be at least")
+                      ? format(t.amountTooSmall, { amount: minimum })
+                      : error.message.includes(MPESA_WHOLE_AMOUNT)
+                        ? t.mpesaWholeAmount
+                        : error.message.includes(AMOUNT_SEPARATOR_PROBLEM)
+                          ? format(t.amountSeparator, { example: exponentOf(view.link.currency) ? "1,500.50" : "1,500" })
+                          : format(t.amountFormat, { example: exponentOf(view.link.currency) ? "150.00" : "150" });
           return sendPage(request, reply, 400, view, { ...state, error: message, ...(field ? { field } : {}) });
         }
         throw error;

@@ -28,7 +28,7 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
     return sendPayerPage(reply, view ? 200 : 404, (nonce) => renderCheckoutPage(view, { ...options, nonce, lang }));
   };
 
-  app.get<{ Params: { reference: string }; Querystring: { lang?: string } }>("/payment/checkout/:reference", page, async (request, reply) => {
+  app.get<{ Params: { reference: string }; Querystring: { lang?: string; method?: string } }>("/payment/checkout/:reference", page, async (request, reply) => {
     // A reference no transaction can have (control characters, absurd length) is simply not found.
     const reference = request.params.reference;
     const view = unsafeTextIn(reference, "reference") ? null : await services.transactions.checkoutView(reference);
@@ -40,7 +40,9 @@ export function registerCheckoutRoutes(app: FastifyInstance, services: Services)
       });
       if (providerPage) return reply.header("cache-control", "no-store").redirect(providerPage, 303);
     }
-    return sendPage(request, reply, view);
+    // The method the payer already chose (a payment link's first page) is shown first.
+    const method = request.query.method === "card" || request.query.method === "mpesa" ? request.query.method : undefined;
+    return sendPage(request, reply, view, method ? { method } : {});
   });
 
   /** The payer is back from the provider's page (Paystack's callback_url): ask the provider, record, show the result. */

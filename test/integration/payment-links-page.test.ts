@@ -43,11 +43,13 @@ describe("payment link page /pay/<slug>", () => {
   async function payThroughLink(slug: string, email: string, amount?: string): Promise<string> {
     const page = await openPage(slug);
     if (amount !== undefined) await page.fill('input[name="amount"]', amount);
+    // Where M-Pesa is offered (KES in whole shillings) it comes first: these payers choose the card, here already.
+    if (await page.isVisible("#methods")) await page.check('#methods input[value="card"]');
     await page.fill('input[name="email"]', email);
     await Promise.all([page.waitForURL(/\/payment\/checkout\//), page.click('button[type="submit"]')]);
     const reference = new URL(page.url()).pathname.split("/").pop()!;
-    // Where M-Pesa is offered (KES in whole shillings) it comes first: these payers choose the card.
-    if (await page.isVisible("#methods")) await page.check('#methods input[value="card"]');
+    // The checkout opens on the card form the payer chose on the link's page.
+    if (await page.isVisible("#methods")) expect(await page.isChecked('#methods input[value="card"]')).toBe(true);
     await page.fill('input[name="card_number"]', "4084084084084081");
     await page.fill('input[name="expiry_month"]', "12");
     await page.fill('input[name="expiry_year"]', String(new Date().getUTCFullYear() + 1));
@@ -84,13 +86,20 @@ describe("payment link page /pay/<slug>", () => {
     // The docs' picture (docs/card-payments.md): rewritten only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
     const shot = process.env.UPDATE_SCREENSHOTS === "1" ? "src/checkout/screenshot-payment-link.png" : "/tmp/payment-link-360.png";
     await page.screenshot({ path: shot, fullPage: true });
-    // Keyboard: the first Tab reaches the language switch, the second the labelled e-mail field, Enter submits the form.
+    // Keyboard: the first Tab reaches the language switch, the second the method (M-Pesa first), the next the labelled
+    // phone and the e-mail field; Enter submits the form (the M-Pesa prompt goes out at once).
     await page.keyboard.press("Tab");
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("lang-switch");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("method-mpesa");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).labels?.[0]?.textContent)).toBe("M-Pesa phone number");
+    await page.keyboard.type("0708374149");
     await page.keyboard.press("Tab");
     expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).labels?.[0]?.textContent)).toBe("Your e-mail");
     await page.keyboard.type("keyboard@example.com");
     await Promise.all([page.waitForURL(/\/payment\/checkout\//), page.keyboard.press("Enter")]);
+    await page.locator("#waiting").waitFor({ state: "visible" });
     await page.close();
     expect(offHost).toEqual([]);
     expect(errors).toEqual([]);
@@ -198,6 +207,7 @@ describe("payment link page /pay/<slug>", () => {
       await confineToGateway(payerPage, gw.url, offHost);
       recordPageErrors(payerPage, errors);
       await payerPage.goto(`${gw.url}/pay/${link.slug}`);
+      await payerPage.check('#methods input[value="card"]');
       await payerPage.fill('input[name="email"]', "first@example.com");
       await Promise.all([payerPage.waitForURL(/\/payment\/checkout\//), payerPage.click('button[type="submit"]')]);
       const checkout = new URL(payerPage.url()).pathname;

@@ -6,6 +6,7 @@ import type { PaymentLink } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
 import { amountSchema, formatMoney, parseAmount, parseCurrency } from "../../money.ts";
+import { normalizeMsisdn } from "../../phone.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ChannelService } from "../channels/service.ts";
@@ -40,7 +41,7 @@ export interface PaymentLinkServiceDeps {
   prisma: PrismaClient;
   channels: ChannelService;
   connectors: Connectors;
-  transactions: Pick<TransactionService, "initialize">;
+  transactions: Pick<TransactionService, "initialize" | "payerMethods" | "payWithMpesa">;
   publicBaseUrl: string;
   /** Signs the token that recognises a single-use link's payer (a key derived from it; never the key itself). */
   payerKey: Buffer;
@@ -56,12 +57,50 @@ const PAYER_COOKIE = "gw_link_payer";
  */
 export type LinkUnavailable = "not_found" | "inactive" | "expired" | "paid" | "busy" | "being_paid";
 
+/** How a link's payer can pay: the checkout's choice, decided on the link's first page. */
+export type LinkMethod = "card" | "mpesa";
+export interface LinkMethods {
+  card: boolean;
+  mpesa: boolean;
+}
+
 /** The public page's view of a link: `ownPending` is the pending payment this payer started (their token matched). */
 export interface LinkPageView {
   link: PaymentLink;
   merchantName: string;
   unavailable: LinkUnavailable | null;
   ownPending: string | null;
+  /** What the page offers; card alone when the link's channel cannot be resolved now (paying then says why). */
+  methods: LinkMethods;
+}
+
+/** What a payer submits on a link's first page. */
+export interface LinkPayInput {
+  email: unknown;
+  amount?: unknown;
+  /** Absent: M-Pesa when a phone was given (and it is offered), else chosen on the checkout, the e-mail required (the form before M-Pesa was on it). */
+  method?: unknown;
+  /** The M-Pesa phone: the push goes out at once, so the payer's next page is "check your phone". */
+  phone?: unknown;
+  /** The page's language, kept on the push's attempt for the payer's receipt. */
+  language?: string;
+}
+
+/** An open amount M-Pesa cannot collect (cents): the payer's form says so. */
+export const MPESA_WHOLE_AMOUNT = "M-Pesa takes whole amounts only (no cents): round it, or pay by card";
+
+/**
+ * The method of a link's payment: the one the payer picked among those offered. A form without one (as posted before
+ * M-Pesa was on the page) is M-Pesa when it gives a phone and M-Pesa is offered, else null: the payer chooses on the
+ * checkout, and gives an e-mail as before.
+ */
+function chooseMethod(offered: LinkMethods, input: LinkPayInput): LinkMethod | null {
+  if (input.method === undefined || input.method === null || input.method === "") {
+    return offered.mpesa && typeof input.phone === "string" && input.phone.trim() !== "" ? "mpesa" : null;
+  }
+  if (input.method !== "card" && input.method !== "mpesa") throw new ValidationError("method", "must be card or mpesa");
+  if (!offered[input.method]) throw new ValidationError("method", input.method === "mpesa" ? "M-Pesa is not offered for this payment" : "cards are not offered for this payment");
+  return input.method;
 }
 
 /** How long a single-use link's claim lasts at most (a crashed instance's claim lapses by itself). */
@@ -231,7 +270,21 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
         else if (pending && isPayerOf(pending.reference, payerToken)) ownPending = pending.reference;
         else if (pending) reason = "being_paid";
       }
-      return { link, merchantName: merchant.name, unavailable: reason, ownPending };
+      const methods = reason || ownPending ? { card: false, mpesa: false } : await this.methodsOf(link);
+      return { link, merchantName: merchant.name, unavailable: reason, ownPending, methods };
+    },
+
+    /**
+     * Card and/or M-Pesa, as the checkout would offer them for this link's payment (an open amount at its minimum,
+     * the amount itself being checked when paying). Card alone when the channel cannot be resolved now: paying
+     * then says why, as before.
+     */
+    async methodsOf(link: PaymentLink, amount?: bigint): Promise<LinkMethods> {
+      try {
+        return await transactions.payerMethods(principalOf(link), { paymentChannelId: link.paymentChannelId, currency: link.currency, amount: amount ?? link.amount ?? link.minAmount });
+      } catch {
+        return { card: true, mpesa: false };
+      }
     },
 
     /**
@@ -242,34 +295,61 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
      * another payer's is being made (the link's claim) this one is asked to try again ("busy"). A new single-use
      * payment answers the token that recognises its payer from then on.
      */
-    async pay(slug: string, input: { email: unknown; amount?: unknown }, payerToken?: string): Promise<{ reference: string; payerToken?: string } | { unavailable: LinkUnavailable }> {
+    async pay(slug: string, input: LinkPayInput, payerToken?: string): Promise<{ reference: string; payerToken?: string; method?: LinkMethod | null } | { unavailable: LinkUnavailable }> {
       const view = await this.pageView(slug, payerToken);
       if (!view) return { unavailable: "not_found" };
       if (view.ownPending) return { reference: view.ownPending };
       if (view.unavailable) return { unavailable: view.unavailable };
       const { link } = view;
-      const email = input.email;
-      if (typeof email !== "string" || email.trim() === "") throw new ValidationError("email", "is required");
       let amount: bigint;
       if (link.amount !== null) amount = link.amount;
       else {
         amount = parseAmount(input.amount);
         if (amount < link.minAmount) throw new ValidationError("amount", `must be at least ${formatMoney(link.minAmount, link.currency)}`);
       }
+      const method = chooseMethod(view.methods, input);
+      if (input.email !== undefined && input.email !== null && typeof input.email !== "string") throw new ValidationError("email", "must be a valid e-mail address");
+      // Checked by initialize; blank is none. Paystack and the card form need it; an M-Pesa payer may leave it out
+      // (then no customer record and no e-mailed receipt).
+      const email = typeof input.email === "string" && input.email.trim() !== "" ? input.email : null;
+      if (method !== "mpesa" && email === null) throw new ValidationError("email", "is required for card payments");
+      let phone: string | null = null;
+      if (method === "mpesa") {
+        phone = normalizeMsisdn(typeof input.phone === "string" ? input.phone : null, "phone");
+        // This amount (an open link's): M-Pesa takes whole shillings only, say so before any payment is made.
+        if (link.amount === null && !(await this.methodsOf(link, amount)).mpesa) throw new ValidationError("amount", MPESA_WHOLE_AMOUNT);
+      }
       const create = async () => {
-        const transaction = await transactions.initialize(principalOf(link), {
-          amount,
-          email,
-          currency: link.currency,
-          description: link.description,
-          callbackUrl: link.callbackUrl,
-          paymentChannelId: link.paymentChannelId,
-          metadata: { payment_link: link.slug },
-        });
+        const transaction = await transactions.initialize(
+          principalOf(link),
+          {
+            amount,
+            email,
+            phone,
+            currency: link.currency,
+            description: link.description,
+            callbackUrl: link.callbackUrl,
+            paymentChannelId: link.paymentChannelId,
+            metadata: { payment_link: link.slug },
+          },
+          { emailOptional: method === "mpesa" },
+        );
         await store.recordPayment(prisma, link.id, transaction.id);
-        return { reference: transaction.reference };
+        return { reference: transaction.reference, method };
       };
-      if (link.reusable) return create();
+      /**
+       * The M-Pesa payer's push, sent now: their next page is the checkout's "check your phone". A push refused
+       * before it was sent (a limit, a prompt still open on that phone) leaves the payment pending: the checkout
+       * shows its M-Pesa form, where the payer tries again and is told why.
+       */
+      const push = async <T extends { reference: string }>(made: T): Promise<T> => {
+        if (method !== "mpesa") return made;
+        await transactions.payWithMpesa(made.reference, phone, { language: input.language }).catch((error: unknown) => {
+          if (!(error instanceof GatewayError)) throw error;
+        });
+        return made;
+      };
+      if (link.reusable) return push(await create());
       // One payer at a time makes a single-use link's payment: the check and the creation under one claim.
       const existing = async () => {
         const { completed, pending } = await store.settlingPayments(prisma, link.id);
@@ -278,14 +358,16 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
         return isPayerOf(pending.reference, payerToken) ? { reference: pending.reference } : ({ unavailable: "being_paid" } as const);
       };
       if (!(await store.claim(prisma, link.id, CLAIM_MS))) return (await existing()) ?? { unavailable: "busy" };
+      // The push after the claim is released: the payment exists, and the provider's answer may take a while.
+      let made: Awaited<ReturnType<typeof create>>;
       try {
         const found = await existing();
         if (found) return found;
-        const made = await create();
-        return { ...made, payerToken: payerTokenOf(made.reference) };
+        made = await create();
       } finally {
         await store.release(prisma, link.id);
       }
+      return push({ ...made, payerToken: payerTokenOf(made.reference) });
     },
   };
 }

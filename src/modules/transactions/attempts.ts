@@ -1,3 +1,4 @@
+import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Transaction, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError } from "../../errors.ts";
 import type { JobDefinition } from "../../jobs/runner.ts";
@@ -89,7 +90,7 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
   const release = (transactionId: number, token: Date) => releaseClaim(sql, transactionId, token);
 
   /** The channel an STK push for this payment goes through: its own when it takes mobile money, else the merchant's mpesa (or, in test mode, sandbox) channel. */
-  async function mpesaChannelFor(t: Transaction): Promise<{ channel: PaymentChannel; momo: MomoConnector } | null> {
+  async function mpesaChannelFor(t: Pick<Transaction, "paymentMethod" | "channelId" | "currency" | "amount" | "merchantId" | "mode">): Promise<{ channel: PaymentChannel; momo: MomoConnector } | null> {
     if (t.paymentMethod !== null) return null;
     const usable = (channel: PaymentChannel | null) => {
       const momo = channel && channel.isActive && channels.isUsableChannel(channel) ? connectorOf(connectors, channel)?.momo : undefined;
@@ -152,7 +153,21 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
     },
   };
 
+  /**
+   * How a payment of this amount through this channel (or the default) could be paid on the checkout page, before
+   * it exists: a payment link's page offers the same choice. Card: the channel charges cards (or a hosted provider
+   * does on its page); M-Pesa: as mpesaChannelFor would find a channel for it.
+   */
+  async function payerMethods(principal: Principal, payment: { paymentChannelId: number | null; currency: string; amount: bigint }): Promise<{ card: boolean; mpesa: boolean }> {
+    const { channel } = await channels.resolvePaymentChannelAndCurrency(principal, payment.paymentChannelId);
+    const connector = connectorOf(connectors, channel);
+    const card = connector?.chargeCard !== undefined || connector?.hosted !== undefined;
+    const mpesa = await mpesaChannelFor({ paymentMethod: null, channelId: channel.id, currency: payment.currency, amount: payment.amount, merchantId: principal.merchantId, mode: principal.mode });
+    return { card, mpesa: mpesa !== null };
+  }
+
   return {
+    payerMethods,
     expiryJob,
     claim,
     refused,

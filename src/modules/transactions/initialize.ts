@@ -103,6 +103,20 @@ const initializeInput = z.object({
   currency: z.string().nullish(),
 });
 
+/**
+ * A payment link's M-Pesa payer may leave the e-mail out (the gateway's own page only; /api and /v1 keep
+ * requiring it): no e-mail, no customer record, no e-mailed receipt.
+ */
+const initializeWithoutEmailInput = initializeInput.extend({
+  email: z.string().nullish().transform((email) => email?.trim() || null).pipe(emailSchema.nullable()),
+});
+
+/** Options the gateway's own callers may set; never reachable from a request body. */
+export interface InitializeOptions {
+  /** The payer's e-mail may be absent (a payment link paid by M-Pesa); a hosted provider (Paystack) still needs one. */
+  emailOptional?: boolean;
+}
+
 /** Where the payer goes after paying: the merchant's callback_url with ?trxref=<ref>&reference=<ref>, as Paystack sends them. */
 export function payerReturnUrl(callbackUrl: string, reference: string): string {
   const url = new URL(callbackUrl);
@@ -134,17 +148,19 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
     };
   }
 
-  return async function initialize(principal: Principal, input: InitializeInput) {
+  return async function initialize(principal: Principal, input: InitializeInput, options: InitializeOptions = {}) {
     const recovered = await ctx.recoveredTransaction(principal);
     if (recovered) return recovered;
     const named = await payerOf(principal, input);
-    const { amount, email, phone, firstName, lastName, description, callbackUrl, reference: clientReference, metadata, savePaymentMethod, ...wanted } = parseInput(initializeInput, { ...input, ...named });
+    const schema = options.emailOptional ? initializeWithoutEmailInput : initializeInput;
+    const { amount, email, phone, firstName, lastName, description, callbackUrl, reference: clientReference, metadata, savePaymentMethod, ...wanted } = parseInput(schema, { ...input, ...named });
     const { channel, defaultCurrency } = await channels.resolvePaymentChannelAndCurrency(principal, wanted.paymentChannelId);
     const connector = connectorOf(connectors, channel);
     if (!connector) throw new GatewayError("forbidden", `Payment channel ${channel.id} (${channel.provider}) cannot take payments`);
     const currency = parseCurrency(wanted.currency || defaultCurrency!, connector.currencies, channel.provider);
     const hosted = connector.hosted;
     hosted?.checkPayment({ amount, currency });
+    if (hosted && email === null) throw new ValidationError("email", "is required: card payments need the payer's e-mail");
 
     const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl, clientReference, metadata };
     if (!hosted && !inIdempotencyScope(principal) && !savePaymentMethod) {
@@ -153,7 +169,8 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
       afterCreate(ctx.stateMachine, { transaction, event: null, jobsQueued: 0 });
       return transaction;
     }
-    const customer = await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone });
+    // Customers are keyed on their e-mail: a payer who gave none is no customer.
+    const customer = email === null ? null : await customers.findOrCreateCustomer(principal, { email, firstName, lastName, phone });
     const row: Prisma.TransactionUncheckedCreateInput = {
       merchantId: principal.merchantId,
       mode: principal.mode,
@@ -165,7 +182,7 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
       email,
       phoneNumber: phone,
       channelId: channel.id,
-      customerId: customer.id,
+      customerId: customer?.id ?? null,
       callbackUrl,
       clientReference,
       savePaymentMethod,

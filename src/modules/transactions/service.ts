@@ -71,6 +71,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     exportCsv: async (principal: Principal, filters: TransactionFilters) => exportTransactionsCsv(ctx.readStore, principal, await withTimeZone(deps.prisma, principal, filters)),
     payWithCard: card.payWithCard,
     payWithMpesa: attempts.payWithMpesa,
+    /** Card and/or M-Pesa for a payment not yet made (a payment link's page). */
+    payerMethods: attempts.payerMethods,
     listAttempts: attempts.list,
     scheduleCheckoutExpiry: attempts.scheduleCheckoutExpiry,
     expireCheckouts: attempts.expireCheckouts,
@@ -110,5 +112,5 @@ export {
   type TransactionServiceDeps,
 } from "./context.ts";
 export { type SavedChargeInput, type SavedChargeResult } from "./saved-charges.ts";
-export { MAX_METADATA_BYTES, callbackUrlSchema, payerReturnUrl, type InitializeInput } from "./initialize.ts";
+export { MAX_METADATA_BYTES, callbackUrlSchema, payerReturnUrl, type InitializeInput, type InitializeOptions } from "./initialize.ts";
 export { newestFirst, parseTransactionSearch, transactionWhere, type TransactionFilters, type TransactionSearch } from "./store.ts";

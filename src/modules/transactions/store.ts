@@ -129,7 +129,8 @@ export interface CheckoutRow {
   amount: bigint;
   currency: string;
   description: string | null;
-  email: string;
+  /** Null for a payment link's M-Pesa payer who gave none: then no customer either. */
+  email: string | null;
   phone: string | null;
   firstName: string | null;
   lastName: string | null;
@@ -162,13 +163,13 @@ const BY_COLLECTION_REQUEST = selectWhere("channel_id = $1 AND checkout_request_
 /**
  * Initialize's insert, with the payer's customer in the same statement: the existing one by e-mail, else
  * a new one (ON CONFLICT covers a concurrent first payment by the same e-mail). A returning payer's
- * customer row is left as it is, as findOrCreateCustomer does.
+ * customer row is left as it is, as findOrCreateCustomer does. No e-mail (a link's M-Pesa payer): no customer.
  */
 const INSERT_CHECKOUT = `WITH existing AS (
      SELECT id FROM customers WHERE merchant_id = $1 AND mode = $2::"Mode" AND email = $3
    ), created AS (
      INSERT INTO customers (merchant_id, mode, email, first_name, last_name, phone)
-     SELECT $1, $2::"Mode", $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM existing)
+     SELECT $1, $2::"Mode", $3, $4, $5, $6 WHERE $3::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM existing)
      ON CONFLICT (merchant_id, mode, email) DO UPDATE SET email = EXCLUDED.email
      RETURNING id
    )
