@@ -15,8 +15,10 @@ export interface OutboundResult {
   statusCode: number | null;
   error: string | null;
   latencyMs: number;
-  /** The answer's body as text (at most MAX_RESPONSE_BYTES of it); "" when there was none. */
+  /** The answer's body as text (at most MAX_RESPONSE_BYTES of it, or the caller's smaller bound); "" when there was none. */
   body: string;
+  /** The answer's headers (lower-case names, repeated ones joined with ", "); empty when there was no answer. */
+  headers: Record<string, string>;
 }
 
 /** How much of a receiver's answer is read: enough for a validation verdict and to keep the connection healthy. */
@@ -28,14 +30,19 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
  * Unless private addresses are allowed, the address actually connected to is checked, so a name
  * that re-resolves to an internal host after the URL was accepted (DNS rebinding) is refused too.
  */
-export function postOutbound(url: string, options: { headers: Record<string, string>; body: string; timeoutMs: number; allowPrivate: boolean }): Promise<OutboundResult> {
+export function postOutbound(
+  url: string,
+  options: { headers: Record<string, string>; body: string; timeoutMs: number; allowPrivate: boolean; maxResponseBytes?: number },
+): Promise<OutboundResult> {
   const started = performance.now();
-  const done = (ok: boolean, statusCode: number | null, error: string | null, body = ""): OutboundResult => ({
+  const maxBytes = Math.min(options.maxResponseBytes ?? MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES);
+  const done = (ok: boolean, statusCode: number | null, error: string | null, body = "", headers: Record<string, string> = {}): OutboundResult => ({
     ok,
     statusCode,
     error,
     latencyMs: Math.round(performance.now() - started),
     body,
+    headers,
   });
   return new Promise((resolve) => {
     let target: URL;
@@ -68,13 +75,16 @@ export function postOutbound(url: string, options: { headers: Record<string, str
         const chunks: Buffer[] = [];
         let read = 0;
         res.on("data", (chunk: Buffer) => {
+          // Keep up to the bound, then stop reading: the status already decided the outcome.
+          if (read < maxBytes) chunks.push(chunk.subarray(0, maxBytes - read));
           read += chunk.length;
-          if (read > MAX_RESPONSE_BYTES) return res.destroy();
-          chunks.push(chunk);
+          if (read >= maxBytes) res.destroy();
         });
         const status = res.statusCode ?? 0;
         const ok = status >= 200 && status < 300;
-        const finish = () => resolve(done(ok, status, ok ? null : `HTTP ${status}`, Buffer.concat(chunks).toString("utf8")));
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+        const finish = () => resolve(done(ok, status, ok ? null : `HTTP ${status}`, Buffer.concat(chunks).toString("utf8"), headers));
         res.on("end", finish);
         res.on("close", finish);
         res.on("error", finish);
@@ -110,10 +120,10 @@ export function createMerchantUrls(options: { allowPrivateUrls: boolean }) {
       return url.toString();
     },
     /** POSTs a body (already serialised: webhooks sign these exact bytes) to a saved URL, re-checking the address at connect time. */
-    post(mode: "test" | "live", url: string, body: string, timeoutMs: number, headers: Record<string, string>, allowLocal = false): Promise<OutboundResult> {
+    post(mode: "test" | "live", url: string, body: string, timeoutMs: number, headers: Record<string, string>, allowLocal = false, maxResponseBytes?: number): Promise<OutboundResult> {
       // A live URL saved over http before https was required for it is not called in clear text either.
-      if (mode === "live" && !url.startsWith("https:")) return Promise.resolve({ ok: false, statusCode: null, error: "https is required in live mode", latencyMs: 0, body: "" });
-      return postOutbound(url, { headers, body, timeoutMs, allowPrivate: allowPrivate(mode, allowLocal) });
+      if (mode === "live" && !url.startsWith("https:")) return Promise.resolve({ ok: false, statusCode: null, error: "https is required in live mode", latencyMs: 0, body: "", headers: {} });
+      return postOutbound(url, { headers, body, timeoutMs, allowPrivate: allowPrivate(mode, allowLocal), maxResponseBytes });
     },
     /** POSTs JSON to a saved URL (C2B forwards and validations). */
     postJson(mode: "test" | "live", url: string, body: unknown, timeoutMs: number): Promise<OutboundResult> {

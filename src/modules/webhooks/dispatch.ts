@@ -4,7 +4,9 @@ import type { Sql } from "../../db/sql.ts";
 import type { BatchJob, BatchJobDefinition, BatchOutcome, JobOutcome } from "../../jobs/runner.ts";
 import type { Logger } from "../../logger.ts";
 import type { SecretBox } from "../../security/encryption.ts";
-import type { MerchantUrls } from "../../security/outbound.ts";
+import type { MerchantUrls, OutboundResult } from "../../security/outbound.ts";
+import { Prisma } from "../../db/generated/prisma/client.ts";
+import { RESPONSE_READ_BYTES, responseExcerpt, responseHeaders } from "./exchange.ts";
 import { webhookBody } from "./payload.ts";
 import { webhookHeaders } from "./signing.ts";
 import * as store from "./store.ts";
@@ -23,6 +25,10 @@ export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 
 /** ±10 % so endpoints that failed together do not retry together. */
 const withJitter = (ms: number) => Math.round(ms * (0.9 + Math.random() * 0.2));
+
+/** What is kept of an endpoint's answer (nothing when there was none: no status). */
+const answerOf = (result: OutboundResult) =>
+  result.statusCode === null ? { body: null, headers: null } : { body: responseExcerpt(result.body), headers: responseHeaders(result.headers) };
 
 type Succeeded = DeliverySuccess & { succeeded: true };
 const isSuccess = (r: JobOutcome | Succeeded | Error): r is Succeeded => !!r && "succeeded" in r;
@@ -72,9 +78,17 @@ export function webhookDeliveryJob(deps: DispatchDeps): BatchJobDefinition<{ del
    * A failed attempt: the endpoint's failure clock starts (or it is disabled once it has run 5 days), and the
    * delivery is retried on its mode's schedule, or given up when that is spent or the endpoint is disabled.
    */
-  async function settleFailure(delivery: DeliveryToSend, attempts: number, now: Date, result: { statusCode: number | null; latencyMs: number; error: string | null }): Promise<JobOutcome> {
+  async function settleFailure(delivery: DeliveryToSend, attempts: number, now: Date, result: OutboundResult): Promise<JobOutcome> {
     const { endpoint } = delivery;
-    const outcome = { attempts, lastStatusCode: result.statusCode, lastLatencyMs: result.latencyMs, lastError: result.error };
+    const answer = answerOf(result);
+    const outcome = {
+      attempts,
+      lastStatusCode: result.statusCode,
+      lastLatencyMs: result.latencyMs,
+      lastError: result.error,
+      lastResponseBody: answer.body,
+      lastResponseHeaders: answer.headers ?? Prisma.DbNull,
+    };
     const failingSince = endpoint.failingSince ?? now;
     if (!endpoint.failingSince) await store.markFailing(prisma, endpoint.id, now);
     const schedule = config.retrySchedule[delivery.mode];
@@ -117,11 +131,11 @@ export function webhookDeliveryJob(deps: DispatchDeps): BatchJobDefinition<{ del
       now = new Date();
       const body = webhookBody(event);
       const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(Date.now() / 1000), body, secrets: secretsOf(endpoint) });
-      return merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers, endpoint.allowLocalUrls);
+      return merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers, endpoint.allowLocalUrls, RESPONSE_READ_BYTES);
     });
     if (!result) return { retryInMs: 200 + Math.round(Math.random() * 200), countAttempt: false };
     const attempts = delivery.attempts + 1;
-    if (result.ok) return { succeeded: true, delivery, attempts, statusCode: result.statusCode, latencyMs: result.latencyMs, at: new Date() };
+    if (result.ok) return { succeeded: true, delivery, attempts, statusCode: result.statusCode, latencyMs: result.latencyMs, at: new Date(), ...answerOf(result) };
     return settleFailure(delivery, attempts, now, result);
   }
 

@@ -2,6 +2,7 @@ import { nodeScopeOf, ownedNode } from "../../auth.ts";
 import { builder } from "../../graphql/builder.ts";
 import { businessErrors } from "../../graphql/errors.ts";
 import type { WebhookEndpoint as EndpointRow } from "../../db/generated/prisma/client.ts";
+import { deliveryRequest, headerPairs, type HeaderPair } from "./exchange.ts";
 
 /** Webhook endpoints and deliveries: thin resolvers over services.webhooks (REST /v1/webhooks runs these too). */
 
@@ -27,6 +28,28 @@ export const WebhookEndpoint = builder.prismaNode("WebhookEndpoint", {
 
 const WebhookDeliveryStatus = builder.enumType("WebhookDeliveryStatus", { values: ["pending", "succeeded", "failed"] as const });
 
+const WebhookHeader = builder.objectRef<HeaderPair>("WebhookHeader").implement({
+  fields: (t) => ({ name: t.exposeString("name"), value: t.exposeString("value") }),
+});
+
+const WebhookRequest = builder.objectRef<ReturnType<typeof deliveryRequest>>("WebhookRequest").implement({
+  description: "What every attempt of a delivery sends. The signature's value is not shown, nor ever the endpoint's secret.",
+  fields: (t) => ({
+    url: t.exposeString("url", { description: "The endpoint's URL as it is now." }),
+    headers: t.field({ type: [WebhookHeader], resolve: (r) => r.headers }),
+    body: t.exposeString("body", { description: "The exact JSON body (the same bytes on every attempt)." }),
+  }),
+});
+
+const WebhookResponse = builder.objectRef<{ status: number; headers: HeaderPair[]; body: string }>("WebhookResponse").implement({
+  description: "What the endpoint answered to the last attempt. Untrusted text: show it, never render it.",
+  fields: (t) => ({
+    status: t.exposeInt("status"),
+    headers: t.field({ type: [WebhookHeader], description: "Its headers, minus cookie/authorization-like ones.", resolve: (r) => r.headers }),
+    body: t.exposeString("body", { description: "Its first 2,048 characters, control characters other than newline and tab removed." }),
+  }),
+});
+
 const WebhookDelivery = builder.prismaObject("WebhookDelivery", {
   description: "One event to one endpoint: how many attempts, what the last one got back, and when the next is due.",
   fields: (t) => ({
@@ -40,6 +63,21 @@ const WebhookDelivery = builder.prismaObject("WebhookDelivery", {
     lastStatusCode: t.exposeInt("lastStatusCode", { nullable: true, description: "HTTP status of the last attempt; null when it got no answer." }),
     lastError: t.exposeString("lastError", { nullable: true }),
     lastLatencyMs: t.exposeInt("lastLatencyMs", { nullable: true }),
+    request: t.field({
+      type: WebhookRequest,
+      select: { endpoint: { select: { url: true } }, event: { select: { id: true, type: true, createdAt: true, payload: true } } },
+      resolve: (d) => deliveryRequest(d.endpoint.url, d.event),
+    }),
+    response: t.field({
+      type: WebhookResponse,
+      nullable: true,
+      description: "The last attempt's answer; null before the first attempt and when it got none.",
+      select: { lastStatusCode: true, lastResponseBody: true, lastResponseHeaders: true },
+      resolve: (d) =>
+        d.lastStatusCode === null
+          ? null
+          : { status: d.lastStatusCode, body: d.lastResponseBody ?? "", headers: headerPairs((d.lastResponseHeaders ?? {}) as Record<string, string>) },
+    }),
     nextAttemptAt: t.expose("nextAttemptAt", { type: "DateTime", nullable: true }),
     deliveredAt: t.expose("deliveredAt", { type: "DateTime", nullable: true }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),

@@ -40,12 +40,14 @@ export function signWebhook({ id, timestamp, body, secrets }: SignWebhookInput):
     .join(" ");
 }
 
+/** The headers every delivery sends besides its id, timestamp and signature (the deliveries list shows them too). */
+export const WEBHOOK_FIXED_HEADERS = { "content-type": "application/json", "user-agent": "payment-gateway-webhooks/1" } as const;
+
 export function webhookHeaders(input: SignWebhookInput): Record<string, string> {
   return {
     "webhook-id": input.id,
     "webhook-timestamp": String(input.timestamp),
     "webhook-signature": signWebhook(input),
-    "content-type": "application/json",
-    "user-agent": "payment-gateway-webhooks/1",
+    ...WEBHOOK_FIXED_HEADERS,
   };
 }

@@ -1,6 +1,6 @@
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { Db, PrismaClient } from "../../db/database.ts";
-import type { Event, Mode, Prisma, WebhookDelivery, WebhookEndpoint } from "../../db/generated/prisma/client.ts";
+import { Prisma, type Event, type Mode, type WebhookDelivery, type WebhookEndpoint } from "../../db/generated/prisma/client.ts";
 import type { Sql } from "../../db/sql.ts";
 import { enqueueCte } from "../../jobs/store.ts";
 
@@ -100,6 +100,9 @@ export interface DeliverySuccess {
   statusCode: number | null;
   latencyMs: number;
   at: Date;
+  /** The answer's excerpt and kept headers (see exchange.ts). */
+  body: string | null;
+  headers: Record<string, string> | null;
 }
 
 interface DeliveryRow {
@@ -135,8 +138,10 @@ const LOAD_DELIVERIES = `SELECT d.id::text AS id, d.status::text AS status, d.at
 
 /** The batch's successes in one statement; only pending rows, so a delivery is marked succeeded once. */
 const RECORD_SUCCESSES = `UPDATE webhook_deliveries d SET status = 'succeeded', attempts = s.attempts, last_status_code = s.status_code,
-    last_latency_ms = s.latency_ms, last_error = NULL, delivered_at = s.at, next_attempt_at = NULL, updated_at = s.at
-  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[], $5::timestamptz[]) AS s(id, attempts, status_code, latency_ms, at)
+    last_latency_ms = s.latency_ms, last_error = NULL, delivered_at = s.at, next_attempt_at = NULL, updated_at = s.at,
+    last_response_body = s.response_body, last_response_headers = s.response_headers::jsonb
+  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
+    AS s(id, attempts, status_code, latency_ms, at, response_body, response_headers)
   WHERE d.id = s.id AND d.status = 'pending'`;
 
 const time = (value: Date | string) => (value instanceof Date ? value : new Date(value));
@@ -176,6 +181,8 @@ export async function recordSuccesses(sql: Sql, successes: DeliverySuccess[]): P
     successes.map((s) => s.statusCode),
     successes.map((s) => s.latencyMs),
     successes.map((s) => s.at.toISOString()),
+    successes.map((s) => s.body),
+    successes.map((s) => (s.headers ? JSON.stringify(s.headers) : null)),
   ]);
 }
 
@@ -227,7 +234,7 @@ export function findEvent(db: PrismaClient, principal: Principal, id: bigint): P
 export async function restartDeliveries(tx: Prisma.TransactionClient, principal: Principal, endpointIds: number[], eventId: bigint): Promise<WebhookDelivery[]> {
   const rows = [];
   for (const endpointId of endpointIds) {
-    const reset = { status: "pending" as const, attempts: 0, nextAttemptAt: new Date(), lastError: null, lastStatusCode: null };
+    const reset = { status: "pending" as const, attempts: 0, nextAttemptAt: new Date(), lastError: null, lastStatusCode: null, lastResponseBody: null, lastResponseHeaders: Prisma.DbNull };
     rows.push(
       await tx.webhookDelivery.upsert({
         where: { endpointId_eventId: { endpointId, eventId } },

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "webhook_deliveries" ADD COLUMN     "last_response_body" TEXT,
+ADD COLUMN     "last_response_headers" JSONB;
