@@ -13,6 +13,8 @@ graphql(`fragment DashboardWebhookEndpoint on WebhookEndpoint { databaseId url d
 graphql(`
   fragment DashboardWebhookDelivery on WebhookDelivery {
     id eventId eventType status attempts lastStatusCode lastError createdAt deliveredAt endpoint { databaseId url }
+    request { url headers { name value } body }
+    response { status headers { name value } body }
   }
 `);
 type Endpoint = DashboardWebhookEndpointFragment;
@@ -188,6 +190,42 @@ function NewEndpoint({ testMode, onCreated, onCancel }: { testMode: boolean; onC
   );
 }
 
+/** JSON pretty-printed; anything else as it came. */
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+const headerLines = (headers: { name: string; value: string }[]) => headers.map((h) => `${h.name}: ${h.value}`).join("\n");
+
+/**
+ * A delivery's request (as every attempt sends it, the signature withheld) and the last answer's excerpt. The
+ * answer is the endpoint's untrusted text: shown as text only (Preact escapes it), never rendered.
+ */
+function DeliveryDetails({ delivery }: { delivery: Delivery }) {
+  const { request, response } = delivery;
+  return (
+    <details class="delivery-details">
+      <summary aria-label={`Details of ${delivery.eventType} to ${delivery.endpoint.url}`}>Details</summary>
+      <p class="muted">Request: POST {request.url}</p>
+      <pre class="code" tabIndex={0} data-part="request-headers">{headerLines(request.headers)}</pre>
+      <pre class="code" tabIndex={0} data-part="request-body">{pretty(request.body)}</pre>
+      {response ? (
+        <>
+          <p class="muted">Response to the last attempt: HTTP {response.status}</p>
+          <pre class="code" tabIndex={0} data-part="response-headers">{headerLines(response.headers) || "(no headers kept)"}</pre>
+          <pre class="code" tabIndex={0} data-part="response-body">{response.body || "(empty body)"}</pre>
+        </>
+      ) : (
+        <p class="muted">No response {delivery.attempts === 0 ? "yet" : `to the last attempt${delivery.lastError ? `: ${delivery.lastError}` : ""}`}.</p>
+      )}
+    </details>
+  );
+}
+
 /** Deliveries with their outcome and a Resend button (used here and on a transaction's page). */
 export function DeliveriesTable({ deliveries, writable, onResent }: { deliveries: Delivery[]; writable: boolean; onResent: () => void }) {
   const resend = useAction();
@@ -216,6 +254,7 @@ export function DeliveriesTable({ deliveries, writable, onResent }: { deliveries
           { label: "Response", num: true, cell: (delivery) => delivery.lastStatusCode ?? "—" },
           { label: "Attempts", num: true, cell: (delivery) => delivery.attempts },
           { label: "Created", cell: (delivery) => formatDate(delivery.createdAt) },
+          { label: "Request and response", cell: (delivery) => <DeliveryDetails delivery={delivery} /> },
         ]}
         actions={
           writable
