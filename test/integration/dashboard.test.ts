@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors, openSection } from "../support/browser.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { expectNoSeriousAxeViolations } from "../support/checkout-page.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 import { waitUntil } from "../support/wait.ts";
 
@@ -219,6 +220,17 @@ describe("merchant dashboard", () => {
         return deliveries.textContent({ timeout: 1000 }).catch(() => "");
       }, { timeout: BROWSER_MS })
       .toMatch(/Succeeded.*200/);
+    // Its Details fold-out: the request as sent (signature withheld) and the endpoint's answer, as text.
+    await deliveries.getByText("Details", { exact: true }).first().click();
+    const details = deliveries.locator("details.delivery-details[open]").first();
+    expect(await details.locator('[data-part="request-headers"]').textContent()).toContain("webhook-signature: (signed; not shown)");
+    const requestBody = JSON.parse((await details.locator('[data-part="request-body"]').textContent())!);
+    expect(requestBody).toMatchObject({ type: "transaction.completed", data: { reference } });
+    expect(await details.textContent()).toContain("HTTP 200");
+    expect(await details.locator('[data-part="response-headers"]').textContent()).toContain("content-type: application/json");
+    expect(await details.locator('[data-part="response-body"]').textContent()).toBe('{"ok":true}');
+    expect(await details.textContent()).not.toContain(secret);
+    await expectNoSeriousAxeViolations(page, "webhook delivery details");
     await deliveries.getByRole("button", { name: /^Resend transaction\.completed/ }).first().click();
     await expect.poll(() => page.textContent("#live-region")).toContain("queued for delivery again");
     expect(await page.locator('[role="alert"]').count()).toBe(0);
