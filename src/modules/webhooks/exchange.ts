@@ -14,7 +14,6 @@ const MAX_HEADERS = 50;
 const MAX_HEADER_VALUE_CHARS = 512;
 /** Headers that may carry a credential or a session: never kept. */
 const SENSITIVE_HEADER = /cookie|authori[sz]ation|authenticat|token|secret|session|api[-_]?key|password|signature/i;
-// eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** The first 2,048 characters of an answer (already decoded as UTF-8 with replacement), control characters but \n and \t removed. */
