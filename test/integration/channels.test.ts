@@ -64,7 +64,11 @@ const mpesaConfig = {
   transaction_type: "paybill",
 };
 
-const validationEnvelope = (message: string) => ({ status: "error", message, code: "validation_failed" });
+/** A one-field refusal: its message ("field: problem"), and the same in the errors list. */
+const validationEnvelope = (message: string) => {
+  const at = message.indexOf(": ");
+  return { status: "error", message, code: "validation_failed", errors: [{ field: message.slice(0, at), message: message.slice(at + 2) }] };
+};
 
 describe("payment channels", () => {
   let gw: TestGateway;

@@ -8,6 +8,7 @@ import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts
 import { amountSchema, formatMoney, parseAmount, parseCurrency } from "../../money.ts";
 import { normalizeMsisdn } from "../../phone.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
+import { paymentsOfLink } from "../transactions/store.ts";
 import type { Connectors } from "../../providers/index.ts";
 import type { ChannelService } from "../channels/service.ts";
 import { optionalTextSchema, parseInput, refuse } from "../../validation.ts";
@@ -231,10 +232,10 @@ export function createPaymentLinkService(deps: PaymentLinkServiceDeps) {
     },
 
     /** A link's transactions, newest first: `link` is one the caller already holds (scoped when it was loaded). */
-    linkPayments(link: Pick<PaymentLink, "id">, limit: number | null | undefined, query: Parameters<typeof store.linkPayments>[3] = {}) {
+    linkPayments(link: Pick<PaymentLink, "id">, limit: number | null | undefined, query: Parameters<typeof paymentsOfLink>[3] = {}) {
       const take = limit ?? 20;
       if (!Number.isInteger(take) || take < 1 || take > 100) throw new ValidationError("limit", "must be between 1 and 100");
-      return store.linkPayments(prisma, link.id, take, query);
+      return paymentsOfLink(prisma, link.id, take, query);
     },
 
     async deactivateLink(principal: Principal, id: string | number): Promise<PaymentLink> {

@@ -75,11 +75,6 @@ export async function settlingPayments(db: Db, linkId: number) {
   return { completed: completed?.transaction ?? null, pending: pending?.transaction ?? null };
 }
 
-/** The transactions a link made, newest first (a link's detail in the dashboard); `query` is the GraphQL selection. */
-export function linkPayments(db: Db, linkId: number, limit: number, query: { include?: Prisma.TransactionInclude; select?: Prisma.TransactionSelect } = {}) {
-  return db.transaction.findMany({ ...query, where: { paymentLink: { linkId } }, orderBy: { id: "desc" }, take: limit });
-}
-
 export async function recordPayment(db: Db, linkId: number, transactionId: number): Promise<void> {
   await db.paymentLinkPayment.create({ data: { linkId, transactionId } });
 }

@@ -293,6 +293,11 @@ export function listChannelDay(db: Pick<PrismaClient, "transaction">, channel: {
 }
 
 /** Which of these references the channel has, whatever the day (a provider's record dated across midnight from ours). */
+/** The payments a payment link made, newest first (a link's detail in the dashboard); `query` is the GraphQL selection. */
+export function paymentsOfLink(db: Pick<PrismaClient, "transaction">, linkId: number, limit: number, query: { include?: Prisma.TransactionInclude; select?: Prisma.TransactionSelect } = {}) {
+  return db.transaction.findMany({ ...query, where: { paymentLink: { linkId } }, orderBy: { id: "desc" }, take: limit });
+}
+
 export async function channelReferences(db: Pick<PrismaClient, "transaction">, channelId: number, references: string[]): Promise<Set<string>> {
   if (!references.length) return new Set();
   const rows = await db.transaction.findMany({ where: { channelId, reference: { in: references } }, select: { reference: true } });
