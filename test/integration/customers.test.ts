@@ -32,7 +32,11 @@ const CustomersCreate = graphql(`
 
 const isoMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const phoneProblem = "must be a Kenyan mobile number: 2547XXXXXXXX, +2547XXXXXXXX, 07XXXXXXXX or 01XXXXXXXX, or an international number with its leading +, e.g. +447911123456";
-const validationEnvelope = (message: string) => ({ status: "error", message, code: "validation_failed" });
+/** A one-field refusal: its message ("field: problem"), and the same in the errors list. */
+const validationEnvelope = (message: string) => {
+  const at = message.indexOf(": ");
+  return { status: "error", message, code: "validation_failed", errors: [{ field: message.slice(0, at), message: message.slice(at + 2) }] };
+};
 
 interface LegacyCustomer {
   id: number;

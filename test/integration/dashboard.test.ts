@@ -157,7 +157,7 @@ describe("merchant dashboard", () => {
     await row(page, reference).waitFor({ timeout: BROWSER_MS });
     expect(await row(page, reference).locator('[data-label="Amount"]').textContent()).toBe("KES 10.50");
     expect(await row(page, reference).locator(".badge").textContent()).toBe("Pending");
-    expect(await row(page, reference).locator('[data-label="Customer"]').textContent()).toBe("payer@example.com");
+    expect(await row(page, reference).locator('[data-label="Payer"]').textContent()).toBe("payer@example.com");
     // New payments go on top.
     expect(await page.locator("#transactions-rows tr").first().getAttribute("data-reference")).toBe(reference);
 
@@ -315,7 +315,7 @@ describe("merchant dashboard", () => {
       ["API keys", "#api-keys"],
       ["Webhooks", "#webhook-endpoints"],
     ] as const) {
-      await page.getByRole("link", { name: link }).click();
+      await openSection(page, link);
       await page.locator(`${table} tr`).first().waitFor();
       expect(await page.locator("main form:not([role=search]):not(.filters)").count(), link).toBe(0);
       expect(await page.locator("main button").allTextContents(), link).toEqual(link === "Webhooks" ? ["Refresh"] : []);
@@ -379,7 +379,7 @@ describe("merchant dashboard", () => {
       ["Customers", "15-phone-customers"],
       ["Payouts", "16-phone-payouts"],
     ] as const) {
-      await page.getByRole("link", { name: link, exact: true }).click();
+      await openSection(page, link);
       await page.locator("main h1").waitFor();
       await page.waitForLoadState("networkidle");
       expect(await noHorizontalOverflow(page), link).toBe(true);

@@ -380,8 +380,9 @@ describe("payment link page /pay/<slug>", () => {
     expect(JSON.parse(answerText).data?.createPaymentLink?.__typename, answerText).toBe("PaymentLink");
     const url = (await page.locator("#payment-link-url").textContent())!;
     expect(url).toMatch(/\/pay\/[0-9A-Za-z]{24}$/);
-    await page.getByRole("button", { name: "Copy link" }).click();
-    await page.getByRole("button", { name: "Copied" }).waitFor();
+    // The new link's own button (each row of the list has a "Copy link: <description>" of its own).
+    await page.getByRole("button", { name: "Copy link", exact: true }).click();
+    await page.getByRole("button", { name: "Copied", exact: true }).waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(url);
     const slug = url.split("/").pop()!;
     const row = page.locator(`#payment-links tr[data-slug="${slug}"]`);

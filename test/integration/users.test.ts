@@ -337,7 +337,7 @@ describe("failed sign-ins are limited: 5 per e-mail, 20 per IP, in 15 minutes", 
       answers.push([res.status, res.body]);
     }
     // The same answer for every guess, the right one included: asked for the merchant before any password is checked.
-    expect(answers[0]).toEqual([400, { status: "error", code: "validation_failed", message: expect.stringContaining("merchant_id") }]);
+    expect(answers[0]).toEqual([400, { status: "error", code: "validation_failed", message: expect.stringContaining("merchant_id"), errors: [{ field: "merchant_id", message: expect.any(String) }] }]);
     expect(answers[1]).toEqual(answers[0]);
     expect(answers[2]).toEqual(answers[0]);
     // Naming a merchant, a guess is checked against that merchant's user only; failures count per e-mail whoever

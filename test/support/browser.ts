@@ -94,6 +94,9 @@ export async function signedInLive(
  */
 export async function openSection(page: Page, label: string): Promise<void> {
   const link = page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: label, exact: true });
-  if (!(await link.isVisible())) await page.locator("#more-toggle").click();
+  // On a phone every section is behind Menu; on a wide screen the less used ones are behind More.
+  for (const toggle of ["#menu-toggle", "#more-toggle"]) {
+    if (!(await link.isVisible()) && (await page.locator(toggle).isVisible())) await page.locator(toggle).click();
+  }
   await link.click();
 }
