@@ -98,6 +98,11 @@ export async function startSmtpFake(options: { starttls?: boolean; auth?: { user
     logger: false,
   };
   const server = new SMTPServer(serverOptions);
+  // A connection's error (ECONNRESET when a test kills the gateway mid-message) is the server's `error` event; with
+  // no listener it would be thrown in the test's process. A real server logs it and carries on: so does this one.
+  server.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "ECONNRESET" && error.code !== "EPIPE") console.error("SMTP fake:", error);
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const port = (server.server.address() as { port: number }).port;
   const auth = options.auth ? `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@` : "";

@@ -70,6 +70,9 @@ function matches(transaction: Transaction, filters: Filters): boolean {
 
 export function Transactions({ mode }: { mode: Mode }) {
   const [filters, setFilters] = useState<Filters>({ status: "", dateFrom: "", dateTo: "", search: "" });
+  // What is typed in the search box, searched on Enter or leaving the box. Kept in state so a page that renders
+  // meanwhile (an answer or a live event arriving) leaves the typing as it is.
+  const [searchDraft, setSearchDraft] = useState("");
   const cursors = useCursors();
   const variables = { first: PAGE_SIZE, after: cursors.after, status: filters.status || null, dateFrom: filters.dateFrom || null, dateTo: filters.dateTo || null, search: filters.search.trim() || null };
   // Rows may be live events' transactions (without the refunded figures): the answer, widened to them.
@@ -132,7 +135,8 @@ export function Transactions({ mode }: { mode: Mode }) {
               maxLength={100}
               placeholder="Reference, your order number, M-Pesa receipt, phone or e-mail"
               aria-describedby="filter-search-hint"
-              value={filters.search}
+              value={searchDraft}
+              onInput={(e) => setSearchDraft(e.currentTarget.value)}
               onChange={(e) => setFilter("search", e.currentTarget.value)}
             />
             <small id="filter-search-hint" class="muted">
