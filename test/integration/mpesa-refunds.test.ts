@@ -216,7 +216,22 @@ describe("mpesa_reversal (a whole payment)", () => {
     expect(job.runAt.getTime()).toBeLessThanOrEqual(Date.now());
     expect((await refundRow(created.id)).status).toBe("pending");
     await gw.gateway.services.jobs.runDueJobs(["refund.check"]);
-    expect(await settled(created.id)).toMatchObject({ status: "completed" });
+    // On a busy machine the question itself can fail (a provider call timing out) and be deferred: time passes as a
+    // test makes it pass, and the check is asked again, never the reversal.
+    let askedAt = Date.now();
+    const done = await until(
+      async () => {
+        const row = await refundRow(created.id);
+        if (row.status === "pending" && Date.now() - askedAt > 2000) {
+          askedAt = Date.now();
+          await prisma().job.updateMany({ where: { kind: "refund.check", status: "queued", payload: { path: ["refundId"], equals: created.id } }, data: { runAt: new Date() } });
+          await gw.gateway.services.jobs.runDueJobs(["refund.check"]);
+        }
+        return row;
+      },
+      (row) => row.status !== "pending",
+    );
+    expect(done).toMatchObject({ status: "completed" });
     expect(reversalsOf(payment.receipt)).toHaveLength(1);
   });
 
