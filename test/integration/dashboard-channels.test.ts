@@ -66,7 +66,7 @@ describe("dashboard payment channels", () => {
       await form.getByLabel("Fee, percent of each payment").fill("1.5");
       await form.getByLabel(/^Fixed fee per payment/).fill("0");
       await form.getByLabel(/^Most a fee can be/).fill("");
-      const preview = page.locator("#fee-preview");
+      const preview = page.locator("#edit-channel-fee-preview");
       await expect.poll(() => preview.textContent()).toBe("On KES 1,000.00 you pay KES 15.00 in fees and keep KES 985.00.");
       await form.getByLabel(/^Most a fee can be/).fill("10");
       await expect.poll(() => preview.textContent()).toBe("On KES 1,000.00 you pay KES 10.00 in fees and keep KES 990.00.");
@@ -124,4 +124,29 @@ describe("dashboard payment channels", () => {
       await page.context().close();
     });
   }
+
+  it("a new channel takes its fee schedule with the preview, so fees are right from its first payment", async () => {
+    const page = await signedInLive(browser, gw.url, owner, "/channels", record);
+    await page.getByRole("heading", { name: "Payment channels", level: 1 }).waitFor();
+    await page.getByRole("button", { name: "New channel" }).click();
+    const form = page.locator("form").filter({ has: page.locator("#new-channel-title") });
+    await form.waitFor();
+    await form.getByLabel("Provider").selectOption("sandbox");
+    await form.getByLabel("Name").fill("Sandbox with fees");
+    await form.getByLabel("Fee, percent of each payment").fill("2.9");
+    await form.getByLabel(/^Fixed fee per payment/).fill("10");
+    await form.getByLabel(/^Most a fee can be/).fill("");
+    await expect.poll(() => page.locator("#channel-fee-preview").textContent()).toBe("On KES 1,000.00 you pay KES 39.00 in fees and keep KES 961.00.");
+    await form.getByLabel("Fee, percent of each payment").fill("101");
+    await form.getByRole("button", { name: "Add channel" }).click();
+    await expect.poll(() => form.textContent()).toContain("The percentage is a number from 0 to 100");
+    expect((await channels()).some((c) => c.name === "Sandbox with fees")).toBe(false);
+    await form.getByLabel("Fee, percent of each payment").fill("2.9");
+    await form.getByRole("button", { name: "Add channel" }).click();
+    await form.waitFor({ state: "detached" });
+    await expect.poll(() => channelRow(page, "Sandbox with fees").locator('[data-field="fees"]').textContent()).toBe("2.9 % + KES 10.00");
+    expect((await channels()).find((c) => c.name === "Sandbox with fees")).toMatchObject({ fee_percent_bps: 290, fee_fixed: 1_000, fee_cap: null });
+    await expectNoSeriousAxeViolations(page, "channel list after adding one");
+    await page.context().close();
+  });
 });

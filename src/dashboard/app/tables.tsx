@@ -131,3 +131,41 @@ export function StatusFilter<S extends string>({ id, label, statuses, value, onC
     </form>
   );
 }
+
+/**
+ * A list's From and To filters (the merchant's days, as the server counts them) and, once anything is filtered, the
+ * button that clears every filter. `ids` prefixes the inputs' ids (`<ids>-from`, `<ids>-to`).
+ */
+export function DateRangeFields({
+  ids,
+  from,
+  to,
+  onChange,
+  filtered,
+  onClear,
+}: {
+  ids: string;
+  from: string;
+  to: string;
+  onChange: (field: "dateFrom" | "dateTo", value: string) => void;
+  filtered: boolean;
+  onClear: () => void;
+}) {
+  return (
+    <>
+      <div class="field">
+        <label for={`${ids}-from`}>From</label>
+        <input id={`${ids}-from`} type="date" value={from} onChange={(e) => onChange("dateFrom", e.currentTarget.value)} />
+      </div>
+      <div class="field">
+        <label for={`${ids}-to`}>To</label>
+        <input id={`${ids}-to`} type="date" value={to} onChange={(e) => onChange("dateTo", e.currentTarget.value)} />
+      </div>
+      {filtered && (
+        <button type="button" class="secondary" onClick={onClear}>
+          Clear filters
+        </button>
+      )}
+    </>
+  );
+}

@@ -5,7 +5,7 @@ import { useReloadOnMoney } from "../money-events.ts";
 import { graphql } from "../gql/index.ts";
 import type { BalanceTransactionType, DashboardBalancesQuery } from "../gql/graphql.ts";
 import { CursorPager, useCursors } from "../paging.tsx";
-import { Listing, Table } from "../tables.tsx";
+import { DateRangeFields, Listing, Table } from "../tables.tsx";
 import { BASE, onLinkClick } from "../router.ts";
 import { Badge, EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
@@ -50,6 +50,27 @@ const NO_BALANCES = (
   </EmptyState>
 );
 
+type BalanceColumn = { label: string; num: boolean; cell: (b: BalanceRow) => string };
+
+/** A row per channel and currency: the channel, what is available and what is on its way out, then `more` columns. */
+function ChannelBalances({ label, bodyId, rows, more = [] }: { label: string; bodyId: string; rows: BalanceRow[]; more?: BalanceColumn[] }) {
+  return (
+    <Table
+      label={label}
+      bodyId={bodyId}
+      rows={rows}
+      rowKey="key"
+      rowProps={(b) => ({ "data-channel": String(b.paymentChannelId), "data-currency": b.currency })}
+      columns={[
+        { label: "Channel", cell: (b) => b.channelName, note: (b) => `${titleCase(b.provider)} · ${b.currency}` },
+        { label: "Available", num: true, cell: (b) => <strong>{formatMoney(b.available, b.currency)}</strong> },
+        { label: "Pending out", num: true, cell: money("pendingOut") },
+        ...more,
+      ]}
+    />
+  );
+}
+
 /** The Overview's short view: what is available at each channel, and the way to the Balances page. */
 export function BalanceSummary() {
   const { rows, error, loading } = useBalances();
@@ -63,18 +84,7 @@ export function BalanceSummary() {
       </div>
       <Listing items={rows} loading={loading} error={error} empty={NO_BALANCES}>
         {(items) => (
-          <Table
-            label="Available per channel"
-            bodyId="balance-summary-rows"
-            rows={items}
-            rowKey="key"
-            rowProps={(b) => ({ "data-channel": String(b.paymentChannelId), "data-currency": b.currency })}
-            columns={[
-              { label: "Channel", cell: (b) => b.channelName, note: (b) => `${titleCase(b.provider)} · ${b.currency}` },
-              { label: "Available", num: true, cell: (b) => <strong>{formatMoney(b.available, b.currency)}</strong> },
-              { label: "Pending out", num: true, cell: money("pendingOut") },
-            ]}
-          />
+<ChannelBalances label="Available per channel" bodyId="balance-summary-rows" rows={items} />
         )}
       </Listing>
     </section>
@@ -91,16 +101,11 @@ export function BalancesPage() {
       <h2 id="balances-title">Balance per channel</h2>
       <Listing items={rows} loading={loading} error={error} empty={NO_BALANCES}>
         {(items) => (
-          <Table
+          <ChannelBalances
             label="Balance per channel"
             bodyId="balance-rows"
             rows={items}
-            rowKey="key"
-            rowProps={(b) => ({ "data-channel": String(b.paymentChannelId), "data-currency": b.currency })}
-            columns={[
-              { label: "Channel", cell: (b) => b.channelName, note: (b) => `${titleCase(b.provider)} · ${b.currency}` },
-              { label: "Available", num: true, cell: (b) => <strong>{formatMoney(b.available, b.currency)}</strong> },
-              { label: "Pending out", num: true, cell: money("pendingOut") },
+            more={[
               ...(disputes ? [{ label: "Disputed", num: true, cell: money("disputed") }, { label: "Charged back", num: true, cell: money("chargedBack") }] : []),
               { label: "Collected", num: true, cell: money("collected") },
               { label: "Fees", num: true, cell: money("fees") },
@@ -180,19 +185,7 @@ function BalanceTransactions({ channels }: { channels: ChannelName[] }) {
             ))}
           </select>
         </div>
-        <div class="field">
-          <label for="bt-from">From</label>
-          <input id="bt-from" type="date" value={filters.dateFrom} onChange={(e) => setFilter("dateFrom", e.currentTarget.value)} />
-        </div>
-        <div class="field">
-          <label for="bt-to">To</label>
-          <input id="bt-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
-        </div>
-        {filtered && (
-          <button type="button" class="secondary" onClick={() => (setFilters(NO_FILTERS), cursors.reset())}>
-            Clear filters
-          </button>
-        )}
+        <DateRangeFields ids="bt" from={filters.dateFrom} to={filters.dateTo} onChange={setFilter} filtered={filtered} onClear={() => (setFilters(NO_FILTERS), cursors.reset())} />
       </form>
       <Listing
         items={connection?.edges.map((edge) => edge.node)}

@@ -126,6 +126,7 @@ export function Channels({ session }: { session: Session }) {
       {writable && adding && (
         <NewChannel
           mode={session.mode}
+          currency={currency}
           onCancel={() => setAdding(false)}
           onCreated={() => {
             setAdding(false);
@@ -252,7 +253,7 @@ export function Channels({ session }: { session: Session }) {
   );
 }
 
-function NewChannel({ mode, onCreated, onCancel }: { mode: Session["mode"]; onCreated: () => void; onCancel: () => void }) {
+function NewChannel({ mode, currency, onCreated, onCancel }: { mode: Session["mode"]; currency: string; onCreated: () => void; onCancel: () => void }) {
   // The sandbox is for test mode only: live mode offers the real providers.
   const providers = Object.entries(PROVIDERS).filter(([value]) => mode === "test" || value !== "sandbox");
   const [provider, setProvider] = useState(providers[0]![0]);
@@ -260,9 +261,12 @@ function NewChannel({ mode, onCreated, onCancel }: { mode: Session["mode"]; onCr
   const [values, setValues] = useState<Record<string, string>>({});
   const providerRef = useFocusOnMount<HTMLSelectElement>();
   const fields = PROVIDERS[provider]!.fields.filter((field) => !field.when || field.when(values));
+  // The provider's charges, so that fee and net are right from the first payment.
+  const fees = useFeeSchedule(currency, { feePercentBps: 0, feeFixed: 0, feeCap: null });
   const create = async () => {
     const config = configOf(fields, values);
-    await mutate(CREATE, "createPaymentChannel", { input: { name: name.trim(), provider, config } });
+    const { feeCap, ...schedule } = fees.schedule();
+    await mutate(CREATE, "createPaymentChannel", { input: { name: name.trim(), provider, config, ...schedule, ...(feeCap === null ? {} : { feeCap }) } });
     // Credentials are write-only: forget them as soon as the gateway has them.
     setValues({});
     setName("");
@@ -289,6 +293,7 @@ function NewChannel({ mode, onCreated, onCancel }: { mode: Session["mode"]; onCr
         <CredentialFields provider={provider} fields={fields} values={values} onChange={setValues} />
       </div>
       {fields.some((field) => field.secret) && <p class="muted">Credentials are stored encrypted and never shown again.</p>}
+      <FeeScheduleFields ids="channel" fees={fees} />
     </CardForm>
   );
 }
@@ -358,16 +363,14 @@ function feeInputs(percent: string, fixed: string, cap: string, currency: string
 }
 
 /**
- * A channel's name and fee schedule. The preview asks the gateway (feePreview), which computes the fee as it will
- * for each payment that completes from now on; payments already made keep theirs.
+ * A fee schedule being typed, with its preview. The preview asks the gateway (feePreview), which computes the fee as it
+ * will for each payment that completes from now on; payments already made keep theirs.
  */
-function EditChannel({ channel, currency, onSaved, onCancel }: { channel: Channel; currency: string; onSaved: () => void; onCancel: () => void }) {
-  const [name, setName] = useState(channel.name);
-  const [percent, setPercent] = useState(bpsToPercent(channel.feePercentBps));
-  const [fixed, setFixed] = useState(majorUnits(channel.feeFixed, currency));
-  const [cap, setCap] = useState(channel.feeCap === null ? "" : majorUnits(channel.feeCap, currency));
+function useFeeSchedule(currency: string, initial: { feePercentBps: number; feeFixed: number; feeCap: number | null }) {
+  const [percent, setPercent] = useState(bpsToPercent(initial.feePercentBps));
+  const [fixed, setFixed] = useState(majorUnits(initial.feeFixed, currency));
+  const [cap, setCap] = useState(initial.feeCap === null ? "" : majorUnits(initial.feeCap, currency));
   const [preview, setPreview] = useState<string>("");
-  const nameRef = useFocusOnMount<HTMLInputElement>();
   const inputs = feeInputs(percent, fixed, cap, currency);
   const key = JSON.stringify(inputs);
   useEffect(() => {
@@ -388,9 +391,49 @@ function EditChannel({ channel, currency, onSaved, onCancel }: { channel: Channe
       clearTimeout(timer);
     };
   }, [key]);
-  const save = async () => {
+  /** The schedule as the mutations take it; throws the problem with what was typed. */
+  const schedule = () => {
     if ("problem" in inputs) throw new Error(inputs.problem);
-    const { feeCap, ...schedule } = inputs;
+    return inputs;
+  };
+  return { currency, percent, setPercent, fixed, setFixed, cap, setCap, preview, schedule };
+}
+
+/** The fee schedule's three fields (ids `<ids>-percent`, `-fixed`, `-cap`) and its preview. */
+function FeeScheduleFields({ ids, fees }: { ids: string; fees: ReturnType<typeof useFeeSchedule> }) {
+  const { currency } = fees;
+  const previewId = `${ids}-fee-preview`;
+  return (
+    <>
+      <div class="grid">
+        <div class="field">
+          <label for={`${ids}-percent`}>Fee, percent of each payment</label>
+          <input id={`${ids}-percent`} type="text" inputMode="decimal" value={fees.percent} onInput={(e) => fees.setPercent(e.currentTarget.value)} aria-describedby={previewId} />
+        </div>
+        <div class="field">
+          <label for={`${ids}-fixed`}>Fixed fee per payment ({currency})</label>
+          <input id={`${ids}-fixed`} type="text" inputMode="decimal" value={fees.fixed} onInput={(e) => fees.setFixed(e.currentTarget.value)} aria-describedby={previewId} />
+        </div>
+        <div class="field">
+          <label for={`${ids}-cap`}>Most a fee can be ({currency}; empty: no cap)</label>
+          <input id={`${ids}-cap`} type="text" inputMode="decimal" value={fees.cap} onInput={(e) => fees.setCap(e.currentTarget.value)} aria-describedby={previewId} />
+        </div>
+      </div>
+      <p id={previewId} class="fee-preview" role="status" aria-live="polite">
+        {fees.preview}
+      </p>
+      <p class="muted">What your provider charges: payments that complete from now on are charged this; payments already made keep their fees.</p>
+    </>
+  );
+}
+
+/** A channel's name and fee schedule. */
+function EditChannel({ channel, currency, onSaved, onCancel }: { channel: Channel; currency: string; onSaved: () => void; onCancel: () => void }) {
+  const [name, setName] = useState(channel.name);
+  const fees = useFeeSchedule(currency, channel);
+  const nameRef = useFocusOnMount<HTMLInputElement>();
+  const save = async () => {
+    const { feeCap, ...schedule } = fees.schedule();
     await mutate(UPDATE, "updatePaymentChannel", {
       input: { id: channel.databaseId, name: name.trim(), ...schedule, ...(feeCap === null ? { removeFeeCap: true } : { feeCap }) },
     });
@@ -404,23 +447,8 @@ function EditChannel({ channel, currency, onSaved, onCancel }: { channel: Channe
           <label for="edit-channel-name">Name</label>
           <input id="edit-channel-name" ref={nameRef} type="text" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </div>
-        <div class="field">
-          <label for="edit-channel-percent">Fee, percent of each payment</label>
-          <input id="edit-channel-percent" type="text" inputMode="decimal" value={percent} onInput={(e) => setPercent(e.currentTarget.value)} aria-describedby="fee-preview" />
-        </div>
-        <div class="field">
-          <label for="edit-channel-fixed">Fixed fee per payment ({currency})</label>
-          <input id="edit-channel-fixed" type="text" inputMode="decimal" value={fixed} onInput={(e) => setFixed(e.currentTarget.value)} aria-describedby="fee-preview" />
-        </div>
-        <div class="field">
-          <label for="edit-channel-cap">Most a fee can be ({currency}; empty: no cap)</label>
-          <input id="edit-channel-cap" type="text" inputMode="decimal" value={cap} onInput={(e) => setCap(e.currentTarget.value)} aria-describedby="fee-preview" />
-        </div>
       </div>
-      <p id="fee-preview" class="fee-preview" role="status" aria-live="polite">
-        {preview}
-      </p>
-      <p class="muted">What your provider charges: payments that complete from now on are charged this; payments already made keep their fees.</p>
+      <FeeScheduleFields ids="edit-channel" fees={fees} />
     </CardForm>
   );
 }

@@ -5,7 +5,7 @@ import { formatDate, formatMoney, titleCase } from "../format.ts";
 import { onLiveStatus, onRefundEvent } from "../live.ts";
 import { CursorPager, useCursors } from "../paging.tsx";
 import { BASE, onLinkClick } from "../router.ts";
-import { Listing, Table } from "../tables.tsx";
+import { DateRangeFields, Listing, Table } from "../tables.tsx";
 import { Badge, EmptyState, PageHeader, useQuery } from "../ui.tsx";
 
 /**
@@ -73,19 +73,7 @@ export function RefundsPage() {
             ))}
           </select>
         </div>
-        <div class="field">
-          <label for="refunds-from">From</label>
-          <input id="refunds-from" type="date" value={filters.dateFrom} onChange={(e) => setFilter("dateFrom", e.currentTarget.value)} />
-        </div>
-        <div class="field">
-          <label for="refunds-to">To</label>
-          <input id="refunds-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
-        </div>
-        {filtered && (
-          <button type="button" class="secondary" onClick={() => (setFilters(NO_FILTERS), cursors.reset())}>
-            Clear filters
-          </button>
-        )}
+        <DateRangeFields ids="refunds" from={filters.dateFrom} to={filters.dateTo} onChange={setFilter} filtered={filtered} onClear={() => (setFilters(NO_FILTERS), cursors.reset())} />
       </form>
       <Listing
         items={connection?.edges.map((edge) => edge.node)}

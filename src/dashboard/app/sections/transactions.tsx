@@ -7,7 +7,7 @@ import type { Mode } from "../session.ts";
 import { CursorPager, useCursors } from "../paging.tsx";
 import { graphql } from "../gql/index.ts";
 import type { DashboardPaymentDetailFragment, DashboardTransactionsQuery } from "../gql/graphql.ts";
-import { Table } from "../tables.tsx";
+import { DateRangeFields, Table } from "../tables.tsx";
 import { Badge, EmptyState, ErrorNote, Loading, PageHeader, useQuery } from "../ui.tsx";
 import { DisputedBadge } from "./disputes.tsx";
 import { RefundedBadge } from "./refunds.tsx";
@@ -152,19 +152,14 @@ export function Transactions({ mode }: { mode: Mode }) {
               <option value="failed">Failed</option>
             </select>
           </div>
-          <div class="field">
-            <label for="filter-from">From</label>
-            <input id="filter-from" type="date" value={filters.dateFrom} onChange={(e) => setFilter("dateFrom", e.currentTarget.value)} />
-          </div>
-          <div class="field">
-            <label for="filter-to">To</label>
-            <input id="filter-to" type="date" value={filters.dateTo} onChange={(e) => setFilter("dateTo", e.currentTarget.value)} />
-          </div>
-          {filtered && (
-            <button type="button" class="secondary" onClick={() => (setFilters({ status: "", dateFrom: "", dateTo: "", search: "" }), cursors.reset())}>
-              Clear filters
-            </button>
-          )}
+          <DateRangeFields
+            ids="filter"
+            from={filters.dateFrom}
+            to={filters.dateTo}
+            onChange={setFilter}
+            filtered={filtered}
+            onClear={() => (setFilters({ status: "", dateFrom: "", dateTo: "", search: "" }), setSearchDraft(""), cursors.reset())}
+          />
         </form>
       )}
       <ErrorNote message={error} />
