@@ -156,6 +156,14 @@ export function coercionError(schema: GraphQLSchema, message: string): Validatio
   return undefined;
 }
 
+/** Every variable that does not coerce, as one 400 naming the first and listing them all; undefined unless the first is one. */
+export function coercionErrors(schema: GraphQLSchema, messages: string[]): ValidationError | undefined {
+  const [first, ...others] = messages.map((message) => coercionError(schema, message));
+  if (!first) return undefined;
+  const { field, message } = first.errors[0]!;
+  return new ValidationError(field, message, others.flatMap((other) => other?.errors ?? []));
+}
+
 /**
  * Runs a row's operation. A typed error result in any root field becomes the GatewayError it stands
  * for; any other GraphQL error is unexpected and is thrown for the transport to mask.
@@ -174,7 +182,7 @@ export async function runOperation(
     const code = first.extensions?.code;
     if (isErrorCode(code)) throw new GatewayError(code, first.message);
     // No data at all means the request itself was refused (variables that do not coerce): a client error.
-    if (result.data === undefined) throw coercionError(schema, first.message) ?? new GatewayError("validation_failed", withoutEchoedValues(first.message));
+    if (result.data === undefined) throw coercionErrors(schema, result.errors.map((error) => error.message)) ?? new GatewayError("validation_failed", withoutEchoedValues(first.message));
     throw first.originalError ?? first;
   }
   const data = (result.data ?? {}) as Record<string, unknown>;

@@ -166,7 +166,6 @@ describe("payment channels", () => {
     const without = <T extends object>(config: T, key: keyof T) => Object.fromEntries(Object.entries(config).filter(([k]) => k !== key));
 
     const invalidBodies: [label: string, body: unknown, message: string][] = [
-      ["no body fields", {}, "name: is required"],
       ["a blank name", { name: "   ", provider: "sandbox" }, "name: is required"],
       ["a null name", { name: null, provider: "sandbox" }, "name: is required"],
       ["a name over 100 characters", { name: "x".repeat(101), provider: "sandbox" }, "name: must be at most 100 characters"],
@@ -208,6 +207,32 @@ describe("payment channels", () => {
       expect(res.status).toBe(400);
       expect(res.body).toEqual(validationEnvelope(message));
       expect(res.text).not.toContain("TOPSECRET");
+    });
+
+    it("rejects no body fields with a 400 naming each required one", async () => {
+      const res = await createChannel(acme.testKey, {});
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        ...validationEnvelope("name: is required"),
+        errors: [
+          { field: "name", message: "is required" },
+          { field: "provider", message: "is required" },
+        ],
+      });
+    });
+
+    it("lists every field whose type is wrong, not only the first", async () => {
+      const res = await createChannel(acme.testKey, { name: 42, provider: { name: "sandbox" } });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        status: "error",
+        code: "validation_failed",
+        message: "name: must be a string",
+        errors: [
+          { field: "name", message: "must be a string" },
+          { field: "provider", message: "must be a string" },
+        ],
+      });
     });
 
     it("creates nothing when validation fails", async () => {
