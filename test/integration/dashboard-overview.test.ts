@@ -4,6 +4,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors, openSection } from "../support/browser.ts";
 import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, SANDBOX_CHANNEL, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { csvRows } from "../support/csv.ts";
 import { until } from "../support/wait.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 
@@ -22,30 +23,6 @@ const FEE_BPS = 150;
 const FEE_FIXED = 10;
 /** The channel's fee on a payment, as the ledger takes it: round(amount * bps / 10000) + fixed, half away from zero. */
 const feeOf = (amount: number) => Math.round((amount * FEE_BPS) / 10_000) + FEE_FIXED;
-
-/** RFC 4180 records (quoted fields, doubled quotes, CRLF). */
-function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let record: string[] = [];
-  let field = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ",") record.push(field), (field = "");
-    else if (c === "\r" && text[i + 1] === "\n") {
-      record.push(field);
-      records.push(record);
-      (record = []), (field = ""), i++;
-    } else field += c;
-  }
-  if (field || record.length) records.push([...record, field]);
-  return records;
-}
 
 /** What this test made, and when it counts (days before today, UTC). */
 interface Made {
@@ -260,7 +237,7 @@ describe("dashboard overview", () => {
     expect(await link.getAttribute("href")).toBe("/v1/reports/balance-transactions.csv");
     const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
     expect(download.suggestedFilename()).toMatch(/^balance-transactions.*\.csv$/);
-    const records = parseCsv(await readFile((await download.path())!, "utf8"));
+    const records = csvRows(await readFile((await download.path())!, "utf8"));
     const [header, ...rows] = records;
     const column = (name: string) => header!.indexOf(name);
     expect(rows).toHaveLength(entries);
@@ -278,7 +255,7 @@ describe("dashboard overview", () => {
     const asUser = await bearerClient(gw.url, login.body.access_token ?? login.body.data?.access_token).get(filtered);
     expect(asUser.status, asUser.text).toBe(200);
     expect(asUser.headers.get("content-type")).toMatch(/^text\/csv/);
-    const refundRecords = parseCsv(asUser.text).slice(1);
+    const refundRecords = csvRows(asUser.text).slice(1);
     expect(refundRecords.map((r) => [r[column("type")], Number(r[column("amount")])])).toEqual([["refund", -refunded[0]!.amount]]);
     await page.context().close();
   });
@@ -294,7 +271,7 @@ describe("dashboard overview", () => {
 
     const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
     expect(download.suggestedFilename()).toBe("transactions-test-completed.csv");
-    const [header, ...rows] = parseCsv(await readFile((await download.path())!, "utf8"));
+    const [header, ...rows] = csvRows(await readFile((await download.path())!, "utf8"));
     const column = (name: string) => header!.indexOf(name);
     expect(header!.slice(0, 6)).toEqual(["id", "reference", "status", "amount", "amount_refunded", "currency"]);
     // Every completed payment of this merchant, newest (by created_at) first, and nothing of the other merchant's.
@@ -308,7 +285,7 @@ describe("dashboard overview", () => {
     const formula = await paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount: 100, description: '=HYPERLINK("http://evil.test","x")' });
     const searched = await api.get(`/v1/reports/transactions.csv?search=${formula}`);
     expect(searched.status).toBe(200);
-    const [, only] = parseCsv(searched.text);
+    const [, only] = csvRows(searched.text);
     expect(only![column("description")]).toBe(`'=HYPERLINK("http://evil.test","x")`);
     expect(only![column("status")]).toBe("completed");
     made.push({ reference: formula, amount: 100, status: "completed", createdAt: new Date() });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoMerchantIfEmpty } from "../../src/demo.ts";
 import { apiClient, bearerClient, paidTransaction, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { csvRecords } from "../support/csv.ts";
 import { expectCleanLedger } from "../support/ledger-check.ts";
 
 /**
@@ -36,12 +37,6 @@ const verify = async (reference: string) => {
   expect(res.status, res.text).toBe(200);
   return res.body.transaction;
 };
-
-/** Records of a CSV without quoted commas (these rows have none), keyed by the header. */
-function csvRecords(text: string): Record<string, string>[] {
-  const [header, ...lines] = text.trim().split("\r\n").map((line) => line.split(","));
-  return lines.map((cells) => Object.fromEntries(header!.map((name, i) => [name, cells[i] ?? ""])));
-}
 
 /** What each place says a payment's fee and net are: verify, the /api list, GraphQL, the balance transaction, the CSV row. */
 async function feeEverywhere(reference: string) {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, bearerClient, paidTransaction, startTestGateway, type HttpResult, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { csvRows } from "../support/csv.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -57,42 +58,9 @@ async function expectNetMatchesHolding(client: ReturnType<typeof apiClient>, cha
   return b;
 }
 
-/** A strict RFC 4180 parser (no CSV package is installed): CRLF records, quoted fields, doubled quotes; anything else throws. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let i = 0;
-  while (i < text.length) {
-    let field = "";
-    if (text[i] === '"') {
-      i++;
-      for (;;) {
-        if (i >= text.length) throw new Error("unterminated quoted field");
-        if (text[i] === '"') {
-          if (text[i + 1] === '"') { field += '"'; i += 2; continue; }
-          i++;
-          break;
-        }
-        field += text[i++];
-      }
-    } else {
-      while (i < text.length && text[i] !== "," && text[i] !== "\r" && text[i] !== "\n") {
-        if (text[i] === '"') throw new Error(`a quote inside an unquoted field at ${i}`);
-        field += text[i++];
-      }
-    }
-    row.push(field);
-    if (text[i] === ",") { i++; continue; }
-    if (text.startsWith("\r\n", i)) { rows.push(row); row = []; i += 2; continue; }
-    if (i >= text.length) throw new Error("the last record has no CRLF");
-    throw new Error(`unexpected ${JSON.stringify(text[i])} at ${i}`);
-  }
-  return rows;
-}
-
 /** The CSV as objects keyed by its header, after checking the header. */
 function csvRecords(res: HttpResult): Record<string, string>[] {
-  const [header, ...rows] = parseCsv(res.text);
+  const [header, ...rows] = csvRows(res.text);
   expect(header).toEqual(CSV_HEADER);
   for (const r of rows) expect(r).toHaveLength(CSV_HEADER.length);
   return rows.map((r) => Object.fromEntries(CSV_HEADER.map((name, i) => [name, r[i]!])));
@@ -419,7 +387,7 @@ describe("isolation", () => {
       expect((await client.get("/v1/balance/transactions")).body).toMatchObject({ data: [], total: 0 });
       expect((await client.get(`/v1/balance/transactions?payment_channel_id=${channelId}`)).body).toMatchObject({ data: [], total: 0 });
       const csv = await client.get("/v1/reports/balance-transactions.csv");
-      expect(parseCsv(csv.text)).toEqual([CSV_HEADER]);
+      expect(csvRows(csv.text)).toEqual([CSV_HEADER]);
       const gql = await client.post("/graphql", { query: `{ balance { currency } balanceTransactions(first: 5) { totalCount edges { node { id } } } }` });
       expect(gql.body).toEqual({ data: { balance: [], balanceTransactions: { totalCount: 0, edges: [] } } });
     }

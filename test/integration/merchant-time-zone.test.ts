@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, createSandboxMerchant, paidTransaction, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { csvRecords } from "../support/csv.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -17,31 +18,6 @@ const nextDay = (day: string) => utcDay(new Date(Date.parse(`${day}T00:00:00Z`) 
 function lastHalfPastTen(now = new Date()): Date {
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), 22, 30);
   return new Date(today <= now.getTime() - 60_000 ? today : today - DAY_MS);
-}
-
-/** RFC 4180 records (quoted fields, doubled quotes, CRLF), as objects keyed by the header. */
-function csvRecords(text: string): Record<string, string>[] {
-  const records: string[][] = [];
-  let record: string[] = [];
-  let field = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ",") record.push(field), (field = "");
-    else if (c === "\r" && text[i + 1] === "\n") {
-      record.push(field);
-      records.push(record);
-      (record = []), (field = ""), i++;
-    } else field += c;
-  }
-  if (field || record.length) records.push([...record, field]);
-  const [header, ...rows] = records;
-  return rows.map((row) => Object.fromEntries(header!.map((name, i) => [name, row[i]!])));
 }
 
 const STATS = `query($days: Int, $periods: [Int!]) {
