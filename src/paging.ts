@@ -72,7 +72,7 @@ export function filteredList<Row, Input, Filters, Query = object>(filtersOf: (pr
  * Table and column names are code constants, never input; every value travels as a parameter.
  */
 export interface CountedList {
-  table: "transactions" | "payouts" | "refunds" | "customers" | "payment_links" | "ledger_entries";
+  table: "transactions" | "payouts" | "refunds" | "customers" | "payment_links" | "ledger_entries" | "disputes";
   merchantId: number;
   mode: string;
   /** The rollup key's column, its SQL type, and the values the filter allows; absent for any. */
@@ -87,6 +87,11 @@ export interface CountedList {
    * (listRowCount) and a search's index holds every merchant's rows.
    */
   matchesFirst?: boolean;
+  /**
+   * The page's order when it is not newest first (a code constant, ending with the unique id): the page is then read
+   * with OFFSET along an index in that order; the total is the rollups' all the same.
+   */
+  order?: string;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -154,11 +159,13 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   // search's own indexes, or (matchesFirst false) by reading the merchant's rows and testing each. The fences (a
   // materialized CTE, OFFSET 0) keep the planner to that choice: its guess of a search's matches swings with the
   // statistics, and a wrong guess reads every merchant's rows, or all of this one's.
+  // With an order of its own, the matches keep every column it may sort by.
+  const matchedColumns = list.order ? "*" : "id, created_at";
   const cte = !extra
     ? ""
     : list.matchesFirst === false
-      ? `WITH matched AS MATERIALIZED (SELECT id, created_at FROM (SELECT * FROM ${list.table} WHERE ${unsearched} OFFSET 0) mine WHERE ${extra}) `
-      : `WITH matched AS MATERIALIZED (SELECT id, created_at FROM ${list.table} WHERE ${rows}) `;
+      ? `WITH matched AS MATERIALIZED (SELECT ${matchedColumns} FROM (SELECT * FROM ${list.table} WHERE ${unsearched} OFFSET 0) mine WHERE ${extra}) `
+      : `WITH matched AS MATERIALIZED (SELECT ${matchedColumns} FROM ${list.table} WHERE ${rows}) `;
   let total: string;
   if (extra) total = `(SELECT count(*) FROM matched)`;
   else if (from && to && from >= to) total = count(rows);
@@ -174,9 +181,11 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const offsetValue = (BigInt(paging.page) - 1n) * BigInt(paging.limit);
   const offset = `${param(String(offsetValue))}::bigint`;
   const limit = `${param(paging.limit)}::int`;
-  const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+  const order = `ORDER BY ${list.order ?? "created_at DESC, id DESC"} LIMIT ${limit}`;
   let ids: string;
-  if (extra) {
+  if (list.order) {
+    ids = extra ? `SELECT id FROM matched ${order} OFFSET ${offset}` : `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
+  } else if (extra) {
     // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them. The
     // materialized CTE keeps the planner from walking the list's index in order, testing each row against the
     // search until it has a page: it guesses a search matches many rows, and for a rare term it reads them all.
