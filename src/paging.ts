@@ -112,8 +112,8 @@ export const DAY_SKIP_FROM = 1000;
  *
  * ids: from the (merchant_id, mode[, key], created_at DESC, id DESC) index alone (a deferred join: the caller
  * reads the rows of those ids only). A deep page does not walk what it skips: the per-day counts, summed
- * newest day first, find the UTC day its first row falls in, and the index is entered at the end of that day
- * with the offset left within it (windows of whole UTC days; another zone's window walks the index). Same order
+ * newest day first, find the UTC day its first row falls in, that day's per-hour counts the hour, and the index is
+ * entered at the end of that hour with the offset left within it (windows of whole UTC days; another zone's window walks the index). Same order
  * and rows as `ORDER BY created_at DESC, id DESC OFFSET`.
  */
 export function listStatements(list: CountedList, paging: Paging): { params: unknown[]; cte: string; total: string; ids: string } {
@@ -193,12 +193,20 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   } else if (!aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else {
+    // Then the hour within that day (the day's rows keep their counts per UTC hour): the index is entered at the end
+    // of that hour, and walks at most an hour of rows. Where a day's hours do not add up to its count (a row counted
+    // by an older trigger), the day alone, as before.
     ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
-      start AS (SELECT day, before FROM (SELECT day, n, sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
-        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1)
+      start AS (SELECT day, n, before FROM (SELECT day, n, sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
+        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1),
+      hours AS (SELECT u.h, sum(u.cnt) AS n FROM list_counts, unnest(hours) WITH ORDINALITY AS u(cnt, h)
+        WHERE ${rollup} AND day = (SELECT day FROM start) GROUP BY u.h),
+      hour_start AS (SELECT h, before FROM (SELECT h, n, (SELECT before FROM start) + sum(n) OVER (ORDER BY h DESC) - n AS before FROM hours) newer
+        WHERE before + n > ${offset} AND (SELECT sum(n) FROM hours) = (SELECT n FROM start) ORDER BY h DESC LIMIT 1)
       SELECT id FROM ${list.table} WHERE ${rows}
-        AND created_at < (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start)
-      ${order} OFFSET (SELECT (${offset} - before)::bigint FROM start)`;
+        AND created_at < coalesce((SELECT ((SELECT day FROM start) + h * interval '1 hour') AT TIME ZONE 'UTC' FROM hour_start),
+                                  (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start))
+      ${order} OFFSET coalesce((SELECT (${offset} - before)::bigint FROM hour_start), (SELECT (${offset} - before)::bigint FROM start))`;
   }
   return { params, cte, total: `(${total})::int`, ids };
 }

@@ -35,7 +35,30 @@ describe("list totals kept by the database", () => {
       )
       SELECT list, merchant_id, mode::text, key, channel_id, day::text, actual.n::int AS actual, kept.n::int AS kept
       FROM actual FULL JOIN kept USING (list, merchant_id, mode, key, channel_id, day)
-      WHERE coalesce(actual.n, 0) <> coalesce(kept.n, 0)`);
+      WHERE coalesce(actual.n, 0) <> coalesce(kept.n, 0)
+      UNION ALL
+      SELECT * FROM (${hourDifferences()}) hours`);
+  }
+
+  /** The same per UTC hour of each day (list_counts.hours, summed over stripes), as rows of the same shape. */
+  function hourDifferences() {
+    const actual = (list: string, key: string, channel: string) => `
+      SELECT '${list}' AS list, merchant_id, mode, ${key} AS key, ${channel} AS channel_id, (r.created_at AT TIME ZONE 'UTC')::date AS day,
+        1 + extract(hour FROM r.created_at AT TIME ZONE 'UTC')::int AS h, count(*) AS n
+      FROM ${list} r GROUP BY 1, 2, 3, 4, 5, 6, 7`;
+    return `
+      WITH actual AS (
+        ${actual("transactions", "status::text", "0")} UNION ALL ${actual("payouts", "status::text", "0")}
+        UNION ALL ${actual("refunds", "status::text", "0")} UNION ALL ${actual("customers", "''", "0")}
+        UNION ALL ${actual("payment_links", "active::text", "0")} UNION ALL ${actual("ledger_entries", "type", "channel_id")}
+        UNION ALL ${actual("disputes", "status", "0")}
+      ), kept AS (
+        SELECT list, merchant_id, mode, key, channel_id, day, u.h, sum(u.n) AS n
+        FROM list_counts, unnest(hours) WITH ORDINALITY AS u(n, h) WHERE day > '-infinity' GROUP BY 1, 2, 3, 4, 5, 6, 7
+      )
+      SELECT list, merchant_id, mode::text, key, channel_id, day::text || ' hour ' || (h - 1), actual.n::int AS actual, kept.n::int AS kept
+      FROM actual FULL JOIN kept USING (list, merchant_id, mode, key, channel_id, day, h)
+      WHERE coalesce(actual.n, 0) <> coalesce(kept.n, 0)`;
   }
 
   /** Each ledger account's balance as ledger_account_balances keeps it against the sum of its postings: where they differ. */
