@@ -92,6 +92,11 @@ export interface CountedList {
    * with OFFSET along an index in that order; the total is the rollups' all the same.
    */
   order?: string;
+  /**
+   * With `order` (`column` DESC NULLS FIRST first): the rows with `column` set are also counted by `column`'s day and
+   * hour in list_counts as `rollup` (disputes' closed_at), so a deep page past the nulls skips to its hour.
+   */
+  closedFirst?: { column: string; rollup: string };
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -183,6 +188,24 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const limit = `${param(paging.limit)}::int`;
   const order = `ORDER BY ${list.order ?? "created_at DESC, id DESC"} LIMIT ${limit}`;
   let ids: string;
+  /**
+   * The page's ids past `before` rows, the rest ordered by `column` DESC: the per-day counts of `rollupWhere`, summed
+   * newest day first, find the UTC day the page's first row falls in, that day's per-hour counts the hour, and the
+   * index is entered at the end of that hour with the offset left within it: at most an hour of rows walked. Where a
+   * day's hours do not add up to its count (a row counted by an older trigger), the day alone.
+   */
+  const skipTo = (column: string, rollupWhere: string, daysWhere: string, before: string) =>
+    `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollupWhere} AND ${daysWhere} GROUP BY day),
+      start AS (SELECT day, n, before FROM (SELECT day, n, ${before} + sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
+        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1),
+      hours AS (SELECT u.h, sum(u.cnt) AS n FROM list_counts, unnest(hours) WITH ORDINALITY AS u(cnt, h)
+        WHERE ${rollupWhere} AND day = (SELECT day FROM start) GROUP BY u.h),
+      hour_start AS (SELECT h, before FROM (SELECT h, n, (SELECT before FROM start) + sum(n) OVER (ORDER BY h DESC) - n AS before FROM hours) newer
+        WHERE before + n > ${offset} AND (SELECT sum(n) FROM hours) = (SELECT n FROM start) ORDER BY h DESC LIMIT 1)
+      SELECT id FROM ${list.table} WHERE ${rows}
+        AND ${column} < coalesce((SELECT ((SELECT day FROM start) + h * interval '1 hour') AT TIME ZONE 'UTC' FROM hour_start),
+                                 (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start))
+      ${order} OFFSET coalesce((SELECT (${offset} - before)::bigint FROM hour_start), (SELECT (${offset} - before)::bigint FROM start))`;
   if (list.order) {
     ids = extra ? `SELECT id FROM matched ${order} OFFSET ${offset}` : `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else if (extra) {
@@ -193,20 +216,15 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   } else if (!aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else {
-    // Then the hour within that day (the day's rows keep their counts per UTC hour): the index is entered at the end
-    // of that hour, and walks at most an hour of rows. Where a day's hours do not add up to its count (a row counted
-    // by an older trigger), the day alone, as before.
-    ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
-      start AS (SELECT day, n, before FROM (SELECT day, n, sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
-        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1),
-      hours AS (SELECT u.h, sum(u.cnt) AS n FROM list_counts, unnest(hours) WITH ORDINALITY AS u(cnt, h)
-        WHERE ${rollup} AND day = (SELECT day FROM start) GROUP BY u.h),
-      hour_start AS (SELECT h, before FROM (SELECT h, n, (SELECT before FROM start) + sum(n) OVER (ORDER BY h DESC) - n AS before FROM hours) newer
-        WHERE before + n > ${offset} AND (SELECT sum(n) FROM hours) = (SELECT n FROM start) ORDER BY h DESC LIMIT 1)
-      SELECT id FROM ${list.table} WHERE ${rows}
-        AND created_at < coalesce((SELECT ((SELECT day FROM start) + h * interval '1 hour') AT TIME ZONE 'UTC' FROM hour_start),
-                                  (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start))
-      ${order} OFFSET coalesce((SELECT (${offset} - before)::bigint FROM hour_start), (SELECT (${offset} - before)::bigint FROM start))`;
+    ids = skipTo("created_at", rollup, days(), "0");
+  }
+  if (list.order && list.closedFirst && !extra && !gte && !lt && offsetValue >= BigInt(DAY_SKIP_FROM)) {
+    // Rows without `column` first (the rollups' total less the closed rollup's), then newest `column` first: past
+    // the first, a deep page finds its day and hour in the closed rollup as above. Only one branch answers rows.
+    const closedRollup = rollup.replace(`list = '${list.table}'`, `list = '${list.closedFirst.rollup}'`);
+    const open = `((${total}) - (SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${closedRollup} AND day = '-infinity'))`;
+    ids = `(SELECT id FROM (${ids}) plain WHERE ${open} > ${offset})
+      UNION ALL (SELECT id FROM (${skipTo(list.closedFirst.column, closedRollup, "day > '-infinity'", open)}) skipped WHERE ${open} <= ${offset})`;
   }
   return { params, cte, total: `(${total})::int`, ids };
 }

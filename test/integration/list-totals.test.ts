@@ -30,6 +30,9 @@ describe("list totals kept by the database", () => {
         UNION ALL ${actual("refunds", "status::text", "0")} UNION ALL ${actual("customers", "''", "0")}
         UNION ALL ${actual("payment_links", "active::text", "0")} UNION ALL ${actual("ledger_entries", "type", "channel_id")}
         UNION ALL ${actual("disputes", "status", "0")}
+        UNION ALL SELECT 'disputes_closed', merchant_id, mode, status, 0, d.day, count(*)
+          FROM disputes r CROSS JOIN LATERAL (VALUES ((r.closed_at AT TIME ZONE 'UTC')::date), ('-infinity'::date)) d(day) WHERE closed_at IS NOT NULL
+          GROUP BY 1, 2, 3, 4, 5, 6
       ), kept AS (
         SELECT list, merchant_id, mode, key, channel_id, day, sum(n) AS n FROM list_counts GROUP BY 1, 2, 3, 4, 5, 6
       )
@@ -52,6 +55,8 @@ describe("list totals kept by the database", () => {
         UNION ALL ${actual("refunds", "status::text", "0")} UNION ALL ${actual("customers", "''", "0")}
         UNION ALL ${actual("payment_links", "active::text", "0")} UNION ALL ${actual("ledger_entries", "type", "channel_id")}
         UNION ALL ${actual("disputes", "status", "0")}
+        UNION ALL SELECT 'disputes_closed', merchant_id, mode, status, 0, (closed_at AT TIME ZONE 'UTC')::date,
+          1 + extract(hour FROM closed_at AT TIME ZONE 'UTC')::int, count(*) FROM disputes WHERE closed_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7
       ), kept AS (
         SELECT list, merchant_id, mode, key, channel_id, day, u.h, sum(u.n) AS n
         FROM list_counts, unnest(hours) WITH ORDINALITY AS u(n, h) WHERE day > '-infinity' GROUP BY 1, 2, 3, 4, 5, 6, 7
@@ -238,9 +243,9 @@ describe("list totals kept by the database", () => {
       `INSERT INTO disputes (merchant_id, mode, reference, transaction_id, transaction_reference, channel_id, amount, currency, reason, status,
          due_by, provider_reference, created_at, updated_at, closed_at)
        SELECT $1::int, 'test', 'dp_bulk_' || $1::int || '_' || i, $2::int, $3, $4::int, 100, 'KES', 'fraudulent',
-         (ARRAY['needs_response', 'under_review', 'won', 'lost'])[1 + i % 4], CASE WHEN i % 4 < 2 THEN now() + i * interval '1 hour' END,
-         'pdp_bulk_' || $1::int || '_' || i, now() - i * interval '3 hours', now(), CASE WHEN i % 4 >= 2 THEN now() - i * interval '1 hour' END
-       FROM generate_series(1, 300) i`,
+         (ARRAY['needs_response', 'under_review', 'won', 'lost', 'won', 'won'])[1 + i % 6], CASE WHEN i % 6 < 2 THEN now() + i * interval '1 hour' END,
+         'pdp_bulk_' || $1::int || '_' || i, now() - i * interval '3 hours', now(), CASE WHEN i % 6 >= 2 THEN now() - i * interval '17 minutes' END
+       FROM generate_series(1, 3000) i`,
       [merchant.id, payment!.id, payment!.reference, merchant.channelId],
     );
     await exec(`UPDATE disputes SET status = 'won', closed_at = now() WHERE reference LIKE 'dp\\_bulk\\_%' AND status = 'under_review' AND amount = 100 AND due_by < now() + interval '100 hours'`);
@@ -256,6 +261,17 @@ describe("list totals kept by the database", () => {
       [merchant.id],
     )) as { reference: string }[];
     expect(all.body.data.map((d: { id: string }) => d.id)).toEqual(expected.map((d) => d.reference));
+    // Deep pages (past the open ones, found by closing day and hour), with and without a status, and the last: as OFFSET reads them.
+    for (const [status, page] of [[null, 12], [null, 20], [null, 27], ["won", 12], ["lost", 6], ["needs_response", 3]] as const) {
+      const res = await api.get(`/v1/disputes?limit=100&page=${page}${status ? `&status=${status}` : ""}`);
+      expect(res.status, res.text).toBe(200);
+      const rows = (await exec(
+        `SELECT reference FROM disputes WHERE merchant_id = $1 AND mode = 'test' AND ($2::text IS NULL OR status = $2)
+         ORDER BY closed_at DESC NULLS FIRST, due_by ASC NULLS LAST, created_at DESC, id DESC LIMIT 100 OFFSET $3`,
+        [merchant.id, status, (page - 1) * 100],
+      )) as { reference: string }[];
+      expect(res.body.data.map((d: { id: string }) => d.id), `${status} page ${page}`).toEqual(rows.map((d) => d.reference));
+    }
 
     // Postings written by SQL, 5,000 at once on two accounts of the merchant's channel: the balance moves with them.
     const before = (await api.get("/v1/balance")).body.data[0];

@@ -190,3 +190,53 @@ SELECT 'disputes', merchant_id, mode, day, key, channel_id, 0, 0, list_count_hou
     extract(hour FROM r.created_at AT TIME ZONE 'UTC')::int AS hour, count(*) AS n
   FROM disputes r GROUP BY 1, 2, 3, 4, 5, 6) by_hour GROUP BY 2, 3, 4, 5, 6
 ON CONFLICT (list, merchant_id, mode, day, key, channel_id, stripe) DO UPDATE SET hours = EXCLUDED.hours;
+
+-- disputes_closed: the closed disputes (closed_at set) counted by closed_at's UTC day and hour, keyed by status. The
+-- disputes list shows open ones first, then the closed newest closed_at first; a deep page skips the open ones by
+-- their count (the disputes rollup's total less this one's) and finds its closing day and hour here.
+CREATE FUNCTION list_counts_disputes_closed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  WITH by_hour AS (
+    SELECT r.merchant_id, r.mode, r.status AS key, 0 AS channel_id, (r.closed_at AT TIME ZONE 'UTC')::date AS day,
+      extract(hour FROM r.closed_at AT TIME ZONE 'UTC')::int AS hour, CASE WHEN TG_OP = 'DELETE' THEN -count(*) ELSE count(*) END AS n
+    FROM changed r WHERE r.closed_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6
+  ), by_day AS (
+    SELECT merchant_id, mode, key, channel_id, day, sum(n) AS n, list_count_hours(array_agg(hour), array_agg(n)) AS hours FROM by_hour GROUP BY 1, 2, 3, 4, 5
+    UNION ALL SELECT merchant_id, mode, key, channel_id, '-infinity', sum(n), NULL FROM by_hour GROUP BY 1, 2, 3, 4
+  )
+  INSERT INTO list_counts AS c (list, merchant_id, mode, day, key, channel_id, stripe, n, hours)
+  SELECT 'disputes_closed', merchant_id, mode, day, key, channel_id, pg_backend_pid() % 16, n, hours FROM by_day
+  ORDER BY merchant_id, mode, day DESC, key, channel_id
+  ON CONFLICT (list, merchant_id, mode, day, key, channel_id, stripe) DO UPDATE SET n = c.n + EXCLUDED.n, hours = list_count_hours_add(c.hours, EXCLUDED.hours);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER disputes_closed_count_insert AFTER INSERT ON disputes REFERENCING NEW TABLE AS changed
+  FOR EACH STATEMENT EXECUTE FUNCTION list_counts_disputes_closed();
+CREATE TRIGGER disputes_closed_count_delete AFTER DELETE ON disputes REFERENCING OLD TABLE AS changed
+  FOR EACH STATEMENT EXECUTE FUNCTION list_counts_disputes_closed();
+CREATE FUNCTION list_counts_disputes_closed_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.closed_at IS NOT NULL THEN
+    PERFORM list_count_add('disputes_closed', OLD.merchant_id, OLD.mode, OLD.status, 0, OLD.closed_at, -1);
+  END IF;
+  IF NEW.closed_at IS NOT NULL THEN
+    PERFORM list_count_add('disputes_closed', NEW.merchant_id, NEW.mode, NEW.status, 0, NEW.closed_at, 1);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER disputes_closed_count_update AFTER UPDATE OF status, closed_at, merchant_id, mode ON disputes FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.closed_at IS DISTINCT FROM NEW.closed_at OR OLD.merchant_id IS DISTINCT FROM NEW.merchant_id OR OLD.mode IS DISTINCT FROM NEW.mode)
+  EXECUTE FUNCTION list_counts_disputes_closed_update();
+CREATE FUNCTION list_counts_disputes_closed_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM list_counts WHERE list = 'disputes_closed';
+  RETURN NULL;
+END $$;
+CREATE TRIGGER disputes_closed_count_truncate AFTER TRUNCATE ON disputes FOR EACH STATEMENT EXECUTE FUNCTION list_counts_disputes_closed_truncate();
+
+INSERT INTO list_counts (list, merchant_id, mode, day, key, channel_id, stripe, n, hours)
+SELECT 'disputes_closed', merchant_id, mode, day, key, 0, 0, sum(n), list_count_hours(array_agg(hour), array_agg(n)) FROM (
+  SELECT merchant_id, mode, status AS key, (closed_at AT TIME ZONE 'UTC')::date AS day, extract(hour FROM closed_at AT TIME ZONE 'UTC')::int AS hour, count(*) AS n
+  FROM disputes WHERE closed_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5) by_hour GROUP BY 2, 3, 4, 5
+UNION ALL
+SELECT 'disputes_closed', merchant_id, mode, '-infinity', status, 0, 0, count(*), NULL FROM disputes WHERE closed_at IS NOT NULL GROUP BY 2, 3, 5;

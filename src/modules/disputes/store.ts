@@ -262,6 +262,7 @@ function countedList(principal: Principal, filters: DisputeFilters): CountedList
     merchantId: window.merchantId,
     mode: window.mode,
     order: LIST_ORDER_SQL,
+    closedFirst: { column: "closed_at", rollup: "disputes_closed" },
     ...(filters.status ? { key: { column: "status", type: "text", values: [filters.status] } } : {}),
     ...(created ? { createdAt: { gte: created.gte, lt: created.lt } } : {}),
     ...(filters.transactionId != null ? { extra: (param: (value: unknown) => string) => `transaction_id = ${param(filters.transactionId)}::int` } : {}),
