@@ -1,19 +1,24 @@
 /**
- * Data growth (issue 27): the paged lists for a merchant with 200 rows against one with `--rows N` (default
+ * Data growth (issues 27 and 42): the paged lists for a merchant with 200 rows against one with `--rows N` (default
  * 1,000,000), on one throwaway PostgreSQL, with wrk (its own process, 1 thread, 32 connections) against the gateway
  * (its own process, the compiled build, NODE_ENV=production, LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false). Rows are
  * bulk-loaded with INSERT ... SELECT FROM generate_series (secondary indexes dropped during the load and rebuilt from their
- * own definitions after it; then VACUUM ANALYZE), straight into the tables as an import or a
- * repair would write them: the small merchant gets 200 of everything, the big one N transactions and `--side-rows`
- * (default N / 10) customers, payouts, refunds, events with one finished webhook delivery each, and balance
- * transactions (ledger entries of its completed payments). `--others M` adds M transactions across 10 more merchants.
+ * own definitions after it), straight into the tables as an import or a repair would write them, triggers on: the small
+ * merchant gets 200 of everything (1,000 ledger postings), the big one N transactions, `--money-rows` (default N)
+ * refunds and balance transactions, `--postings` (default 10,000,000) ledger postings (GET /v1/balance), and
+ * `--side-rows` (default N / 10) customers, payouts, disputes and events with one finished webhook delivery each.
+ * `--others M` adds M transactions across 10 more merchants.
  *
- * Each list runs for the small merchant, then the big one (adjacent, so drift hits both alike): a warm-up run, then
- * the measured one. Ratios: big / small req/s (goal >= 0.5x) and page=5000 / page=5 (goal >= 0.3x), issue 27.
+ * Every list is measured right after the load (no ANALYZE, no VACUUM; autovacuum off on the loaded tables), then after
+ * each step of `--after` (default load,analyze; vacuum adds a VACUUM ANALYZE round). Each list runs for the small
+ * merchant, then the big one (adjacent, so drift hits both alike): a warm-up run, then the measured one. Ratios: big /
+ * small req/s (goal >= 0.5x) and page=5000 / page=5 of each paged list (goal >= 0.3x). After the rounds, the totals
+ * and the balances are compared with SQL's own count and sum of the rows: a mismatch fails the run.
  *
- *   node --import tsx bench/scale.ts [--rows 1000000] [--side-rows N] [--others 0] [--seconds 10] [--warmup 3] [--only <list name part>] [--write]
+ *   flock /tmp/bench.lock node --import tsx bench/scale.ts [--rows 1000000] [--money-rows N] [--postings 10000000] [--side-rows N]
+ *     [--others 0] [--after load,analyze] [--seconds 10] [--warmup 3] [--only <list name part>] [--write]
  *
- * `--write` records the table in bench/README.md, section "Data growth": the first run recorded there is kept as the
+ * `--write` records the tables in bench/README.md, section "Data growth": the first run recorded there is kept as the
  * "before" table, later runs replace the "latest" one.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";

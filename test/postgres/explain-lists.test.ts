@@ -111,24 +111,33 @@ async function seed(db: pg.Client, hot: { id: number; channelId: number }, other
        FROM generate_series(1, $3::int) i`,
       params,
     );
-    // Subscriptions and their invoices: one plan, customer and payment method stand behind them all (no foreign keys checked here).
-    const { rows: plan } = await db.query<{ id: number }>(
-      `INSERT INTO plans (merchant_id, mode, reference, name, amount, currency, interval) VALUES ($1::int, 'test', $2 || '_plan', 'Plan', 100, 'KES', 'month') RETURNING id`,
-      [m.id, prefix],
+    // Subscriptions and their invoices: one plan, customer and card stand behind them all (foreign keys are not checked here).
+    const [plan, customer] = await Promise.all([
+      db.query<{ id: number }>(
+        `INSERT INTO plans (merchant_id, mode, reference, name, amount, currency, interval) VALUES ($1::int, 'test', $2 || '_plan', 'Plan', 100, 'KES', 'month') RETURNING id`,
+        [m.id, prefix],
+      ),
+      db.query<{ id: number }>(`INSERT INTO customers (merchant_id, mode, email) VALUES ($1::int, 'test', $2 || '-subscriber@example.com') RETURNING id`, [m.id, prefix]),
+    ]);
+    const card = await db.query<{ id: number }>(
+      `INSERT INTO payment_methods (merchant_id, mode, reference, customer_id, channel_id, type, card_brand, card_last4, reusable, fingerprint)
+       VALUES ($1::int, 'test', $2 || '_pm', $3::int, $4::int, 'card', 'visa', '4242', true, $2 || '_fp') RETURNING id`,
+      [m.id, prefix, customer.rows[0]!.id, m.channelId],
     );
     await db.query(
       `INSERT INTO subscriptions (merchant_id, mode, reference, customer_id, plan_id, payment_method_id, status, billing_anchor, current_period_start,
          current_period_end, created_at, updated_at)
-       SELECT $1::int, 'test', $4 || '_sub_' || i, 1, $2::int, 1, (ARRAY['trialing', 'active', 'past_due', 'canceled', 'unpaid'])[1 + i % 5],
+       SELECT $1::int, 'test', $4 || '_sub_' || i, $5::int, $2::int, $6::int, (ARRAY['trialing', 'active', 'past_due', 'canceled', 'unpaid'])[1 + i % 5],
          ${at}, ${at}, ${at} + interval '1 month', ${at}, ${at}
        FROM generate_series(1, $3::int) i`,
-      [m.id, plan[0]!.id, rows, prefix],
+      [m.id, plan.rows[0]!.id, rows, prefix, customer.rows[0]!.id, card.rows[0]!.id],
     );
+    const { rows: first } = await db.query<{ id: number }>(`SELECT min(id)::int AS id FROM subscriptions WHERE merchant_id = $1`, [m.id]);
     await db.query(
       `INSERT INTO invoices (merchant_id, mode, reference, subscription_id, customer_id, amount_due, currency, period_start, period_end, status, created_at, updated_at)
-       SELECT $1::int, 'test', $4 || '_in_' || i, i, 1, 100, 'KES', ${at}, ${at} + interval '1 month', (ARRAY['open', 'paid', 'uncollectible', 'void'])[1 + i % 4], ${at}, ${at}
+       SELECT $1::int, 'test', $4 || '_in_' || i, $5::int + i - 1, $2::int, 100, 'KES', ${at}, ${at} + interval '1 month', (ARRAY['open', 'paid', 'uncollectible', 'void'])[1 + i % 4], ${at}, ${at}
        FROM generate_series(1, $3::int) i`,
-      [m.id, m.channelId, rows, prefix],
+      [m.id, customer.rows[0]!.id, rows, prefix, first[0]!.id],
     );
   }
   for (const index of indexes) await db.query(index.definition);
