@@ -14,6 +14,15 @@ const ROWS = 1_000_000;
 const OTHER_ROWS = ROWS / 10;
 const MONEY_TABLES = ["transactions", "refunds", "ledger_entries", "ledger_postings", "payouts", "disputes", "invoices", "subscriptions"];
 
+/**
+ * Known scans, each with why; remove an entry once its list no longer needs it. Billing's lists (owned elsewhere, issue
+ * 42 reported to its owner) count their total with Prisma's count over the merchant's rows: at a million subscriptions
+ * or invoices of one merchant, after ANALYZE, the planner reads the whole table for it.
+ */
+const KNOWN: { pattern: RegExp; why: string }[] = [
+  { pattern: /^SELECT COUNT\(\*\) AS "_count\$_all" FROM \(SELECT "public"\."(subscriptions|invoices)"\."id" FROM "public"\."\1"/, why: "billing's Prisma count (no rollup yet)" },
+];
+
 let gw: TestGateway;
 let api: ReturnType<typeof apiClient>;
 let recording = false;
@@ -241,8 +250,10 @@ describe(`lists and reports of money tables at ${ROWS.toLocaleString("en")} rows
           const scanned = [...new Set(all.filter((n) => n["Node Type"] === "Seq Scan" && MONEY_TABLES.includes(n["Relation Name"] ?? "")).map((n) => n["Relation Name"]!))];
           const indexes = [...new Set(all.filter((n) => n["Index Name"]).map((n) => n["Index Name"]!))];
           const oneLine = text.replace(/\s+/g, " ").trim();
-          summary.push(`${state.padEnd(14)} ${scanned.length ? "SEQ SCAN" : "ok      "} ${[...scanned.map((t) => `seq:${t}`), ...indexes].join(",") || "-"}  ${oneLine.slice(0, 140)}`);
-          if (scanned.length) failures.push(`${state}: Seq Scan on ${scanned.join(", ")} in: ${oneLine}`);
+          const known = scanned.length ? KNOWN.find((k) => k.pattern.test(oneLine)) : undefined;
+          const verdict = !scanned.length ? "ok" : known ? `known (${known.why})` : "SEQ SCAN";
+          summary.push(`${state.padEnd(14)} ${verdict.padEnd(8)} ${[...scanned.map((t) => `seq:${t}`), ...indexes].join(",") || "-"}  ${oneLine.slice(0, 140)}`);
+          if (scanned.length && !known) failures.push(`${state}: Seq Scan on ${scanned.join(", ")} in: ${oneLine}`);
           explained++;
         }
         return explained;

@@ -1,7 +1,10 @@
 import type { Db } from "../../db/database.ts";
 import type { LedgerEntry, Mode, Prisma } from "../../db/generated/prisma/client.ts";
 import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
-import { BALANCE_TRANSACTION_TYPES, type BalanceTransactionType } from "./postings.ts";
+import { BALANCE_TRANSACTION_TYPES, type BalanceTransactionType, type EntryType } from "./postings.ts";
+
+/** The entry types that are not balance transactions (EntryType is BalanceTransactionType and these). */
+const RESERVATION_TYPES = ["refund_reservation", "payout_reservation"] as const satisfies readonly Exclude<EntryType, BalanceTransactionType>[];
 
 /**
  * Reads of the ledger's tables. Writes are only ever the posting rules' statements (postings.ts), run inside
@@ -115,7 +118,8 @@ const countedList = (scope: LedgerScope, filters: BalanceTransactionFilters): Co
   table: "ledger_entries",
   merchantId: scope.merchantId,
   mode: scope.mode,
-  key: { column: "type", type: "text", values: filters.type ? [filters.type] : BALANCE_TRANSACTION_TYPES },
+  // No type: every entry but the reservations (the entry types are the balance transaction types and these two).
+  key: filters.type ? { column: "type", type: "text", values: [filters.type] } : { column: "type", type: "text", except: RESERVATION_TYPES },
   channelId: filters.channelId,
   ...(filters.createdAt ? { createdAt: filters.createdAt } : {}),
 });
