@@ -72,11 +72,11 @@ export function filteredList<Row, Input, Filters, Query = object>(filtersOf: (pr
  * Table and column names are code constants, never input; every value travels as a parameter.
  */
 export interface CountedList {
-  table: "transactions" | "payouts" | "refunds" | "customers" | "payment_links" | "ledger_entries";
+  table: "transactions" | "payouts" | "refunds" | "customers" | "payment_links" | "ledger_entries" | "disputes";
   merchantId: number;
   mode: string;
-  /** The rollup key's column, its SQL type, and the values the filter allows; absent for any. */
-  key?: { column: string; type: string; values: readonly string[] };
+  /** The rollup key's column, its SQL type, and the values the filter allows (or every value but `except`); absent for any. */
+  key?: { column: string; type: string; values: readonly string[] } | { column: string; type: string; except: readonly string[] };
   channelId?: number | null;
   createdAt?: { gte?: Date; lt?: Date };
   /** Conditions the rollups do not keep (a search, a transaction id): the total is then counted from the indexes. */
@@ -87,6 +87,16 @@ export interface CountedList {
    * (listRowCount) and a search's index holds every merchant's rows.
    */
   matchesFirst?: boolean;
+  /**
+   * The page's order when it is not newest first (a code constant, ending with the unique id): the page is then read
+   * with OFFSET along an index in that order; the total is the rollups' all the same.
+   */
+  order?: string;
+  /**
+   * With `order` (`column` DESC NULLS FIRST first): the rows with `column` set are also counted by `column`'s day and
+   * hour in list_counts as `rollup` (disputes' closed_at), so a deep page past the nulls skips to its hour.
+   */
+  closedFirst?: { column: string; rollup: string };
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -107,8 +117,8 @@ export const DAY_SKIP_FROM = 1000;
  *
  * ids: from the (merchant_id, mode[, key], created_at DESC, id DESC) index alone (a deferred join: the caller
  * reads the rows of those ids only). A deep page does not walk what it skips: the per-day counts, summed
- * newest day first, find the UTC day its first row falls in, and the index is entered at the end of that day
- * with the offset left within it (windows of whole UTC days; another zone's window walks the index). Same order
+ * newest day first, find the UTC day its first row falls in, that day's per-hour counts the hour, and the index is
+ * entered at the end of that hour with the offset left within it (windows of whole UTC days; another zone's window walks the index). Same order
  * and rows as `ORDER BY created_at DESC, id DESC OFFSET`.
  */
 export function listStatements(list: CountedList, paging: Paging): { params: unknown[]; cte: string; total: string; ids: string } {
@@ -117,7 +127,14 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const scope = `merchant_id = ${param(list.merchantId)} AND mode = ${param(list.mode)}::"Mode"`;
   let rollup = `list = '${list.table}' AND ${scope}`;
   let rows = scope;
-  if (list.key) {
+  if (list.key && "except" in list.key) {
+    // Every key but these (every balance transaction but the reservations): "<> ALL" reads to the planner as most of
+    // the rows even before ANALYZE, so it walks the list's index in order. "= ANY(nine types)" read as a few, right
+    // after a bulk load: it took them from the (merchant, mode, type) index and sorted a million entries for a page.
+    const values = param(list.key.except);
+    rows += ` AND ${list.key.column} <> ALL(${values}::${list.key.type}[])`;
+    rollup += ` AND key <> ALL(${values}::text[])`;
+  } else if (list.key) {
     const one = list.key.values.length === 1;
     const values = param(one ? list.key.values[0] : list.key.values);
     rows += one ? ` AND ${list.key.column} = ${values}::${list.key.type}` : ` AND ${list.key.column} = ANY(${values}::${list.key.type}[])`;
@@ -154,11 +171,13 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   // search's own indexes, or (matchesFirst false) by reading the merchant's rows and testing each. The fences (a
   // materialized CTE, OFFSET 0) keep the planner to that choice: its guess of a search's matches swings with the
   // statistics, and a wrong guess reads every merchant's rows, or all of this one's.
+  // With an order of its own, the matches keep every column it may sort by.
+  const matchedColumns = list.order ? "*" : "id, created_at";
   const cte = !extra
     ? ""
     : list.matchesFirst === false
-      ? `WITH matched AS MATERIALIZED (SELECT id, created_at FROM (SELECT * FROM ${list.table} WHERE ${unsearched} OFFSET 0) mine WHERE ${extra}) `
-      : `WITH matched AS MATERIALIZED (SELECT id, created_at FROM ${list.table} WHERE ${rows}) `;
+      ? `WITH matched AS MATERIALIZED (SELECT ${matchedColumns} FROM (SELECT * FROM ${list.table} WHERE ${unsearched} OFFSET 0) mine WHERE ${extra}) `
+      : `WITH matched AS MATERIALIZED (SELECT ${matchedColumns} FROM ${list.table} WHERE ${rows}) `;
   let total: string;
   if (extra) total = `(SELECT count(*) FROM matched)`;
   else if (from && to && from >= to) total = count(rows);
@@ -174,9 +193,29 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   const offsetValue = (BigInt(paging.page) - 1n) * BigInt(paging.limit);
   const offset = `${param(String(offsetValue))}::bigint`;
   const limit = `${param(paging.limit)}::int`;
-  const order = `ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+  const order = `ORDER BY ${list.order ?? "created_at DESC, id DESC"} LIMIT ${limit}`;
   let ids: string;
-  if (extra) {
+  /**
+   * The page's ids past `before` rows, the rest ordered by `column` DESC: the per-day counts of `rollupWhere`, summed
+   * newest day first, find the UTC day the page's first row falls in, that day's per-hour counts the hour, and the
+   * index is entered at the end of that hour with the offset left within it: at most an hour of rows walked. Where a
+   * day's hours do not add up to its count (a row counted by an older trigger), the day alone.
+   */
+  const skipTo = (column: string, rollupWhere: string, daysWhere: string, before: string) =>
+    `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollupWhere} AND ${daysWhere} GROUP BY day),
+      start AS (SELECT day, n, before FROM (SELECT day, n, ${before} + sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
+        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1),
+      hours AS (SELECT u.h, sum(u.cnt) AS n FROM list_counts, unnest(hours) WITH ORDINALITY AS u(cnt, h)
+        WHERE ${rollupWhere} AND day = (SELECT day FROM start) GROUP BY u.h),
+      hour_start AS (SELECT h, before FROM (SELECT h, n, (SELECT before FROM start) + sum(n) OVER (ORDER BY h DESC) - n AS before FROM hours) newer
+        WHERE before + n > ${offset} AND (SELECT sum(n) FROM hours) = (SELECT n FROM start) ORDER BY h DESC LIMIT 1)
+      SELECT id FROM ${list.table} WHERE ${rows}
+        AND ${column} < coalesce((SELECT ((SELECT day FROM start) + h * interval '1 hour') AT TIME ZONE 'UTC' FROM hour_start),
+                                 (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start))
+      ${order} OFFSET coalesce((SELECT (${offset} - before)::bigint FROM hour_start), (SELECT (${offset} - before)::bigint FROM start))`;
+  if (list.order) {
+    ids = extra ? `SELECT id FROM matched ${order} OFFSET ${offset}` : `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
+  } else if (extra) {
     // A search: its matches from their own indexes (trigram, or exact per field), then the newest of them. The
     // materialized CTE keeps the planner from walking the list's index in order, testing each row against the
     // search until it has a page: it guesses a search matches many rows, and for a rare term it reads them all.
@@ -184,12 +223,15 @@ export function listStatements(list: CountedList, paging: Paging): { params: unk
   } else if (!aligned || offsetValue < BigInt(DAY_SKIP_FROM)) {
     ids = `SELECT id FROM ${list.table} WHERE ${rows} ${order} OFFSET ${offset}`;
   } else {
-    ids = `WITH days AS (SELECT day, sum(n) AS n FROM list_counts WHERE ${rollup} AND ${days()} GROUP BY day),
-      start AS (SELECT day, before FROM (SELECT day, n, sum(n) OVER (ORDER BY day DESC) - n AS before FROM days) newer
-        WHERE before + n > ${offset} ORDER BY day DESC LIMIT 1)
-      SELECT id FROM ${list.table} WHERE ${rows}
-        AND created_at < (SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM start)
-      ${order} OFFSET (SELECT (${offset} - before)::bigint FROM start)`;
+    ids = skipTo("created_at", rollup, days(), "0");
+  }
+  if (list.order && list.closedFirst && !extra && !gte && !lt && offsetValue >= BigInt(DAY_SKIP_FROM)) {
+    // Rows without `column` first (the rollups' total less the closed rollup's), then newest `column` first: past
+    // the first, a deep page finds its day and hour in the closed rollup as above. Only one branch answers rows.
+    const closedRollup = rollup.replace(`list = '${list.table}'`, `list = '${list.closedFirst.rollup}'`);
+    const open = `((${total}) - (SELECT coalesce(sum(n), 0) FROM list_counts WHERE ${closedRollup} AND day = '-infinity'))`;
+    ids = `(SELECT id FROM (${ids}) plain WHERE ${open} > ${offset})
+      UNION ALL (SELECT id FROM (${skipTo(list.closedFirst.column, closedRollup, "day > '-infinity'", open)}) skipped WHERE ${open} <= ${offset})`;
   }
   return { params, cte, total: `(${total})::int`, ids };
 }

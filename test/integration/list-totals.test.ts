@@ -29,12 +29,50 @@ describe("list totals kept by the database", () => {
         ${actual("transactions", "status::text", "0")} UNION ALL ${actual("payouts", "status::text", "0")}
         UNION ALL ${actual("refunds", "status::text", "0")} UNION ALL ${actual("customers", "''", "0")}
         UNION ALL ${actual("payment_links", "active::text", "0")} UNION ALL ${actual("ledger_entries", "type", "channel_id")}
+        UNION ALL ${actual("disputes", "status", "0")}
+        UNION ALL SELECT 'disputes_closed', merchant_id, mode, status, 0, d.day, count(*)
+          FROM disputes r CROSS JOIN LATERAL (VALUES ((r.closed_at AT TIME ZONE 'UTC')::date), ('-infinity'::date)) d(day) WHERE closed_at IS NOT NULL
+          GROUP BY 1, 2, 3, 4, 5, 6
       ), kept AS (
         SELECT list, merchant_id, mode, key, channel_id, day, sum(n) AS n FROM list_counts GROUP BY 1, 2, 3, 4, 5, 6
       )
       SELECT list, merchant_id, mode::text, key, channel_id, day::text, actual.n::int AS actual, kept.n::int AS kept
       FROM actual FULL JOIN kept USING (list, merchant_id, mode, key, channel_id, day)
-      WHERE coalesce(actual.n, 0) <> coalesce(kept.n, 0)`);
+      WHERE coalesce(actual.n, 0) <> coalesce(kept.n, 0)
+      UNION ALL
+      SELECT * FROM (${hourDifferences()}) hours`);
+  }
+
+  /** The same per UTC hour of each day (list_counts.hours, summed over stripes), as rows of the same shape. */
+  function hourDifferences() {
+    const actual = (list: string, key: string, channel: string) => `
+      SELECT '${list}' AS list, merchant_id, mode, ${key} AS key, ${channel} AS channel_id, (r.created_at AT TIME ZONE 'UTC')::date AS day,
+        1 + extract(hour FROM r.created_at AT TIME ZONE 'UTC')::int AS h, count(*) AS n
+      FROM ${list} r GROUP BY 1, 2, 3, 4, 5, 6, 7`;
+    return `
+      WITH actual AS (
+        ${actual("transactions", "status::text", "0")} UNION ALL ${actual("payouts", "status::text", "0")}
+        UNION ALL ${actual("refunds", "status::text", "0")} UNION ALL ${actual("customers", "''", "0")}
+        UNION ALL ${actual("payment_links", "active::text", "0")} UNION ALL ${actual("ledger_entries", "type", "channel_id")}
+        UNION ALL ${actual("disputes", "status", "0")}
+        UNION ALL SELECT 'disputes_closed', merchant_id, mode, status, 0, (closed_at AT TIME ZONE 'UTC')::date,
+          1 + extract(hour FROM closed_at AT TIME ZONE 'UTC')::int, count(*) FROM disputes WHERE closed_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7
+      ), kept AS (
+        SELECT list, merchant_id, mode, key, channel_id, day, u.h, sum(u.n) AS n
+        FROM list_counts, unnest(hours) WITH ORDINALITY AS u(n, h) WHERE day > '-infinity' GROUP BY 1, 2, 3, 4, 5, 6, 7
+      )
+      SELECT list, merchant_id, mode::text, key, channel_id, day::text || ' hour ' || (h - 1), actual.n::int AS actual, kept.n::int AS kept
+      FROM actual FULL JOIN kept USING (list, merchant_id, mode, key, channel_id, day, h)
+      WHERE coalesce(actual.n, 0) <> coalesce(kept.n, 0)`;
+  }
+
+  /** Each ledger account's balance as ledger_account_balances keeps it against the sum of its postings: where they differ. */
+  function balanceDifferences() {
+    return exec(`
+      SELECT a.id, coalesce(p.n, 0)::text AS actual, coalesce(b.n, 0)::text AS kept FROM ledger_accounts a
+      LEFT JOIN (SELECT account_id, sum(amount) AS n FROM ledger_postings GROUP BY 1) p ON p.account_id = a.id
+      LEFT JOIN (SELECT account_id, sum(balance) AS n FROM ledger_account_balances GROUP BY 1) b ON b.account_id = a.id
+      WHERE coalesce(p.n, 0) <> coalesce(b.n, 0)`);
   }
 
   /** The REST list's total for these query parameters, and count(*) of the same rows. */
@@ -192,5 +230,60 @@ describe("list totals kept by the database", () => {
       expect((await api.get(`/api/transactions/list?status=${status}`)).body.total, status).toBe(30);
     }
     expect(await rollupDifferences()).toEqual([]);
+    expect(await balanceDifferences()).toEqual([]);
+  });
+
+  it("disputes' totals and the balances stay exact after direct SQL: disputes inserted, moved and deleted; postings inserted in bulk", async () => {
+    const merchant = await createSandboxMerchant(gw);
+    const api = apiClient(gw.url, merchant.testKey);
+    const paid = await paidTransaction(gw.url, merchant.testKey, { amount: 5000, email: "disputed@example.com" });
+    // A payment to hang the disputes on (their rows need one), found by its reference.
+    const [payment] = (await exec(`SELECT id, reference FROM transactions WHERE reference = $1`, [paid])) as { id: number; reference: string }[];
+    await exec(
+      `INSERT INTO disputes (merchant_id, mode, reference, transaction_id, transaction_reference, channel_id, amount, currency, reason, status,
+         due_by, provider_reference, created_at, updated_at, closed_at)
+       SELECT $1::int, 'test', 'dp_bulk_' || $1::int || '_' || i, $2::int, $3, $4::int, 100, 'KES', 'fraudulent',
+         (ARRAY['needs_response', 'under_review', 'won', 'lost', 'won', 'won'])[1 + i % 6], CASE WHEN i % 6 < 2 THEN now() + i * interval '1 hour' END,
+         'pdp_bulk_' || $1::int || '_' || i, now() - i * interval '3 hours', now(), CASE WHEN i % 6 >= 2 THEN now() - i * interval '17 minutes' END
+       FROM generate_series(1, 3000) i`,
+      [merchant.id, payment!.id, payment!.reference, merchant.channelId],
+    );
+    await exec(`UPDATE disputes SET status = 'won', closed_at = now() WHERE reference LIKE 'dp\\_bulk\\_%' AND status = 'under_review' AND amount = 100 AND due_by < now() + interval '100 hours'`);
+    await exec(`DELETE FROM disputes WHERE reference LIKE 'dp\\_bulk\\_%' AND reference LIKE '%7'`);
+    expect(await rollupDifferences()).toEqual([]);
+    const counts = (await exec(`SELECT status, count(*)::int AS n FROM disputes WHERE merchant_id = $1 GROUP BY status`, [merchant.id])) as { status: string; n: number }[];
+    for (const { status, n } of counts) expect((await api.get(`/v1/disputes?status=${status}&limit=7`)).body.total, status).toBe(n);
+    const all = await api.get("/v1/disputes?limit=100&page=2");
+    expect(all.body.total).toBe(counts.reduce((sum, c) => sum + c.n, 0));
+    // The page in the list's order, as a plain ORDER BY ... OFFSET reads it.
+    const expected = (await exec(
+      `SELECT reference FROM disputes WHERE merchant_id = $1 AND mode = 'test' ORDER BY closed_at DESC NULLS FIRST, due_by ASC NULLS LAST, created_at DESC, id DESC LIMIT 100 OFFSET 100`,
+      [merchant.id],
+    )) as { reference: string }[];
+    expect(all.body.data.map((d: { id: string }) => d.id)).toEqual(expected.map((d) => d.reference));
+    // Deep pages (past the open ones, found by closing day and hour), with and without a status, and the last: as OFFSET reads them.
+    for (const [status, page] of [[null, 12], [null, 20], [null, 27], ["won", 12], ["lost", 6], ["needs_response", 3]] as const) {
+      const res = await api.get(`/v1/disputes?limit=100&page=${page}${status ? `&status=${status}` : ""}`);
+      expect(res.status, res.text).toBe(200);
+      const rows = (await exec(
+        `SELECT reference FROM disputes WHERE merchant_id = $1 AND mode = 'test' AND ($2::text IS NULL OR status = $2)
+         ORDER BY closed_at DESC NULLS FIRST, due_by ASC NULLS LAST, created_at DESC, id DESC LIMIT 100 OFFSET $3`,
+        [merchant.id, status, (page - 1) * 100],
+      )) as { reference: string }[];
+      expect(res.body.data.map((d: { id: string }) => d.id), `${status} page ${page}`).toEqual(rows.map((d) => d.reference));
+    }
+
+    // Postings written by SQL, 5,000 at once on two accounts of the merchant's channel: the balance moves with them.
+    const before = (await api.get("/v1/balance")).body.data[0];
+    await exec(
+      `WITH accounts AS (SELECT ledger_account($1::int, 'test', $2::int, 'KES', 'available') AS available, ledger_account($1::int, 'test', $2::int, 'KES', 'payers') AS payers)
+       INSERT INTO ledger_postings (entry_id, account_id, amount)
+       SELECT -i, leg.account, leg.sign * 3 FROM generate_series(1, 2500) i, accounts, LATERAL (VALUES (available, 1), (payers, -1)) leg(account, sign)`,
+      [merchant.id, merchant.channelId],
+    );
+    const after = (await api.get("/v1/balance")).body.data[0];
+    expect(BigInt(after.available) - BigInt(before.available)).toBe(7500n);
+    expect(BigInt(after.collected) - BigInt(before.collected)).toBe(7500n);
+    expect(await balanceDifferences()).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import type { Db, PrismaClient } from "../../db/database.ts";
 import type { Dispute, DisputeFile, Event, Prisma } from "../../db/generated/prisma/client.ts";
 import { tableRows } from "../../db/table-rows.ts";
 import { statusDateWhere } from "../../filters.ts";
-import type { Paging } from "../../paging.ts";
+import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
 import type { DisputeState } from "../../providers/types.ts";
 import { defineSnapshot } from "../events/snapshot.ts";
 import type { StatusRules, StatusTable } from "../events/status-machine.ts";
@@ -238,14 +238,35 @@ function filtered(principal: Principal, filters: DisputeFilters): Prisma.Dispute
   };
 }
 
-/** A page with its total, open disputes first by deadline. Disputes are few per merchant: counted and paged plainly. */
+/**
+ * A page with its total, open disputes first by deadline (LIST_ORDER). The total from the rollups (list_counts, kept
+ * by triggers, keyed by status; a transaction's disputes counted from its index), the page's ids along the
+ * (merchant, mode[, status], closed_at DESC, due_by, created_at DESC, id DESC) index, in one statement (paging.ts);
+ * then those rows with what `query` includes.
+ */
 export async function listPage(db: Db, principal: Principal, filters: DisputeFilters, paging: Paging, query: object = {}): Promise<{ items: Dispute[]; total: number }> {
-  const where = filtered(principal, filters);
-  const [items, total] = await Promise.all([
-    db.dispute.findMany({ ...query, where, orderBy: LIST_ORDER, skip: (paging.page - 1) * paging.limit, take: paging.limit }),
-    db.dispute.count({ where }),
-  ]);
+  const { total, ids } = await pageOfIds<number>(db, countedList(principal, filters), paging);
+  const items = ids.length ? await db.dispute.findMany({ ...query, where: { id: { in: ids } }, orderBy: LIST_ORDER }) : [];
   return { items: items as Dispute[], total };
+}
+
+/** LIST_ORDER in SQL: DESC puts nulls first and ASC last, as LIST_ORDER asks (and as the index is built). */
+const LIST_ORDER_SQL = "closed_at DESC NULLS FIRST, due_by ASC NULLS LAST, created_at DESC, id DESC";
+
+/** The filters as paging.ts counts and pages them: status and the date window are kept by the rollups. */
+function countedList(principal: Principal, filters: DisputeFilters): CountedList {
+  const { status: _, ...window } = statusDateWhere(principal, { dateFrom: filters.dateFrom ?? null, dateTo: filters.dateTo ?? null, timeZone: filters.timeZone ?? null });
+  const created = window.createdAt as { gte?: Date; lt?: Date } | undefined;
+  return {
+    table: "disputes",
+    merchantId: window.merchantId,
+    mode: window.mode,
+    order: LIST_ORDER_SQL,
+    closedFirst: { column: "closed_at", rollup: "disputes_closed" },
+    ...(filters.status ? { key: { column: "status", type: "text", values: [filters.status] } } : {}),
+    ...(created ? { createdAt: { gte: created.gte, lt: created.lt } } : {}),
+    ...(filters.transactionId != null ? { extra: (param: (value: unknown) => string) => `transaction_id = ${param(filters.transactionId)}::int` } : {}),
+  };
 }
 
 /** GraphQL's disputes connection: Pothos's cursor arguments (`query`) over the caller's filtered disputes, newest id first. */
@@ -254,7 +275,7 @@ export function connectionSlice(db: Db, principal: Principal, filters: DisputeFi
 }
 
 export function count(db: Db, principal: Principal, filters: DisputeFilters): Promise<number> {
-  return db.dispute.count({ where: filtered(principal, filters) });
+  return countRows(db, countedList(principal, filters));
 }
 
 export function ofTransaction(db: Db, transactionId: number) {
