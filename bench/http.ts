@@ -1,11 +1,13 @@
 /**
  * The hot paths as an operator sizing a deployment sees them: wrk (its own process, 1 thread) against the
  * gateway (its own process, NODE_ENV=production, LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false) on a
- * throwaway PostgreSQL, interleaved in the same run with bench/bare-server.ts (node:http + pg, pool 10,
+ * throwaway PostgreSQL; against the same build in production settings (rate limits on Redis that no run
+ * reaches, LOG_LEVEL=info to a file, an Idempotency-Key on every write) and against `npm start` (the
+ * TypeScript loader); interleaved in the same run with bench/bare-server.ts (node:http + pg, pool 10,
  * the least SQL each operation needs, no auth) on the same database; then the gateway on the embedded
  * PGlite for the same operations; cold start to /ready and RSS.
  *
- *   node --import tsx bench/http.ts            # print the tables (about 4 minutes)
+ *   node --import tsx bench/http.ts            # print the tables (about 8 minutes)
  *   node --import tsx bench/http.ts --write    # and record them in bench/README.md
  *
  * `--workers`: instead, verify and list with WORKERS=2 against WORKERS=1 and against bench/bare-cluster.ts (the
@@ -602,8 +604,10 @@ end`;
       writeReadmeSection(
         "## The hot paths under an outside load generator (`bench/http.ts`)",
         `What an operator sizing a deployment sees: wrk, in its own process, against the gateway in its own process
-(\`NODE_ENV=production\`, \`LOG_LEVEL=silent\`, \`RATE_LIMIT_ENABLED=false\`) and, interleaved in the same run on the
-same database, against \`bench/bare-server.ts\`: bare \`node:http\` + \`pg\` (pool 10) doing the least SQL each operation
+(\`NODE_ENV=production\`, \`LOG_LEVEL=silent\`, \`RATE_LIMIT_ENABLED=false\`), against the same build as operators run
+it (\`RATE_LIMIT_ENABLED=true\` on Redis with limits no run reaches, \`LOG_LEVEL=info\` to a file, an \`Idempotency-Key\`
+on every initialize and card payment; "production"), against \`npm start\` (the TypeScript loader) and, interleaved in
+the same run on the same database, against \`bench/bare-server.ts\`: bare \`node:http\` + \`pg\` (pool 10) doing the least SQL each operation
 needs (one \`INSERT ... RETURNING\` for initialize, one \`SELECT\` by reference for verify, 20 rows and a count for
 list) and no authentication, validation or events. For the two settling paths, an STK success callback and a card
 payment on the checkout's pay endpoint, the bare server instead sends the statements bench/api.ts's baselines do
@@ -612,7 +616,7 @@ callback, 8 with the card's row, channel and claim); every request settles its o
 per run, taken in turn by wrk's Lua script, and counted afterwards). "ratio to bare" is gateway / bare for the same
 operation; the performance issue's goals are verify >= 0.5x, initialize >= 0.3x and list >= 0.3x of bare verify,
 and >= 0.6x of bare doing the same statements for the settling paths. wrk, both servers and PostgreSQL share the
-machine's cores. \`node --import tsx bench/http.ts --write\` (about 4 minutes).
+machine's cores. \`node --import tsx bench/http.ts --write\` (about 8 minutes).
 
 <!-- http:start -->
 ${table}
