@@ -5,19 +5,23 @@
  *
  *   node --import tsx bench/profile.ts verify        # or initialize, list
  *   node --import tsx bench/profile.ts verify 10     # seconds of load (default 6)
+ *   node --import tsx bench/profile.ts verify 6 --production   # as bench/http.ts --production's gateway: rate limits
+ *                                                    # on Redis, LOG_LEVEL=info to a file, an Idempotency-Key per write
  */
 import { spawn, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startPostgres } from "../test/support/postgres.ts";
+import { startRedis } from "../test/support/redis.ts";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const operation = process.argv[2] ?? "verify";
 const seconds = Number(process.argv[3] ?? 6);
+const production = process.argv.includes("--production");
 if (!["verify", "initialize", "list"].includes(operation)) throw new Error("operation: verify, initialize or list");
 
 interface ProfileNode {
@@ -131,15 +135,20 @@ async function main() {
     }).toString(),
   );
   const key: string = created.keys.test;
+  const redis = production ? await startRedis() : undefined;
+  const productionEnv = redis
+    ? { RATE_LIMIT_ENABLED: "true", REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: "1000000000", RATE_LIMIT_IP_PER_MINUTE: "1000000000" }
+    : {};
   // The compiled build, as production runs it: no TypeScript loader in the profile.
   execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit"] });
   const child = spawn(process.execPath, ["--cpu-prof", "--cpu-prof-dir", work, "dist/main.js"], {
     cwd: repoRoot,
     // LOG_LEVEL=silent profiles what bench/http.ts measures; the default shows production's request lines too.
-    env: { ...env, LOG_LEVEL: logLevel, PORT: String(port) },
-    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...env, LOG_LEVEL: logLevel, PORT: String(port), ...productionEnv },
+    // --production: the log lines go to a file, as an operator's do.
+    stdio: ["ignore", production ? openSync(join(work, "gateway.log"), "a") : "pipe", "inherit"],
   });
-  const url = logLevel !== "info" ? await waitForHealth(`http://127.0.0.1:${port}`, child) : await new Promise<string>((resolve, reject) => {
+  const url = logLevel !== "info" || production ? await waitForHealth(`http://127.0.0.1:${port}`, child) : await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (chunk: Buffer) => {
       out += chunk.toString();
@@ -157,6 +166,8 @@ async function main() {
   }
   const lua = join(work, "post.lua");
   writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '{"amount":2500,"email":"wrk@bench.test"}'\nwrk.headers["Content-Type"] = "application/json"\n`);
+  // --production: a fresh Idempotency-Key on every write.
+  if (production) writeFileSync(lua, `local n = 0\nrequest = function()\n  n = n + 1\n  wrk.headers["Idempotency-Key"] = "${randomBytes(6).toString("hex")}-" .. n\n  return wrk.format()\nend\n`, { flag: "a" });
   const path = { verify: `/api/transactions/verify/${reference}`, initialize: "/api/transactions/initialize", list: "/api/transactions/list" }[operation]!;
   const wrkArgs = ["-t1", "-c32", `-d${seconds}s`, "--latency", "-H", `X-API-Key: ${key}`, ...(operation === "initialize" ? ["-s", lua] : []), `${url}${path}`];
   console.log(execFileSync("wrk", wrkArgs).toString());
@@ -166,6 +177,7 @@ async function main() {
   if (!file) throw new Error("no profile written");
   summarize(JSON.parse(readFileSync(join(work, file), "utf8")) as CpuProfile);
   rmSync(work, { recursive: true, force: true });
+  await redis?.stop();
   await pgServer.stop();
 }
 

@@ -118,13 +118,18 @@ export function createHttpApp(
   });
   registerSecurityHeaders(app);
   const logRequests = logger.isLevelEnabled("info");
+  // The request line's fields are the gateway's own scalars (the callback token cut from the URL below), which no
+  // redact path can match, so it is written without pino's redaction: with the wildcard paths (`*.config`) every
+  // field of a line goes through a redactor, which cost verify about 10 % of its throughput at LOG_LEVEL=info.
+  const requestLines = logger.child({}, { redact: { paths: [] } });
   // The request line: who (merchant, mode, user), what (route), how it went. Tokens in callback paths are redacted.
   app.addHook("onResponse", async (request, reply) => {
     metrics.observeRequest(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000);
     if (!logRequests) return; // LOG_LEVEL=warn or silent: not even the line's object
     const principal = request.principal;
-    request.log.info(
+    requestLines.info(
       {
+        requestId: request.id,
         method: request.method,
         route: request.routeOptions.url ?? null,
         url: redactCallbackToken(request.url),

@@ -56,11 +56,8 @@ export function requestBudgets(limiter: GatewayRateLimiter | undefined): Request
 
 /** Steps 1 and 2 above, for one request (or WebSocket connection_init) from `ip` whose credential spends `budget`. */
 async function admit(limiter: GatewayRateLimiter, ip: string, budget: string | undefined): Promise<{ state: RateLimitState; spentIp: boolean }> {
-  if (budget) {
-    const ipState = await limiter.peekIp(ip);
-    if (!ipState.allowed) return { state: ipState, spentIp: false };
-    return { state: await limiter.consumeApiKey(budget), spentIp: false };
-  }
+  // One Redis round trip for both (GatewayRateLimiter.admitCredential).
+  if (budget) return { state: await limiter.admitCredential(ip, budget), spentIp: false };
   return { state: await limiter.consumeIp(ip), spentIp: true };
 }
 

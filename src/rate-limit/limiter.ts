@@ -16,6 +16,31 @@ import type { Logger } from "../logger.ts";
  */
 const WINDOW_SECONDS = 60;
 
+/**
+ * hook.ts's steps 1 and 2 for a request presenting a credential, as one Redis command instead of two round trips (a
+ * MULTI reading the IP's counter, then the script spending the credential's): if the IP's counter (KEYS[1]) has
+ * reached ARGV[1], answer {0, its count, its ttl} and spend nothing; otherwise spend one of the credential's budget
+ * (KEYS[2]) exactly as rate-limiter-flexible's own script does (a fixed window of ARGV[2] seconds from the first
+ * request) and answer {1, its count, its ttl}. Same keys and values as the library's, so both paths share counters.
+ */
+const ADMIT_CREDENTIAL_LUA = `local ip = redis.call('get', KEYS[1])
+if ip and tonumber(ip) >= tonumber(ARGV[1]) then
+  return {0, tonumber(ip), redis.call('pttl', KEYS[1])}
+end
+redis.call('set', KEYS[2], 0, 'EX', ARGV[2], 'NX')
+local consumed = redis.call('incrby', KEYS[2], 1)
+local ttl = redis.call('pttl', KEYS[2])
+if ttl == -1 then
+  redis.call('expire', KEYS[2], ARGV[2])
+  ttl = 1000 * ARGV[2]
+end
+return {1, consumed, ttl}`;
+
+const KEY_PREFIX = "gw:rl:key";
+const IP_PREFIX = "gw:rl:ip";
+
+type AdmitClient = RedisClient & { gwAdmitCredential(ipKey: string, keyKey: string, ipLimit: number, windowSeconds: number): Promise<[number, number, number]> };
+
 /** The budgets that refuse requests (a metrics label: a fixed set). */
 export type LimiterName = "api_key" | "ip" | "login_email" | "login_ip" | "push_phone" | "push_link" | "push_merchant";
 
@@ -67,6 +92,11 @@ export class GatewayRateLimiter {
   readonly store: "memory" | "redis";
   readonly #perKey: RateLimiterAbstract;
   readonly #perIp: RateLimiterAbstract;
+  /** The insurance limiters inside the Redis ones: what answers while Redis does not. */
+  readonly #perKeyMemory: RateLimiterMemory;
+  readonly #perIpMemory: RateLimiterMemory;
+  /** A single Redis server's connection with the one-round-trip admission script; undefined in memory or on a Cluster. */
+  readonly #admitClient: AdmitClient | undefined;
   readonly #keyLimit: number;
   readonly #ipLimit: number;
   readonly #onRefused: ((limiter: LimiterName) => void) | undefined;
@@ -77,9 +107,8 @@ export class GatewayRateLimiter {
     this.#ipLimit = options.perIpPerMinute;
     this.store = options.redis ? "redis" : "memory";
     const client = options.redis ? rateLimitClient(options.redis, options.logger) : undefined;
-    const limiter = (keyPrefix: string, points: number): RateLimiterAbstract => {
-      const memory = new RateLimiterMemory({ keyPrefix, points, duration: WINDOW_SECONDS });
-      if (!client) return memory;
+    const limiter = (memory: RateLimiterMemory): RateLimiterAbstract => {
+      const { keyPrefix, points } = memory;
       return new RateLimiterRedis({
         storeClient: client,
         keyPrefix,
@@ -90,8 +119,41 @@ export class GatewayRateLimiter {
         insuranceLimiter: memory,
       });
     };
-    this.#perKey = limiter("gw:rl:key", this.#keyLimit);
-    this.#perIp = limiter("gw:rl:ip", this.#ipLimit);
+    this.#perKeyMemory = new RateLimiterMemory({ keyPrefix: KEY_PREFIX, points: this.#keyLimit, duration: WINDOW_SECONDS });
+    this.#perIpMemory = new RateLimiterMemory({ keyPrefix: IP_PREFIX, points: this.#ipLimit, duration: WINDOW_SECONDS });
+    this.#perKey = client ? limiter(this.#perKeyMemory) : this.#perKeyMemory;
+    this.#perIp = client ? limiter(this.#perIpMemory) : this.#perIpMemory;
+    // A Cluster would refuse the script: its two keys live in different slots. It keeps the two round trips.
+    if (client && !client.isCluster) {
+      client.defineCommand("gwAdmitCredential", { numberOfKeys: 2, lua: ADMIT_CREDENTIAL_LUA });
+      this.#admitClient = client as AdmitClient;
+    }
+  }
+
+  /**
+   * Steps 1 and 2 of hook.ts for a request presenting a credential: refused on the IP's state when its failed
+   * requests used up its budget (nothing spent), otherwise one request of the credential's budget spent.
+   */
+  async admitCredential(ip: string, budget: string): Promise<RateLimitState> {
+    const client = this.#admitClient;
+    if (client?.status === "ready") {
+      try {
+        const [allowed, consumed, ttlMs] = await client.gwAdmitCredential(`${IP_PREFIX}:${ip}`, `${KEY_PREFIX}:${keyBucket(budget)}`, this.#ipLimit, WINDOW_SECONDS);
+        if (allowed === 0) return stateOf("ip", this.#ipLimit, false, consumed, ttlMs);
+        // Over the budget once the count passes it, as the library's consume() rejects.
+        return stateOf("api_key", this.#keyLimit, consumed <= this.#keyLimit, consumed, ttlMs);
+      } catch {
+        // As the library does when Redis fails a command: the per-instance insurance counters answer.
+        return this.#admitFrom(this.#perIpMemory, this.#perKeyMemory, ip, budget);
+      }
+    }
+    return this.#admitFrom(this.#perIp, this.#perKey, ip, budget);
+  }
+
+  async #admitFrom(perIp: RateLimiterAbstract, perKey: RateLimiterAbstract, ip: string, budget: string): Promise<RateLimitState> {
+    const ipState = await peek(perIp, this.#ipLimit, ip);
+    if (!ipState.allowed) return ipState;
+    return consume(perKey, "api_key", this.#keyLimit, keyBucket(budget));
   }
 
   /**
@@ -109,10 +171,8 @@ export class GatewayRateLimiter {
   }
 
   /** An IP's budget without spending it: not allowed once its failed requests used up the budget. */
-  async peekIp(ip: string): Promise<RateLimitState> {
-    const res = await this.#perIp.get(ip);
-    if (!res) return { limiter: "ip", allowed: true, limit: this.#ipLimit, remaining: this.#ipLimit, resetSeconds: 0 };
-    return toState(res, "ip", this.#ipLimit, res.consumedPoints < this.#ipLimit);
+  peekIp(ip: string): Promise<RateLimitState> {
+    return peek(this.#perIp, this.#ipLimit, ip);
   }
 
   /** The 429 for a request (or WebSocket operation) refused on `state`: every refusal goes through here, and is counted. */
@@ -138,13 +198,23 @@ async function consume(limiter: RateLimiterAbstract, name: LimiterName, limit: n
   }
 }
 
+async function peek(limiter: RateLimiterAbstract, limit: number, ip: string): Promise<RateLimitState> {
+  const res = await limiter.get(ip);
+  if (!res) return { limiter: "ip", allowed: true, limit, remaining: limit, resetSeconds: 0 };
+  return toState(res, "ip", limit, res.consumedPoints < limit);
+}
+
 function toState(res: RateLimiterRes, limiter: LimiterName, limit: number, allowed: boolean): RateLimitState {
+  return stateOf(limiter, limit, allowed, res.consumedPoints, res.msBeforeNext);
+}
+
+function stateOf(limiter: LimiterName, limit: number, allowed: boolean, consumed: number, msBeforeNext: number): RateLimitState {
   return {
     limiter,
     allowed,
     limit,
-    remaining: allowed ? Math.max(0, limit - res.consumedPoints) : 0,
-    resetSeconds: Math.max(0, Math.ceil(res.msBeforeNext / 1000)),
+    remaining: allowed ? Math.max(0, limit - consumed) : 0,
+    resetSeconds: Math.max(0, Math.ceil(msBeforeNext / 1000)),
   };
 }
 
