@@ -184,6 +184,18 @@ async function load(db: pg.Pool, merchantId: number, channelId: number, n: numbe
 // ---------------------------------------------------------------------------------------------------------------
 // The run
 
+/** The section's first lines (written when the section is new; later runs replace only the marked table). */
+const INTRO = `Issue 42: \`GET /v1/reports/transactions.csv\` and \`GET /v1/reports/balance-transactions.csv\` of one merchant with a
+million rows in each table, loaded with SQL (\`generate_series\`, as \`bench/scale.ts\` loads them). The gateway (compiled
+build, \`NODE_ENV=production\`) runs in its own process, each export is downloaded by a client process of its own; the
+baseline, in the same run, is bare node:http + pg streaming the same rows with the same CSV writer through a server-side
+cursor (\`DECLARE\` ... \`FETCH 1000\`, waiting for the socket to drain; neither pg-cursor nor pg-copy-streams is
+installed). RSS is the gateway's VmRSS (/proc, every 20 ms) from just before the export to its peak; the other requests
+are verify at a fixed rate (bench/fixed-rate.ts, autocannon, its own process), first idle, then during the export.
+Goals: RSS growth < 100 MB, >= 50,000 rows/s, verify p99 during <= 2x idle. An export cut by its client is
+test/integration/csv-export-abort.test.ts (both backends). \`flock /tmp/bench.lock node --import tsx bench/exports.ts
+[--rows 1000000] [--seconds 10] [--rate 200] --write\`.`;
+
 interface Measured {
   rows: number;
   bytes: number;
@@ -306,7 +318,7 @@ async function main() {
     ];
     const table = lines.join("\n");
     console.log(table);
-    if (write) writeReadmeSection("## CSV exports at a million rows (`bench/exports.ts`)", `<!-- exports:start -->\n${table}\n<!-- exports:end -->`);
+    if (write) writeReadmeSection("## CSV exports at a million rows (`bench/exports.ts`)", `${INTRO}\n\n<!-- exports:start -->\n${table}\n<!-- exports:end -->`);
   } finally {
     await db.end().catch(() => {});
     cleanup();
