@@ -91,3 +91,28 @@ export function localDayRange(zone: string, from?: string, to?: string): { gte?:
     ...(to ? { lt: startOfLocalDay(addDays(to, 1), zone) } : {}),
   };
 }
+
+/**
+ * localDay for many instants in one zone, as an export reads them (newest first, most rows in few days): a day's
+ * [start, end) is worked out once and answers every instant in it while the zone's offset is the same at both ends
+ * (no DST change inside, so the wall clock runs straight through the day); a day with a change, or at the edges of
+ * the representable years, is answered instant by instant by localDay.
+ */
+export function localDayReader(zone: string): (at: Date) => string {
+  let start = 0;
+  let end = 0;
+  let day = "";
+  return (at) => {
+    const ms = at.getTime();
+    if (ms >= start && ms < end) return day;
+    const found = localDay(at, zone);
+    try {
+      const from = startOfLocalDay(found, zone).getTime();
+      const to = startOfLocalDay(addDays(found, 1), zone).getTime();
+      if (from <= ms && ms < to && offsetAt(new Date(from), zone) === offsetAt(new Date(to - 1), zone)) [start, end, day] = [from, to, found];
+    } catch {
+      // A day whose bounds no Date holds (around years 1 and 9999): not cached.
+    }
+    return found;
+  };
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth.ts";
-import { addDays, isTimeZone, localDay, localDayRange, localHour, startOfLocalDay } from "../../src/days.ts";
+import { addDays, isTimeZone, localDay, localDayRange, localDayReader, localHour, startOfLocalDay } from "../../src/days.ts";
 import { statusDateWhere } from "../../src/filters.ts";
 
 /** Days in a time zone (src/days.ts) and the list filters built on them (src/filters.ts). */
@@ -80,5 +80,22 @@ describe("the lists' date filters", () => {
     expect(first.lt.toISOString().startsWith("9999-12-3")).toBe(true);
     const ahead = statusDateWhere(principal, { dateFrom: "0001-01-01", timeZone: "Asia/Tokyo" }).createdAt as { gte: Date };
     expect(ahead.gte.toISOString()).toBe("0001-01-01T00:00:00.000Z");
+  });
+});
+
+describe("localDayReader (an export's days, one zone, many instants)", () => {
+  it("answers what localDay answers, across DST changes at midnight, half-hour zones and the edges of the years", () => {
+    const zones = ["UTC", "Africa/Nairobi", "America/Santiago", "America/Havana", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe", "Pacific/Apia"];
+    for (const zone of zones) {
+      const dayOf = localDayReader(zone);
+      // Newest first in uneven steps (as an export reads them), through 2023-2025's transitions, then both ends.
+      for (let t = Date.UTC(2026, 0, 1), step = 0; t > Date.UTC(2023, 0, 1); t -= 5_432_101 + (step++ % 7) * 600_000) {
+        const at = new Date(t);
+        expect(dayOf(at), `${zone} ${at.toISOString()}`).toBe(localDay(at, zone));
+      }
+      for (const at of [new Date("0001-01-01T00:00:00.000Z"), new Date("9999-12-31T23:59:59.999Z"), new Date("2024-04-06T23:30:00.000Z")]) {
+        expect(dayOf(at), `${zone} ${at.toISOString()}`).toBe(localDay(at, zone));
+      }
+    }
   });
 });

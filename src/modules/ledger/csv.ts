@@ -1,3 +1,5 @@
+import { setImmediate } from "node:timers/promises";
+
 /**
  * CSV for spreadsheets, the one cell writer every export uses: RFC 4180 (comma-separated, CRLF line ends, a
  * field with a separator, a double quote, CR or LF quoted, its quotes doubled) and formula neutralisation
@@ -27,6 +29,7 @@ const FORMULA_CHARACTERS = new Set(["=", "+", "-", "@", "\t", "\r"]);
 /** Where a spreadsheet may start a new cell: the separators of the common locales and imports, and line ends. */
 const SEPARATORS = new Set([",", ";", "|", "\t", "\r", "\n"]);
 const NEEDS_QUOTES = /[",;|\t\r\n]/;
+const NOT_SPACE = /[^ ]/;
 
 /** + or 0, then digits only: a phone number a spreadsheet would otherwise turn into a number. */
 const PHONE_LIKE = /^(?:\+\d{6,15}|0\d{6,14})$/;
@@ -35,6 +38,13 @@ const PHONE_LIKE = /^(?:\+\d{6,15}|0\d{6,14})$/;
 export function csvText(value: string): string {
   // ="..." with its quotes doubled for RFC 4180: the spreadsheet reads the text "+254...", not a number.
   if (PHONE_LIKE.test(value)) return `"=""${value}"""`;
+  if (!NEEDS_QUOTES.test(value)) {
+    // No separator or quote inside (most cells: references, e-mails, instants): only the cell's own start, after
+    // any spaces, can begin a formula, so the loop below would add at most that one quote. An export writes
+    // millions of cells; this skips the per-character walk.
+    const at = value.search(NOT_SPACE);
+    return at >= 0 && FORMULA_CHARACTERS.has(value[at]!) ? `${value.slice(0, at)}'${value.slice(at)}` : value;
+  }
   let safe = "";
   let cellStart = true;
   for (const char of value) {
@@ -55,4 +65,26 @@ function csvCell(value: CsvCell): string {
 /** One record, CRLF-terminated. */
 export function csvLine(cells: readonly CsvCell[]): string {
   return `${cells.map(csvCell).join(",")}\r\n`;
+}
+
+/** Rows written per slice of an export before the event loop gets a turn (other requests wait at most one slice). */
+const ROWS_PER_SLICE = 250;
+
+/**
+ * An export's CSV text: the header, then each batch's rows in slices of ROWS_PER_SLICE, giving the event loop a
+ * turn (setImmediate) between slices so requests arriving meanwhile are not queued behind a whole batch. Pulled by
+ * the response stream: the next batch is read only when the socket has taken the last one (backpressure), and a
+ * client that goes away ends the batches' generator (its `finally` runs), so no further statement is sent.
+ */
+export async function* csvChunks<T>(header: readonly string[], batches: AsyncIterable<readonly T[]>, cells: (row: T) => readonly CsvCell[]): AsyncGenerator<string> {
+  yield csvLine(header);
+  for await (const batch of batches) {
+    for (let from = 0; from < batch.length; from += ROWS_PER_SLICE) {
+      if (from > 0) await setImmediate();
+      let text = "";
+      const to = Math.min(batch.length, from + ROWS_PER_SLICE);
+      for (let i = from; i < to; i++) text += csvLine(cells(batch[i]!));
+      yield text;
+    }
+  }
 }

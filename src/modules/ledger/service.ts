@@ -1,15 +1,15 @@
 import { scopeOf, type Principal } from "../../auth.ts";
 import { allows } from "../../authorization.ts";
-import type { Reader } from "../../db/database.ts";
+import type { Reader, Sql } from "../../db/database.ts";
 import type { LedgerEntry, PrismaClient } from "../../db/generated/prisma/client.ts";
 import { GatewayError, NotFoundError, ValidationError } from "../../errors.ts";
-import { localDay } from "../../days.ts";
+import { localDayReader } from "../../days.ts";
 import { statusDateWhere, withTimeZone } from "../../filters.ts";
 import { recordRecoveryPoint, recoveredObject } from "../../idempotency/scope.ts";
 import { isKnownCurrency, MAX_AMOUNT } from "../../money.ts";
 import { resolvePaging, toPage, type Page } from "../../paging.ts";
 import { randomReference } from "../../references.ts";
-import { csvLine } from "./csv.ts";
+import { csvChunks } from "./csv.ts";
 import { BALANCE_TRANSACTION_TYPES, postAdjustment, type BalanceTransactionType } from "./postings.ts";
 import * as store from "./store.ts";
 
@@ -71,6 +71,8 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
   const { prisma } = deps;
   /** Balances, lists and the export read from the reader (a replica when there is one); adjustments from the primary. */
   const reader = deps.read?.prisma ?? prisma;
+  /** The export's batches on plain SQL (the reader's); through Prisma's raw queries only where no reader was given. */
+  const exportReader: Sql = deps.read?.sql ?? { query: (text, params = []) => prisma.$queryRawUnsafe(text, ...params) };
 
   return {
     /** Every channel's balance per currency (or one channel's), from the accounts' postings. */
@@ -106,22 +108,14 @@ export function createLedgerService(deps: { prisma: PrismaClient; read?: Reader 
       // The days as asked (checked by filtersOf), in the merchant's zone.
       const range = [input.dateFrom, input.dateTo].filter(Boolean).join("_to_");
       const filename = `balance-transactions-${principal.mode}${range ? `-${range}` : ""}.csv`;
-      async function* chunks(): AsyncGenerator<string> {
-        yield csvLine(CSV_COLUMNS);
-        for await (const batch of store.balanceTransactionBatches(reader, scope, filters, EXPORT_BATCH_SIZE)) {
-          let text = "";
-          for (const row of batch) {
-            const amount = BigInt(row.amount);
-            const fee = BigInt(row.fee);
-            const createdAt = new Date(row.createdAt);
-            text += csvLine([
-              BigInt(row.id), row.type, amount, fee, amount - fee, row.currency, row.channelId, row.sourceReference, row.note, createdAt.toISOString(), localDay(createdAt, zone), zone,
-            ]);
-          }
-          yield text;
-        }
-      }
-      return { filename, chunks: chunks() };
+      const dayOf = localDayReader(zone);
+      const chunks = csvChunks(CSV_COLUMNS, store.balanceTransactionBatches(exportReader, scope, filters, EXPORT_BATCH_SIZE), (row) => {
+        const amount = BigInt(row.amount);
+        const fee = BigInt(row.fee);
+        const createdAt = row.createdAt instanceof Date ? row.createdAt : new Date(row.createdAt);
+        return [BigInt(row.id), row.type, amount, fee, amount - fee, row.currency, row.channelId, row.sourceReference, row.note, createdAt.toISOString(), dayOf(createdAt), zone];
+      });
+      return { filename, chunks };
     },
 
     /**

@@ -1,4 +1,4 @@
-import type { Db } from "../../db/database.ts";
+import type { Db, Sql } from "../../db/database.ts";
 import type { LedgerEntry, Mode, Prisma } from "../../db/generated/prisma/client.ts";
 import { countRows, pageOfIds, type CountedList, type Paging } from "../../paging.ts";
 import { BALANCE_TRANSACTION_TYPES, type BalanceTransactionType, type EntryType } from "./postings.ts";
@@ -158,7 +158,7 @@ export interface ExportRow {
   channelId: number;
   sourceReference: string;
   note: string | null;
-  createdAt: Date;
+  createdAt: Date | string;
 }
 
 type KeyedRow = ExportRow & { createdAtKey: string };
@@ -168,7 +168,7 @@ type KeyedRow = ExportRow & { createdAtKey: string };
  * (created_at, id): each batch is one index range scan starting where the last ended, so a year of entries is
  * never in memory at once and the last batch costs what the first did (an OFFSET would rescan all before it).
  */
-export async function* balanceTransactionBatches(db: Db, scope: LedgerScope, filters: BalanceTransactionFilters, batchSize = 1000): AsyncGenerator<ExportRow[]> {
+export async function* balanceTransactionBatches(sql: Sql, scope: LedgerScope, filters: BalanceTransactionFilters, batchSize = 1000): AsyncGenerator<ExportRow[]> {
   // Only the filters given become conditions (their values always parameters): the planner then sees plain
   // index bounds, not "$n IS NULL OR ..." it could not use for the range.
   const params: unknown[] = [scope.merchantId, scope.mode, filters.type ? [filters.type] : [...BALANCE_TRANSACTION_TYPES]];
@@ -187,10 +187,11 @@ export async function* balanceTransactionBatches(db: Db, scope: LedgerScope, fil
   const next = `${select} WHERE ${where.join(" AND ")} AND (created_at, id) < ($${params.length + 1}::timestamptz, $${params.length + 2}::bigint) ${order}`;
   let after: [string, string] | null = null;
   for (;;) {
-    const rows: KeyedRow[] = after ? await db.$queryRawUnsafe<KeyedRow[]>(next, ...params, ...after) : await db.$queryRawUnsafe<KeyedRow[]>(first, ...params);
+    const rows: KeyedRow[] = after ? await sql.query<KeyedRow>(next, [...params, ...after]) : await sql.query<KeyedRow>(first, params);
     if (rows.length === 0) return;
     const last: KeyedRow = rows[rows.length - 1]!;
-    yield rows.map(({ createdAtKey: _key, ...row }) => row);
+    // The key column rides along (the CSV writer reads only the export's columns): no copy of each row.
+    yield rows;
     if (rows.length < batchSize) return;
     after = [last.createdAtKey, last.id];
   }

@@ -1,7 +1,7 @@
 import type { Principal } from "../../auth.ts";
-import { localDay } from "../../days.ts";
-import { csvLine } from "../ledger/csv.ts";
-import type { TransactionFilters, TransactionStore } from "./store.ts";
+import { localDayReader } from "../../days.ts";
+import { csvChunks } from "../ledger/csv.ts";
+import type { TransactionExportRow, TransactionFilters, TransactionStore } from "./store.ts";
 
 /**
  * GET /v1/reports/transactions.csv: the caller's transactions matching the list's filters (status, date_from,
@@ -20,21 +20,20 @@ export function exportTransactionsCsv(store: TransactionStore, principal: Princi
   // Asked for now, so a bad filter is refused (a 400) before the first byte is sent.
   const batches = store.exportBatches(principal, filters);
   const zone = filters.timeZone;
+  const dayOf = localDayReader(zone);
   const range = [filters.dateFrom, filters.dateTo].filter(Boolean).join("_to_");
   const filename = `transactions-${principal.mode}${filters.status ? `-${filters.status}` : ""}${range ? `-${range}` : ""}.csv`;
-  async function* chunks(): AsyncGenerator<string> {
-    yield csvLine(TRANSACTION_CSV_COLUMNS);
-    for await (const batch of batches) {
-      let text = "";
-      for (const t of batch) {
-        text += csvLine([
-          t.id, t.reference, t.status, t.amount, t.amountRefunded, t.currency, t.paymentMethod, t.channelId, t.email, t.phoneNumber,
-          t.clientReference, t.providerReference, t.description, t.failureCode, t.failureReason, t.createdAt.toISOString(), t.completedAt?.toISOString() ?? null,
-          localDay(t.createdAt, zone), zone, t.fee, t.fee === null ? null : t.amount - t.fee,
-        ]);
-      }
-      yield text;
-    }
-  }
-  return { filename, chunks: chunks() };
+  const chunks = csvChunks(TRANSACTION_CSV_COLUMNS, batches, (t: TransactionExportRow) => {
+    const createdAt = asDate(t.createdAt);
+    const amount = BigInt(t.amount);
+    const fee = t.fee === null ? null : BigInt(t.fee);
+    return [
+      t.id, t.reference, t.status, amount, BigInt(t.amountRefunded), t.currency, t.paymentMethod, t.channelId, t.email, t.phoneNumber,
+      t.clientReference, t.providerReference, t.description, t.failureCode, t.failureReason, createdAt.toISOString(), t.completedAt === null ? null : asDate(t.completedAt).toISOString(),
+      dayOf(createdAt), zone, fee, fee === null ? null : amount - fee,
+    ];
+  });
+  return { filename, chunks };
 }
+
+const asDate = (value: Date | string) => (value instanceof Date ? value : new Date(value));
