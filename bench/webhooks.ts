@@ -1,6 +1,8 @@
 /**
  * Webhook delivery lag: how long after a status change commits its signed webhook reaches the merchant's endpoint,
- * under a steady RATE events/s to one endpoint. The gateway runs in this process on a throwaway PostgreSQL
+ * under a steady RATE events/s spread over ENDPOINTS endpoints (one per merchant, the payments round-robin over the
+ * merchants), and the same with one of them slow (it answers after SLOW_ANSWER_MS): each endpoint's lag is reported
+ * on its own, so a slow one starving the others shows. The gateway runs in this process on a throwaway PostgreSQL
  * (test/support/postgres.ts); a load generator in a child process (this file with --load-generator, so it shares
  * no event loop with the gateway) makes sandbox card payments over HTTP, initialize + pay, at RATE/s, open loop.
  * Each pay commits one transaction.completed event, which the job runner delivers to a loopback receiver in this
@@ -11,8 +13,9 @@
  * gateway delivered), signed the same way (webhookHeaders) and sent with the same sender (postOutbound), to the same
  * receiver at the same rate, timed from just before signing to arrival. The difference is the gateway's pipeline:
  * commit, job claim, the delivery's reads and writes. The same loop runs a second time while the payment load
- * runs (those webhooks unrecorded), to tell contention for the CPUs from the pipeline. The three alternate in
- * SLICES slices so drift on a shared machine hits all alike.
+ * runs (those webhooks unrecorded): contention for the CPUs, and the goal's base (issue 42: the gateway's p99
+ * within 3x of it, on every fast endpoint, with and without a slow one). The four alternate in SLICES slices so
+ * drift on a shared machine hits all alike.
  *
  *   node --import tsx bench/webhooks.ts            # print the table
  *   node --import tsx bench/webhooks.ts --write    # and record it in bench/README.md
@@ -31,11 +34,14 @@ import { generateWebhookSecret, webhookHeaders } from "../src/modules/webhooks/s
 import { writeReadmeSection } from "./readme.ts";
 
 const RATE = 100; // events per second, gateway and baseline alike
+const ENDPOINTS = 10; // one merchant each; payment i is merchant i % ENDPOINTS's
+/** In the "one slow" scenario the last endpoint reads the body at once (its arrival) but answers after this long. */
+const SLOW_ANSWER_MS = 2000;
 const SLICES = 4;
 const SLICE_EVENTS = 250; // 2.5 s per slice at RATE: N = 1,000 events (10 s of recorded load) per row
 const WARMUP_EVENTS = 100;
 const DRAIN_TIMEOUT_MS = 30_000;
-const OVERALL_TIMEOUT_MS = 180_000;
+const OVERALL_TIMEOUT_MS = 300_000;
 const FORWARD_TIMEOUT_MS = 10_000;
 /** Half the job runner's default poll interval: a delivery this late waited for a poll, not for work. */
 const SLOW_MS = 1000;
@@ -73,7 +79,8 @@ async function atRate(count: number, rate: number, task: (i: number) => Promise<
 
 interface LoadRequest {
   gatewayUrl: string;
-  apiKey: string;
+  /** One per merchant: payment i is made with apiKeys[i % length]. */
+  apiKeys: string[];
   count: number;
 }
 
@@ -97,13 +104,13 @@ async function postJson(url: string, body: unknown, apiKey?: string, expectStatu
   return JSON.parse(text);
 }
 
-async function generateLoad({ gatewayUrl, apiKey, count }: LoadRequest): Promise<LoadReport> {
+async function generateLoad({ gatewayUrl, apiKeys, count }: LoadRequest): Promise<LoadReport> {
   const report: LoadReport = { paid: 0, errors: [], maxBehindMs: 0, seconds: 0, paymentMs: [] };
   const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 3, cvc: "123" };
   const timing = await atRate(count, RATE, async (i) => {
     const started = performance.now();
     try {
-      const { reference } = await postJson(`${gatewayUrl}/api/transactions/initialize`, { amount: 1500 + i, email: `payer${i % 50}@example.test` }, apiKey);
+      const { reference } = await postJson(`${gatewayUrl}/api/transactions/initialize`, { amount: 1500 + i, email: `payer${i % 50}@example.test` }, apiKeys[i % apiKeys.length]);
       await postJson(`${gatewayUrl}/payment/checkout/${reference}/pay`, card);
       report.paid++;
       report.paymentMs.push(performance.now() - started);
@@ -138,37 +145,45 @@ function requestLoad(child: ChildProcess, request: LoadRequest): Promise<LoadRep
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The receiver: one loopback endpoint, two paths
+// The receiver: one loopback server, a path per gateway endpoint (/gateway/<n>) and one for the baseline
 
 interface Receiver {
   url: string;
   server: Server;
-  /** Lag of each gateway delivery (arrival - body timestamp), and the bodies, for the baseline to resend. */
-  gateway: { lagMs: number[]; bodies: string[]; ids: Set<string>; duplicates: number };
+  /** Lag of each gateway delivery (arrival - body timestamp) with its endpoint's number, and the bodies, for the baseline to resend. */
+  gateway: { lagMs: number[]; endpoint: number[]; bodies: string[]; ids: Set<string>; duplicates: number };
   /** Arrival time of each baseline POST, by its webhook-id. */
   baselineArrivals: Map<string, number>;
+  /** The endpoint that answers after SLOW_ANSWER_MS (the "one slow" scenario), or -1. */
+  slowEndpoint: number;
 }
 
 async function startReceiver(): Promise<Receiver> {
-  const receiver = { gateway: { lagMs: [], bodies: [], ids: new Set(), duplicates: 0 }, baselineArrivals: new Map() } as unknown as Receiver;
+  const receiver = { gateway: { lagMs: [], endpoint: [], bodies: [], ids: new Set(), duplicates: 0 }, baselineArrivals: new Map(), slowEndpoint: -1 } as unknown as Receiver;
   receiver.server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const at = now(); // the whole body is in: what a merchant's handler could act on
       const id = String(req.headers["webhook-id"]);
+      let answerAfter = 0;
       if (req.url === "/baseline") {
         receiver.baselineArrivals.set(id, at);
       } else {
+        const endpoint = Number(req.url!.split("/").at(-1));
+        if (endpoint === receiver.slowEndpoint) answerAfter = SLOW_ANSWER_MS;
         const body = Buffer.concat(chunks).toString("utf8");
         if (receiver.gateway.ids.has(id)) receiver.gateway.duplicates++;
         else {
           receiver.gateway.ids.add(id);
           receiver.gateway.lagMs.push(at - Date.parse((JSON.parse(body) as { timestamp: string }).timestamp));
+          receiver.gateway.endpoint.push(endpoint);
           receiver.gateway.bodies.push(body);
         }
       }
-      res.writeHead(200, { "content-length": "0" }).end();
+      const answer = () => res.writeHead(200, { "content-length": "0" }).end();
+      if (answerAfter) setTimeout(answer, answerAfter);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => receiver.server.listen(0, "127.0.0.1", resolve));
@@ -211,20 +226,49 @@ interface Row {
 }
 
 const ms = (v: number) => v.toFixed(2);
+const sortedOf = (values: number[]) => [...values].sort((a, b) => a - b);
 
+interface Stats {
+  n: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  max: number;
+}
+
+function statsOf(values: number[]): Stats {
+  const sorted = sortedOf(values);
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1)!, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
+}
+
+/** Rows' lag, with ratios to the idle loop (first row) and to the loop during the payment load (second row: the goal's base). */
 function table(rows: Row[]): string {
-  const stats = rows.map((r) => {
-    const sorted = [...r.lagMs].sort((a, b) => a - b);
-    return { ...r, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1)!, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
-  });
-  const base = stats[0]!;
+  const stats = rows.map((r) => ({ ...r, ...statsOf(r.lagMs) }));
+  const idle = stats[0]!;
+  const loaded = stats[1]!;
   return [
-    "| delivery | samples | p50 (ms) | p99 (ms) | mean (ms) | max (ms) | p50 ratio | p99 ratio |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| delivery | samples | p50 (ms) | p99 (ms) | mean (ms) | max (ms) | p50 / idle loop | p99 / idle loop | p99 / loop under load (goal <= 3x) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...stats.map(
       (s) =>
-        `| ${s.name} | ${s.lagMs.length.toLocaleString("en")} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.mean)} | ${ms(s.max)} | ${(s.p50 / base.p50).toFixed(1)}x | ${(s.p99 / base.p99).toFixed(1)}x |`,
+        `| ${s.name} | ${s.n.toLocaleString("en")} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.mean)} | ${ms(s.max)} | ${(s.p50 / idle.p50).toFixed(1)}x | ${(s.p99 / idle.p99).toFixed(1)}x | ${(s.p99 / loaded.p99).toFixed(1)}x |`,
     ),
+  ].join("\n");
+}
+
+type Scenario = "fast" | "slow";
+type Lags = Record<Scenario, number[][]>; // [scenario][endpoint] -> lag of each delivery
+
+/** Each endpoint's lag in both scenarios, its p99 against the loop under load. */
+function endpointTable(lags: Lags, loadedP99: number, slowEndpoint: number): string {
+  const cell = (values: number[]) => {
+    const s = statsOf(values);
+    return `${s.n} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${(s.p99 / loadedP99).toFixed(1)}x`;
+  };
+  return [
+    `| endpoint | all fast: samples | p50 (ms) | p99 (ms) | max (ms) | p99 / loop under load | one slow (#${slowEndpoint + 1} answers after ${SLOW_ANSWER_MS / 1000} s): samples | p50 (ms) | p99 (ms) | max (ms) | p99 / loop under load |`,
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...lags.fast.map((fast, i) => `| ${i + 1}${i === slowEndpoint ? " (slow)" : ""} | ${cell(fast)} | ${cell(lags.slow[i]!)} |`),
   ].join("\n");
 }
 
@@ -259,8 +303,9 @@ async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-webhooks-"));
   const baselineLag: number[] = [];
   const loadedBaselineLag: number[] = [];
-  const gatewayLag: number[] = [];
+  const lags: Lags = { fast: Array.from({ length: ENDPOINTS }, () => []), slow: Array.from({ length: ENDPOINTS }, () => []) };
   const reports: LoadReport[] = [];
+  const slowEndpoint = ENDPOINTS - 1;
   let pgVersion = "";
   let clockSkewMs = 0;
   try {
@@ -286,41 +331,51 @@ async function main() {
     const gatewayUrl = await gateway.app.listen({ port: 0, host: "127.0.0.1" });
     receiver = await startReceiver();
 
-    const { keys } = await gateway.services.merchants.createMerchant({ name: "Webhook bench", email: "webhooks@merchants.test" });
-    const apiKey = keys.test.plaintext;
-    await postJson(`${gatewayUrl}/api/payment-channels/create`, { name: "Sandbox", provider: "sandbox", config: {} }, apiKey, 201);
-    await postJson(`${gatewayUrl}/v1/webhooks`, { url: `${receiver.url}/gateway`, events: ["transaction.completed"] }, apiKey, 201);
-    const baselineSecret = generateWebhookSecret(); // same length as the endpoint's: signing costs the same
+    const apiKeys: string[] = [];
+    for (let i = 0; i < ENDPOINTS; i++) {
+      const { keys } = await gateway.services.merchants.createMerchant({ name: `Webhook bench ${i + 1}`, email: `webhooks${i + 1}@merchants.test` });
+      const apiKey = keys.test.plaintext;
+      await postJson(`${gatewayUrl}/api/payment-channels/create`, { name: "Sandbox", provider: "sandbox", config: {} }, apiKey, 201);
+      await postJson(`${gatewayUrl}/v1/webhooks`, { url: `${receiver.url}/gateway/${i}`, events: ["transaction.completed"] }, apiKey, 201);
+      apiKeys.push(apiKey);
+    }
+    const baselineSecret = generateWebhookSecret(); // same length as the endpoints': signing costs the same
 
     child = fork(fileURLToPath(import.meta.url), ["--load-generator"], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    console.log(`gateway ${gatewayUrl} on PostgreSQL ${pgVersion}, receiver ${receiver.url}, up after ${((Date.now() - runStarted) / 1000).toFixed(1)} s`);
+    console.log(`gateway ${gatewayUrl} on PostgreSQL ${pgVersion}, receiver ${receiver.url}, ${ENDPOINTS} endpoints, up after ${((Date.now() - runStarted) / 1000).toFixed(1)} s`);
 
-    /** One gateway slice: `count` payments from the child, then wait for every one's webhook. */
-    const gatewaySlice = async (count: number, record: boolean) => {
+    /** One gateway slice: `count` payments from the child, then wait for every one's webhook; recorded under `scenario`. */
+    const gatewaySlice = async (count: number, scenario: Scenario | null) => {
       const already = receiver!.gateway.lagMs.length;
-      const report = await requestLoad(child!, { gatewayUrl, apiKey, count });
+      const report = await requestLoad(child!, { gatewayUrl, apiKeys, count });
       if (report.errors.length) throw new Error(`load generator: ${count - report.paid} of ${count} payments failed, e.g. ${report.errors[0]}`);
       await until(() => receiver!.gateway.lagMs.length >= already + report.paid, `${report.paid} webhooks`);
-      if (record) {
+      if (scenario) {
         reports.push(report);
-        gatewayLag.push(...receiver!.gateway.lagMs.slice(already));
+        const { lagMs, endpoint } = receiver!.gateway;
+        for (let i = already; i < lagMs.length; i++) lags[scenario][endpoint[i]!]!.push(lagMs[i]!);
       }
       return receiver!.gateway.bodies.slice(already);
     };
 
-    const warmBodies = await gatewaySlice(WARMUP_EVENTS, false);
+    const warmBodies = await gatewaySlice(WARMUP_EVENTS, null);
     await sendBaseline(receiver, warmBodies, baselineSecret, null);
     console.log("warmed up");
     let bodies = warmBodies;
     for (let slice = 0; slice < SLICES; slice++) {
-      const delivered = await gatewaySlice(SLICE_EVENTS, true);
+      const delivered = await gatewaySlice(SLICE_EVENTS, "fast");
       // The previous slice's bodies (same shape and size), so the baseline never waits for this one's.
       await sendBaseline(receiver, [...bodies, ...delivered].slice(0, SLICE_EVENTS), baselineSecret, baselineLag);
+      // One endpoint slow: it gets its bodies when its turn comes, and holds each connection SLOW_ANSWER_MS.
+      receiver.slowEndpoint = slowEndpoint;
+      await gatewaySlice(SLICE_EVENTS, "slow");
+      await sleep(SLOW_ANSWER_MS + 200); // its last answers, before the loop below measures a quiet machine's share
+      receiver.slowEndpoint = -1;
       // The same loop while the same payment load runs (those webhooks unrecorded): the machine as busy as the
       // gateway's deliveries saw it, which splits the gateway's extra time into contention and pipeline.
-      await Promise.all([gatewaySlice(SLICE_EVENTS, false), sendBaseline(receiver, delivered, baselineSecret, loadedBaselineLag)]);
+      await Promise.all([gatewaySlice(SLICE_EVENTS, null), sendBaseline(receiver, delivered, baselineSecret, loadedBaselineLag)]);
       bodies = delivered;
-      console.log(`slice ${slice + 1}/${SLICES}: ${delivered.length} webhooks`);
+      console.log(`slice ${slice + 1}/${SLICES}: ${delivered.length} webhooks per scenario`);
     }
     await sleep(500); // any late duplicate (a retried delivery) shows up in the count below
     clockSkewMs = now() - Date.now();
@@ -334,73 +389,73 @@ async function main() {
     clearTimeout(timer);
   }
 
-  const payments = reports.flatMap((r) => r.paymentMs).sort((a, b) => a - b);
+  const payments = sortedOf(reports.flatMap((r) => r.paymentMs));
   const paid = reports.reduce((n, r) => n + r.paid, 0);
   const eventRate = paid / reports.reduce((s, r) => s + r.seconds, 0);
   const maxBehind = Math.max(...reports.map((r) => r.maxBehindMs));
-  const slow = gatewayLag.filter((lag) => lag > SLOW_MS).length;
+  const fastAll = lags.fast.flat();
+  const othersOfSlow = lags.slow.filter((_, i) => i !== slowEndpoint).flat();
+  const slowOnly = lags.slow[slowEndpoint]!;
+  const late = (values: number[]) => values.filter((lag) => lag > SLOW_MS).length;
   const rows: Row[] = [
-    { name: "bare loop: sign + POST, send -> arrival (baseline)", lagMs: baselineLag },
-    { name: "bare loop during the payment load", lagMs: loadedBaselineLag },
-    { name: "gateway: event created_at -> arrival", lagMs: gatewayLag },
+    { name: "bare loop: sign + POST, send -> arrival, machine otherwise idle", lagMs: baselineLag },
+    { name: "bare loop during the payment load (the goal's base)", lagMs: loadedBaselineLag },
+    { name: `gateway, all ${ENDPOINTS} endpoints fast: event created_at -> arrival`, lagMs: fastAll },
+    { name: `gateway, one slow: the ${ENDPOINTS - 1} fast endpoints`, lagMs: othersOfSlow },
+    { name: `gateway, one slow: the slow endpoint (answers after ${SLOW_ANSWER_MS / 1000} s)`, lagMs: slowOnly },
   ];
+  const loaded = statsOf(loadedBaselineLag);
+  const worst = (scenario: Scenario) => Math.max(...lags[scenario].filter((_, i) => scenario === "fast" || i !== slowEndpoint).map((values) => statsOf(values).p99));
+  const verdict = (ratio: number) => `${ratio.toFixed(1)}x ${ratio <= 3 ? "met" : "**missed**"}`;
   const context =
-    `N=${gatewayLag.length.toLocaleString("en")} events per row at ${RATE}/s to one endpoint (${SLICES} slices of ${SLICE_EVENTS}, after ${WARMUP_EVENTS} warm-up), ` +
-    `PostgreSQL ${pgVersion} (throwaway, fsync off), Node ${process.version}, ${availableParallelism()} CPUs (load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after), ` +
-    `${new Date().toISOString().slice(0, 10)}, run took ${((Date.now() - runStarted) / 1000).toFixed(0)} s`;
+    `${RATE} events/s over ${ENDPOINTS} endpoints (one merchant each, ${RATE / ENDPOINTS}/s per endpoint); ${SLICES} slices of ${SLICE_EVENTS} events per scenario after ${WARMUP_EVENTS} warm-up, N=${fastAll.length.toLocaleString("en")} per scenario; ` +
+    `PostgreSQL ${pgVersion} (throwaway, fsync off), Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after), ` +
+    `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, run took ${((Date.now() - runStarted) / 1000).toFixed(0)} s`;
+  const goals =
+    `Goal (issue 42): event -> arrival p99 within 3x of the bare loop under the same load (${ms(loaded.p99)} ms), on every fast endpoint. ` +
+    `All fast: pooled ${verdict(statsOf(fastAll).p99 / loaded.p99)}, worst endpoint ${verdict(worst("fast") / loaded.p99)}. ` +
+    `One slow: the other ${ENDPOINTS - 1} pooled ${verdict(statsOf(othersOfSlow).p99 / loaded.p99)}, worst of them ${verdict(worst("slow") / loaded.p99)}.`;
   const load =
-    `Load: ${paid.toLocaleString("en")} payments (initialize + pay) from the child process at ${eventRate.toFixed(1)} events/s achieved ` +
+    `Load: ${paid.toLocaleString("en")} recorded payments (initialize + pay) from the child process at ${eventRate.toFixed(1)} events/s achieved ` +
     `(a start was at most ${maxBehind.toFixed(1)} ms behind schedule); initialize + pay took p50 ${ms(percentile(payments, 50))} / p99 ${ms(percentile(payments, 99))} ms. ` +
-    `Gateway deliveries later than ${SLOW_MS / 1000} s: ${slow} of ${gatewayLag.length.toLocaleString("en")}. Duplicate deliveries: ${receiver!.gateway.duplicates}.`;
-  const [base, loaded, gw] = rows.map((r) => [...r.lagMs].sort((a, b) => a - b)) as [number[], number[], number[]];
-  const reading = [
-    `At ${RATE} events/s a webhook reaches the endpoint ${ms(percentile(gw, 50))} ms (p50) and ${ms(percentile(gw, 99))} ms (p99) after its event was stamped, against ` +
-      `${ms(percentile(base, 50))} / ${ms(percentile(base, 99))} ms for signing and POSTing the same body with nothing else in the way: ` +
-      `${(percentile(gw, 50) / percentile(base, 50)).toFixed(1)}x at p50, ${(percentile(gw, 99) / percentile(base, 99)).toFixed(1)}x at p99.`,
-    `The same loop during the payment load takes ${ms(percentile(loaded, 50))} / ${ms(percentile(loaded, 99))} ms: that much is the machine being busy ` +
-      `(the gateway serving ${RATE * 2} requests/s and delivering, PostgreSQL, the child, on ${availableParallelism()} CPUs). The rest is the gateway's pipeline after the ` +
-      `stamp: the rest of the status-change transaction and its commit, the job runner's claim (nudged on commit, no polling wait), the delivery's reads ` +
-      `(delivery, endpoint, event), which all queue for the event loop and the database pool behind the payments. The stamp has millisecond resolution, so ` +
-      `the gateway figures carry up to 1 ms of truncation the baselines do not.`,
-    ...(slow ? [`${slow} deliveries took over ${SLOW_MS / 1000} s (see above) and make the p99 and mean; the p50 is the pipeline's own cost.`] : []),
-  ].join("\n");
-  console.log(`\n${context}\n\n${table(rows)}\n\n${load}\n\n${reading}\n(clock check: performance clock - Date.now() = ${clockSkewMs.toFixed(2)} ms)`);
+    `Deliveries later than ${SLOW_MS / 1000} s: all fast ${late(fastAll)}, one slow: others ${late(othersOfSlow)}, slow endpoint ${late(slowOnly)}. Duplicate deliveries: ${receiver!.gateway.duplicates}.`;
+  console.log(`\n${context}\n\n${table(rows)}\n\n${endpointTable(lags, loaded.p99, slowEndpoint)}\n\n${goals}\n\n${load}\n(clock check: performance clock - Date.now() = ${clockSkewMs.toFixed(2)} ms)`);
 
   if (process.argv.includes("--write")) {
     writeReadme(
       [
         `Lag from a committed status change to its signed webhook arriving at the merchant's endpoint, at a steady ${RATE}`,
-        "events/s to one endpoint. The gateway runs in-process on a throwaway PostgreSQL (`test/support/postgres.ts`) with",
-        "`WEBHOOK_ALLOW_PRIVATE_URLS=true`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`, `NODE_ENV=production`; a child process",
-        `(so it shares no event loop with the gateway) makes sandbox card payments over HTTP, \`initialize\` + \`pay\`, started ${RATE}`,
-        "per second whether or not earlier ones have finished; each commits one `transaction.completed`, delivered by the job",
-        "runner to a loopback receiver in the gateway's process. Lag = arrival (whole body read) - the body's `timestamp`, the",
-        "event's `created_at`, stamped inside the status-change transaction (millisecond resolution).",
+        `events/s over ${ENDPOINTS} endpoints (${ENDPOINTS} merchants with one endpoint each; the payments go round-robin over them, so`,
+        `${RATE / ENDPOINTS}/s per endpoint), with every endpoint fast and with one that answers after ${SLOW_ANSWER_MS / 1000} s. The gateway runs in-process on a throwaway`,
+        "PostgreSQL (`test/support/postgres.ts`) with `WEBHOOK_ALLOW_PRIVATE_URLS=true`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`,",
+        "`NODE_ENV=production`; a child process (so it shares no event loop with the gateway) makes sandbox card payments",
+        `over HTTP, \`initialize\` + \`pay\`, started ${RATE} per second whether or not earlier ones have finished; each commits one`,
+        "`transaction.completed`, delivered by the job runner to a loopback receiver in the gateway's process (a path per",
+        "endpoint). Lag = arrival (whole body read) - the body's `timestamp`, the event's `created_at`, stamped inside the",
+        "status-change transaction (millisecond resolution). The slow endpoint reads the body at once (that is its arrival)",
+        `and answers ${SLOW_ANSWER_MS / 1000} s later: at ${RATE / ENDPOINTS}/s and 5 deliveries in flight per endpoint it can take 2.5/s, so its own`,
+        "deliveries fall behind by design; what is measured is whether the other nine do.",
         "",
         "Baseline: a bare loop in the same process POSTs the bodies the gateway delivered (same size), signed the same way",
         "(`webhookHeaders`) and sent with the same sender (`postOutbound`), to the same receiver at the same rate, timed from",
-        "just before signing to arrival; once with the machine otherwise idle (the ratios' base) and once while the same",
-        "payment load runs (its webhooks delivered but not recorded), which shows how much of the gateway's lag is contention",
-        "for the CPUs. The three alternate in slices so drift hits all alike. Run with",
-        "`node --import tsx bench/webhooks.ts [--write]`: needs `initdb`/`pg_ctl` (or `TEST_DATABASE_URL`), takes about a minute",
-        "and gives up after three.",
+        "just before signing to arrival; once with the machine otherwise idle and once while the same payment load runs (its",
+        "webhooks delivered but not recorded): the goal's base, as the issue asks (p99 within 3x of the loop during the same",
+        "API load). The four alternate in slices so drift hits all alike. Run with `node --import tsx bench/webhooks.ts [--write]`:",
+        "needs `initdb`/`pg_ctl` (or `TEST_DATABASE_URL`), takes about two minutes and gives up after five.",
         "",
-        "The first runs of this bench found a tail: in four of six runs some deliveries arrived more than 1 s late (up",
-        "to 16 s), in bursts on the job runner's 2 s poll. Two causes: a delivery to a busy endpoint (more than 5 in flight)",
-        "went back to the queue, and the runner kept one wake-up timer, for the earliest retry only, so later ones waited for",
-        "the poll. Now a delivery waits in-process for its endpoint's turn (up to 10 waiting per endpoint, beyond that it is",
-        "requeued), and the runner keeps every retry time it scheduled and re-arms for the next. Since then: no delivery",
-        "later than 1 s in three runs; the load line counts them, so a regression shows.",
-        "",
-        "<!-- webhooks:start -->",
+        "<!-- webhooks-endpoints:start -->",
         context,
         "",
         table(rows),
         "",
-        load,
-        "<!-- webhooks:end -->",
+        "Per endpoint:",
         "",
-        reading,
+        endpointTable(lags, loaded.p99, slowEndpoint),
+        "",
+        goals,
+        "",
+        load,
+        "<!-- webhooks-endpoints:end -->",
       ].join("\n"),
     );
     console.log("recorded in bench/README.md");

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type { PrismaClient } from "../db/database.ts";
 import type { Logger } from "../logger.ts";
 import type { Foreground } from "./foreground.ts";
-import { claimDue, completeClaimed, completeClaimedMany, deferClaimedMany, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
+import { claimDue, claimDueKinds, completeClaimed, completeClaimedMany, deferClaimedMany, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
 
 /**
  * The one durable job runner. Jobs live in the `jobs` table, so a job enqueued in the same database
@@ -121,6 +121,11 @@ export function createJobRunner(options: JobRunnerOptions) {
     return claimDue(prisma, kind, limit, workerId, now, new Date(now.getTime() + leaseMs));
   }
 
+  function claimKinds(limits: { kind: string; limit: number }[]): Promise<ClaimedRow[]> {
+    const now = new Date();
+    return claimDueKinds(prisma, limits, workerId, now, new Date(now.getTime() + leaseMs));
+  }
+
   /** Times at which retries this instance scheduled fall due; one timer is armed for the earliest. */
   const wakeTimes: number[] = [];
 
@@ -206,11 +211,21 @@ export function createJobRunner(options: JobRunnerOptions) {
       outcomes = rows.map(() => asError(error));
     }
     const done: bigint[] = [];
-    // Jobs that could not run yet (no turn free) go back together, due with the latest of their retries.
-    const deferred = rows.filter((_, i) => isDeferral(outcomes[i]));
-    const deferUntil = Math.max(0, ...outcomes.filter(isDeferral).map((outcome) => outcome.retryInMs));
     await Promise.all(rows.map(async (row, i) => void (!isDeferral(outcomes[i]) && (await settle(definition, row, outcomes[i])) && done.push(row.id))));
-    await deferClaimedMany(prisma, deferred.map((row) => row.id), workerId, new Date(Date.now() + deferUntil));
+    // Jobs that could not run yet (no turn free) go back together, due with the latest retry of their group: one
+    // group per power of two of the delay, so a job asked back in 200 ms is not held as long as one asked back in 10 s.
+    const deferrals = new Map<number, { ids: bigint[]; retryInMs: number }>();
+    rows.forEach((row, i) => {
+      const outcome = outcomes[i]!;
+      if (!isDeferral(outcome)) return;
+      const retryInMs = Math.max(0, outcome.retryInMs);
+      const bucket = Math.ceil(Math.log2(retryInMs + 1));
+      const group = deferrals.get(bucket) ?? { ids: [], retryInMs: 0 };
+      group.ids.push(row.id);
+      group.retryInMs = Math.max(group.retryInMs, retryInMs);
+      deferrals.set(bucket, group);
+    });
+    for (const { ids, retryInMs } of deferrals.values()) await deferClaimedMany(prisma, ids, workerId, new Date(Date.now() + retryInMs));
     await completeClaimedMany(prisma, done, workerId);
     return outcomes.filter(progressed).length;
   }
@@ -253,6 +268,7 @@ export function createJobRunner(options: JobRunnerOptions) {
    */
   async function pass(kinds: Set<string> | undefined) {
     const busy = options.foreground?.busy() ?? false;
+    const wanted: { definition: AnyJobDefinition; limit: number }[] = [];
     for (const definition of definitions.values()) {
       const { kind } = definition;
       if (kinds && !kinds.has(kind)) continue;
@@ -263,12 +279,21 @@ export function createJobRunner(options: JobRunnerOptions) {
       const limit = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;
       if (busy && slots < concurrency) throttled.add(kind);
       else throttled.delete(kind);
+      // Asked (a nudge, the poll) with every slot taken: the next of its jobs to finish claims again, so work
+      // committed now does not wait for the poll (2 s) when the last claim had come back short.
+      if (!kinds && free <= 0) saturated.add(kind);
       if (limit <= 0) continue;
       credit.delete(kind);
-      const rows = await claim(kind, limit);
-      if (rows.length === limit) saturated.add(kind);
-      else saturated.delete(kind);
-      for (const unit of units(definition, rows)) start(definition, unit);
+      wanted.push({ definition, limit });
+    }
+    if (!wanted.length) return;
+    // Every kind's claim in one statement: a pass costs one round trip however many kinds are registered.
+    const rows = await claimKinds(wanted.map(({ definition, limit }) => ({ kind: definition.kind, limit })));
+    for (const { definition, limit } of wanted) {
+      const mine = rows.filter((row) => row.kind === definition.kind);
+      if (mine.length === limit) saturated.add(definition.kind);
+      else saturated.delete(definition.kind);
+      for (const unit of units(definition, mine)) start(definition, unit);
     }
   }
 

@@ -137,6 +137,27 @@ export function claimDue(prisma: PrismaClient, kind: string, limit: number, work
 }
 
 /**
+ * claimDue for several kinds in one statement, each up to its own limit: a pass over every kind (a nudge, the poll)
+ * then costs one round trip, not one per registered kind (twenty-odd, one after the other, which made a webhook
+ * nudged on commit wait for the claims of every kind before and after its own: bench/webhooks.ts). Each kind's
+ * rows are found as claimDue finds them (jobs_due_idx), in a LATERAL subquery per kind.
+ */
+export function claimDueKinds(prisma: PrismaClient, limits: { kind: string; limit: number }[], workerId: string, now: Date, leaseUntil: Date): Promise<ClaimedRow[]> {
+  if (!limits.length) return Promise.resolve([]);
+  return prisma.$queryRaw<ClaimedRow[]>`
+      UPDATE jobs SET status = 'running', run_at = ${leaseUntil}, attempts = attempts + 1,
+        locked_by = ${workerId}, updated_at = ${now}
+      WHERE id IN (
+        SELECT due.id FROM unnest(${limits.map((l) => l.kind)}::text[], ${limits.map((l) => l.limit)}::int[]) AS k(kind, lim)
+        CROSS JOIN LATERAL (
+          SELECT id FROM jobs WHERE kind = k.kind AND status <> 'failed' AND run_at <= ${now}
+          ORDER BY run_at LIMIT k.lim FOR UPDATE SKIP LOCKED
+        ) due
+      )
+      RETURNING id, kind, payload, attempts, created_at`;
+}
+
+/**
  * Puts a claimed job back in the queue, due at `runAt`; `countAttempt: false` takes back the claim's
  * attempt. Only while `workerId` still holds it: a job whose lease ran out belongs to whoever claimed it next.
  */

@@ -63,6 +63,29 @@ describe("job runner: batch kinds", () => {
     expect(count(DELETE)).toBe(1);
   });
 
+  it("a batch's deferrals go back in one statement per scale of delay: one asked back soon is not held as long as one asked back late", async () => {
+    const r = runner();
+    r.register<{ n: number }>({
+      kind: "b.defer-mixed",
+      runBatch: async (jobs) => jobs.map(({ payload: { n } }) => ({ retryInMs: n < 2 ? 300 + n : 20_000 + n, countAttempt: false })),
+    });
+    await enqueueJobs(prisma(), [0, 1, 2, 3].map((n) => ({ kind: "b.defer-mixed", payload: { n } })));
+    statements.length = 0;
+    const before = Date.now();
+    expect(await r.runDueJobs(["b.defer-mixed"])).toBe(4);
+    expect(count(/UPDATE jobs SET status = 'queued'/)).toBe(2);
+    const left = await prisma().job.findMany({ where: { kind: "b.defer-mixed" }, orderBy: { id: "asc" } });
+    for (const job of left) {
+      const n = (job.payload as { n: number }).n;
+      expect(job).toMatchObject({ status: "queued", attempts: 0, lockedBy: null });
+      // Each group is due with its own latest delay (301 ms; 20,003 ms), measured from around the call.
+      const delay = job.runAt.getTime() - before;
+      if (n < 2) expect(delay).toBeGreaterThanOrEqual(301 - 5), expect(delay).toBeLessThan(10_000);
+      else expect(delay).toBeGreaterThanOrEqual(20_003 - 5);
+    }
+    await prisma().job.deleteMany({ where: { kind: "b.defer-mixed" } });
+  });
+
   it("a batch that throws fails every job in it (retried with backoff); batches are at most batchSize", async () => {
     const r = runner();
     const sizes: number[] = [];
@@ -103,12 +126,12 @@ describe("job runner: batch kinds", () => {
     statements.length = 0;
     r.start();
     await waitUntil(async () => (await prisma().job.count({ where: { kind: "b.backlog" } })) === 0, "the backlog to drain");
-    await waitUntil(() => count(CLAIM) === 9, () => `9 claims, got ${count(CLAIM)}`);
+    await waitUntil(() => count(CLAIM) === 4, () => `4 claims, got ${count(CLAIM)}`);
     expect(batches.flat().sort()).toEqual([1, 2, 3, 4, 5, 6]);
     expect(batches.every((b) => b.length === 2)).toBe(true);
-    // The first pass: one claim per kind (6). Then one per settled batch, of b.backlog alone: 2 more full, 1 empty.
+    // The first pass: one statement claims for all six kinds. Then one per settled batch, of b.backlog alone: 2 more full, 1 empty.
     await expectNothingMoreWithin(200, () => count(CLAIM), "no claim after the backlog drained");
-    expect(count(CLAIM)).toBe(6 + 3);
+    expect(count(CLAIM)).toBe(1 + 3);
     expect(count(DELETE)).toBe(3);
   });
 

@@ -20,7 +20,7 @@ const MAX_BUFFERS = 100;
 let gw: TestGateway;
 let receiver: WebhookReceiver;
 let api: ReturnType<typeof apiClient>;
-/** Each statement's text and its latest parameters of each shape (the claim's first element is the kind it polled). */
+/** Each statement's text and its latest parameters of each shape (a claim's, by each kind it claimed for). */
 const recorded = new Map<string, Map<string, readonly unknown[]>>();
 
 beforeAll(async () => {
@@ -29,7 +29,9 @@ beforeAll(async () => {
     env: { JOB_POLL_INTERVAL_MS: "100", WEBHOOK_ALLOW_PRIVATE_URLS: "true", RATE_LIMIT_ENABLED: "false" },
     onStatement: (text, values) => {
       const samples = recorded.get(text) ?? new Map<string, readonly unknown[]>();
-      samples.set(String(/^\s*UPDATE jobs SET status = 'running'/.test(text) ? values[3] : ""), values);
+      // A claim names its kind, or (a pass over every kind: claimDueKinds) the array of its kinds: a sample for each.
+      const kinds = /^\s*UPDATE jobs SET status = 'running'/.test(text) ? [values[3]].flat().map(String) : [""];
+      for (const kind of kinds) samples.set(kind, values);
       recorded.set(text, samples);
     },
   });

@@ -133,7 +133,7 @@ export function webhookDeliveryJob(deps: DispatchDeps): BatchJobDefinition<{ del
       const headers = webhookHeaders({ id: event.id.toString(), timestamp: Math.floor(Date.now() / 1000), body, secrets: secretsOf(endpoint) });
       return merchantUrls.post(endpoint.mode, endpoint.url, body, config.timeoutMs, headers, endpoint.allowLocalUrls, RESPONSE_READ_BYTES);
     });
-    if (!result) return { retryInMs: 200 + Math.round(Math.random() * 200), countAttempt: false };
+    if (!result) return { retryInMs: turns.deferMs(endpoint.id), countAttempt: false };
     const attempts = delivery.attempts + 1;
     if (result.ok) return { succeeded: true, delivery, attempts, statusCode: result.statusCode, latencyMs: result.latencyMs, at: new Date(), ...answerOf(result) };
     return settleFailure(delivery, attempts, now, result);

@@ -4,12 +4,19 @@ const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
  * How many more may wait here for a turn: 10, or as many as the endpoint's recent latency says get their turn
  * within TURN_WAIT_BUDGET_MS, up to 95 (half the runner's slots), or up to all of them while no other endpoint has
  * deliveries here (a backlog to one endpoint is then never deferred, only to be claimed again). A fast endpoint
- * keeps a deep queue, so a backlog to it never waits on the database between batches; a slow one (10 s timeouts)
- * keeps 10, whose wait (20 s) stays well inside the job lease.
+ * keeps a deep queue, so a backlog to it never waits on the database between batches. A slow one (500 ms or more
+ * per answer) keeps only what it sends within a second (2 at 2 s per answer, none at 10 s timeouts): the rest is
+ * deferred until about its turn (deferMs), so its waiters do not hold the runner's slots the others need.
  */
 const MIN_WAITING_PER_ENDPOINT = 10;
 const MAX_WAITING_PER_ENDPOINT = 95;
 const TURN_WAIT_BUDGET_MS = 5_000;
+/** An endpoint this slow (its moving average) keeps only as many waiting as it sends within SLOW_WAIT_BUDGET_MS. */
+const SLOW_ENDPOINT_MS = 500;
+const SLOW_WAIT_BUDGET_MS = 1_000;
+/** A delivery deferred for want of a turn is due again after this long at least, at most DEFER_MAX_MS (see deferMs). */
+const DEFER_MIN_MS = 200;
+const DEFER_MAX_MS = 15_000;
 /** POSTs in flight at once per instance, all endpoints together. */
 const MAX_SENDING = 50;
 /**
@@ -35,6 +42,9 @@ export function createPostingTurns() {
     if (latencyMs === undefined) return MIN_WAITING_PER_ENDPOINT;
     const withinBudget = Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * TURN_WAIT_BUDGET_MS) / Math.max(1, latencyMs));
     const cap = alone ? DELIVERY_CONCURRENCY - MAX_IN_FLIGHT_PER_ENDPOINT : MAX_WAITING_PER_ENDPOINT;
+    // A slow endpoint's waiters would hold runner slots doing nothing (while the API is busy the runner has 10): its
+    // surplus goes back to the queue until about when it can be sent (deferMs) and the other endpoints keep the slots.
+    if (latencyMs >= SLOW_ENDPOINT_MS) return Math.min(cap, Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * SLOW_WAIT_BUDGET_MS) / latencyMs));
     return Math.min(cap, Math.max(MIN_WAITING_PER_ENDPOINT, withinBudget));
   }
 
@@ -84,7 +94,23 @@ export function createPostingTurns() {
     else sending--;
   }
 
+  /**
+   * How long a delivery that got no turn should stay in the queue: about as long as this endpoint needs for the ones
+   * already waiting here (each holding a turn for its latency, MAX_IN_FLIGHT_PER_ENDPOINT at a time), at least
+   * DEFER_MIN_MS and at most DEFER_MAX_MS, jittered. A slow endpoint's surplus then comes back about when it could be
+   * sent, not every few hundred ms to be loaded and deferred again: at 2 s per answer that churn grew with its
+   * backlog, and, its jobs being the oldest due, took the claims the other endpoints' new deliveries needed.
+   */
+  function deferMs(endpointId: number): number {
+    const latency = latencies.get(endpointId) ?? 0;
+    const queued = (slots.get(endpointId)?.waiting.length ?? 0) + MAX_IN_FLIGHT_PER_ENDPOINT;
+    const wait = Math.min(DEFER_MAX_MS, Math.max(DEFER_MIN_MS, (queued * latency) / MAX_IN_FLIGHT_PER_ENDPOINT));
+    return Math.round(wait * (1 + Math.random()));
+  }
+
   return {
+    deferMs,
+
     /** Runs `post` in a turn at the endpoint and a sending slot, noting its latency; null when no turn came (defer the job). */
     async inTurn<Result extends { latencyMs: number }>(endpointId: number, post: () => Promise<Result>): Promise<Result | null> {
       if (!(await takeTurn(endpointId))) return null;
