@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
 import { expectNoHorizontalScroll, expectNoSeriousAxeViolations } from "../support/checkout-page.ts";
-import { apiClient, createSandboxMerchant, paidTransaction, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { apiClient, createSandboxMerchant, SANDBOX_CARD, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 import { until } from "../support/wait.ts";
 
@@ -34,7 +34,7 @@ describe("dashboard: find a payment the way the shop knows it", () => {
     browser = await launchChromium();
     receiver = await startWebhookReceiver();
     gw = await startTestGateway({
-      env: { SANDBOX_STK_DELAY_MS: "20", SANDBOX_REFUND_DELAY_MS: "50", JOB_POLL_INTERVAL_MS: "100", WEBHOOK_ALLOW_PRIVATE_URLS: "true", RATE_LIMIT_ENABLED: "false" },
+      env: { SANDBOX_STK_DELAY_MS: "20", SANDBOX_REFUND_DELAY_MS: "50", JOB_POLL_INTERVAL_MS: "100", WEBHOOK_ALLOW_PRIVATE_URLS: "true", RATE_LIMIT_ENABLED: "false", CHECKOUT_MAX_ATTEMPTS: "3" },
     });
     const merchant = await createSandboxMerchant(gw, "Duka la Wanjiku");
     owner = await gw.createUser(merchant.id, "owner");
@@ -43,13 +43,20 @@ describe("dashboard: find a payment the way the shop knows it", () => {
     expect(hook.status, hook.text).toBe(201);
     secret = hook.body.data.secret;
 
-    card = await paidTransaction(gw.url, merchant.testKey, {
+    // A declined card first, then one that pays: the payment page lists both attempts.
+    const init = await api.post("/api/transactions/initialize", {
       amount: 250000,
       email: "Wanjiku@Example.com",
       reference: "ORDER-1001",
       description: "Two kikoi and a kiondo",
       metadata: { order_id: 1001, channel: "instagram" },
     });
+    expect(init.status, init.text).toBe(200);
+    card = init.body.reference;
+    const declined = await apiClient(gw.url).post(`/payment/checkout/${card}/pay`, { ...SANDBOX_CARD, card_number: "4000000000000002" });
+    expect(declined.status, declined.text).toBe(402);
+    const charged = await apiClient(gw.url).post(`/payment/checkout/${card}/pay`, SANDBOX_CARD);
+    expect(charged.status, charged.text).toBe(200);
     const refund = await api.post("/v1/refunds", { transaction: card, amount: 50000, reason: "requested_by_customer" });
     expect(refund.status, refund.text).toBe(201);
     const push = await api.post("/v1/collections/stk", { amount: 150000, phone_number: "0708374149", reference: "ORDER-1002", metadata: { order_id: 1002 } });
@@ -127,9 +134,16 @@ describe("dashboard: find a payment the way the shop knows it", () => {
       expect(fields).toContain("Two kikoi and a kiondo");
       expect(fields).toContain("ORDER-1001");
       expect(JSON.parse((await page.textContent("#transaction-metadata"))!)).toEqual({ order_id: 1001, channel: "instagram" });
-      const attempts = (await page.textContent("#transaction-attempts"))!;
-      expect(attempts).toContain("**** 4242");
-      expect(attempts).toMatch(/succeeded/i);
+      // Every attempt, oldest first: the declined card, then the one that paid.
+      const attemptRows = page.locator("#transaction-attempts tbody tr");
+      expect(await attemptRows.count()).toBe(2);
+      const declinedAttempt = (await attemptRows.nth(0).innerText()).replace(/\s+/g, " ");
+      expect(declinedAttempt).toContain("**** 0002");
+      expect(declinedAttempt).toMatch(/failed/i);
+      expect(declinedAttempt).toContain("(card_declined)");
+      const paidAttempt = (await attemptRows.nth(1).innerText()).replace(/\s+/g, " ");
+      expect(paidAttempt).toContain("**** 4242");
+      expect(paidAttempt).toMatch(/succeeded/i);
       // Its own events and its refund's, each with the body the endpoint was sent.
       const events = page.locator("#transaction-events li");
       await expect.poll(() => events.allInnerTexts().then((texts) => texts.join("\n"))).toMatch(/transaction\.completed[\s\S]*refund\.completed/);
@@ -139,7 +153,19 @@ describe("dashboard: find a payment the way the shop knows it", () => {
       expect(body).toMatchObject({ type: "refund.completed", data: { transaction_reference: card, amount: 50000 } });
       // The deliveries of those events, with what the endpoint answered.
       await expect.poll(() => page.getByRole("region", { name: "Webhook deliveries" }).innerText()).toContain("refund.completed");
-      expect(await page.getByRole("region", { name: "Webhook deliveries" }).innerText()).toContain("200");
+      const deliveries = page.getByRole("region", { name: "Webhook deliveries" });
+      expect(await deliveries.innerText()).toContain("200");
+      // A delivery's Details: the request as sent (its signature withheld) and the endpoint's answer.
+      await deliveries.getByLabel(`Details of refund.completed to ${receiver.url}/hooks`).click();
+      const details = deliveries.locator("details.delivery-details[open]");
+      expect(await details.locator('[data-part="request-headers"]').textContent()).toContain("webhook-signature: (signed; not shown)");
+      expect(JSON.parse((await details.locator('[data-part="request-body"]').textContent())!)).toMatchObject({
+        type: "refund.completed",
+        data: { transaction_reference: card, amount: 50000 },
+      });
+      expect(await details.textContent()).toContain("HTTP 200");
+      expect(await details.locator('[data-part="response-body"]').textContent()).toBe("200");
+      expect(await details.locator('[data-part="response-headers"]').textContent()).toContain("content-type: text/plain");
       expect(await page.content()).not.toContain(secret);
       expect(await page.content()).not.toContain("whsec_");
       await page.screenshot({ path: `${SHOTS}/41-find-detail-${width}.png`, fullPage: true });
