@@ -136,6 +136,13 @@ describe("dashboard disputes", () => {
     expect(await page.textContent("#transaction-fields")).toContain("StatusCompleted Disputed: won");
     const disputeRow = page.locator(`#transaction-disputes tr[data-reference="${dispute.id}"]`);
     expect(await disputeRow.locator('[data-label="Status"]').textContent()).toBe("Won");
+    // Its events include the dispute's, each with the webhook body its endpoints are sent.
+    const events = page.locator("#transaction-events li");
+    expect((await events.allInnerTexts()).join("\n")).toMatch(/transaction\.completed[\s\S]*dispute\.created[\s\S]*dispute\.closed/);
+    const closed = events.filter({ hasText: "dispute.closed" });
+    expect(await closed.textContent()).toContain(dispute.id);
+    await closed.locator("summary").click();
+    expect(JSON.parse((await closed.locator("pre").textContent())!)).toMatchObject({ type: "dispute.closed", data: { id: dispute.id, status: "won", transaction_reference: reference } });
     await page.screenshot({ path: `${SHOTS}/disputes-transaction.png`, fullPage: true });
     await disputeRow.getByRole("link", { name: dispute.id }).click();
     await page.getByRole("heading", { name: `Dispute ${dispute.id}` }).waitFor();
@@ -190,5 +197,26 @@ describe("dashboard disputes", () => {
     expect(await viewer.locator("main button").count()).toBe(0);
     expect(await viewer.locator("main input, main textarea").count()).toBe(0);
     await viewer.context().close();
+  });
+
+  it("Balances shows what open disputes hold and what lost ones took back (the columns appear once a dispute has held money)", async () => {
+    // After the tests above: one dispute won (released), one lost (KES 30.00 taken back), one open (KES 20.00 held).
+    const [balance] = (await api.get("/v1/balance")).body.data;
+    expect(balance).toMatchObject({ disputed: 2_000, charged_back: 3_000 });
+    const kes = (minor: number) => `KES ${(minor / 100).toLocaleString("en", { minimumFractionDigits: 2 })}`;
+    const page = await signedIn(owner, "/balances");
+    await page.getByRole("heading", { name: "Balances", level: 1 }).waitFor();
+    const row = page.locator(`#balance-rows tr[data-channel="${balance.payment_channel_id}"]`);
+    await row.waitFor();
+    expect(await row.locator('[data-label="Disputed"]').textContent()).toBe("KES 20.00");
+    expect(await row.locator('[data-label="Charged back"]').textContent()).toBe("KES 30.00");
+    expect(await row.locator('[data-label="Available"]').textContent()).toBe(kes(balance.available));
+    expect(await row.locator('[data-label="Fees"]').textContent()).toBe(kes(balance.fees));
+    // The balance transactions filter by a dispute's entries too: a hold for each of the three disputes.
+    await page.getByLabel("Type").selectOption("dispute_hold");
+    await expect.poll(() => page.locator("#balance-transaction-rows tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-type")))).toEqual(["dispute_hold", "dispute_hold", "dispute_hold"]);
+    expect(await page.locator("#balance-transactions-export").getAttribute("href")).toBe("/v1/reports/balance-transactions.csv?type=dispute_hold");
+    await page.screenshot({ path: `${SHOTS}/disputes-balances.png`, fullPage: true });
+    await page.context().close();
   });
 });

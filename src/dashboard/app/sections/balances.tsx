@@ -25,7 +25,11 @@ type ChannelBalance = DashboardBalancesQuery["balance"][number];
 type ChannelName = DashboardBalancesQuery["paymentChannels"][number];
 type BalanceRow = ChannelBalance & { key: string; channelName: string };
 
-const TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "adjustment"] as const;
+/** Every type the API filters by, in the order a merchant meets them (a dispute's hold, release or loss included). */
+const TYPES = ["payment", "refund", "refund_failure", "payout", "payout_failure", "dispute_hold", "dispute_release", "dispute_loss", "adjustment"] as const satisfies readonly BalanceTransactionType[];
+// A type the schema gains and this list lacks fails the typecheck here.
+const EVERY_TYPE_LISTED: Exclude<BalanceTransactionType, (typeof TYPES)[number]> extends never ? true : never = true;
+void EVERY_TYPE_LISTED;
 const PAGE_SIZE = 10;
 const TRANSACTIONS = graphql(`
   query DashboardBalanceTransactions($first: Int!, $after: String, $type: BalanceTransactionType, $paymentChannelId: Int, $dateFrom: String, $dateTo: String) {
