@@ -48,6 +48,11 @@ async function ownerGraphql(query: string, variables: Record<string, unknown> = 
 
 const CREATE_CHANNEL = `mutation($input: CreatePaymentChannelInput!) { createPaymentChannel(input: $input) { __typename ... on PaymentChannel { databaseId } ... on Error { code message } } }`;
 const UPDATE_CHANNEL = `mutation($input: UpdatePaymentChannelInput!) { updatePaymentChannel(input: $input) { __typename ... on Error { code message } } }`;
+/** The verdict kept on a live channel: the last check of its credentials, and when it was made. */
+async function keptCheck(channelId: number): Promise<{ ok: boolean; message: string; checkedAt: string }> {
+  const { paymentChannels } = await ownerGraphql(`{ paymentChannels { databaseId credentialsCheck { ok message checkedAt } } }`);
+  return paymentChannels.find((c: { databaseId: number }) => c.databaseId === channelId).credentialsCheck;
+}
 const CHECK = `mutation($id: Int!) { checkChannelCredentials(id: $id) { __typename ... on ChannelCredentialCheck { ok message checkedAt } ... on Error { code message } } }`;
 
 beforeAll(async () => {
@@ -92,6 +97,18 @@ describe("the go-live checklist", () => {
       owners: false,
       mail: false,
     });
+    // Each check says what is wrong and where it is fixed: a dashboard page, what to set, or the call to make.
+    for (const c of first.checks) {
+      expect(c.message.length, c.id).toBeGreaterThan(20);
+      expect(c.fix, c.id).toMatch(/^\/dashboard\/[a-z-]+$|^Set [A-Z_]+|^POST \/api\//);
+    }
+    expect(Object.fromEntries(first.checks.filter((c) => c.fix.startsWith("/dashboard/")).map((c) => [c.id, c.fix]))).toEqual({
+      live_channel: "/dashboard/channels",
+      live_channel_credentials: "/dashboard/channels",
+      webhook_endpoint: "/dashboard/webhooks",
+      live_api_key: "/dashboard/api-keys",
+      owners: "/dashboard/users",
+    });
     expect(check(first, "public_https_url").message).toMatch(/^PUBLIC_BASE_URL is http:\/\/localhost:\d+: M-Pesa posts payment results only to https addresses/);
     expect(check(first, "public_https_url").fix).toMatch(/PUBLIC_BASE_URL/);
     expect(check(first, "live_channel")).toMatchObject({ message: expect.stringMatching(/no active live channel/), fix: "/dashboard/channels" });
@@ -109,6 +126,11 @@ describe("the go-live checklist", () => {
       ok: false,
       message: expect.stringMatching(/^Duka paybill \(mpesa\): M-Pesa rejected the channel's consumer key or consumer secret \(400\.008\.01: Invalid Authentication passed\)/),
     });
+    // The verdict is kept on the channel with the time it was given, and the checklist says when.
+    expect(check(refused, "live_channel_credentials").message).toMatch(/ \(checked \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$/);
+    const refusedKept = await keptCheck(mpesaId);
+    expect(refusedKept).toMatchObject({ ok: false, message: expect.stringMatching(/Invalid Authentication passed/) });
+    expect(Math.abs(Date.parse(refusedKept.checkedAt) - Date.now())).toBeLessThan(10 * 60_000);
     // A paybill takes payments from the M-Pesa menu by default: its URLs must be registered.
     expect(check(refused, "c2b_urls")).toMatchObject({ ok: false, message: expect.stringMatching(/Duka paybill \(mpesa\) from the M-Pesa menu will not be recorded/) });
     // The provider call is on record for the merchant, scrubbed of the secret.
@@ -124,6 +146,10 @@ describe("the go-live checklist", () => {
     expect(updated.updatePaymentChannel.__typename).toBe("PaymentChannel");
     const accepted = await until(report, (r) => check(r, "live_channel_credentials").ok);
     expect(check(accepted, "live_channel_credentials").message).toBe("Duka paybill (mpesa): M-Pesa accepted the consumer key and secret (production app, shortcode 174379)");
+    // Saving again checked again: the kept verdict is the new one, given later.
+    const acceptedKept = await keptCheck(mpesaId);
+    expect(acceptedKept).toMatchObject({ ok: true, message: "M-Pesa accepted the consumer key and secret (production app, shortcode 174379)" });
+    expect(Date.parse(acceptedKept.checkedAt)).toBeGreaterThan(Date.parse(refusedKept.checkedAt));
 
     // A live Paystack channel with a wrong secret key: Paystack's own words come back, on demand too.
     const card = await ownerGraphql(CREATE_CHANNEL, {
@@ -133,6 +159,10 @@ describe("the go-live checklist", () => {
     const onDemand = await owner.post(`/v1/payment-channels/${paystackId}/check-credentials`, {});
     expect(onDemand.status, onDemand.text).toBe(200);
     expect(onDemand.body.data).toMatchObject({ ok: false, message: expect.stringMatching(/^Paystack refused the secret key \(HTTP 401: Invalid key\)/) });
+    // Checked now, and kept with that time on the channel.
+    const onDemandAt = Date.parse(onDemand.body.data.checked_at);
+    expect(Math.abs(onDemandAt - Date.now())).toBeLessThan(10 * 60_000);
+    expect(await keptCheck(paystackId)).toMatchObject({ ok: false, checkedAt: new Date(onDemandAt).toISOString() });
     const both = await report();
     expect(check(both, "live_channel_credentials")).toMatchObject({ ok: false, message: expect.stringMatching(/^Duka cards \(paystack\): Paystack refused the secret key \(HTTP 401: Invalid key\)/) });
     // Test keys are refused in a live channel whatever Paystack says of them.
