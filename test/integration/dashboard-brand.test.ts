@@ -56,10 +56,13 @@ describe("dashboard brand page", () => {
       return img.naturalWidth;
     });
 
-  it("an owner sets name, colour (with its contrast shown live), e-mail and a logo, and sees them saved", async () => {
+  it("an owner renames the merchant and sets display name, colour (with its contrast shown live), e-mail and a logo, and sees them saved", async () => {
     const owner = await gw.createUser(merchant.id, "owner");
     const page = await brandPage(owner);
     const form = page.getByRole("form", { name: "Brand settings" });
+    // The merchant's own name (what `merchants rename` changes) is renamed here too.
+    expect(await form.getByLabel("Business name").inputValue()).toBe("Duka Ltd");
+    await form.getByLabel("Business name").fill("Duka la Mama Ltd");
     await form.getByLabel("Display name").fill("Mama Duka");
     const colour = form.getByLabel("Accent colour", { exact: true });
     await colour.fill("#ffcc00");
@@ -82,6 +85,7 @@ describe("dashboard brand page", () => {
 
     const saved = await gw.gateway.services.brand.checkoutBrand(merchant.id);
     expect(saved).toEqual({ displayName: "Mama Duka", accentColor: "#0b5394", supportEmail: "help@duka.test", logoUrl: expect.stringMatching(/^\/brand\/\d+\/logo\/[0-9a-f]{64}$/) });
+    expect((await gw.gateway.db.prisma.merchant.findUniqueOrThrow({ where: { id: merchant.id } })).name).toBe("Duka la Mama Ltd");
     const served = await fetch(`${gw.url}${saved.logoUrl}`);
     expect(Buffer.from(await served.arrayBuffer()).equals(logo)).toBe(true);
 
@@ -89,6 +93,8 @@ describe("dashboard brand page", () => {
     await page.reload();
     await page.getByRole("heading", { name: "Brand", level: 1 }).waitFor();
     await expect.poll(() => form.getByLabel("Display name").inputValue()).toBe("Mama Duka");
+    expect(await form.getByLabel("Business name").inputValue()).toBe("Duka la Mama Ltd");
+    expect(await page.locator("#merchant-name").textContent()).toBe("Duka la Mama Ltd");
     expect(await form.getByLabel("Accent colour", { exact: true }).inputValue()).toBe("#0b5394");
     expect(await form.getByLabel("Support e-mail").inputValue()).toBe("help@duka.test");
     expect(await form.locator("#brand-preview img").getAttribute("src")).toBe(saved.logoUrl);
