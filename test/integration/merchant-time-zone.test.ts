@@ -106,7 +106,7 @@ describe("the merchant's time zone", () => {
     }
   });
 
-  it("reads the /v1 lists' date_from/date_to as the merchant's days and answers with its timezone", async () => {
+  it("reads the /v1 lists' date_from/date_to (refunds, transactions) as the merchant's days and answers with its timezone", async () => {
     for (const s of [nairobi, utc]) {
       const on = await s.api.get(`/v1/refunds?date_from=${dayOf(s)}&date_to=${dayOf(s)}`);
       expect(on.status, on.text).toBe(200);
@@ -116,6 +116,13 @@ describe("the merchant's time zone", () => {
       const off = await s.api.get(`/v1/refunds?date_from=${otherDayOf(s)}&date_to=${otherDayOf(s)}`);
       expect(off.status, off.text).toBe(200);
       expect(off.body).toMatchObject({ timezone: s.zone, total: 0, data: [] });
+
+      const payments = await s.api.get(`/v1/transactions?date_from=${dayOf(s)}&date_to=${dayOf(s)}`);
+      expect(payments.status, payments.text).toBe(200);
+      expect(payments.body).toMatchObject({ timezone: s.zone, total: 1 });
+      expect(payments.body.data.map((t: { reference: string }) => t.reference)).toEqual([s.reference]);
+      const noPayments = await s.api.get(`/v1/transactions?date_from=${otherDayOf(s)}&date_to=${otherDayOf(s)}`);
+      expect(noPayments.body).toMatchObject({ timezone: s.zone, total: 0, data: [] });
     }
   });
 
