@@ -3,15 +3,17 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { confineToGateway, launchChromium, recordPageErrors } from "../support/browser.ts";
 import { expectNoSeriousAxeViolations } from "../support/checkout-page.ts";
-import { apiClient, createSandboxMerchant, paidTransaction, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { apiClient, bearerClient, createSandboxMerchant, paidTransaction, SANDBOX_CARD, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { until } from "../support/wait.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
 import { BROWSER_MS } from "../support/timing.ts";
 
 /**
  * The merchant's daily pages (issue 41) in a real Chromium at 1280 and 390 px: the nav on one line (a Menu on
  * phones), Refunds with filters and live status, Balances apart from the Overview, an owner's payout with its
- * confirmation step paying once for two fast clicks, payment links' QR, Copy and payments, the webhook test event,
- * and axe on every dashboard page in both modes. Screenshots go to /tmp/dashboard-shots.
+ * confirmation step paying once for two fast clicks (both sent, with the form's one Idempotency-Key), payment links' QR,
+ * Copy and payments, the webhook test event and its delivery's Details, and axe on every dashboard page in both modes
+ * (the sign-in page and each detail page included). Screenshots go to /tmp/dashboard-shots.
  */
 const SHOTS = "/tmp/dashboard-shots";
 
@@ -31,7 +33,7 @@ describe("dashboard daily pages", () => {
     mkdirSync(SHOTS, { recursive: true });
     [browser, gw, receiver] = await Promise.all([
       launchChromium(),
-      startTestGateway({ env: { SANDBOX_REFUND_DELAY_MS: "1500", WEBHOOK_ALLOW_PRIVATE_URLS: "true", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_PER_MINUTE: "5000" } }),
+      startTestGateway({ env: { SANDBOX_REFUND_DELAY_MS: "1500", SANDBOX_DISPUTE_DELAY_MS: "300", WEBHOOK_ALLOW_PRIVATE_URLS: "true", JOB_POLL_INTERVAL_MS: "100", RATE_LIMIT_PER_MINUTE: "5000" } }),
       startWebhookReceiver(),
     ]);
     merchant = await createSandboxMerchant(gw, "Duka Daily");
@@ -133,16 +135,23 @@ describe("dashboard daily pages", () => {
 
   it("an owner sends a payout after a confirmation that repeats it; two fast clicks on Confirm pay once; a viewer has no form", async () => {
     const page = await signedIn(owner, "/payouts");
+    // Every createPayout the page sends, with its Idempotency-Key.
+    const payoutRequests: (string | undefined)[] = [];
+    page.on("request", (request) => {
+      if (request.url().endsWith("/graphql") && request.method() === "POST" && (request.postData() ?? "").includes("createPayout")) payoutRequests.push(request.headers()["idempotency-key"]);
+    });
     await page.locator("#send-payout").click();
     await page.getByLabel("Amount (KES)").fill("150");
     await page.getByLabel("Recipient's M-Pesa phone").fill("0708374149");
     await page.getByLabel("Reason (sent as the payout's remarks)").fill("Supplier: mchele");
     await shot(page, "daily-payout-form-1280");
+    await expectNoSeriousAxeViolations(page, "payout form at 1280 px");
     await page.getByRole("button", { name: "Review payout" }).click();
     expect(await page.locator("#payout-confirm-amount").textContent()).toBe("KES 150.00");
     expect(await page.locator("#payout-confirm-recipient").textContent()).toBe("0708374149");
     expect(await page.locator("#payout-confirm-channel").textContent()).toContain("Sandbox");
     await shot(page, "daily-payout-confirm-1280");
+    await expectNoSeriousAxeViolations(page, "payout confirmation at 1280 px");
     // Two clicks in the same task: both reach the handler before the button can be disabled.
     await page.locator("#payout-confirm button[type=submit]").evaluate((button: HTMLButtonElement) => {
       button.click();
@@ -155,14 +164,24 @@ describe("dashboard daily pages", () => {
     expect(payouts[0]!.amount).toBe(15_000n);
     expect(await page.locator("#payout-rows tr").count()).toBe(1);
     expect(await page.locator("[role=alert]").count()).toBe(0);
+    // Both clicks reached the gateway, with the form's one key: the key, not a disabled button, made them one payout.
+    expect(payoutRequests.length).toBeGreaterThanOrEqual(2);
+    expect(payoutRequests[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(new Set(payoutRequests)).toEqual(new Set([payoutRequests[0]]));
     await shot(page, "daily-payouts-1280");
     await page.context().close();
 
     const phone = await signedIn(owner, "/payouts", 390);
     await phone.locator("#send-payout").click();
-    await phone.getByLabel("Amount (KES)").waitFor();
+    await phone.getByLabel("Amount (KES)").fill("200");
+    await phone.getByLabel("Recipient's M-Pesa phone").fill("0708374149");
     expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot(phone, "daily-payout-form-390");
+    await phone.getByRole("button", { name: "Review payout" }).click();
+    expect(await phone.locator("#payout-confirm-amount").textContent()).toBe("KES 200.00");
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot(phone, "daily-payout-confirm-390");
+    await expectNoSeriousAxeViolations(phone, "payout confirmation at 390 px");
     await phone.context().close();
 
     const reader = await signedIn(viewer, "/payouts");
@@ -198,6 +217,7 @@ describe("dashboard daily pages", () => {
     expect(await qr.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBeGreaterThan(0);
     await page.locator(`#payment-link-payments tr[data-reference="${reference}"]`).waitFor();
     await shot(page, "daily-payment-links-1280");
+    await expectNoSeriousAxeViolations(page, "payment link's QR and payments at 1280 px");
     await page.context().close();
 
     const phone = await signedIn(owner, "/payment-links", 390);
@@ -205,6 +225,7 @@ describe("dashboard daily pages", () => {
     await phone.locator("#payment-link-detail img.qr").waitFor();
     expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await shot(phone, "daily-payment-links-390");
+    await expectNoSeriousAxeViolations(phone, "payment link's QR and payments at 390 px");
     await phone.context().close();
   });
 
@@ -226,8 +247,14 @@ describe("dashboard daily pages", () => {
       await page.context().close();
       const phone = await signedIn(owner, "/webhooks", 390);
       await phone.getByRole("button", { name: `Send test event to ${receiver.url}` }).waitFor();
+      // The test event's delivery: its Details show the request it sent and what the endpoint answered.
+      await phone.getByLabel(`Details of webhook.test to ${receiver.url}`).click();
+      const details = phone.locator("details.delivery-details[open]");
+      expect(JSON.parse((await details.locator('[data-part="request-body"]').textContent())!)).toMatchObject({ type: "webhook.test" });
+      expect(await details.textContent()).toContain("HTTP 200");
       expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       await shot(phone, "daily-webhooks-390");
+      await expectNoSeriousAxeViolations(phone, "webhook delivery details at 390 px");
       await phone.context().close();
     } finally {
       await quiet.close();
@@ -235,23 +262,63 @@ describe("dashboard daily pages", () => {
   });
 
   it("axe finds nothing serious or critical on any dashboard page, in test and live mode", async () => {
-    const routes = ["/overview", "/transactions", `/transactions/${paid}`, "/refunds", "/balances", "/payouts", "/payment-links", "/disputes", "/customers", "/subscriptions", "/plans", "/channels", "/api-keys", "/webhooks", "/reconciliations", "/users", "/brand", "/profile"];
+    // A test-mode object behind each detail page: a dispute (the disputing test card), a customer, a reconciliation, a kept e-mail.
+    const disputedPayment = await paidTransaction(gw.url, merchant.testKey, { email: "payer@example.com", amount: 2_000 }, { ...SANDBOX_CARD, card_number: "4000000000000259" });
+    const dispute = (await until(() => api.get(`/v1/disputes?transaction=${disputedPayment}`), (r) => r.body?.data?.length === 1)).body.data[0].id as string;
+    const customer = await api.post("/v1/customers", { email: "mteja@example.com", first_name: "Amina" });
+    expect(customer.status, customer.text).toBe(201);
+    const ownerApi = bearerClient(gw.url, await gw.signIn(merchant.id, "owner"));
+    const run = await ownerApi.post("/graphql", {
+      query: "mutation($input: RunReconciliationInput!) { runReconciliation(input: $input) { __typename ... on Reconciliation { databaseId } ... on Error { message } } }",
+      variables: { input: { date: new Date().toISOString().slice(0, 10), paymentChannelId: merchant.channelId } },
+    });
+    expect(run.body.data?.runReconciliation?.__typename, run.text).toBe("Reconciliation");
+    const mails = await until(
+      () => api.post("/graphql", { query: '{ mailMessages(status: "kept", first: 1) { ... on MailMessagePage { items { databaseId } } } }' }),
+      (r) => r.body.data?.mailMessages?.items?.length === 1,
+    );
+    const testOnly = [
+      `/transactions/${paid}`,
+      `/disputes/${dispute}`,
+      `/customers/${customer.body.data.id}`,
+      `/reconciliations/${run.body.data.runReconciliation.databaseId}`,
+      "/inbox",
+      `/inbox/${mails.body.data.mailMessages.items[0].databaseId}`,
+    ];
+    const routes = ["/overview", "/transactions", "/refunds", "/balances", "/payouts", "/payment-links", "/disputes", "/customers", "/subscriptions", "/plans", "/channels", "/api-keys", "/webhooks", "/reconciliations", "/users", "/brand", "/profile"];
+
+    // The sign-in page, at both widths.
+    for (const width of [1280, 390]) {
+      const context = await browser.newContext({ viewport: { width, height: 900 } });
+      context.setDefaultTimeout(BROWSER_MS);
+      const signIn = await context.newPage();
+      await confineToGateway(signIn, gw.url, offHost);
+      await signIn.goto(`${gw.url}/dashboard/overview`);
+      await signIn.getByLabel("E-mail").waitFor();
+      await expectNoSeriousAxeViolations(signIn, `sign-in page at ${width} px`);
+      await shot(signIn, `daily-sign-in-${width}`);
+      await context.close();
+    }
+
     const page = await signedIn(owner, "/overview");
     for (const mode of ["test", "live"] as const) {
       if (mode === "live") {
         await page.locator(".mode-switch").getByRole("button", { name: "Live" }).click();
         await page.locator("#mode-badge.live").waitFor();
       }
-      for (const route of mode === "test" ? [...routes, "/inbox"] : routes.filter((r) => !r.startsWith("/transactions/"))) {
+      for (const route of mode === "test" ? [...routes, ...testOnly] : routes) {
         await page.evaluate((path) => {
           history.pushState(null, "", `/dashboard${path}`);
           dispatchEvent(new PopStateEvent("popstate"));
         }, route);
         await page.locator("main h1").waitFor();
         await page.waitForFunction(() => !document.querySelector("main [aria-busy=true], main .loading"));
+        if (route.startsWith("/inbox/")) await page.locator("#mail-view").waitFor();
+        // A detail page shows its object, not "not found".
+        if (/^\/(disputes|customers|reconciliations)\/./.test(route)) expect(await page.locator("main h1").textContent(), route).not.toMatch(/not found/i);
         await expectNoSeriousAxeViolations(page, `${mode} ${route}`);
       }
     }
     await page.context().close();
-  }, 240_000);
+  }, 300_000);
 });

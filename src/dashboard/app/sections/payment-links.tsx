@@ -102,7 +102,7 @@ export function PaymentLinks({ session }: { session: Session }) {
             ]}
             actions={(link) => (
               <div class="row">
-                <CopyButton url={link.url} id={`copy-${link.slug}`} label={`Copy link: ${link.description}`} />
+                <CopyButton url={link.url} id={`copy-${link.slug}`} subject={link.description} />
                 <button type="button" class="secondary small" aria-expanded={shown === link.databaseId} aria-controls="payment-link-detail" onClick={() => setShown(shown === link.databaseId ? null : link.databaseId)}>
                   {shown === link.databaseId ? "Hide" : "QR and payments"}
                 </button>
@@ -119,8 +119,11 @@ export function PaymentLinks({ session }: { session: Session }) {
   );
 }
 
-/** Copies a link (the clipboard; where it is refused, a prompt holding the URL selected, to copy by hand). */
-function CopyButton({ url, id, label }: { url: string; id: string; label: string }) {
+/**
+ * Copies a link (the clipboard; where it is refused, a prompt holding the URL selected, to copy by hand). Its name
+ * starts with what it shows ("Copy", then "Copied"), as speech input and axe's label-content-name-mismatch expect.
+ */
+function CopyButton({ url, id, subject }: { url: string; id: string; subject: string }) {
   const [copied, setCopied] = useState(false);
   const copy = async () => {
     try {
@@ -146,7 +149,7 @@ function CopyButton({ url, id, label }: { url: string; id: string; label: string
     setTimeout(() => setCopied(false), 2000);
   };
   return (
-    <button type="button" class="secondary small" id={id} aria-label={label} onClick={() => void copy()}>
+    <button type="button" class="secondary small" id={id} aria-label={`${copied ? "Copied" : "Copy"} link: ${subject}`} onClick={() => void copy()}>
       {copied ? "Copied" : "Copy"}
     </button>
   );
