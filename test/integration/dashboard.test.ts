@@ -349,6 +349,13 @@ describe("merchant dashboard", () => {
     await created.getByRole("button", { name: "Deactivate channel" }).click();
     await created.locator(".badge", { hasText: "Inactive" }).waitFor();
     await shot(dev.page, "08b-developer-channels");
+    // And back: Activate makes it usable again (not the default: the sandbox one stays that).
+    await created.getByRole("button", { name: "Activate" }).click();
+    await created.locator(".badge", { hasText: /^Active$/ }).waitFor();
+    expect(await created.locator(".badge", { hasText: "Inactive" }).count()).toBe(0);
+    expect(await created.locator(".badge", { hasText: "Default" }).count()).toBe(0);
+    const paystack = (await apiClient(gw.url, merchant.testKey).get("/api/payment-channels/list")).body.channels.find((c: { name: string }) => c.name === "Paystack test");
+    expect(paystack).toMatchObject({ is_active: true, is_default: false });
     await dev.context.close();
   });
 
