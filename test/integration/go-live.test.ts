@@ -232,7 +232,7 @@ describe("the go-live checklist", () => {
     expect(await report(owner)).toEqual(ready);
   });
 
-  it("is each merchant's own: another merchant sees its own checklist and cannot check this one's channels; viewers are refused", async () => {
+  it("is each merchant's own: another merchant sees its own checklist (an STK-only channel has no C2B URLs to register) and cannot check this one's channels; viewers are refused", async () => {
     const other = await gw.createMerchant("Someone Else");
     const theirs = await report(apiClient(gw.url, other.testKey));
     expect(check(theirs, "live_channel").ok).toBe(false);
@@ -240,6 +240,15 @@ describe("the go-live checklist", () => {
 
     const mine = await gw.gateway.db.prisma.paymentChannel.findFirstOrThrow({ where: { merchantId: merchant.id, mode: "live" } });
     const otherOwner = bearerClient(gw.url, await gw.signIn(other.id, "owner", "live"));
+    // Their live M-Pesa channel says payers only ever get STK prompts ("c2b": false): no C2B URLs to register.
+    const stkOnly = await otherOwner.post("/graphql", {
+      query: CREATE_CHANNEL,
+      variables: { input: { name: "STK only", provider: "mpesa", config: { ...daraja.channelConfig(), environment: "production", c2b: false } } },
+    });
+    expect(stkOnly.body.data.createPaymentChannel.__typename, stkOnly.text).toBe("PaymentChannel");
+    const stkReport = await report(apiClient(gw.url, other.testKey));
+    expect(check(stkReport, "live_channel").ok).toBe(true);
+    expect(check(stkReport, "c2b_urls")).toMatchObject({ ok: true, message: expect.stringMatching(/^No live channel takes payments made from the M-Pesa menu/) });
     const foreign = await otherOwner.post(`/v1/payment-channels/${mine.id}/check-credentials`, {});
     expect(foreign.status, foreign.text).toBe(404);
     // A test-mode key of the same merchant checks test-mode channels only.
