@@ -7,7 +7,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { apiClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { runCli, runEntry, type RunningProcess } from "../support/process.ts";
 import { until } from "../support/wait.ts";
-import { triggerableEvents } from "../../src/cli/webhooks.ts";
+import { DEFAULT_TRIGGER_TIMEOUT_MS, triggerableEvents } from "../../src/cli/webhooks.ts";
 
 /**
  * `cli webhooks listen` and `cli trigger` as processes against a running gateway, as a developer runs them:
@@ -133,6 +133,9 @@ describe("cli webhooks listen and trigger", () => {
   it("every trigger exits 1 when its event did not happen in time (a gateway whose events never reach the CLI)", async () => {
     // The gateway's REST calls pass through, so the payments are really made; its WebSocket answers each
     // subscription as listening and then stays silent, as a gateway would whose events never come.
+    // Without --timeout a trigger waits 30 s (issue 41); here 3 s, so the eight triggers take half a minute, not four.
+    expect(DEFAULT_TRIGGER_TIMEOUT_MS).toBe(30_000);
+    expect(triggerableEvents).toEqual(["transaction.completed", "transaction.failed", "transaction.pending", "payout.completed", "payout.failed", "refund.completed", "refund.failed", "dispute.created"]);
     const silent = await startSilentProxy(gw.url);
     try {
       for (const type of triggerableEvents) {
