@@ -2,7 +2,6 @@ import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { Prisma } from "../../db/generated/prisma/client.ts";
 import { GatewayError } from "../../errors.ts";
-import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import { amountSchema, parseCurrency } from "../../money.ts";
 import { phoneSchema } from "../../phone.ts";
 import { optionalTextSchema, parseInput, refuse, unsafeTextAt } from "../../validation.ts";
@@ -131,9 +130,9 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
 
   /**
    * A card/checkout payment: validate -> resolve channel and currency -> customer -> row. The row is one
-   * INSERT (no interactive transaction holding a pooled connection), except for a request with an
-   * Idempotency-Key, whose recovery point is written in the same database transaction. The payer's
-   * customer record is found or created first: it stands on its own if the insert then fails.
+   * INSERT (no interactive transaction holding a pooled connection, nor list_counts' row locks across round
+   * trips), with an Idempotency-Key's recovery point in the same statement. A hosted provider's payment or one
+   * that saves its method finds or creates the payer's customer first: it stands on its own if the insert fails.
    */
   /** `customer` names the payer: its e-mail (and its names and phone, unless given) are the payment's. */
   async function payerOf(principal: Principal, input: InitializeInput): Promise<Partial<InitializeInput>> {
@@ -163,8 +162,9 @@ export function createInitialize(ctx: FlowContext, hostedFlow: Pick<HostedFlow, 
     if (hosted && email === null) throw new ValidationError("email", "is required: card payments need the payer's e-mail");
 
     const fields = { reference: newReference(), accessCode: newAccessCode(), amount, currency, description, email, phone, firstName, lastName, channelId: channel.id, callbackUrl, clientReference, metadata };
-    if (!hosted && !inIdempotencyScope(principal) && !savePaymentMethod) {
-      // The common case, in one statement: the payer's customer (found or created) and the row.
+    if (!hosted && !savePaymentMethod) {
+      // The common case, in one statement: the payer's customer (found or created), the row and, under an
+      // Idempotency-Key, its recovery point.
       const transaction = await store.insertCheckout(principal, fields);
       afterCreate(ctx.stateMachine, { transaction, event: null, jobsQueued: 0 });
       return transaction;
