@@ -99,7 +99,7 @@ export async function createGateway(config: Config, logger: Logger, dbOptions: O
   enforceRoutePolicies(app, { authenticator, budgets: requestBudgets(rateLimiter), refuse: sendError });
 
   const restDocuments = new Map(routes.map((route) => [`${route.method} ${route.path}`, route.document]));
-  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, { leaseMs: config.idempotencyLeaseMs, secrets }), {
+  const idempotency = registerIdempotency(app, createIdempotencyStore(db.prisma, db.sql, { leaseMs: config.idempotencyLeaseMs, secrets }), {
     logger,
     graphqlPath: "/graphql",
     graphqlMaxTokens: config.graphql.maxTokens,

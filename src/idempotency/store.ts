@@ -1,4 +1,4 @@
-import type { PrismaClient } from "../db/database.ts";
+import type { PrismaClient, Sql } from "../db/database.ts";
 import type { KeyMode } from "../security/api-keys.ts";
 import type { SecretBox } from "../security/encryption.ts";
 
@@ -39,29 +39,35 @@ export interface StoredResponse {
  * keyed createApiKey or webhook create/rotate answer holds a secret that must not sit in plaintext for 24 h.
  * All bodies are sealed rather than those a detector recognises, so a new kind of secret cannot slip past.
  */
-export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs: number; secrets: SecretBox }) {
+const CLAIM = `INSERT INTO idempotency_keys (merchant_id, mode, principal, key, request_fingerprint, status, created_at, expires_at, locked_until)
+   VALUES ($1, $2::"Mode", $3, $4, $5, 'in_flight', now(), now() + make_interval(hours => $6::int), now() + make_interval(secs => $7::double precision))
+   ON CONFLICT (merchant_id, mode, principal, key) DO UPDATE SET
+     request_fingerprint = EXCLUDED.request_fingerprint, status = 'in_flight', response_status = NULL,
+     response_body = NULL, response_content_type = NULL, created_at = EXCLUDED.created_at,
+     expires_at = EXCLUDED.expires_at, locked_until = EXCLUDED.locked_until, recovery_point = NULL
+   WHERE idempotency_keys.expires_at <= now()
+   RETURNING id::text`;
+
+const COMPLETE = `UPDATE idempotency_keys SET status = 'completed', response_status = $2, response_body = $3, response_content_type = $4
+   WHERE id = $1::bigint`;
+
+const RELEASE = `DELETE FROM idempotency_keys WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NULL`;
+
+export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: { leaseMs: number; secrets: SecretBox }) {
   const { leaseMs, secrets } = options;
   return {
     /**
      * One atomic statement claims a key that is new or whose record has expired; the unique index on
      * (merchant, mode, principal, key) makes concurrent claims, on any instance, race for the same row. Times come
-     * from the database's clock, so instances with skewed clocks agree.
+     * from the database's clock, so instances with skewed clocks agree. The claim, completion and release are plain
+     * SQL (src/db/sql.ts): they run on every keyed write.
      */
     async claim(request: ClaimRequest): Promise<ClaimResult> {
       const { merchantId, mode, principal, key, fingerprint } = request;
       // A record released between our failed claim and our read is simply claimed on the next turn.
       for (let attempt = 0; attempt < 3; attempt++) {
-        const claimed = await prisma.$queryRaw<{ id: bigint }[]>`
-          INSERT INTO idempotency_keys (merchant_id, mode, principal, key, request_fingerprint, status, created_at, expires_at, locked_until)
-          VALUES (${merchantId}, ${mode}::"Mode", ${principal}, ${key}, ${fingerprint}, 'in_flight', now(),
-                  now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}), now() + make_interval(secs => ${leaseMs / 1000}::double precision))
-          ON CONFLICT (merchant_id, mode, principal, key) DO UPDATE SET
-            request_fingerprint = EXCLUDED.request_fingerprint, status = 'in_flight', response_status = NULL,
-            response_body = NULL, response_content_type = NULL, created_at = EXCLUDED.created_at,
-            expires_at = EXCLUDED.expires_at, locked_until = EXCLUDED.locked_until, recovery_point = NULL
-          WHERE idempotency_keys.expires_at <= now()
-          RETURNING id`;
-        if (claimed[0]) return { outcome: "claimed", id: claimed[0].id, recoveryPoint: null };
+        const claimed = await sql.query<{ id: string }>(CLAIM, [merchantId, mode, principal, key, fingerprint, IDEMPOTENCY_RETENTION_HOURS, leaseMs / 1000]);
+        if (claimed[0]) return { outcome: "claimed", id: BigInt(claimed[0].id), recoveryPoint: null };
 
         const existing = await prisma.idempotencyKey.findUnique({ where: { merchantId_mode_principal_key: { merchantId, mode, principal, key } } });
         if (!existing) continue;
@@ -86,16 +92,13 @@ export function createIdempotencyStore(prisma: PrismaClient, options: { leaseMs:
     },
 
     async complete(id: bigint, response: StoredResponse): Promise<void> {
-      await prisma.idempotencyKey.update({
-        where: { id },
-        data: { status: "completed", responseStatus: response.status, responseBody: secrets.encrypt(response.body), responseContentType: response.contentType },
-      });
+      await sql.query(COMPLETE, [id.toString(), response.status, secrets.encrypt(response.body), response.contentType]);
     },
 
     /** Forgets a claim whose request never really executed, so a corrected retry with the same key runs. */
     async release(id: bigint): Promise<void> {
       // A record with a recovery point did create something: it stays, for a retry to recover.
-      await prisma.idempotencyKey.deleteMany({ where: { id, status: "in_flight", recoveryPoint: null } });
+      await sql.query(RELEASE, [id.toString()]);
     },
   };
 }

@@ -31,7 +31,7 @@ describe("Idempotency-Key recovery after a crash", () => {
   afterAll(() => gw?.close());
 
   const prisma = () => gw.gateway.db.prisma;
-  const store = () => createIdempotencyStore(prisma(), { leaseMs: LEASE_MS, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) });
+  const store = () => createIdempotencyStore(prisma(), gw.gateway.db.sql, { leaseMs: LEASE_MS, secrets: new SecretBox(Buffer.from(gw.database.encryptionKeyHex, "hex")) });
   /** The claim's lease (IDEMPOTENCY_LEASE_MS) runs out, as it does that long after the instance holding it crashed. */
   async function leaseRunOut(key: string) {
     const moved = await prisma().idempotencyKey.updateMany({ where: { key, status: "in_flight" }, data: { lockedUntil: new Date(Date.now() - 1000) } });
