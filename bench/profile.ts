@@ -3,10 +3,15 @@
  * PostgreSQL, driven by wrk (1 thread, 32 connections) on one operation, then stopped with SIGTERM so
  * V8 writes the profile. Prints the top frames by self time and the share of time per package.
  *
- *   node --import tsx bench/profile.ts verify        # or initialize, list
+ *   node --import tsx bench/profile.ts verify        # or initialize, list, card (checkout card payments, each its own
+ *                                                    # pending row, 4,000 made first)
  *   node --import tsx bench/profile.ts verify 10     # seconds of load (default 6)
  *   node --import tsx bench/profile.ts verify 6 --production   # as bench/http.ts --production's gateway: rate limits
  *                                                    # on Redis, LOG_LEVEL=info to a file, an Idempotency-Key per write
+ *   node --import tsx bench/profile.ts card 6 --jobs-off       # JOBS_ENABLED=false: no job (receipt, webhook) runs
+ *
+ * Also prints the CPU per request of the gateway and of PostgreSQL's processes during the load (/proc ticks), which
+ * tells a path that waits (locks, a pool) from one that works.
  */
 import { spawn, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -22,7 +27,8 @@ const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const operation = process.argv[2] ?? "verify";
 const seconds = Number(process.argv[3] ?? 6);
 const production = process.argv.includes("--production");
-if (!["verify", "initialize", "list"].includes(operation)) throw new Error("operation: verify, initialize or list");
+const jobsOff = process.argv.includes("--jobs-off");
+if (!["verify", "initialize", "list", "card"].includes(operation)) throw new Error("operation: verify, initialize, list or card");
 
 interface ProfileNode {
   id: number;
@@ -94,6 +100,25 @@ function summarize(profile: CpuProfile) {
 
 const logLevel = process.env.LOG_LEVEL ?? "info";
 
+/** CPU ticks (user + system) so far of the gateway's process and of every PostgreSQL process, from /proc. */
+function cpuTicks(gatewayPid: number): { gateway: number; postgres: number } {
+  const ticks = { gateway: 0, postgres: 0 };
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const command = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const used = Number(fields[11]) + Number(fields[12]);
+    if (Number(pid) === gatewayPid) ticks.gateway += used;
+    else if (command.startsWith("postgres")) ticks.postgres += used;
+  }
+  return ticks;
+}
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -127,6 +152,7 @@ async function main() {
     PORT: "0",
     HOST: "127.0.0.1",
     DATA_DIR: work,
+    ...(jobsOff ? { JOBS_ENABLED: "false" } : {}),
   };
   const created = JSON.parse(
     execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "merchant", "create", "--name", "Bench", "--email", "bench@bench.test"], {
@@ -168,9 +194,38 @@ async function main() {
   writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '{"amount":2500,"email":"wrk@bench.test"}'\nwrk.headers["Content-Type"] = "application/json"\n`);
   // --production: a fresh Idempotency-Key on every write.
   if (production) writeFileSync(lua, `local n = 0\nrequest = function()\n  n = n + 1\n  wrk.headers["Idempotency-Key"] = "${randomBytes(6).toString("hex")}-" .. n\n  return wrk.format()\nend\n`, { flag: "a" });
-  const path = { verify: `/api/transactions/verify/${reference}`, initialize: "/api/transactions/initialize", list: "/api/transactions/list" }[operation]!;
-  const wrkArgs = ["-t1", "-c32", `-d${seconds}s`, "--latency", "-H", `X-API-Key: ${key}`, ...(operation === "initialize" ? ["-s", lua] : []), `${url}${path}`];
-  console.log(execFileSync("wrk", wrkArgs).toString());
+  if (operation === "card") {
+    // Each payment its own pending row (a row pays once), paid with the sandbox's success card.
+    const references: string[] = [];
+    for (let batch = 0; batch < 100; batch++) {
+      const made = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          fetch(`${url}/api/transactions/initialize`, { method: "POST", headers, body: JSON.stringify({ amount: 1500, email: `payer${(batch * 40 + i) % 50}@bench.test` }) }).then(
+            (res) => res.json() as Promise<{ reference: string }>,
+          ),
+        ),
+      );
+      references.push(...made.map((t) => t.reference));
+    }
+    writeFileSync(join(work, "references.txt"), references.join("\n"));
+    const card = `'{"card_number":"4084084084084081","expiry_month":12,"expiry_year":2030,"cvc":"408"}'`;
+    writeFileSync(
+      lua,
+      `local ids = {}\nfor line in io.lines("${join(work, "references.txt")}") do ids[#ids + 1] = line end\nlocal n = 0\n` +
+        `request = function()\n  n = n + 1\n  return wrk.format("POST", "/payment/checkout/" .. (ids[n] or ids[#ids]) .. "/pay", { ["Content-Type"] = "application/json" }, ${card})\nend\n`,
+    );
+  }
+  const path = { verify: `/api/transactions/verify/${reference}`, initialize: "/api/transactions/initialize", list: "/api/transactions/list", card: "/" }[operation]!;
+  const wrkArgs = ["-t1", "-c32", `-d${seconds}s`, "--latency", "-H", `X-API-Key: ${key}`, ...(operation === "initialize" || operation === "card" ? ["-s", lua] : []), `${url}${path}`];
+  const before = cpuTicks(child.pid!);
+  const output = execFileSync("wrk", wrkArgs).toString();
+  const after = cpuTicks(child.pid!);
+  console.log(output);
+  const requests = Number(/(\d+) requests in/.exec(output)?.[1] ?? 0);
+  for (const side of ["gateway", "postgres"] as const) {
+    // Linux counts ticks of 10 ms (USER_HZ 100).
+    console.log(`CPU ${side}: ${(((after[side] - before[side]) * 10) / Math.max(1, requests)).toFixed(2)} ms per request`);
+  }
   child.kill("SIGTERM");
   await new Promise((r) => child.on("exit", r));
   const file = readdirSync(work).find((f) => f.endsWith(".cpuprofile"));
