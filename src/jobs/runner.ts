@@ -3,14 +3,15 @@ import { hostname } from "node:os";
 import type { PrismaClient } from "../db/database.ts";
 import type { Logger } from "../logger.ts";
 import type { Foreground } from "./foreground.ts";
-import { claimDue, claimDueKinds, completeClaimed, completeClaimedMany, deferClaimedMany, failClaimed, requeueClaimed, type ClaimedRow } from "./store.ts";
+import { claimDue, claimDueKinds, completeClaimed, completeClaimedMany, deferClaimedMany, failClaimed, renewLeases, requeueClaimed, type ClaimedRow } from "./store.ts";
 
 /**
  * The one durable job runner. Jobs live in the `jobs` table, so a job enqueued in the same database
  * transaction as the change that caused it survives any crash after commit. Every statement on that
  * table is in ./store.ts, features enqueue through it. Instances claim due jobs
  * with FOR UPDATE SKIP LOCKED, so each job runs on one instance at a time; `run_at` doubles as the
- * lease while a job runs, so the job of an instance that died is claimed again once the lease ends.
+ * lease while a job runs, renewed every third of it while it still runs, so the job of an instance that died is
+ * claimed again once its lease ends, and a job that runs long (a slow provider, a starved CPU) is never run twice at once.
  *
  * graphile-worker and pg-boss were weighed: both drive PostgreSQL through a node-postgres Pool (and
  * graphile-worker through LISTEN/NOTIFY), which the embedded in-process PGlite cannot offer, and the
@@ -114,6 +115,7 @@ export function createJobRunner(options: JobRunnerOptions) {
   let passing = false;
   let pollTimer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
+  let renewTimer: NodeJS.Timeout | undefined;
   let wakeAt = Infinity;
 
   function claim(kind: string, limit: number): Promise<ClaimedRow[]> {
@@ -297,6 +299,13 @@ export function createJobRunner(options: JobRunnerOptions) {
     }
   }
 
+  /** Extends the leases of the jobs running here (until they settle, through a shutdown's wait too). */
+  function renewRunning() {
+    const ids = [...running.values()].flat().map((row) => row.id);
+    if (!ids.length) return;
+    renewLeases(prisma, ids, workerId, new Date(Date.now() + leaseMs)).catch((error: unknown) => logger.warn({ err: error }, "renewing job leases failed; will try again"));
+  }
+
   /** Kinds asked for since the last pass; all of them when `passAll`. */
   const asked = new Set<string>();
   let passAll = false;
@@ -341,6 +350,8 @@ export function createJobRunner(options: JobRunnerOptions) {
       started = true;
       pollTimer = setInterval(() => trigger(), options.pollIntervalMs);
       pollTimer.unref();
+      renewTimer ??= setInterval(renewRunning, Math.max(100, Math.floor(leaseMs / 3)));
+      renewTimer.unref();
       trigger();
     },
 
@@ -394,6 +405,9 @@ export function createJobRunner(options: JobRunnerOptions) {
         }
       } finally {
         if (releaseTimer) clearTimeout(releaseTimer);
+        // Leases were renewed through the wait: the jobs still running were either finished or released by now.
+        if (renewTimer) clearInterval(renewTimer);
+        renewTimer = undefined;
       }
     },
   };

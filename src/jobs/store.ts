@@ -168,6 +168,17 @@ export async function requeueClaimed(prisma: PrismaClient, id: bigint, workerId:
       WHERE id = ${id} AND locked_by = ${workerId}`;
 }
 
+/**
+ * Extends the lease of jobs `workerId` is still running (one statement): a job that runs longer than its lease (a
+ * slow provider, a starved CPU) must not be claimed again, by another instance or this one, while it runs.
+ */
+export async function renewLeases(prisma: PrismaClient, ids: bigint[], workerId: string, leaseUntil: Date): Promise<void> {
+  if (!ids.length) return;
+  await prisma.$executeRaw`
+      UPDATE jobs SET run_at = ${leaseUntil}
+      WHERE id = ANY(${ids.map(String)}::bigint[]) AND locked_by = ${workerId} AND status = 'running'`;
+}
+
 /** Claimed jobs that could not run yet go back in the queue, due at `runAt`, their attempt not counted: one statement. */
 export async function deferClaimedMany(prisma: PrismaClient, ids: bigint[], workerId: string, runAt: Date): Promise<void> {
   if (!ids.length) return;

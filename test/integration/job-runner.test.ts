@@ -58,11 +58,12 @@ describe("job runner", () => {
       onGiveUp: async (_p, _job, error) => void gaveUp.push(error),
     });
     await enqueueJobs(prisma(), [{ kind: "t.flaky", payload: {} }]);
+    const ranAt = Date.now();
     expect(await r.runDueJobs(["t.flaky"])).toBe(1);
     const afterFirst = await prisma().job.findFirstOrThrow({ where: { kind: "t.flaky" } });
     expect(afterFirst).toMatchObject({ status: "queued", attempts: 1, lastError: "boom 1", lockedBy: null });
-    // Exponential backoff from about a second: not due again yet.
-    expect(afterFirst.runAt.getTime()).toBeGreaterThan(Date.now() + 500);
+    // Exponential backoff from about a second (0.8 s at least, from when it failed): not due again yet.
+    expect(afterFirst.runAt.getTime()).toBeGreaterThanOrEqual(ranAt + 800);
     expect(await r.runDueJobs(["t.flaky"])).toBe(0);
     for (let i = 0; i < 2; i++) {
       await prisma().job.updateMany({ where: { kind: "t.flaky" }, data: { runAt: new Date(0) } });
@@ -107,6 +108,31 @@ describe("job runner", () => {
     expect(await r.runDueJobs(["t.orphan"])).toBe(1);
     expect(ran).toHaveLength(1);
     expect(await prisma().job.count({ where: { kind: "t.orphan" } })).toBe(0);
+  });
+
+  it("a job that runs longer than its lease keeps it while it runs: neither another instance nor its own claims it again", async () => {
+    const leaseMs = 1500;
+    const a = runner(20, leaseMs);
+    const b = runner(20, leaseMs);
+    let runs = 0;
+    let done = 0;
+    for (const r of [a, b]) {
+      r.register({
+        kind: "t.long",
+        run: async () => {
+          runs++;
+          // Four leases long: without renewal, the lease lapses and the job is claimed again while it runs.
+          await new Promise((res) => setTimeout(res, leaseMs * 4));
+          done++;
+        },
+      });
+    }
+    await enqueueJobs(prisma(), [{ kind: "t.long", payload: {} }]);
+    a.start();
+    b.start();
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: "t.long" } })) === 0, "the t.long job to go");
+    await expectNothingMoreWithin(leaseMs * 2, () => runs, "no second run");
+    expect({ runs, done }).toEqual({ runs: 1, done: 1 });
   });
 
   it("never runs more jobs of a kind at once than its concurrency, and finishes them all", async () => {
