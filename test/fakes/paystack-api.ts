@@ -141,10 +141,12 @@ export interface FakePaystackSwitches {
   authorizationReusable: boolean;
   /**
    * How POST /transaction/charge_authorization ends: paid, declined, or paused for the payer's bank (2FA: an
-   * authorization_url); and how it answers once the charge is made: normally, or a 502 (the answer lost on the way back).
+   * authorization_url); and how it answers once the charge is made: normally, a 502 (the answer lost on the way back),
+   * or 400 Duplicate Transaction Reference (what a second request under the reference gets while the first, already
+   * taken, is still in flight: the charge under it stands).
    */
   chargeOutcome: "success" | "failed" | "paused";
-  chargeReply: "normal" | "error_after_create";
+  chargeReply: "normal" | "error_after_create" | "duplicate_after_create";
 }
 
 /** A settlement as GET /settlement lists it (PaystackOSS/openapi Settlement). */
@@ -539,6 +541,7 @@ export async function startFakePaystack(options: { secretKey?: string; publicKey
       };
       transactions.set(reference, t);
       if (switches.chargeReply === "error_after_create") return send(res, 502, { status: false, message: "Bad gateway" });
+      if (switches.chargeReply === "duplicate_after_create") return refuse(res, 400, "Duplicate Transaction Reference", { type: "validation_error", code: "duplicate_reference" });
       if (outcome === "paused") {
         return send(res, 200, { status: true, message: "Please, redirect your customer to the authorization url provided", data: { authorization_url: `${url}/checkout/${accessCode}`, reference, access_code: accessCode, paused: true } });
       }

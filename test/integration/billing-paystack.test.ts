@@ -58,6 +58,18 @@ describe("subscription invoices on a Paystack card", () => {
     expect(JSON.stringify(invoice)).not.toContain(authorizationCode);
   });
 
+  it("a charge lost on its way to Paystack (a 503, nothing charged): the invoice's job runs again, asks by reference, then charges it once; paid on attempt 1", async () => {
+    fake.switches.failNext = { path: CHARGE_PATH, status: 503, body: { status: false, message: "Service unavailable" } };
+    const sub = await subscribe(47_000);
+    // The reconcile job asks only in ten minutes here (and never charges): what pays it is the invoice's own job.
+    const [paid] = await until(() => invoicesOf(sub), (list) => list[0]?.status === "paid");
+    const reference = paid!.transaction_reference as string;
+    expect(paid).toMatchObject({ status: "paid", attempts: 1, charges: [{ attempt: 1, status: "completed", transaction_reference: reference }] });
+    const asked = fake.requests.filter((r) => (r.path === CHARGE_PATH && r.body?.reference === reference) || r.path === `/transaction/verify/${reference}`).map((r) => (r.path === CHARGE_PATH ? "charge" : "verify"));
+    expect(asked).toEqual(["charge", "verify", "charge"]);
+    expect(fake.transactions.get(reference)).toMatchObject({ status: "success", amount: 47_000 });
+  });
+
   it("a paused charge (send_otp): the invoice waits, charge pending with next_action; the payer finishes and it is paid via invoice.charge_settled", async () => {
     fake.switches.chargeOutcome = "paused";
     // The payer finishes at Paystack's page and comes back: settled by the return's verify, not by a webhook.

@@ -198,6 +198,25 @@ describe("charges on a paystack channel", () => {
     expect(attempts).toMatchObject([{ status: "succeeded" }]);
   });
 
+  it("Paystack refuses a charge as a duplicate reference (its charge under the reference stands): the payment takes that charge's outcome, never failed", async () => {
+    const body = { customer, payment_method: method, amount: 33_000, currency: "NGN" };
+    fake.switches.chargeReply = "duplicate_after_create";
+    let charged;
+    try {
+      charged = await api.post("/v1/charges", body, key());
+    } finally {
+      fake.switches.chargeReply = "normal";
+    }
+    expect(charged.status, charged.text).toBe(201);
+    const reference = charged.body.data.reference as string;
+    expect(fake.transactions.get(reference)!.status).toBe("success");
+    expect(charged.body.data).toMatchObject({ reference, status: "completed" });
+    expect(fake.requests.some((r) => r.path === `/transaction/verify/${reference}`)).toBe(true);
+    expect(charges(reference)).toHaveLength(1);
+    const attempts = await gw.gateway.db.prisma.transactionAttempt.findMany({ where: { transaction: { reference } } });
+    expect(attempts).toMatchObject([{ status: "succeeded" }]);
+  });
+
   it("a charge that never reached Paystack: the retry finds the reference unknown and charges it then, once", async () => {
     const body = { customer, payment_method: method, amount: 32_000, currency: "NGN" };
     const headers = key();

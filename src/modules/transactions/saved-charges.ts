@@ -76,6 +76,9 @@ const chargeInput = z.object({
   metadata: metadataSchema,
 });
 
+/** What a charge whose answer never came does besides staying pending: nothing more, or throw (its job runs again). */
+type Unanswered = "leave" | "throw";
+
 export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<CollectionFlow, "startStkCollection">) {
   const { deps, store, attempts } = ctx;
   const { channels, connectors, customers, logger } = deps;
@@ -114,9 +117,11 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
 
   /**
    * Charges the card. An answer that never came (a timeout, a 5xx, a crash) leaves the payment and its attempt pending:
-   * the reconcile job (queued with the payment) and any retry of the key ask the provider by reference.
+   * the reconcile job (queued with the payment) and any retry of the key ask the provider by reference. `unanswered:
+   * "throw"` (an invoice's charge) also throws it, so the job that owns the charge runs again and resumes it: asks
+   * by reference, and charges it then if the provider never had it (the reconcile job only ever asks).
    */
-  async function chargeCard(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number): Promise<Transaction> {
+  async function chargeCard(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number, unanswered: Unanswered = "leave"): Promise<Transaction> {
     let outcome: SavedCardOutcome;
     try {
       outcome = await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId }, () =>
@@ -129,13 +134,14 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
         return settle(t, channel, attemptId, { outcome: "failed", code: "provider_refused", reason: refusal.message });
       }
       logger.warn({ reference: t.reference, err: refusal.message }, "saved card charge: no answer; left pending for the provider to be asked");
+      if (unanswered === "throw") throw refusal;
       return t;
     }
     return settle(t, channel, attemptId, outcome);
   }
 
   /** A retried key whose payment is still pending: the provider is asked by reference before any new charge. */
-  async function resume(t: Transaction): Promise<Transaction> {
+  async function resume(t: Transaction, unanswered: Unanswered = "leave"): Promise<Transaction> {
     if (t.status !== "pending" || t.paymentMethod !== "card" || t.paymentMethodId === null || t.channelId === null || !deps.paymentMethods) return t;
     const channel = await channels.findById(t.channelId);
     const savedCards = channel ? connectorOf(connectors, channel)?.savedCards : undefined;
@@ -148,7 +154,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
     // The charge never reached the provider: it is made now, under the same reference, unless the method went meanwhile.
     const token = await deps.paymentMethods.tokenOf(t.paymentMethodId);
     if (!token) return settle(t, channel, attempt.id, { outcome: "failed", code: "payment_method_detached", reason: "The payment method was detached before it was charged" });
-    return chargeCard(t, channel, savedCards, token, attempt.id);
+    return chargeCard(t, channel, savedCards, token, attempt.id, unanswered);
   }
 
   /** POST /v1/charges: charge this customer's saved method for the merchant, once per Idempotency-Key. */
@@ -174,7 +180,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
         const { invoice } = request.input;
         try {
           const made = invoice.unmade ? null : await store.findByInvoiceAttempt(invoice.id, invoice.attempt);
-          if (made) answers.set(invoice.id, resultOf(await resume(made)));
+          if (made) answers.set(invoice.id, resultOf(await resume(made, "throw")));
           else toMake.push(request);
         } catch (error) {
           fail(invoice.id, error);
@@ -221,7 +227,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
           }
           afterCreate(ctx.stateMachine, { transaction: charge.transaction, event: charge.event, jobsQueued: charge.jobsQueued });
           logger.info({ reference: charge.transaction.reference, paymentMethod: card.methodReference }, "saved card charge sent");
-          answers.set(id, resultOf(await chargeCard(charge.transaction, card.channel, card.savedCards, card.token, charge.attemptId)));
+          answers.set(id, resultOf(await chargeCard(charge.transaction, card.channel, card.savedCards, card.token, charge.attemptId, "throw")));
         } catch (error) {
           answers.set(id, error instanceof Error ? error : new Error(String(error)));
         }
