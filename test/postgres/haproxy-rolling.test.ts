@@ -262,22 +262,36 @@ describe("three gateways behind HAProxy", () => {
   });
 
   it("kill -9 of one fails only requests in flight on it, loses no acknowledged payment, duplicates none; the others take over its jobs", async () => {
-    // The victim: an instance holding running jobs (webhook deliveries) right now.
-    const pids = new Map(instances.map((instance, i) => [instance!.child.pid!, i]));
-    const holder = await until(
-      async () => (await db.query<{ locked_by: string }>("SELECT locked_by FROM jobs WHERE status = 'running' AND locked_by IS NOT NULL")).rows.map((r) => r.locked_by),
-      (lockers) => lockers.some((l) => pids.has(Number(l.split(":")[1]))),
-      30_000,
-    );
-    const workerId = holder.find((l) => pids.has(Number(l.split(":")[1])))!;
-    const index = pids.get(Number(workerId.split(":")[1]))!;
-    const victim = `gw${index + 1}`;
-    const killedAt = Date.now();
-    instances[index]!.child.kill("SIGKILL");
-    await instances[index]!.exited;
-    // Gone: its sockets are closed. What was sent before may have been in flight on it; nothing sent after may fail.
-    const goneAt = Date.now();
-    const held = (await db.query<{ id: string }>("SELECT id::text FROM jobs WHERE locked_by = $1", [workerId])).rows.map((r) => r.id);
+    // The victim: an instance holding running jobs (webhook deliveries) right now. On a busy machine its deliveries can
+    // all end between the choice and the kill: then it is started again and another is chosen, up to three times.
+    const victims = new Set<string>();
+    let victim = "";
+    let workerId = "";
+    let held: string[] = [];
+    let goneAt = 0;
+    const firstKillAt = Date.now();
+    for (let round = 1; ; round++) {
+      const pids = new Map(instances.map((instance, i) => [instance!.child.pid!, i]));
+      const holder = await until(
+        async () => (await db.query<{ locked_by: string }>("SELECT locked_by FROM jobs WHERE status = 'running' AND locked_by IS NOT NULL")).rows.map((r) => r.locked_by),
+        (lockers) => lockers.some((l) => pids.has(Number(l.split(":")[1]))),
+        30_000,
+      );
+      workerId = holder.find((l) => pids.has(Number(l.split(":")[1])))!;
+      const index = pids.get(Number(workerId.split(":")[1]))!;
+      victim = `gw${index + 1}`;
+      victims.add(victim);
+      instances[index]!.child.kill("SIGKILL");
+      await instances[index]!.exited;
+      // Gone: its sockets are closed. What was sent before may have been in flight on it; nothing sent after may fail.
+      goneAt = Date.now();
+      held = (await db.query<{ id: string }>("SELECT id::text FROM jobs WHERE locked_by = $1", [workerId])).rows.map((r) => r.id);
+      if (held.length || round === 3) break;
+      await until(serverStates, (s) => s[victim] === "DOWN", 10_000);
+      await start(index);
+      await until(serverStates, (s) => s[victim] === "UP", 20_000);
+    }
+    const killedAt = firstKillAt;
     await until(serverStates, (s) => s[victim] === "DOWN", 10_000);
     // Load on the two survivors for a while after HAProxy took it out.
     const afterDown = sent.length;
@@ -289,22 +303,22 @@ describe("three gateways behind HAProxy", () => {
     // HAProxy's log line names the server of a request that got no answer header (when it logged one).
     for (const f of failed) f.servedBy ??= new RegExp(`public gateways/(\\S+) .*\\{${f.requestId}\\}`).exec(haproxyOutput)?.[1];
     console.log(
-      `kill -9 of ${victim} holding ${held.length} running job(s), gone ${goneAt - killedAt} ms later: ${failed.length} request(s) failed: ${JSON.stringify(failed.map((f) => [f.op, f.status ?? f.error, f.servedBy, f.startedAt - killedAt]))}`,
+      `kill -9 of ${[...victims].join(", then ")} holding ${held.length} running job(s), gone ${goneAt - killedAt} ms after the first kill: ${failed.length} request(s) failed: ${JSON.stringify(failed.map((f) => [f.op, f.status ?? f.error, f.servedBy, f.startedAt - killedAt]))}`,
     );
     for (const failure of failed) {
       expect(failure.startedAt, JSON.stringify(failure)).toBeLessThanOrEqual(goneAt);
       if (failure.status !== undefined) {
         // HAProxy's 502 for the instance that died under it.
         expect(failure.status, JSON.stringify(failure)).toBe(502);
-        expect(failure.servedBy, JSON.stringify(failure)).toBe(victim);
+        expect(victims, JSON.stringify(failure)).toContain(failure.servedBy);
       } else {
         // Cut off without an answer: HAProxy closed the client's connection. Where its log names a server, the victim.
         expect(failure.error, JSON.stringify(failure)).toMatch(/fetch failed/);
-        if (failure.servedBy !== undefined) expect(failure.servedBy, JSON.stringify(failure)).toBe(victim);
+        if (failure.servedBy !== undefined) expect(victims, JSON.stringify(failure)).toContain(failure.servedBy);
       }
     }
     // Not everything failed: a few at most, of the load in flight at the kill.
-    expect(failed.length).toBeLessThanOrEqual(LOOPS);
+    expect(failed.length).toBeLessThanOrEqual(LOOPS * victims.size);
 
     // Every acknowledged initialize is in the database, each description at most once.
     const inits = sent.filter((r) => r.op === "initialize");

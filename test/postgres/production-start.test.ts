@@ -51,7 +51,7 @@ describe("production start", () => {
   });
 
   it("npm run build compiles to dist/, and node dist/main.js serves the same gateway: migrations, demo key, REST, dashboard", async () => {
-    await run("npm", ["run", "build", "--silent"], { cwd: repoRoot, timeout: 120_000 });
+    await run("npm", ["run", "build", "--silent"], { cwd: repoRoot, timeout: 300_000 });
     expect(existsSync(`${repoRoot}dist/main.js`)).toBe(true);
 
     const fresh = await createTestDatabase({ empty: true });

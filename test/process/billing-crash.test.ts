@@ -74,9 +74,17 @@ describe("billing across a gateway crash", () => {
       const init = await api.post("/api/transactions/initialize", { amount: 10_000, currency: "NGN", customer, payment_channel_id: channelId, save_payment_method: true });
       expect(init.status, init.text).toBe(200);
       await fake.pay(init.body.reference);
-      await fetch(`${gateway.url}/payment/checkout/${init.body.reference}/return?reference=${init.body.reference}`, { redirect: "manual" });
-      const methods = await until(() => api.get(`/v1/customers/${customer}/payment-methods`), (r) => r.body?.data?.length === 1);
-      return { customer, method: methods.body.data[0].id as string };
+      // The payer's return; on a busy machine its answer can be an error page, which a payer reloads (the same card
+      // saved again is the same method).
+      for (let reloads = 0; ; reloads++) {
+        await fetch(`${gateway.url}/payment/checkout/${init.body.reference}/return?reference=${init.body.reference}`, { redirect: "manual" }).catch(() => undefined);
+        try {
+          const methods = await until(() => api.get(`/v1/customers/${customer}/payment-methods`), (r) => r.body?.data?.length === 1);
+          return { customer, method: methods.body.data[0].id as string };
+        } catch (error) {
+          if (reloads === 3) throw error;
+        }
+      }
     });
     const seeded = new Set(fake.transactions.keys());
     const plan = await api.post("/v1/plans", { name: "Crash", amount: 250_000, currency: "NGN", interval: "month" });
@@ -100,7 +108,31 @@ describe("billing across a gateway crash", () => {
 
     gateway = await processes.start(env);
     const api2 = apiClient(gateway.url, key);
-    await waitUntil(async () => (await api2.get("/v1/invoices?status=paid&limit=1")).body?.total === SUBSCRIPTIONS, `all ${SUBSCRIPTIONS} invoices paid after the restart`, 360_000);
+    try {
+      await waitUntil(async () => (await api2.get("/v1/invoices?status=paid&limit=1")).body?.total === SUBSCRIPTIONS, `all ${SUBSCRIPTIONS} invoices paid after the restart`, 360_000);
+    } catch (error) {
+      // What was left, for whoever reads a failed run: invoices by status, and the restarted gateway's last words.
+      const left = Object.fromEntries(await Promise.all(["open", "paid", "uncollectible", "void"].map(async (s) => [s, (await api2.get(`/v1/invoices?status=${s}&limit=1`)).body?.total])));
+      const said = gateway.output().split("\n").filter((line) => !line.includes('"msg":"request completed"'));
+      console.info(`billing-crash: invoices by status ${JSON.stringify(left)}; the restarted gateway's log but its requests (tail):\n${said.slice(-150).join("\n")}`);
+      // And the open invoices' charges and jobs, as the database holds them (the process stopped at once, as it stands).
+      gateway.child.kill("SIGKILL");
+      await gateway.exited;
+      const { openDatabase } = await import("../../src/db/database.ts");
+      const { createLogger } = await import("../../src/logger.ts");
+      const db = await openDatabase({ databaseUrl: database.databaseUrl, dataDir: database.dataDir }, createLogger("silent"));
+      try {
+        const open = await db.prisma.$queryRaw<{ id: number }[]>`SELECT id, reference, attempts, next_attempt_at FROM invoices WHERE status = 'open'`;
+        const show = (rows: unknown) => JSON.stringify(rows, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v));
+        console.info(`billing-crash: open invoices ${show(open)}`);
+        console.info(`billing-crash: their charges ${show(await db.prisma.$queryRaw`SELECT t.invoice_id, t.reference, t.status, t.invoice_attempt, a.status AS attempt FROM transactions t LEFT JOIN transaction_attempts a ON a.transaction_id = t.id WHERE t.invoice_id = ANY(${open.map((i) => i.id)}::int[])`)}`);
+        console.info(`billing-crash: at Paystack ${show(open.length ? [...fake.transactions.values()].filter((t) => !seeded.has(t.reference)).map((t) => [t.reference, t.status]) : [])}`);
+        console.info(`billing-crash: jobs ${show(await db.prisma.$queryRaw`SELECT kind, status, payload, attempts, run_at, locked_by, last_error FROM jobs ORDER BY id`)}`);
+      } finally {
+        await db.close();
+      }
+      throw error;
+    }
     expect((await api2.get("/v1/invoices?limit=1")).body.total).toBe(SUBSCRIPTIONS);
 
     // Stopped (SIGTERM drains it), so the database can be read here on either backend.
