@@ -4,6 +4,7 @@ import { startFakePaystack } from "../fakes/paystack-api.ts";
 import { startSmtpFake, type SmtpFake } from "../fakes/smtp.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, bearerClient, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
+import { retryingUnavailable } from "../support/retry.ts";
 import { until } from "../support/wait.ts";
 
 /**
@@ -33,14 +34,15 @@ let ownerToken: string;
 let owner: ReturnType<typeof bearerClient>;
 
 async function report(api: Api = apiClient(gw.url, merchant.testKey)): Promise<{ ready: boolean; checks: Check[] }> {
-  const res = await api.get("/v1/go-live");
+  // Retried on 503 + Retry-After as a client does: a loaded CI machine can find the database busy for a moment.
+  const res = await retryingUnavailable(() => api.get("/v1/go-live"));
   expect(res.status, res.text).toBe(200);
   return res.body.data;
 }
 const check = (r: { checks: Check[] }, id: string) => r.checks.find((c) => c.id === id)!;
 
 async function ownerGraphql(query: string, variables: Record<string, unknown> = {}) {
-  const res = await owner.post("/graphql", { query, variables });
+  const res = await retryingUnavailable(() => owner.post("/graphql", { query, variables }));
   expect(res.status, res.text).toBe(200);
   expect(res.body.errors, res.text).toBeUndefined();
   return res.body.data;
