@@ -158,6 +158,8 @@ describe("the go-live checklist", () => {
       input: { name: "Duka cards", provider: "paystack", config: { public_key: paystack.publicKey, secret_key: `sk_live_${"0".repeat(40)}` } },
     });
     const paystackId = card.createPaymentChannel.databaseId as number;
+    // Saving checked it too, by a job: let that verdict land first, or it replaces the on-demand one a moment later.
+    await until(() => keptCheck(paystackId), (kept) => kept != null);
     const onDemand = await owner.post(`/v1/payment-channels/${paystackId}/check-credentials`, {});
     expect(onDemand.status, onDemand.text).toBe(200);
     expect(onDemand.body.data).toMatchObject({ ok: false, message: expect.stringMatching(/^Paystack refused the secret key \(HTTP 401: Invalid key\)/) });

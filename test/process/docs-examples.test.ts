@@ -54,14 +54,20 @@ const EXAMPLES = DOC_FILES.flatMap(examples);
 function run(example: Example, cwd: string, env: Record<string, string>, index: number): Promise<{ code: number | string; output: string }> {
   const [command, args] =
     example.language === "sh"
-      ? ["bash", ["-e", "-o", "pipefail", "-c", example.code]]
+      ? ["bash", ["--norc", "-e", "-o", "pipefail", "-c", example.code]]
       : (() => {
           const path = join(cwd, `example-${index}.mjs`);
           writeFileSync(path, example.code);
           return [process.execPath, [path]] as const;
         })();
   return new Promise((resolve) => {
-    const child = spawn(command, args as string[], { cwd, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env } });
+    // No stdin: bash takes a socket on stdin (which Node's pipes are) for an ssh login and reads ~/.bashrc, whose
+    // set-up on a CI machine (pyenv's rehash lock) held every block for 60 s.
+    const child = spawn(command, args as string[], {
+      cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
