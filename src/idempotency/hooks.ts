@@ -196,13 +196,15 @@ function graphqlOperation(body: unknown, maxTokens: number): Operation | undefin
 }
 
 /**
- * Whether a response records the key. Not stored: 429s, REST envelopes whose code means the request was
+ * Whether a response records the key. Not stored: 429s and 503s (answers that ask for a retry), REST envelopes whose code means the request was
  * refused before execution, and GraphQL responses without `data` (the spec's sign that an error was raised
  * before execution began: syntax, validation, armor limits, variables), with a refusal among their errors
  * (a role's 403), or whose every root field is such a typed result (visible when the client selects `code`).
  */
 export function isStored(status: number, body: string, isGraphql: boolean): boolean {
-  if (status === 429) return false;
+  // A 503 says "retry shortly" (the database was unavailable mid-request): stored, it would be replayed to that retry
+  // for a day. The retry runs again instead and finds what this attempt committed through its recovery point.
+  if (status === 429 || status === 503) return false;
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -217,7 +219,7 @@ export function isStored(status: number, body: string, isGraphql: boolean): bool
   if (isGraphql) {
     if (!("data" in record)) return false;
     const errors = Array.isArray(record.errors) ? (record.errors as { extensions?: { code?: unknown } }[]) : [];
-    if (errors.some((e) => refused(e?.extensions?.code))) return false;
+    if (errors.some((e) => refused(e?.extensions?.code) || e?.extensions?.code === "service_unavailable")) return false;
     const roots = record.data && typeof record.data === "object" ? Object.values(record.data) : [];
     const allRefused = roots.length > 0 && roots.every((v) => v !== null && typeof v === "object" && refused((v as { code?: unknown }).code));
     return !allRefused;

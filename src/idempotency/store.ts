@@ -51,7 +51,12 @@ const CLAIM = `INSERT INTO idempotency_keys (merchant_id, mode, principal, key, 
 const COMPLETE = `UPDATE idempotency_keys SET status = 'completed', response_status = $2, response_body = $3, response_content_type = $4
    WHERE id = $1::bigint`;
 
-const RELEASE = `DELETE FROM idempotency_keys WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NULL`;
+// A claim whose request committed nothing is forgotten; one with a recovery point stays, its lease ended, so the retry
+// takes it over at once and answers with what was committed.
+const RELEASE = `WITH forgotten AS (
+     DELETE FROM idempotency_keys WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NULL RETURNING id)
+   UPDATE idempotency_keys SET locked_until = now()
+   WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NOT NULL AND NOT EXISTS (SELECT 1 FROM forgotten)`;
 
 export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: { leaseMs: number; secrets: SecretBox }) {
   const { leaseMs, secrets } = options;
@@ -95,9 +100,11 @@ export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: 
       await sql.query(COMPLETE, [id.toString(), response.status, secrets.encrypt(response.body), response.contentType]);
     },
 
-    /** Forgets a claim whose request never really executed, so a corrected retry with the same key runs. */
+    /**
+     * Gives the key back when the answer is not to be replayed (a refusal before execution, a 429, a 503): a corrected
+     * retry with the same key runs, and one after an outage recovers what was committed (the record stays for that).
+     */
     async release(id: bigint): Promise<void> {
-      // A record with a recovery point did create something: it stays, for a retry to recover.
       await sql.query(RELEASE, [id.toString()]);
     },
   };

@@ -96,6 +96,24 @@ describe("Idempotency-Key recovery after a crash", () => {
     expect((await retryingUnavailable(() => api.post(INITIALIZE, { ...body, amount: 1 }, { "idempotency-key": key }))).status).toBe(422);
   });
 
+  it("an attempt answered 503 after it committed gives its key back: the retry at once answers with that transaction", async () => {
+    const { merchant } = await merchantWithChannel();
+    const key = `key-${randomUUID()}`;
+    const body = { amount: 4200, email: "outage@payers.test", description: "committed, then the database went away" };
+    const scope = await claimAsRoute(merchant.id, key, INITIALIZE, body);
+    const committed = await gw.gateway.services.transactions.initialize({ ...(await principalOf(merchant.id)), idempotency: scope }, body);
+    // What the route does with an answer it does not store (a 503 here): the key is released, within its lease.
+    await store().release(scope.claimId);
+    expect(await prisma().idempotencyKey.findFirstOrThrow({ where: { key } })).toMatchObject({ status: "in_flight", recoveryPoint: `transaction:${committed.id}` });
+
+    const api = apiClient(gw.url, merchant.testKey);
+    const retry = await retryingUnavailable(() => api.post(INITIALIZE, body, { "idempotency-key": key }));
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.body).toMatchObject({ status: "success", reference: committed.reference });
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    expect(await prisma().transaction.count({ where: { merchantId: merchant.id } })).toBe(1);
+  });
+
   it("initialize: an attempt that died before committing anything is simply run by the retry", async () => {
     const { merchant } = await merchantWithChannel();
     const key = `key-${randomUUID()}`;
