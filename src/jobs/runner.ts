@@ -46,6 +46,12 @@ interface JobDefinitionBase<P> {
    * own (invoices due today) keeps a larger share than work that may wait (a webhook backlog).
    */
   busyShare?: number;
+  /**
+   * Its jobs spend their time waiting on other servers (webhook POSTs), not on this process or the database. While
+   * the API is busy, the busy share then limits how many start per claim (claims are paced), not how many wait: a slow
+   * endpoint's posts holding their slots do not hold back everyone else's deliveries.
+   */
+  waitsOnNetwork?: boolean;
   /** A job that throws this many times is kept as failed (default 10); an explicit retry is the handler's call. */
   maxAttempts?: number;
   /** Called once when a job gives up after throwing maxAttempts times. */
@@ -275,11 +281,13 @@ export function createJobRunner(options: JobRunnerOptions) {
       const { kind } = definition;
       if (kinds && !kinds.has(kind)) continue;
       const concurrency = definition.concurrency ?? 10;
-      const slots = busy ? Math.max(1, Math.ceil(concurrency / (definition.busyShare ?? BUSY_SHARE))) : concurrency;
+      const share = Math.max(1, Math.ceil(concurrency / (definition.busyShare ?? BUSY_SHARE)));
+      const slots = busy && !definition.waitsOnNetwork ? share : concurrency;
       const free = slots - (inFlight.get(kind) ?? 0);
       // Once the API is no longer busy, a kind held back claims every free slot at once, not only its credit.
-      const limit = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;
-      if (busy && slots < concurrency) throttled.add(kind);
+      const claimable = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;
+      const limit = busy && definition.waitsOnNetwork ? Math.min(claimable, share) : claimable;
+      if (busy && share < concurrency) throttled.add(kind);
       else throttled.delete(kind);
       // Asked (a nudge, the poll) with every slot taken: the next of its jobs to finish claims again, so work
       // committed now does not wait for the poll (2 s) when the last claim had come back short.

@@ -160,6 +160,43 @@ describe("job runner: batch kinds", () => {
     await prisma().job.deleteMany({ where: { kind: "b.defer" } });
   });
 
+  it("while the API is busy, a kind that waits on the network starts its busy share per claim but is not capped by jobs still waiting", async () => {
+    const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs: 600_000, leaseMs: 60_000, foreground: { requestArrived: () => undefined, busy: () => true } });
+    runners.push(r);
+    const waiting: (() => void)[] = [];
+    let open = false;
+    for (const kind of ["b.network", "b.slots"] as const) {
+      r.register({
+        kind,
+        concurrency: 40,
+        ...(kind === "b.network" ? { waitsOnNetwork: true } : {}),
+        // A slow endpoint: each job waits until the test lets it go.
+        runBatch: async (jobs) => {
+          if (!open) await new Promise<void>((release) => waiting.push(release));
+          return jobs.map(() => undefined);
+        },
+      });
+      await enqueueJobs(prisma(), Array.from({ length: 20 }, (_, n) => ({ kind, payload: { n } })));
+    }
+    const started = async (kind: string) => prisma().job.count({ where: { kind, lockedBy: r.workerId } });
+    r.start();
+    try {
+      // The busy share of 40 is 2 for both at first.
+      await waitUntil(async () => (await started("b.network")) === 2 && (await started("b.slots")) === 2, "2 of each started");
+      // Work committed meanwhile (a nudge): the network kind starts 2 more beside the 2 still waiting; the other has no slot.
+      for (const expected of [4, 6]) {
+        r.nudge();
+        await waitUntil(async () => (await started("b.network")) === expected, () => `${expected} deliveries waiting at once`);
+      }
+      expect(await started("b.slots")).toBe(2);
+    } finally {
+      open = true;
+      waiting.splice(0).forEach((release) => release());
+    }
+    await r.stop();
+    await prisma().job.deleteMany({ where: { kind: { in: ["b.network", "b.slots"] } } });
+  });
+
   it("while the API is busy a kind runs a twentieth of its concurrency (one with busyShare 4 a quarter); once it is not, every free slot is claimed at once", async () => {
     let apiBusy = true;
     const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs: 600_000, leaseMs: 60_000, foreground: { requestArrived: () => undefined, busy: () => apiBusy } });

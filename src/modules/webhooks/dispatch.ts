@@ -176,5 +176,7 @@ export function webhookDeliveryJob(deps: DispatchDeps): BatchJobDefinition<{ del
     return results.map((r) => (isSuccess(r) ? undefined : r));
   }
 
-  return { kind: store.WEBHOOK_DELIVERY_JOB, concurrency: DELIVERY_CONCURRENCY, batchSize: DELIVERY_BATCH_SIZE, runBatch: deliverBatch };
+  // A delivery waits on the merchant's server: while the API is busy, deliveries are started at the busy share's pace,
+  // and a slow endpoint's posts in flight hold only their own slots, not the whole share (bench/webhooks.ts).
+  return { kind: store.WEBHOOK_DELIVERY_JOB, concurrency: DELIVERY_CONCURRENCY, batchSize: DELIVERY_BATCH_SIZE, waitsOnNetwork: true, runBatch: deliverBatch };
 }
