@@ -42,8 +42,8 @@ export function createPostingTurns() {
     if (latencyMs === undefined) return MIN_WAITING_PER_ENDPOINT;
     const withinBudget = Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * TURN_WAIT_BUDGET_MS) / Math.max(1, latencyMs));
     const cap = alone ? DELIVERY_CONCURRENCY - MAX_IN_FLIGHT_PER_ENDPOINT : MAX_WAITING_PER_ENDPOINT;
-    // A slow endpoint's waiters would hold runner slots doing nothing (while the API is busy the runner has 10): its
-    // surplus goes back to the queue until about when it can be sent (deferMs) and the other endpoints keep the slots.
+    // A slow endpoint's waiters would hold runner slots doing nothing: its surplus goes back to the queue until about
+    // when it can be sent (deferMs) and the other endpoints keep the slots.
     if (latencyMs >= SLOW_ENDPOINT_MS) return Math.min(cap, Math.floor((MAX_IN_FLIGHT_PER_ENDPOINT * SLOW_WAIT_BUDGET_MS) / latencyMs));
     return Math.min(cap, Math.max(MIN_WAITING_PER_ENDPOINT, withinBudget));
   }
