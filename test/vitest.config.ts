@@ -7,6 +7,24 @@ import { EVENTUALLY_MS, HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from "./support/timin
  * database drills (test/failover/), which start PostgreSQL clusters of their own.
  */
 const integration = ["test/integration/**/*.test.ts", "test/process/**/*.test.ts"];
+/**
+ * Process tests that run on PostgreSQL only: the kill -9 drills of each money flow but the core's (payments-crash
+ * keeps PGlite, the bare machine's store) and the CLI's commands (cli-handoff and cli-setup-terminal keep the
+ * CLI on a gateway's PGlite folder). PostgreSQL is what production runs on; on PGlite they repeated the same
+ * gateway code at about 37 minutes of worker time (a quarter of the suite's), which CI's 90 minutes cannot spare.
+ */
+const postgresOnly = [
+  "test/process/cli.test.ts",
+  "test/process/cli-webhooks.test.ts",
+  "test/process/billing-crash.test.ts",
+  "test/process/ledger-crash.test.ts",
+  "test/process/mpesa-refunds-crash.test.ts",
+  "test/process/charges-crash.test.ts",
+  "test/process/mail-crash.test.ts",
+  "test/process/payouts-crash.test.ts",
+  "test/process/paystack-refunds-crash.test.ts",
+  "test/process/webhooks-batch-crash.test.ts",
+];
 
 export default defineConfig({
   // Pothos loads graphql's CommonJS build; make the tests use that one copy too ("another module or realm").
@@ -41,6 +59,7 @@ export default defineConfig({
         test: {
           name: "pglite",
           include: [...integration, "test/pglite/**/*.test.ts"],
+          exclude: postgresOnly,
           env: { TEST_BACKEND: "pglite" },
           globalSetup: ["test/support/pglite-global-setup.ts"],
         },

@@ -45,7 +45,9 @@ describe.each(cases)("an M-Pesa reversal across a gateway crash ($status)", ({ n
 
 
   beforeAll(async () => {
-    daraja = await startDarajaProcesses("mpesa-refunds-crash", { REVERSAL_RESULT_OVERDUE_MS: String(OVERDUE_MS) });
+    // A busy machine can let the first process claim its check (due after OVERDUE_MS) just before the kill: the
+    // second then takes it over when that lease ends, max(JOB_LEASE_MS, WEBHOOK_TIMEOUT_MS + 5 s) = 7 s, not 65 s.
+    daraja = await startDarajaProcesses("mpesa-refunds-crash", { REVERSAL_RESULT_OVERDUE_MS: String(OVERDUE_MS), JOB_LEASE_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000" });
     ({ fake, receiver } = daraja);
   });
   afterAll(() => daraja?.close());
@@ -97,7 +99,7 @@ describe.each(cases)("an M-Pesa reversal across a gateway crash ($status)", ({ n
     expect(record.body.Occasion).toBe(refund.reference);
 
     // The overdue check asks Transaction Status about our OriginatorConversationID, on the collection shortcode.
-    const [query] = await until(() => fake.statusQueries.filter((q) => q.reversal === ocid), (qs) => qs.length >= 1, 20_000);
+    const [query] = await until(() => fake.statusQueries.filter((q) => q.reversal === ocid), (qs) => qs.length >= 1, 60_000);
     expect(query!.body).toMatchObject({
       CommandID: "TransactionStatusQuery",
       OriginalConversationID: ocid,

@@ -1,0 +1,133 @@
+/**
+ * Where a hot path's p99 at half load comes from (issue 42: p99 < 25 ms at half the measured maximum): one gateway
+ * process per variant (`npm start`'s loader, NODE_ENV=production, silent, no rate limits) on a throwaway PostgreSQL,
+ * its maximum on GET verify measured with wrk (32 connections), then a fixed rate of half that from autocannon in its
+ * own process, every response's latency kept with the second it arrived in: p50, p99, max, and the seconds whose
+ * slowest answers hold the tail (a periodic stall shows as a few bad seconds, contention as all of them alike).
+ *
+ *   node --import tsx bench/tail-probe.ts [--seconds 20] [--variants base,nojobs,semispace]
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../test/support/local-server.ts";
+import { startPostgres } from "../test/support/postgres.ts";
+
+const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const argument = (name: string) => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+};
+const SECONDS = Number(argument("--seconds") ?? 20);
+const work = mkdtempSync(join(tmpdir(), "tail-probe-"));
+const children: ChildProcess[] = [];
+
+/** What differs between runs: the gateway's environment and node's flags. */
+const VARIANTS: Record<string, { env?: Record<string, string>; nodeFlags?: string[]; about: string }> = {
+  base: { about: "as configured (job runner on)" },
+  nojobs: { env: { JOBS_ENABLED: "false" }, about: "JOBS_ENABLED=false (no job runner polling)" },
+  semispace: { nodeFlags: ["--max-semi-space-size=32"], about: "node --max-semi-space-size=32 (fewer young-generation GCs)" },
+};
+
+async function waitForOk(url: string) {
+  for (const started = Date.now(); Date.now() - started < 120_000; ) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} never answered 200`);
+}
+
+async function startGateway(env: Record<string, string>, nodeFlags: string[]) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", "src/main.ts"], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "production", LOG_LEVEL: "silent", RATE_LIMIT_ENABLED: "false", PORT: String(port), HOST: "127.0.0.1", ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForOk(`${url}/ready`);
+  return { url, child };
+}
+
+function wrkMax(url: string, headers: Record<string, string>): number {
+  const args = ["-t1", "-c32", "-d5s"];
+  for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
+  const out = execFileSync("wrk", [...args, url], { encoding: "utf8" });
+  return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]);
+}
+
+/** autocannon at a fixed rate in its own process: every answer's latency and the second it came in. */
+function fixedRate(url: string, rate: number, headers: Record<string, string>): { at: number; ms: number }[] {
+  const script = join(work, "fixed.mjs");
+  writeFileSync(
+    script,
+    `import autocannon from ${JSON.stringify(join(repoRoot, "node_modules/autocannon/autocannon.js"))};
+const samples = [];
+const t0 = Date.now();
+const instance = autocannon({ url: ${JSON.stringify(url)}, headers: ${JSON.stringify(headers)}, connections: 32, overallRate: ${rate}, duration: ${SECONDS} });
+instance.on("response", (_client, _status, _bytes, ms) => samples.push([Math.floor((Date.now() - t0) / 1000), ms]));
+instance.on("done", () => process.stdout.write(JSON.stringify(samples)));`,
+  );
+  const out = execFileSync(process.execPath, [script], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  return (JSON.parse(out) as [number, number][]).map(([at, ms]) => ({ at, ms }));
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main() {
+  const pgServer = await startPostgres();
+  const wanted = (argument("--variants") ?? "base,nojobs,semispace").split(",");
+  try {
+    for (const name of wanted) {
+      const variant = VARIANTS[name]!;
+      const databaseUrl = await pgServer.createDatabase();
+      const env = { DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString("hex"), DATA_DIR: join(work, name), ...variant.env };
+      const created = JSON.parse(
+        execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "merchant", "create", "--name", name, "--email", `${name}@probe.test`], {
+          cwd: repoRoot,
+          env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "warn", ...env },
+        }).toString(),
+      ) as { keys: { test: string } };
+      const gateway = await startGateway(env, variant.nodeFlags ?? []);
+      const headers = { "x-api-key": created.keys.test };
+      await fetch(`${gateway.url}/api/payment-channels/create`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ name: "Sandbox", provider: "sandbox" }) });
+      const init = (await (await fetch(`${gateway.url}/api/transactions/initialize`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ amount: 1000, email: "p@probe.test" }) })).json()) as { reference: string };
+      const url = `${gateway.url}/api/transactions/verify/${init.reference}`;
+      wrkMax(url, headers); // warm-up
+      const max = wrkMax(url, headers);
+      const samples = fixedRate(url, Math.round(max / 2), headers);
+      const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
+      const p99 = percentile(sorted, 99);
+      const perSecond = new Map<number, number[]>();
+      for (const s of samples) perSecond.set(s.at, [...(perSecond.get(s.at) ?? []), s.ms]);
+      const tail = [...perSecond.entries()].map(([at, ms]) => ({ at, over: ms.filter((m) => m >= p99).length, max: Math.max(...ms) }));
+      console.log(
+        `${name} (${variant.about}): max ${max.toFixed(0)} req/s; at ${Math.round(max / 2)} req/s: ${samples.length} answers, p50 ${percentile(sorted, 50)} / p99 ${p99} / max ${sorted.at(-1)} ms; ` +
+          `answers at or over p99 by second: ${tail.map((t) => `${t.at}:${t.over}(${t.max})`).join(" ")}`,
+      );
+      gateway.child.kill("SIGTERM");
+      await new Promise((r) => gateway.child.once("exit", r));
+    }
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    await pgServer.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    process.exit(1);
+  },
+);
