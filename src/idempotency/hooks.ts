@@ -196,15 +196,13 @@ function graphqlOperation(body: unknown, maxTokens: number): Operation | undefin
 }
 
 /**
- * Whether a response records the key. Not stored: 429s and 503s (answers that ask for a retry), REST envelopes whose code means the request was
+ * Whether a response records the key. Not stored: 429s and the database's 503s (answers that ask for a retry), REST envelopes whose code means the request was
  * refused before execution, and GraphQL responses without `data` (the spec's sign that an error was raised
  * before execution began: syntax, validation, armor limits, variables), with a refusal among their errors
  * (a role's 403), or whose every root field is such a typed result (visible when the client selects `code`).
  */
 export function isStored(status: number, body: string, isGraphql: boolean): boolean {
-  // A 503 says "retry shortly" (the database was unavailable mid-request): stored, it would be replayed to that retry
-  // for a day. The retry runs again instead and finds what this attempt committed through its recovery point.
-  if (status === 429 || status === 503) return false;
+  if (status === 429) return false;
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -213,19 +211,25 @@ export function isStored(status: number, body: string, isGraphql: boolean): bool
   }
   if (!json || typeof json !== "object") return true;
   const record = json as Record<string, unknown>;
+  // "The database is unavailable; retry shortly": stored, it would be replayed to that very retry for a day. The retry
+  // runs again instead and finds what this attempt committed through its recovery point. (A provider's refusal,
+  // provider_unavailable, is the payment's recorded outcome and is replayed.)
+  if (status === 503 && record.code === UNAVAILABLE) return false;
   if (status >= 400 && status < 500 && typeof record.code === "string" && Object.hasOwn(errorCatalogue, record.code)) {
     return !refusedBeforeExecution.has(record.code as ErrorCode);
   }
   if (isGraphql) {
     if (!("data" in record)) return false;
     const errors = Array.isArray(record.errors) ? (record.errors as { extensions?: { code?: unknown } }[]) : [];
-    if (errors.some((e) => refused(e?.extensions?.code) || e?.extensions?.code === "service_unavailable")) return false;
+    if (errors.some((e) => refused(e?.extensions?.code) || e?.extensions?.code === UNAVAILABLE)) return false;
     const roots = record.data && typeof record.data === "object" ? Object.values(record.data) : [];
     const allRefused = roots.length > 0 && roots.every((v) => v !== null && typeof v === "object" && refused((v as { code?: unknown }).code));
     return !allRefused;
   }
   return true;
 }
+
+const UNAVAILABLE: ErrorCode = "service_unavailable";
 
 function refused(code: unknown): boolean {
   return typeof code === "string" && refusedBeforeExecution.has(code as ErrorCode);

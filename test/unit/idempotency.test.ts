@@ -32,9 +32,11 @@ describe("which responses an Idempotency-Key records", () => {
     expect(isStored(502, envelope("provider_error"), false)).toBe(true);
   });
 
-  it("does not store 429s, 503s and requests refused before execution", () => {
+  it("does not store 429s, the database's 503s and requests refused before execution", () => {
     expect(isStored(429, envelope("rate_limited"), false)).toBe(false);
     expect(isStored(503, envelope("service_unavailable"), false)).toBe(false);
+    // A provider's refusal is the payment's outcome, replayed like any other.
+    expect(isStored(503, envelope("provider_unavailable"), false)).toBe(true);
     expect(isStored(200, '{"data":{"a":null},"errors":[{"message":"x","extensions":{"code":"service_unavailable"}}]}', true)).toBe(false);
     for (const code of ["validation_failed", "malformed_json", "unsupported_media_type", "payload_too_large", "route_not_found"]) {
       expect(isStored(400, envelope(code), false)).toBe(false);
