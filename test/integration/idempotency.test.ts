@@ -270,3 +270,36 @@ describe("Idempotency-Key on POST", () => {
     expect(await records(key)).toHaveLength(3);
   });
 });
+
+describe("Idempotency-Key and a provider's refusal", () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    // Daraja unreachable: a closed loopback port.
+    gw = await startTestGateway({ env: { MPESA_BASE_URL: "http://127.0.0.1:1", RATE_LIMIT_ENABLED: "false" } });
+  });
+  afterAll(() => gw?.close());
+
+  it("an STK push Daraja never took (503 provider_unavailable) is the key's recorded answer: the retry replays it and pushes nothing", async () => {
+    const merchant = await gw.createMerchant();
+    const api = apiClient(gw.url, merchant.testKey);
+    const channel = await api.post(CREATE_CHANNEL, {
+      name: "M-Pesa",
+      provider: "mpesa",
+      config: { consumer_key: "key", consumer_secret: "secret", shortcode: "174379", passkey: "passkey", environment: "sandbox", transaction_type: "paybill" },
+    });
+    expect(channel.status, channel.text).toBe(201);
+    const key = randomUUID();
+    const body = { amount: 5000, phone_number: "254708374149", reference: "ORDER-1", payment_channel_id: channel.body.channel.id };
+    const first = await api.post("/v1/collections/stk", body, { "idempotency-key": key });
+    expect(first.status, first.text).toBe(503);
+    expect(first.body.code).toBe("provider_unavailable");
+    const again = await api.post("/v1/collections/stk", body, { "idempotency-key": key });
+    expect(again.status).toBe(503);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    // One payment, failed with the refusal: the retry did not push again.
+    const rows = await gw.gateway.db.prisma.transaction.findMany({ where: { merchantId: merchant.id } });
+    expect(rows.map((t) => t.status)).toEqual(["failed"]);
+  });
+});
