@@ -56,7 +56,7 @@ const COMPLETE = `UPDATE idempotency_keys SET status = 'completed', response_sta
 const RELEASE = `WITH forgotten AS (
      DELETE FROM idempotency_keys WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NULL RETURNING id)
    UPDATE idempotency_keys SET locked_until = now()
-   WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NOT NULL AND NOT EXISTS (SELECT 1 FROM forgotten)`;
+   WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NOT NULL`;
 
 export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: { leaseMs: number; secrets: SecretBox }) {
   const { leaseMs, secrets } = options;
@@ -101,7 +101,7 @@ export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: 
     },
 
     /**
-     * Gives the key back when the answer is not to be replayed (a refusal before execution, a 429, a 503): a corrected
+     * Gives the key back when the answer is not to be replayed (a refusal before execution, a 429, the database's 503): a corrected
      * retry with the same key runs, and one after an outage recovers what was committed (the record stays for that).
      */
     async release(id: bigint): Promise<void> {
