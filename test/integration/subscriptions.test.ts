@@ -3,6 +3,7 @@ import WebSocket from "ws";
 import { graphql } from "../gql/index.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
 import { collect, listeningTo, sseSubscribe, wsClient, type ClosedSocket } from "../support/subscriptions.ts";
+import { transactionSnapshot } from "../../src/modules/transactions/snapshot.ts";
 import { EVENTUALLY_MS } from "../support/timing.ts";
 import { expectNothingMoreWithin, waitUntil } from "../support/wait.ts";
 
@@ -85,6 +86,30 @@ describe("GraphQL subscriptions", () => {
       failureCode: null,
       customer: { email: "sub@example.com" },
     });
+    await client.dispose();
+  });
+
+  it("transactionStatusChanged skips the creation notice when it arrives after the subscription started (as Redis may deliver it)", async () => {
+    const reference = await initialize(a);
+    const client = wsClient(gw.url, a.testKey);
+    const sub = await listeningTo(gw.gateway, () => collect(client, StatusChanged, { reference }));
+    // The notice initialize published, delivered again now: a late copy from another instance looks just like this.
+    const row = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference } });
+    gw.gateway.services.publisher.publish({
+      id: `transaction.created:${row.id}`,
+      type: "transaction.created",
+      merchantId: row.merchantId,
+      mode: row.mode,
+      transactionId: row.id,
+      payoutId: null,
+      createdAt: row.createdAt.toISOString(),
+      payload: { transaction: transactionSnapshot(row) },
+    });
+    expect((await pay(reference)).status).toBe(200);
+    await sub.done();
+    expect(sub.results.map((r) => [r.data?.transactionStatusChanged.type, r.data?.transactionStatusChanged.transaction.status])).toEqual([
+      ["transaction.completed", "completed"],
+    ]);
     await client.dispose();
   });
 

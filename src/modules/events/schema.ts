@@ -227,6 +227,9 @@ export async function* settlingChange(
   }
 }
 
+/** The events that settle a transaction: its final status changes. */
+const SETTLING_TYPES = new Set(["transaction.completed", "transaction.failed"]);
+
 builder.subscriptionType({});
 
 builder.subscriptionFields((t) => ({
@@ -253,7 +256,9 @@ builder.subscriptionFields((t) => ({
         return {
           settled: transaction.status !== "pending",
           lastEvent: () => ctx.services.transactions.lastSettlingEvent(transaction.id),
-          isSettling: (event) => event.transactionId === transaction.id && event.type !== "transaction.pending",
+          // Only a settling event: an STK push's transaction.pending and the creation notice (published at initialize,
+          // and through Redis possibly arriving after this subscription started listening) are not.
+          isSettling: (event) => event.transactionId === transaction.id && SETTLING_TYPES.has(event.type),
         };
       }),
     resolve: (event) => event,
