@@ -289,3 +289,57 @@ describe("recurring billing on the sandbox", () => {
     }
   });
 });
+
+/**
+ * The billing step that makes an invoice's charge records its outcome on the invoice itself: the charge's settling
+ * statement queues no invoice.charge_settled job for it (that job is for charges settled elsewhere: a payer's return,
+ * a provider's webhook, the reconcile job). Driven by hand, with no job runner, so the jobs table shows what was queued.
+ */
+describe("an invoice charge settled by the step that made it", () => {
+  const bench = withSandboxMerchants({ JOBS_ENABLED: "false" });
+  const db = () => bench.gw.gateway.db.prisma;
+
+  async function subscriptionOn(cardNumber: string) {
+    const { api, gw } = bench;
+    const customer = (await api.post("/v1/customers", { email: `recorded${process.pid}-${++seq}@example.com` })).body.data.id as number;
+    const init = await api.post("/api/transactions/initialize", { amount: 100, currency: "KES", customer });
+    const paid = await apiClient(gw.url).post(`/payment/checkout/${init.body.reference}/pay`, { card_number: cardNumber, expiry_month: 12, expiry_year: NEXT_YEAR, cvc: "123", save_payment_method: true });
+    expect(paid.status, paid.text).toBe(200);
+    const method = (await api.get(`/v1/customers/${customer}/payment-methods`)).body.data[0].id as string;
+    const plan = (await api.post("/v1/plans", { name: "Recorded", amount: 3_100, currency: "KES", interval: "month" })).body.data.id as string;
+    const sub = await api.post("/v1/subscriptions", { customer, plan, payment_method: method });
+    expect(sub.status, sub.text).toBe(201);
+    return db().subscription.findUniqueOrThrow({ where: { reference: sub.body.data.id } });
+  }
+
+  const settledJobs = async (invoiceId: number) =>
+    (await db().job.findMany({ where: { kind: "invoice.charge_settled" } })).filter((job) => (job.payload as { invoiceId?: number }).invoiceId === invoiceId);
+
+  it("paid: the invoice is paid in the step, and no invoice.charge_settled job is queued", async () => {
+    const row = await subscriptionOn("4242424242424242");
+    const { cycle } = bench.gw.gateway.services.billing;
+    const now = new Date(row.nextInvoiceAt!.getTime() + 1);
+    await cycle.billSubscription(row.id, now);
+    const invoice = await db().invoice.findFirstOrThrow({ where: { subscriptionId: row.id } });
+    await cycle.collectInvoice(invoice.id, now);
+    expect(await db().invoice.findUniqueOrThrow({ where: { id: invoice.id } })).toMatchObject({ status: "paid", attempts: 1 });
+    expect(await db().transaction.findMany({ where: { invoiceId: invoice.id }, select: { status: true } })).toEqual([{ status: "completed" }]);
+    expect(await settledJobs(invoice.id)).toEqual([]);
+  });
+
+  it("declined: the failure is recorded in the step (next try scheduled), and no invoice.charge_settled job is queued", async () => {
+    // Saves on its first payment; every later charge of it is declined.
+    const row = await subscriptionOn("4000000000000341");
+    const { cycle } = bench.gw.gateway.services.billing;
+    const now = new Date(row.nextInvoiceAt!.getTime() + 1);
+    await cycle.billSubscription(row.id, now);
+    const invoice = await db().invoice.findFirstOrThrow({ where: { subscriptionId: row.id } });
+    await cycle.collectInvoice(invoice.id, now);
+    const after = await db().invoice.findUniqueOrThrow({ where: { id: invoice.id } });
+    expect(after).toMatchObject({ status: "open", attempts: 1 });
+    expect(after.nextAttemptAt!.getTime()).toBeGreaterThan(now.getTime());
+    expect(await db().transaction.findMany({ where: { invoiceId: invoice.id }, select: { status: true, failureCode: true } })).toEqual([{ status: "failed", failureCode: "card_declined" }]);
+    expect(await settledJobs(invoice.id)).toEqual([]);
+    expect((await db().subscription.findUniqueOrThrow({ where: { id: row.id } })).status).toBe("past_due");
+  });
+});

@@ -63,6 +63,8 @@ const MONEY_RULES: StatusRules<TerminalStatus> = {
 export interface StatusTable<Row extends StatusRow, Change extends string, Out = unknown, To extends string = TerminalStatus> {
   /** The event type's prefix (transaction.completed, payout.failed ...) and the snapshot's key in the payload. */
   subject: MoneySubject | "dispute";
+  /** Names a second table definition of the same subject (other alsoWrites): its statements are cached apart. */
+  variant?: string;
   table: string;
   /** The events column that links an event to its object. */
   eventColumn: "transaction_id" | "payout_id" | "refund_id" | "dispute_id";
@@ -146,7 +148,7 @@ const statements = new Map<string, string>();
  * as JSON when there are any. One text per combination, each prepared once per connection.
  */
 function changeStatement(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], withJobs: boolean, lead?: LeadWrite): string {
-  const key = `${table.subject}|${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
+  const key = `${table.subject}${table.variant ? `:${table.variant}` : ""}|${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
   let text = statements.get(key);
   if (text) return text;
   const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);

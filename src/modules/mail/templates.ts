@@ -186,28 +186,44 @@ export const oneLine = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u00
 
 const locale = (lang: MailLanguage) => (lang === "sw" ? "sw-KE" : "en-KE");
 
-/** The zone if Intl knows it, else UTC: a bad zone in a merchant's settings must not stop a receipt. */
-function validZone(timezone: string): string {
-  try {
-    new Intl.DateTimeFormat("en", { timeZone: timezone });
-    return timezone;
-  } catch {
-    return "UTC";
+/**
+ * Formatters by locale, zone and style, made once: an Intl.DateTimeFormat costs tens of microseconds to build, and a
+ * morning's renewals render a receipt and an invoice each. A zone Intl does not know is kept as UTC (a bad zone in a
+ * merchant's settings must not stop a receipt).
+ */
+const formatters = new Map<string, { zone: string; format: Intl.DateTimeFormat }>();
+const DATE_TIME: Intl.DateTimeFormatOptions = { day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+const DATE: Intl.DateTimeFormatOptions = { day: "numeric", month: "long", year: "numeric" };
+
+function formatterFor(lang: MailLanguage, timezone: string, style: "date" | "dateTime"): { zone: string; format: Intl.DateTimeFormat } {
+  const key = `${lang}|${timezone}|${style}`;
+  let found = formatters.get(key);
+  if (!found) {
+    const options = style === "date" ? DATE : DATE_TIME;
+    let zone = timezone;
+    let format: Intl.DateTimeFormat;
+    try {
+      format = new Intl.DateTimeFormat(locale(lang), { ...options, timeZone: zone });
+    } catch {
+      zone = "UTC";
+      format = new Intl.DateTimeFormat(locale(lang), { ...options, timeZone: zone });
+    }
+    // Bounded: zones are a few hundred names, and anything else (a bad setting) is not worth remembering.
+    if (formatters.size < 2_000) formatters.set(key, (found = { zone, format }));
+    else found = { zone, format };
   }
+  return found;
 }
 
 /** "29 November 2026 at 01:30 (Africa/Nairobi)": the date and time in the merchant's zone, which is named. */
 export function formatDateTime(date: Date, timezone: string, lang: MailLanguage): string {
-  const zone = validZone(timezone);
-  const text = new Intl.DateTimeFormat(locale(lang), {
-    timeZone: zone, day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23",
-  }).format(date);
-  return `${text} (${zone})`;
+  const { zone, format } = formatterFor(lang, timezone, "dateTime");
+  return `${format.format(date)} (${zone})`;
 }
 
 /** "29 November 2026": a day in the merchant's zone (an invoice's period). */
 export function formatDate(date: Date, timezone: string, lang: MailLanguage): string {
-  return new Intl.DateTimeFormat(locale(lang), { timeZone: validZone(timezone), day: "numeric", month: "long", year: "numeric" }).format(date);
+  return formatterFor(lang, timezone, "date").format.format(date);
 }
 
 /** A calendar day given as YYYY-MM-DD (already the merchant's), in words; anything else as it is. */
@@ -436,7 +452,7 @@ export function renderNotice(notice: Notice, brand: MailBrand, lang: MailLanguag
         ? notice.totals.map((totals) => ({ kind: "rows", title: totals.currency, rows: summaryRows(totals, t) }))
         : [{ kind: "text", text: t.noActivity }];
       return render(prefix + format(t.summarySubject, { merchant, day }), {
-        ...base, heading: format(t.summaryHeading, { day, zone: validZone(notice.timezone) }), blocks: [...tables, ...dashboard],
+        ...base, heading: format(t.summaryHeading, { day, zone: formatterFor(lang, notice.timezone, "date").zone }), blocks: [...tables, ...dashboard],
       });
     }
   }

@@ -76,8 +76,12 @@ const chargeInput = z.object({
   metadata: metadataSchema,
 });
 
-/** What a charge whose answer never came does besides staying pending: nothing more, or throw (its job runs again). */
-type Unanswered = "leave" | "throw";
+/**
+ * Who charges: a keyed request (POST /v1/charges), or the billing step that owns an invoice's charge. For the
+ * invoice, a charge whose answer never came also throws (its job runs again and resumes it), and a settled one queues
+ * no invoice.charge_settled job: the step records the outcome on the invoice itself next, and runs again until it has.
+ */
+type Caller = "key" | "invoice";
 
 export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<CollectionFlow, "startStkCollection">) {
   const { deps, store, attempts } = ctx;
@@ -90,7 +94,8 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
   });
 
   /** Records a card charge's outcome on its attempt and payment (one statement each, through the status machine). */
-  async function settle(t: Transaction, channel: PaymentChannel, attemptId: number, outcome: SavedCardOutcome): Promise<Transaction> {
+  async function settle(t: Transaction, channel: PaymentChannel, attemptId: number, outcome: SavedCardOutcome, caller: Caller): Promise<Transaction> {
+    const invoiceRecordedByCaller = caller === "invoice";
     if (outcome.outcome === "pending") {
       if (!outcome.redirectUrl) return t;
       return store.setHostedPage(t.id, { accessCode: t.accessCode, checkoutUrl: outcome.redirectUrl });
@@ -103,6 +108,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
         changes: { paymentMethod: "card", providerReference: outcome.providerReference },
         settlesAttempt: { attemptId, status: "succeeded", providerReference: outcome.providerReference },
         ...(jobs.length ? { jobs } : {}),
+        invoiceRecordedByCaller,
       });
       return result.transaction;
     }
@@ -111,17 +117,18 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       to: "failed",
       changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason.slice(0, 500) },
       settlesAttempt: { attemptId, status: "failed", code: outcome.code, reason: outcome.reason },
+      invoiceRecordedByCaller,
     });
     return result.transaction;
   }
 
   /**
    * Charges the card. An answer that never came (a timeout, a 5xx, a crash) leaves the payment and its attempt pending:
-   * the reconcile job (queued with the payment) and any retry of the key ask the provider by reference. `unanswered:
-   * "throw"` (an invoice's charge) also throws it, so the job that owns the charge runs again and resumes it: asks
+   * the reconcile job (queued with the payment) and any retry of the key ask the provider by reference. An invoice's
+   * charge (`caller` "invoice") also throws it, so the job that owns the charge runs again and resumes it: asks
    * by reference, and charges it then if the provider never had it (the reconcile job only ever asks).
    */
-  async function chargeCard(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number, unanswered: Unanswered = "leave"): Promise<Transaction> {
+  async function chargeCard(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number, caller: Caller): Promise<Transaction> {
     let outcome: SavedCardOutcome;
     try {
       outcome = await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId }, () =>
@@ -131,17 +138,17 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       const refusal = asProviderError(error);
       if (refusal.code === "provider_error") {
         // The provider refused the charge outright (an authorization it no longer honours): nothing was charged.
-        return settle(t, channel, attemptId, { outcome: "failed", code: "provider_refused", reason: refusal.message });
+        return settle(t, channel, attemptId, { outcome: "failed", code: "provider_refused", reason: refusal.message }, caller);
       }
       logger.warn({ reference: t.reference, err: refusal.message }, "saved card charge: no answer; left pending for the provider to be asked");
-      if (unanswered === "throw") throw refusal;
+      if (caller === "invoice") throw refusal;
       return t;
     }
-    return settle(t, channel, attemptId, outcome);
+    return settle(t, channel, attemptId, outcome, caller);
   }
 
   /** A retried key whose payment is still pending: the provider is asked by reference before any new charge. */
-  async function resume(t: Transaction, unanswered: Unanswered = "leave"): Promise<Transaction> {
+  async function resume(t: Transaction, caller: Caller): Promise<Transaction> {
     if (t.status !== "pending" || t.paymentMethod !== "card" || t.paymentMethodId === null || t.channelId === null || !deps.paymentMethods) return t;
     const channel = await channels.findById(t.channelId);
     const savedCards = channel ? connectorOf(connectors, channel)?.savedCards : undefined;
@@ -150,18 +157,18 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
     const known = await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId: attempt.id }, () =>
       savedCards.status({ config: channels.readChannelConfig(channel), reference: t.reference }),
     );
-    if (known.outcome !== "unknown") return settle(t, channel, attempt.id, known);
+    if (known.outcome !== "unknown") return settle(t, channel, attempt.id, known, caller);
     // The charge never reached the provider: it is made now, under the same reference, unless the method went meanwhile.
     const token = await deps.paymentMethods.tokenOf(t.paymentMethodId);
-    if (!token) return settle(t, channel, attempt.id, { outcome: "failed", code: "payment_method_detached", reason: "The payment method was detached before it was charged" });
-    return chargeCard(t, channel, savedCards, token, attempt.id, unanswered);
+    if (!token) return settle(t, channel, attempt.id, { outcome: "failed", code: "payment_method_detached", reason: "The payment method was detached before it was charged" }, caller);
+    return chargeCard(t, channel, savedCards, token, attempt.id, caller);
   }
 
   /** POST /v1/charges: charge this customer's saved method for the merchant, once per Idempotency-Key. */
   async function chargeSavedMethod(principal: Principal, input: SavedChargeInput): Promise<SavedChargeResult> {
     if (!inIdempotencyScope(principal)) throw new ValidationError("Idempotency-Key", "is required: a charge without the payer is made once per key");
     const recovered = await ctx.recoveredTransaction(principal);
-    if (recovered) return resultOf(await resume(recovered));
+    if (recovered) return resultOf(await resume(recovered, "key"));
     return charge(principal, input);
   }
 
@@ -180,7 +187,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
         const { invoice } = request.input;
         try {
           const made = invoice.unmade ? null : await store.findByInvoiceAttempt(invoice.id, invoice.attempt);
-          if (made) answers.set(invoice.id, resultOf(await resume(made, "throw")));
+          if (made) answers.set(invoice.id, resultOf(await resume(made, "invoice")));
           else toMake.push(request);
         } catch (error) {
           fail(invoice.id, error);
@@ -227,7 +234,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
           }
           afterCreate(ctx.stateMachine, { transaction: charge.transaction, event: charge.event, jobsQueued: charge.jobsQueued });
           logger.info({ reference: charge.transaction.reference, paymentMethod: card.methodReference }, "saved card charge sent");
-          answers.set(id, resultOf(await chargeCard(charge.transaction, card.channel, card.savedCards, card.token, charge.attemptId, "throw")));
+          answers.set(id, resultOf(await chargeCard(charge.transaction, card.channel, card.savedCards, card.token, charge.attemptId, "invoice")));
         } catch (error) {
           answers.set(id, error instanceof Error ? error : new Error(String(error)));
         }
@@ -327,7 +334,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
     });
     afterCreate(ctx.stateMachine, created);
     logger.info({ reference: created.transaction.reference, paymentMethod: prepared.methodReference }, "saved card charge sent");
-    return resultOf(await chargeCard(created.transaction, channel, savedCards, token, created.attempt.id));
+    return resultOf(await chargeCard(created.transaction, channel, savedCards, token, created.attempt.id, "key"));
   }
 
   return { chargeSavedMethod, chargeInvoices };

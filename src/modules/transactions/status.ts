@@ -34,6 +34,11 @@ export interface TransitionRequest {
   jobs?: JobRequest[];
   /** The verdict on the attempt this outcome is about, written in the same statement: the payment changes only when the attempt did. */
   settlesAttempt?: AttemptVerdict;
+  /**
+   * An invoice's charge settled by the billing step that made it, which records the outcome on the invoice itself
+   * next (and, should it fail or crash first, runs again and does): no invoice.charge_settled job is queued.
+   */
+  invoiceRecordedByCaller?: boolean;
 }
 
 export interface TransitionResult {
@@ -69,9 +74,13 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
   alsoWrites: () => INVOICE_CHARGE_SETTLED_CTES,
 };
 
+/** The same, for a change whose invoice outcome its caller records (TransitionRequest.invoiceRecordedByCaller). */
+const TRANSACTION_STATUS_INVOICE_RECORDED: typeof TRANSACTION_STATUS = { ...TRANSACTION_STATUS, variant: "invoice-recorded", alsoWrites: () => null };
+
 /** A transaction's status change: pending -> completed | failed, exactly once (events/status-machine.ts). */
 export async function transitionTransaction(deps: StateMachineDeps, request: TransitionRequest): Promise<TransitionResult> {
-  const { applied, row, event } = await applyTransition(deps, TRANSACTION_STATUS, {
+  const table = request.invoiceRecordedByCaller ? TRANSACTION_STATUS_INVOICE_RECORDED : TRANSACTION_STATUS;
+  const { applied, row, event } = await applyTransition(deps, table, {
     id: request.transactionId,
     to: request.to,
     changes: request.changes,
