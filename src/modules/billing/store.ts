@@ -228,22 +228,35 @@ export interface NewBillingEvent {
  */
 export async function recordEvents(tx: Prisma.TransactionClient, events: NewBillingEvent[]): Promise<{ events: Event[]; deliveriesQueued: number }> {
   if (!events.length) return { events: [], deliveriesQueued: 0 };
-  const [row] = await tx.$queryRawUnsafe<{ ids: string[]; queued: number }[]>(
+  // The events as written come back from the statement itself (a morning's renewals write tens of thousands).
+  const rows = await tx.$queryRawUnsafe<{ id: string; merchant_id: number; mode: Mode; type: string; created_at: Date | string; payload: Prisma.JsonValue; queued: number }[]>(
     `WITH ev AS (
        INSERT INTO events (merchant_id, mode, type, payload)
        SELECT e.merchant_id, e.mode::"Mode", e.type, e.payload::jsonb
        FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e(merchant_id, mode, type, payload, n)
        ORDER BY e.n
-       RETURNING id, merchant_id, mode, type, payload
+       RETURNING id, merchant_id, mode, type, payload, created_at
      ), ${EVENT_FAN_OUT_CTES}
-     SELECT (SELECT array_agg(id::text) FROM ev) AS ids, ${FAN_OUT_JOBS_QUEUED} AS queued`,
+     SELECT ev.id::text AS id, ev.merchant_id, ev.mode::text AS mode, ev.type, ev.created_at, ev.payload, ${FAN_OUT_JOBS_QUEUED} AS queued
+     FROM ev ORDER BY ev.id`,
     events.map((e) => e.merchantId),
     events.map((e) => e.mode),
     events.map((e) => e.type),
     events.map((e) => JSON.stringify(e.payload)),
   );
-  const recorded = await tx.event.findMany({ where: { id: { in: row!.ids.map(BigInt) } }, orderBy: { id: "asc" } });
-  return { events: recorded, deliveriesQueued: row!.queued };
+  const recorded: Event[] = rows.map((row) => ({
+    id: BigInt(row.id),
+    merchantId: row.merchant_id,
+    mode: row.mode,
+    type: row.type,
+    transactionId: null,
+    payoutId: null,
+    refundId: null,
+    disputeId: null,
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+    payload: row.payload,
+  }));
+  return { events: recorded, deliveriesQueued: rows[0]?.queued ?? 0 };
 }
 
 // ---- Test clocks ----

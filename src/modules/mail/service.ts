@@ -6,7 +6,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { MailMessage } from "../../db/generated/prisma/client.ts";
 import { addDays, localDay, localHour, startOfLocalDay } from "../../days.ts";
 import { GatewayError, NotFoundError } from "../../errors.ts";
-import type { JobRunner } from "../../jobs/runner.ts";
+import type { BatchOutcome, JobOutcome, JobRunner } from "../../jobs/runner.ts";
 import { enqueue } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import { reasonText } from "../../checkout/i18n.ts";
@@ -39,6 +39,8 @@ const SUMMARY_HOUR = 8;
 /** A payment's receipt may be sent again this many times an hour (each resend is an e-mail to the payer). */
 export const RESENDS_PER_HOUR = 3;
 const LOGO_CID = "logo@receipt";
+/** Messages sent in one batch at most, and in flight per instance (SMTP's pool takes 3 connections at a time). */
+const MAIL_BATCH_SIZE = 20;
 
 const emailAddress = z.string().max(254).pipe(z.email());
 /** An address the gateway will write to: a plain e-mail address, no display name, no line breaks (header injection). */
@@ -79,11 +81,12 @@ export function createMailService(deps: MailServiceDeps) {
   });
 
   /** A completed payment as its receipt shows it. */
-  async function paymentFacts(transactionId: number): Promise<{ payment: PaymentFacts; email: string | null; language: string | null; merchantId: number } | null> {
+  async function paymentFacts(transactionId: number, known?: { merchantId: number; identity: MailIdentity }): Promise<{ payment: PaymentFacts; email: string | null; language: string | null; merchantId: number } | null> {
     const paid = await deps.transactions.paidWith(transactionId);
     if (!paid || paid.transaction.status !== "completed") return null;
     const { transaction: t, attempt } = paid;
-    const identity = await deps.brand.mailIdentity(t.merchantId);
+    // The send job has the merchant's identity already; the receipt page asks for it here.
+    const identity = known?.merchantId === t.merchantId ? known.identity : await deps.brand.mailIdentity(t.merchantId);
     const method: PaymentFacts["method"] =
       t.paymentMethod === "card"
         ? { kind: "card", brand: attempt?.cardBrand ?? null, last4: attempt?.detail?.replace(/\D/g, "").slice(-4) || null }
@@ -126,7 +129,7 @@ export function createMailService(deps: MailServiceDeps) {
         transactionId = found.transactionId;
         refund = { reference: found.reference, amount: found.amount, refundedAt: found.completedAt ?? found.updatedAt };
       }
-      const facts = transactionId === null ? null : await paymentFacts(transactionId);
+      const facts = transactionId === null ? null : await paymentFacts(transactionId, { merchantId: message.merchantId, identity });
       if (!facts) return { skip: "the payment is not completed" };
       to = facts.email;
       language = facts.language;
@@ -243,54 +246,88 @@ export function createMailService(deps: MailServiceDeps) {
     return schedule[Math.min(attempt - 1, schedule.length - 1)]!;
   };
 
+  /** No SMTP server: a test-mode message is kept for the dashboard's test inbox; a live one is not sent. */
+  const withoutTransport = (message: MailMessage) =>
+    message.mode === "test" ? { status: "kept" as const } : { status: "skipped" as const, error: "no SMTP server is configured (SMTP_URL)" };
+
+  /**
+   * One try of one message (its row and its merchant's identity read by the batch): rendered once and stored (a retry
+   * sends the same words), then handed to SMTP; without SMTP kept (test mode) or skipped (live).
+   */
+  async function sendMessage(message: MailMessage, identity: MailIdentity, attempt: number): Promise<JobOutcome> {
+    let to = message.toAddress;
+    let rendered: RenderedMail | null = message.subject && message.textBody && message.htmlBody ? { subject: message.subject, text: message.textBody, html: message.htmlBody } : null;
+    if (!rendered || !to) {
+      const facts = (NOTICE_KINDS as readonly string[]).includes(message.kind) ? await noticeMail(message, identity) : await payerMail(message, identity);
+      if ("skip" in facts) {
+        await store.recordOutcome(prisma, message.id, { status: "skipped", error: facts.skip });
+        return;
+      }
+      to = facts.to;
+      rendered = facts.rendered;
+      const fields = { toAddress: to, language: facts.lang, subject: rendered.subject, textBody: rendered.text, htmlBody: rendered.html };
+      if (!transport) {
+        await store.recordOutcome(prisma, message.id, withoutTransport(message), fields);
+        return;
+      }
+      await store.recordRendered(prisma, message.id, fields);
+    }
+    if (!transport) {
+      await store.recordOutcome(prisma, message.id, withoutTransport(message));
+      return;
+    }
+    const logo = identity.logoHash && rendered.html.includes(`cid:${LOGO_CID}`) ? await deps.brand.logo(message.merchantId, identity.logoHash) : null;
+    const payer = !(NOTICE_KINDS as readonly string[]).includes(message.kind);
+    const outcome = await transport.send({
+      messageId: `<m${message.id}.${message.createdAt.getTime()}@${senderDomain}>`,
+      from: config.mail.from,
+      to,
+      replyTo: payer ? (identity.replyTo ?? identity.supportEmail ?? undefined) : undefined,
+      subject: rendered.subject,
+      text: rendered.text,
+      html: rendered.html,
+      logo: logo ? { cid: LOGO_CID, bytes: logo.bytes, type: logo.type } : undefined,
+    });
+    if (outcome.sent) {
+      await store.recordOutcome(prisma, message.id, { status: "sent" });
+      return;
+    }
+    const giveUp = outcome.permanent || attempt > config.mail.retryScheduleMs.length;
+    await store.recordOutcome(prisma, message.id, { status: giveUp ? "failed" : "queued", error: outcome.error });
+    if (giveUp) {
+      logger.warn({ messageId: message.id, kind: message.kind, error: outcome.error }, "e-mail not sent");
+      return;
+    }
+    return { retryInMs: retryDelay(attempt), error: outcome.error };
+  }
+
+  // In batches: a morning's renewals queue a receipt and an invoice each, and the messages' rows, their merchants'
+  // identities and the jobs' completion are read and written once per batch, not once per message.
   deps.jobs.register<{ messageId: number }>({
     kind: store.MAIL_SEND_JOB,
-    concurrency: 4,
-    async run({ messageId }, job) {
-      const message = await store.findMessage(prisma, messageId);
-      if (!message || message.status !== "queued") return;
-      const identity = await deps.brand.mailIdentity(message.merchantId);
-      if (!identity) return;
-      let to = message.toAddress;
-      let rendered: RenderedMail | null = message.subject && message.textBody && message.htmlBody ? { subject: message.subject, text: message.textBody, html: message.htmlBody } : null;
-      if (!rendered || !to) {
-        const facts = (NOTICE_KINDS as readonly string[]).includes(message.kind) ? await noticeMail(message, identity) : await payerMail(message, identity);
-        if ("skip" in facts) {
-          await store.recordOutcome(prisma, message.id, { status: "skipped", error: facts.skip });
-          return;
-        }
-        to = facts.to;
-        rendered = facts.rendered;
-        await store.recordRendered(prisma, message.id, { toAddress: to, language: facts.lang, subject: rendered.subject, textBody: rendered.text, htmlBody: rendered.html });
-      }
-      if (!transport) {
-        // No SMTP server: a test-mode message is kept for the dashboard's test inbox; a live one is not sent.
-        await store.recordOutcome(prisma, message.id, message.mode === "test" ? { status: "kept" } : { status: "skipped", error: "no SMTP server is configured (SMTP_URL)" });
-        return;
-      }
-      const logo = identity.logoHash && rendered.html.includes(`cid:${LOGO_CID}`) ? await deps.brand.logo(message.merchantId, identity.logoHash) : null;
-      const payer = !(NOTICE_KINDS as readonly string[]).includes(message.kind);
-      const outcome = await transport.send({
-        messageId: `<m${message.id}.${message.createdAt.getTime()}@${senderDomain}>`,
-        from: config.mail.from,
-        to,
-        replyTo: payer ? (identity.replyTo ?? identity.supportEmail ?? undefined) : undefined,
-        subject: rendered.subject,
-        text: rendered.text,
-        html: rendered.html,
-        logo: logo ? { cid: LOGO_CID, bytes: logo.bytes, type: logo.type } : undefined,
-      });
-      if (outcome.sent) {
-        await store.recordOutcome(prisma, message.id, { status: "sent" });
-        return;
-      }
-      const giveUp = outcome.permanent || job.attempt > config.mail.retryScheduleMs.length;
-      await store.recordOutcome(prisma, message.id, { status: giveUp ? "failed" : "queued", error: outcome.error });
-      if (giveUp) {
-        logger.warn({ messageId: message.id, kind: message.kind, error: outcome.error }, "e-mail not sent");
-        return;
-      }
-      return { retryInMs: retryDelay(job.attempt), error: outcome.error };
+    concurrency: MAIL_BATCH_SIZE,
+    batchSize: MAIL_BATCH_SIZE,
+    async runBatch(batch) {
+      const messages = new Map((await store.findMessages(prisma, batch.map(({ payload }) => Number(payload.messageId)))).map((m) => [m.id, m]));
+      const identities = new Map<number, Promise<MailIdentity | null>>();
+      const identityOf = (merchantId: number) => {
+        let identity = identities.get(merchantId);
+        if (!identity) identities.set(merchantId, (identity = deps.brand.mailIdentity(merchantId)));
+        return identity;
+      };
+      return Promise.all(
+        batch.map(async ({ payload, job }): Promise<BatchOutcome> => {
+          try {
+            const message = messages.get(Number(payload.messageId));
+            if (!message || message.status !== "queued") return undefined;
+            const identity = await identityOf(message.merchantId);
+            if (!identity) return undefined;
+            return await sendMessage(message, identity, job.attempt);
+          } catch (error) {
+            return error instanceof Error ? error : new Error(String(error));
+          }
+        }),
+      );
     },
   });
 

@@ -124,19 +124,24 @@ export async function noticeQueued(db: Db, merchantId: number, keyPrefix: string
 
 // ---- The send job's reads and writes ----
 
-export const findMessage = (db: Db, id: number) => db.mailMessage.findUnique({ where: { id } });
+export const findMessages = (db: Db, ids: number[]) => db.mailMessage.findMany({ where: { id: { in: ids } } });
 
 /** The rendered message, before it is handed to the transport: a retry sends the same text. */
-export async function recordRendered(db: Db, id: number, rendered: { toAddress: string; language: string; subject: string; textBody: string; htmlBody: string }): Promise<void> {
+export async function recordRendered(db: Db, id: number, rendered: RenderedFields): Promise<void> {
   await db.mailMessage.update({ where: { id }, data: rendered });
 }
 
-/** The outcome of a try: sent, kept (the test inbox), skipped or failed for good, or queued again with its error. */
-export async function recordOutcome(db: Db, id: number, outcome: { status: "sent" | "kept" | "skipped" | "failed" | "queued"; error?: string | null }): Promise<void> {
+export type RenderedFields = { toAddress: string; language: string; subject: string; textBody: string; htmlBody: string };
+
+/**
+ * The outcome of a try: sent, kept (the test inbox), skipped or failed for good, or queued again with its error; with
+ * the rendered message when it was rendered on this try and never handed to a transport (one write, not two).
+ */
+export async function recordOutcome(db: Db, id: number, outcome: { status: "sent" | "kept" | "skipped" | "failed" | "queued"; error?: string | null }, rendered?: RenderedFields): Promise<void> {
   const done = outcome.status === "sent" || outcome.status === "kept";
   await db.mailMessage.update({
     where: { id },
-    data: { status: outcome.status, lastError: outcome.error ?? null, attempts: { increment: outcome.status === "skipped" ? 0 : 1 }, ...(done ? { sentAt: new Date() } : {}) },
+    data: { ...rendered, status: outcome.status, lastError: outcome.error ?? null, attempts: { increment: outcome.status === "skipped" ? 0 : 1 }, ...(done ? { sentAt: new Date() } : {}) },
   });
 }
 
