@@ -22,7 +22,8 @@ let admin: pg.Client | undefined;
 
 beforeAll(async () => {
   gw = await startTestGateway({
-    env: { RATE_LIMIT_ENABLED: "false", EXPORTS_PER_MERCHANT: "1" },
+    // No job runner: its poll takes a pooled connection every few seconds, and "the pool is idle" here must mean the export's.
+    env: { RATE_LIMIT_ENABLED: "false", EXPORTS_PER_MERCHANT: "1", JOBS_ENABLED: "false" },
     onQuery: (sql) => {
       if (sql.includes(EXPORT_STATEMENT)) exportStatements.push(sql);
     },
