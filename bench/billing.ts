@@ -222,6 +222,7 @@ async function main() {
     const gatewayCpu = gatewayPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
     const pgCpu = clusterCpuSeconds(postmasterPid);
     // --connections 0: billing alone, for its own throughput and CPU per subscription.
+    if (process.env.PG_STAT_STATEMENTS) await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()");
     const load = CONNECTIONS ? startLoad(verifyUrl, keys.test, CONNECTIONS, RATE, Math.ceil(RUN_TIMEOUT_MS / 1000) + 60) : { stop: async () => noLoad };
     const released = await db.query<{ due_at: Date; queued: number }>(
       `WITH due AS (
@@ -271,6 +272,19 @@ async function main() {
     const wallSeconds = (last.at - dueAt.getTime()) / 1000;
     log(`${fmt(last.paid)} of ${fmt(N)} paid; last paid ${fmt(billedSeconds, 1)} s after they fell due; API p99 ${fmt(during.p99, 1)} ms`);
 
+    // 4b. The payers' e-mails (an invoice and a receipt each; test mode without SMTP: kept for the test inbox) are
+    // part of a renewal's cost: the whole run's CPU is counted once the last one is done.
+    const mailQueued = async () =>
+      (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM mail_messages WHERE merchant_id = $1 AND status = 'queued'`, [merchant.id])).rows[0]!.n;
+    while (allPaid && (await mailQueued()) > 0 && Date.now() - committedAt < RUN_TIMEOUT_MS) await sleep(1000);
+    const mail = (
+      await db.query<{ n: number; done_at: Date | null }>(`SELECT count(*)::int AS n, max(sent_at) AS done_at FROM mail_messages WHERE merchant_id = $1 AND status <> 'queued'`, [merchant.id])
+    ).rows[0]!;
+    const mailSeconds = allPaid && mail.done_at && (await mailQueued()) === 0 ? (mail.done_at.getTime() - dueAt.getTime()) / 1000 : Number.NaN;
+    const gatewayCpuWithMail = gatewayPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - gatewayCpu;
+    const pgCpuWithMail = clusterCpuSeconds(postmasterPid) - pgCpu;
+    log(`${fmt(mail.n)} e-mails done ${fmt(mailSeconds, 1)} s after they fell due`);
+
     // 5. Exactly once, counted in SQL.
     const count = async (sql: string) => (await db.query<{ n: number }>(sql, [merchant.id])).rows[0]!.n;
     const checks = {
@@ -309,9 +323,9 @@ async function main() {
     const lines = [
       `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); ${ONE_PROCESS ? "one gateway process" : `an API gateway process (JOBS_ENABLED=false) and a job worker process at nice ${WORKER_NICENESS} with DATABASE_POOL_SIZE=${WORKER_POOL}`} (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; API load ${CONNECTIONS ? `${fmt(RATE)} req/s fixed (autocannon, ${CONNECTIONS} connections)` : "none"} on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loads.length ? `${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} during the run, ` : ""}${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
       "",
-      "| subscriptions | all paid after (s; goal <= 300) | invoices/s | gateway CPU (s) / PostgreSQL CPU (s) | CPU per subscription, gateway / PostgreSQL (ms) | idle: req/s (p50 / p99 ms) | during: req/s (p50 / p99 ms) | p99 during / idle (goal <= 2x) | duplicate invoices / charges | non-2xx |",
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-      `| ${fmt(N)} | ${allPaid ? `${fmt(billedSeconds, 1)} ${billedSeconds <= GOAL_SECONDS ? "met" : "**missed**"}` : `**${fmt(last.paid)} paid after ${fmt(wallSeconds)} s**`} | ${fmt(last.paid / (allPaid ? billedSeconds : wallSeconds))} | ${fmt(gatewayCpuUsed)} / ${fmt(pgCpuUsed)} | ${fmt((gatewayCpuUsed * 1000) / Math.max(1, last.paid), 2)} / ${fmt((pgCpuUsed * 1000) / Math.max(1, last.paid), 2)} | ${fmt(idle.rps)} (${fmt(idle.p50, 1)} / ${fmt(idle.p99, 1)}) | ${fmt(during.rps)} (${fmt(during.p50, 1)} / ${fmt(during.p99, 1)}) | ${CONNECTIONS ? `${fmt(ratio, 2)}x ${ratio <= 2 ? "met" : "**missed**"}` : "n/a"} | ${checks.invoicesPerPeriod} / ${checks.chargesPerAttempt}${duplicates ? " **not once**" : ""} | ${idle.errors + during.errors} |`,
+      "| subscriptions | all paid after (s; goal <= 300) | invoices/s | gateway CPU (s) / PostgreSQL CPU (s) | CPU per subscription, gateway / PostgreSQL (ms) | idle: req/s (p50 / p99 ms) | during: req/s (p50 / p99 ms) | p99 during / idle (goal <= 2x) | duplicate invoices / charges | non-2xx | e-mails done after (s) | CPU per subscription with its e-mails (ms) |",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      `| ${fmt(N)} | ${allPaid ? `${fmt(billedSeconds, 1)} ${billedSeconds <= GOAL_SECONDS ? "met" : "**missed**"}` : `**${fmt(last.paid)} paid after ${fmt(wallSeconds)} s**`} | ${fmt(last.paid / (allPaid ? billedSeconds : wallSeconds))} | ${fmt(gatewayCpuUsed)} / ${fmt(pgCpuUsed)} | ${fmt((gatewayCpuUsed * 1000) / Math.max(1, last.paid), 2)} / ${fmt((pgCpuUsed * 1000) / Math.max(1, last.paid), 2)} | ${fmt(idle.rps)} (${fmt(idle.p50, 1)} / ${fmt(idle.p99, 1)}) | ${fmt(during.rps)} (${fmt(during.p50, 1)} / ${fmt(during.p99, 1)}) | ${CONNECTIONS ? `${fmt(ratio, 2)}x ${ratio <= 2 ? "met" : "**missed**"}` : "n/a"} | ${checks.invoicesPerPeriod} / ${checks.chargesPerAttempt}${duplicates ? " **not once**" : ""} | ${idle.errors + during.errors} | ${fmt(mail.n)} in ${fmt(mailSeconds, 1)} | ${fmt((gatewayCpuWithMail * 1000) / Math.max(1, last.paid), 2)} / ${fmt((pgCpuWithMail * 1000) / Math.max(1, last.paid), 2)} |`,
       "",
       `Counted in SQL after the run: ${checks.subscriptionsNotOnce} subscriptions without exactly one invoice, ${checks.paidNotOnce} paid invoices without exactly one completed charge, ${fmt(checks.charges)} charges; events: ${events.map((e) => `${e.type} ${fmt(e.n)}`).join(", ")}. Invoiced / paid by seconds after falling due: ${shape}.`,
     ];
@@ -343,6 +357,10 @@ flood) and one process.`,
       );
     }
   } finally {
+    if (process.env.PG_STAT_STATEMENTS) {
+      const r = await db.query(`SELECT calls, round(total_exec_time)::int AS ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30`).catch((e) => ({ rows: [{ q: String(e) }] }));
+      for (const row of r.rows) console.log(`${String(row.ms).padStart(7)} ms ${String(row.calls).padStart(7)} calls ${String(row.rows).padStart(7)} rows  ${row.q}`);
+    }
     await db.end().catch(() => {});
     cleanup();
     await pgServer.stop();
