@@ -197,8 +197,9 @@ function graphqlOperation(body: unknown, maxTokens: number): Operation | undefin
 
 /**
  * Whether a response records the key. Not stored: 429s and the database's 503s (answers that ask for a retry),
- * REST envelopes whose code means the request was refused before execution, and GraphQL responses without `data` (the spec's sign that an error was raised
- * before execution began: syntax, validation, armor limits, variables), with a refusal among their errors
+ * REST envelopes whose code means the request was refused before execution, and GraphQL responses without `data`
+ * (the spec's sign that an error was raised before execution began: syntax, validation, armor limits, variables),
+ * with a refusal among their errors
  * (a role's 403), or whose every root field is such a typed result (visible when the client selects `code`).
  */
 export function isStored(status: number, body: string, isGraphql: boolean): boolean {

@@ -312,16 +312,21 @@ describe("an invoice charge settled by the step that made it", () => {
     return db().subscription.findUniqueOrThrow({ where: { reference: sub.body.data.id } });
   }
 
-  const settledJobs = async (invoiceId: number) =>
-    (await db().job.findMany({ where: { kind: "invoice.charge_settled" } })).filter((job) => (job.payload as { invoiceId?: number }).invoiceId === invoiceId);
-
-  it("paid: the invoice is paid in the step, and no invoice.charge_settled job is queued", async () => {
-    const row = await subscriptionOn("4242424242424242");
+  /** Its first period billed and charged by hand, as the two jobs would: the invoice. */
+  async function billAndCollect(row: { id: number; nextInvoiceAt: Date | null }) {
     const { cycle } = bench.gw.gateway.services.billing;
     const now = new Date(row.nextInvoiceAt!.getTime() + 1);
     await cycle.billSubscription(row.id, now);
     const invoice = await db().invoice.findFirstOrThrow({ where: { subscriptionId: row.id } });
     await cycle.collectInvoice(invoice.id, now);
+    return { invoice, now };
+  }
+
+  const settledJobs = async (invoiceId: number) =>
+    (await db().job.findMany({ where: { kind: "invoice.charge_settled" } })).filter((job) => (job.payload as { invoiceId?: number }).invoiceId === invoiceId);
+
+  it("paid: the invoice is paid in the step, and no invoice.charge_settled job is queued", async () => {
+    const { invoice } = await billAndCollect(await subscriptionOn("4242424242424242"));
     expect(await db().invoice.findUniqueOrThrow({ where: { id: invoice.id } })).toMatchObject({ status: "paid", attempts: 1 });
     expect(await db().transaction.findMany({ where: { invoiceId: invoice.id }, select: { status: true } })).toEqual([{ status: "completed" }]);
     expect(await settledJobs(invoice.id)).toEqual([]);
@@ -330,11 +335,7 @@ describe("an invoice charge settled by the step that made it", () => {
   it("declined: the failure is recorded in the step (next try scheduled), and no invoice.charge_settled job is queued", async () => {
     // Saves on its first payment; every later charge of it is declined.
     const row = await subscriptionOn("4000000000000341");
-    const { cycle } = bench.gw.gateway.services.billing;
-    const now = new Date(row.nextInvoiceAt!.getTime() + 1);
-    await cycle.billSubscription(row.id, now);
-    const invoice = await db().invoice.findFirstOrThrow({ where: { subscriptionId: row.id } });
-    await cycle.collectInvoice(invoice.id, now);
+    const { invoice, now } = await billAndCollect(row);
     const after = await db().invoice.findUniqueOrThrow({ where: { id: invoice.id } });
     expect(after).toMatchObject({ status: "open", attempts: 1 });
     expect(after.nextAttemptAt!.getTime()).toBeGreaterThan(now.getTime());

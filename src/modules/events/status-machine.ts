@@ -63,8 +63,6 @@ const MONEY_RULES: StatusRules<TerminalStatus> = {
 export interface StatusTable<Row extends StatusRow, Change extends string, Out = unknown, To extends string = TerminalStatus> {
   /** The event type's prefix (transaction.completed, payout.failed ...) and the snapshot's key in the payload. */
   subject: MoneySubject | "dispute";
-  /** Names a second table definition of the same subject (other alsoWrites): its statements are cached apart. */
-  variant?: string;
   table: string;
   /** The events column that links an event to its object. */
   eventColumn: "transaction_id" | "payout_id" | "refund_id" | "dispute_id";
@@ -140,7 +138,8 @@ export function afterCommit(deps: Pick<StatusMachineDeps, "publisher" | "jobs">,
   return published;
 }
 
-const statements = new Map<string, string>();
+/** Each table definition's statements (a subject may have several, e.g. without the invoice job), by combination. */
+const statements = new WeakMap<object, Map<string, string>>();
 
 /**
  * The statement for one table, target status, set of changed columns and whether jobs follow. Parameters:
@@ -148,8 +147,10 @@ const statements = new Map<string, string>();
  * as JSON when there are any. One text per combination, each prepared once per connection.
  */
 function changeStatement(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], withJobs: boolean, lead?: LeadWrite): string {
-  const key = `${table.subject}${table.variant ? `:${table.variant}` : ""}|${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
-  let text = statements.get(key);
+  let cached = statements.get(table);
+  if (!cached) statements.set(table, (cached = new Map()));
+  const key = `${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
+  let text = cached.get(key);
   if (text) return text;
   const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
   const timeColumn = rules.timeColumn(to);
@@ -174,7 +175,7 @@ function changeStatement(table: StatusTable<StatusRow, string, unknown, string>,
   SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
     ${FAN_OUT_JOBS_QUEUED} AS "deliveriesQueued"
   FROM (SELECT ${table.columns} FROM t) changed, ev`;
-  statements.set(key, text);
+  cached.set(key, text);
   return text;
 }
 

@@ -75,7 +75,7 @@ export const TRANSACTION_STATUS: StatusTable<Transaction, keyof typeof CHANGE_CO
 };
 
 /** The same, for a change whose invoice outcome its caller records (TransitionRequest.invoiceRecordedByCaller). */
-const TRANSACTION_STATUS_INVOICE_RECORDED: typeof TRANSACTION_STATUS = { ...TRANSACTION_STATUS, variant: "invoice-recorded", alsoWrites: () => null };
+const TRANSACTION_STATUS_INVOICE_RECORDED: typeof TRANSACTION_STATUS = { ...TRANSACTION_STATUS, alsoWrites: () => null };
 
 /** A transaction's status change: pending -> completed | failed, exactly once (events/status-machine.ts). */
 export async function transitionTransaction(deps: StateMachineDeps, request: TransitionRequest): Promise<TransitionResult> {
