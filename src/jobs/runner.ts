@@ -52,6 +52,12 @@ interface JobDefinitionBase<P> {
    * endpoint's posts holding their slots do not hold back everyone else's deliveries.
    */
   waitsOnNetwork?: boolean;
+  /**
+   * Its jobs may wait for other work: while a kind that does not yield has a backlog in this instance (its last claim
+   * filled every slot it had), this one keeps its busy share, as while the API is busy. A morning's renewals are then
+   * paid before their e-mails go out, not beside them (bench/billing.ts); the e-mails still move, a slot at a time.
+   */
+  yields?: boolean;
   /** A job that throws this many times is kept as failed (default 10); an explicit retry is the handler's call. */
   maxAttempts?: number;
   /** Called once when a job gives up after throwing maxAttempts times. */
@@ -275,16 +281,18 @@ export function createJobRunner(options: JobRunnerOptions) {
    * job freed its slot only to wait again, and claiming on it at once would churn the queue.
    */
   async function pass(kinds: Set<string> | undefined) {
-    const busy = options.foreground?.busy() ?? false;
+    const apiBusy = options.foreground?.busy() ?? false;
+    const backlog = [...definitions.values()].some((definition) => !definition.yields && saturated.has(definition.kind));
     const wanted: { definition: AnyJobDefinition; limit: number }[] = [];
     for (const definition of definitions.values()) {
       const { kind } = definition;
       if (kinds && !kinds.has(kind)) continue;
+      const busy = apiBusy || (!!definition.yields && backlog);
       const concurrency = definition.concurrency ?? 10;
       const share = Math.max(1, Math.ceil(concurrency / (definition.busyShare ?? BUSY_SHARE)));
       const slots = busy && !definition.waitsOnNetwork ? share : concurrency;
       const free = slots - (inFlight.get(kind) ?? 0);
-      // Once the API is no longer busy, a kind held back claims every free slot at once, not only its credit.
+      // Once the API (or the backlog it yields to) is no longer busy, a kind held back claims every free slot at once, not only its credit.
       const claimable = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;
       const limit = busy && definition.waitsOnNetwork ? Math.min(claimable, share) : claimable;
       if (busy && share < concurrency) throttled.add(kind);

@@ -197,6 +197,54 @@ describe("job runner: batch kinds", () => {
     await prisma().job.deleteMany({ where: { kind: { in: ["b.network", "b.slots"] } } });
   });
 
+  it("a kind that yields keeps its busy share while another kind has a backlog, and claims every free slot once that backlog is gone", async () => {
+    const r = runner();
+    let urgentOpen = false;
+    const urgentGates: (() => void)[] = [];
+    let urgentRunning = 0;
+    r.register({
+      kind: "b.urgent",
+      concurrency: 4,
+      run: async () => {
+        urgentRunning++;
+        if (!urgentOpen) await new Promise<void>((release) => urgentGates.push(release));
+        urgentRunning--;
+      },
+    });
+    const mailBatches: number[] = [];
+    let mailRunning = 0;
+    let mailMostAtOnce = 0;
+    r.register({
+      kind: "b.mail",
+      yields: true,
+      concurrency: 20,
+      batchSize: 20,
+      runBatch: async (jobs) => {
+        mailRunning += jobs.length;
+        mailMostAtOnce = Math.max(mailMostAtOnce, mailRunning);
+        mailBatches.push(jobs.length);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        mailRunning -= jobs.length;
+        return jobs.map(() => undefined);
+      },
+    });
+    await enqueueJobs(prisma(), Array.from({ length: 12 }, (_, n) => ({ kind: "b.urgent", payload: { n } })));
+    r.start();
+    await waitUntil(() => urgentRunning === 4, () => `4 urgent jobs running, got ${urgentRunning}`);
+    // Urgent work is backed up (4 of 12 running, every slot taken): e-mail queued now goes a job at a time, and still goes.
+    await enqueueJobs(prisma(), Array.from({ length: 60 }, (_, n) => ({ kind: "b.mail", payload: { n } })));
+    r.nudge();
+    await waitUntil(() => mailBatches.length >= 5, () => `e-mail moving while held, ${mailBatches.length} batches so far`);
+    expect(mailMostAtOnce).toBe(1);
+    expect(mailBatches.every((size) => size === 1)).toBe(true);
+    // The backlog drains; its last claim comes back short, and the e-mail's next claim takes every free slot.
+    urgentOpen = true;
+    urgentGates.splice(0).forEach((release) => release());
+    await waitUntil(async () => (await prisma().job.count({ where: { kind: { in: ["b.urgent", "b.mail"] } } })) === 0, "both queues to drain", 20_000);
+    expect(Math.max(...mailBatches)).toBeGreaterThan(1);
+    await r.stop();
+  });
+
   it("while the API is busy a kind runs a twentieth of its concurrency (one with busyShare 4 a quarter); once it is not, every free slot is claimed at once", async () => {
     let apiBusy = true;
     const r = createJobRunner({ prisma: prisma(), logger, pollIntervalMs: 600_000, leaseMs: 60_000, foreground: { requestArrived: () => undefined, busy: () => apiBusy } });

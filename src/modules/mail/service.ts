@@ -305,6 +305,8 @@ export function createMailService(deps: MailServiceDeps) {
   // identities and the jobs' completion are read and written once per batch, not once per message.
   deps.jobs.register<{ messageId: number }>({
     kind: store.MAIL_SEND_JOB,
+    // Receipts and notices can wait a few minutes for the payments that cause them (a morning's renewals): they yield.
+    yields: true,
     concurrency: MAIL_BATCH_SIZE,
     batchSize: MAIL_BATCH_SIZE,
     async runBatch(batch) {
