@@ -252,28 +252,29 @@ export function createMailService(deps: MailServiceDeps) {
 
   /**
    * One try of one message (its row and its merchant's identity read by the batch): rendered once and stored (a retry
-   * sends the same words), then handed to SMTP; without SMTP kept (test mode) or skipped (live).
+   * sends the same words), then handed to SMTP; without SMTP kept (test mode) or skipped (live). Its outcome goes to
+   * `record`: the batch writes its messages' outcomes together.
    */
-  async function sendMessage(message: MailMessage, identity: MailIdentity, attempt: number): Promise<JobOutcome> {
+  async function sendMessage(message: MailMessage, identity: MailIdentity, attempt: number, record: (write: Omit<store.OutcomeWrite, "id">) => void): Promise<JobOutcome> {
     let to = message.toAddress;
     let rendered: RenderedMail | null = message.subject && message.textBody && message.htmlBody ? { subject: message.subject, text: message.textBody, html: message.htmlBody } : null;
     if (!rendered || !to) {
       const facts = (NOTICE_KINDS as readonly string[]).includes(message.kind) ? await noticeMail(message, identity) : await payerMail(message, identity);
       if ("skip" in facts) {
-        await store.recordOutcome(prisma, message.id, { status: "skipped", error: facts.skip });
+        record({ outcome: { status: "skipped", error: facts.skip } });
         return;
       }
       to = facts.to;
       rendered = facts.rendered;
       const fields = { toAddress: to, language: facts.lang, subject: rendered.subject, textBody: rendered.text, htmlBody: rendered.html };
       if (!transport) {
-        await store.recordOutcome(prisma, message.id, withoutTransport(message), fields);
+        record({ outcome: withoutTransport(message), rendered: fields });
         return;
       }
       await store.recordRendered(prisma, message.id, fields);
     }
     if (!transport) {
-      await store.recordOutcome(prisma, message.id, withoutTransport(message));
+      record({ outcome: withoutTransport(message) });
       return;
     }
     const logo = identity.logoHash && rendered.html.includes(`cid:${LOGO_CID}`) ? await deps.brand.logo(message.merchantId, identity.logoHash) : null;
@@ -289,11 +290,11 @@ export function createMailService(deps: MailServiceDeps) {
       logo: logo ? { cid: LOGO_CID, bytes: logo.bytes, type: logo.type } : undefined,
     });
     if (outcome.sent) {
-      await store.recordOutcome(prisma, message.id, { status: "sent" });
+      record({ outcome: { status: "sent" } });
       return;
     }
     const giveUp = outcome.permanent || attempt > config.mail.retryScheduleMs.length;
-    await store.recordOutcome(prisma, message.id, { status: giveUp ? "failed" : "queued", error: outcome.error });
+    record({ outcome: { status: giveUp ? "failed" : "queued", error: outcome.error } });
     if (giveUp) {
       logger.warn({ messageId: message.id, kind: message.kind, error: outcome.error }, "e-mail not sent");
       return;
@@ -317,19 +318,24 @@ export function createMailService(deps: MailServiceDeps) {
         if (!identity) identities.set(merchantId, (identity = deps.brand.mailIdentity(merchantId)));
         return identity;
       };
-      return Promise.all(
+      const writes: store.OutcomeWrite[] = [];
+      const outcomes = await Promise.all(
         batch.map(async ({ payload, job }): Promise<BatchOutcome> => {
           try {
             const message = messages.get(Number(payload.messageId));
             if (!message || message.status !== "queued") return undefined;
             const identity = await identityOf(message.merchantId);
             if (!identity) return undefined;
-            return await sendMessage(message, identity, job.attempt);
+            return await sendMessage(message, identity, job.attempt, (write) => writes.push({ id: message.id, ...write }));
           } catch (error) {
             return error instanceof Error ? error : new Error(String(error));
           }
         }),
       );
+      // Before the runner settles the jobs: a message done is marked so before its job is deleted (a failed write fails
+      // the batch, whose messages are tried again: at least once, as a failed write of one message always was).
+      await store.recordOutcomes(prisma, writes);
+      return outcomes;
     },
   });
 

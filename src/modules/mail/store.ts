@@ -133,16 +133,41 @@ export async function recordRendered(db: Db, id: number, rendered: RenderedField
 
 export type RenderedFields = { toAddress: string; language: string; subject: string; textBody: string; htmlBody: string };
 
+export type MailOutcome = { status: "sent" | "kept" | "skipped" | "failed" | "queued"; error?: string | null };
+
+/** One message's try, as recordOutcomes writes it. */
+export interface OutcomeWrite {
+  id: number;
+  outcome: MailOutcome;
+  /** The rendered message, when it was rendered on this try and never handed to a transport (one write, not two). */
+  rendered?: RenderedFields;
+}
+
 /**
- * The outcome of a try: sent, kept (the test inbox), skipped or failed for good, or queued again with its error; with
- * the rendered message when it was rendered on this try and never handed to a transport (one write, not two).
+ * The outcomes of a batch's tries in one statement: sent, kept (the test inbox), skipped or failed for good, or queued
+ * again with its error; each with its rendered message when given (else the row's is kept).
  */
-export async function recordOutcome(db: Db, id: number, outcome: { status: "sent" | "kept" | "skipped" | "failed" | "queued"; error?: string | null }, rendered?: RenderedFields): Promise<void> {
-  const done = outcome.status === "sent" || outcome.status === "kept";
-  await db.mailMessage.update({
-    where: { id },
-    data: { ...rendered, status: outcome.status, lastError: outcome.error ?? null, attempts: { increment: outcome.status === "skipped" ? 0 : 1 }, ...(done ? { sentAt: new Date() } : {}) },
-  });
+export async function recordOutcomes(db: Db, writes: OutcomeWrite[]): Promise<void> {
+  if (!writes.length) return;
+  const column = <T>(pick: (w: OutcomeWrite) => T) => writes.map(pick);
+  await db.$executeRawUnsafe(
+    `UPDATE mail_messages m SET status = r.status, last_error = r.last_error, attempts = m.attempts + r.tried,
+       sent_at = CASE WHEN r.status IN ('sent', 'kept') THEN now() ELSE m.sent_at END,
+       to_address = coalesce(r.to_address, m.to_address), language = coalesce(r.language, m.language),
+       subject = coalesce(r.subject, m.subject), text_body = coalesce(r.text_body, m.text_body), html_body = coalesce(r.html_body, m.html_body)
+     FROM unnest($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       AS r(id, status, last_error, tried, to_address, language, subject, text_body, html_body)
+     WHERE m.id = r.id`,
+    column((w) => w.id),
+    column((w) => w.outcome.status),
+    column((w) => w.outcome.error ?? null),
+    column((w) => (w.outcome.status === "skipped" ? 0 : 1)),
+    column((w) => w.rendered?.toAddress ?? null),
+    column((w) => w.rendered?.language ?? null),
+    column((w) => w.rendered?.subject ?? null),
+    column((w) => w.rendered?.textBody ?? null),
+    column((w) => w.rendered?.htmlBody ?? null),
+  );
 }
 
 // ---- Lists (the test inbox, a payment's messages) ----
