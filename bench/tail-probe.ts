@@ -29,6 +29,7 @@ const children: ChildProcess[] = [];
 const VARIANTS: Record<string, { env?: Record<string, string>; nodeFlags?: string[]; about: string }> = {
   base: { about: "as configured (job runner on)" },
   nojobs: { env: { JOBS_ENABLED: "false" }, about: "JOBS_ENABLED=false (no job runner polling)" },
+  poll5s: { env: { JOB_POLL_INTERVAL_MS: "5000" }, about: "JOB_POLL_INTERVAL_MS=5000 (the runner's poll every 5 s, not 2 s)" },
   semispace: { nodeFlags: ["--max-semi-space-size=32"], about: "node --max-semi-space-size=32 (fewer young-generation GCs)" },
 };
 
