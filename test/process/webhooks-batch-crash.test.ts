@@ -11,7 +11,9 @@ import { until } from "../support/wait.ts";
  * the restarted gateway sends every delivery of the batch again, with the same webhook-id, and records each once.
  */
 describe("webhook batch across a gateway crash", () => {
-  const WEBHOOK_TIMEOUT_MS = 2000;
+  // Longer than the steps between the sends and the kill can take on a busy machine: the slow delivery must still be
+  // in flight when the gateway dies (timed out first, its failure is recorded alone, and its retry is a second attempt).
+  const WEBHOOK_TIMEOUT_MS = 10_000;
   /** What the gateway makes of JOB_LEASE_MS=1000: never less than the webhook timeout plus 5 s. */
   const LEASE_MS = WEBHOOK_TIMEOUT_MS + 5000;
   let database: TestDatabase;
