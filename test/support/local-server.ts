@@ -29,7 +29,49 @@ export function isExecutable(file: string): boolean {
   }
 }
 
-export function freePort(): Promise<number> {
+/**
+ * A port no one listens on, for a test server to bind next. It is drawn below the kernel's ephemeral range (where
+ * port 0 would land): a port from that range can be taken meanwhile as the local end of any outgoing connection,
+ * and a long-lived one (Patroni's watch on etcd, a pooled client) then keeps it taken. That happened in CI: the
+ * standby's port, picked before the 90 s bootstrap of the primary, was in use for as long as the drill waited.
+ */
+export async function freePort(): Promise<number> {
+  const [low, high] = unassignedRange();
+  for (let attempt = 0; attempt < 50 && high > low; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return anyPort();
+}
+
+/** Ports this process handed out already: a test that asks for several gets different ones. */
+const handedOut = new Set<number>();
+
+/** [10000, the first ephemeral port), or an empty range where the kernel's ephemeral range starts lower. */
+function unassignedRange(): [number, number] {
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number.parseInt(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]!, 10) || ephemeralLow;
+  } catch {
+    // not Linux: the common default
+  }
+  return [10_000, ephemeralLow];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+function anyPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

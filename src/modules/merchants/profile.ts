@@ -3,7 +3,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.ts";
 import { isKnownCurrency, currencies } from "../../money.ts";
 import { isTimeZone } from "../../days.ts";
-import { createUser } from "../users/service.ts";
+import { createUser, hashNewPassword } from "../users/service.ts";
 
 /**
  * The merchant's own settings (name, country, time zone, default currency, language) and `cli setup`, the first
@@ -104,6 +104,7 @@ export async function setUpMerchant(prisma: PrismaClient, input: MerchantSetup) 
   const country = input.country ? countryOf(input.country) : null;
   const timezone = timezoneOf(input.timezone ?? defaultTimezone(country));
   const currency = currencyOf(input.currency ?? defaultCurrency(country));
+  const passwordHash = await hashNewPassword(input.password);
   return prisma.$transaction(async (tx) => {
     const existing = await tx.merchant.count();
     if (existing > 0 && !input.another) {
@@ -111,7 +112,7 @@ export async function setUpMerchant(prisma: PrismaClient, input: MerchantSetup) 
     }
     if (await tx.merchant.findUnique({ where: { email: contact }, select: { id: true } })) throw new ConflictError(`A merchant with e-mail ${contact} already exists`, "email");
     const merchant = await tx.merchant.create({ data: { name, email: contact, country, timezone, defaultCurrency: currency } });
-    const owner = await createUser(tx, { merchantId: merchant.id, email: contact, password: input.password, role: "owner" });
+    const owner = await createUser(tx, { merchantId: merchant.id, email: contact, passwordHash, role: "owner" });
     return { merchant, owner };
   });
 }

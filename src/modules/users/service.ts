@@ -29,6 +29,8 @@ const newUserInput = z.object({
     .max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`),
   role: z.enum(["owner", "developer", "viewer"], { error: "must be owner, developer or viewer" }),
 });
+const newPasswordInput = newUserInput.pick({ password: true });
+const hashedUserInput = newUserInput.omit({ password: true });
 
 const loginInput = z.object({
   email: z.string({ error: "is required" }).min(1, "is required").max(254, "must be at most 254 characters"),
@@ -50,20 +52,35 @@ function parse<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
   throw new ValidationError(issue.path.join(".") || "body", issue.message);
 }
 
-export interface NewUser {
+export type NewUser = {
   merchantId: number;
   email: string;
-  password: string;
   role: string;
+} & ({ password: string } | { passwordHash: string });
+
+/**
+ * A new user's password, checked and hashed. A caller inside a database transaction hashes first and passes
+ * `passwordHash`: scrypt is slow by design, and on a busy machine it outlasted the transaction's timeout.
+ */
+export async function hashNewPassword(password: unknown): Promise<string> {
+  return hashPassword(parse(newPasswordInput, { password }).password);
+}
+
+async function parseAndHash(input: unknown) {
+  const data = parse(newUserInput, input);
+  return { data, passwordHash: await hashPassword(data.password) };
 }
 
 /** Adds a user (also the CLI's `user create` and `setup`, which have no sessions to manage; setup passes its transaction). */
 export async function createUser(prisma: Pick<PrismaClient, "merchant" | "user">, input: NewUser) {
-  const data = parse(newUserInput, input);
+  const { data, passwordHash } =
+    "passwordHash" in input
+      ? { data: parse(hashedUserInput, input), passwordHash: input.passwordHash }
+      : await parseAndHash(input);
   if (!(await prisma.merchant.findUnique({ where: { id: data.merchantId }, select: { id: true } }))) throw new NotFoundError(`Merchant ${data.merchantId}`);
   try {
     return await prisma.user.create({
-      data: { merchantId: data.merchantId, email: data.email, role: data.role, passwordHash: await hashPassword(data.password) },
+      data: { merchantId: data.merchantId, email: data.email, role: data.role, passwordHash },
       select: { id: true, merchantId: true, email: true, role: true, createdAt: true },
     });
   } catch (error) {
