@@ -364,8 +364,11 @@ flood) and one process.`,
     }
   } finally {
     if (process.env.PG_STAT_STATEMENTS) {
-      const r = await db.query(`SELECT calls, round(total_exec_time)::int AS ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30`).catch((e) => ({ rows: [{ q: String(e) }] }));
-      for (const row of r.rows) console.log(`${String(row.ms).padStart(7)} ms ${String(row.calls).padStart(7)} calls ${String(row.rows).padStart(7)} rows  ${row.q}`);
+      // Planning counted apart (track_planning): a prepared statement re-planned on every call shows here.
+      const r = await db.query(`SELECT calls, plans, round(total_exec_time)::int AS ms, round(total_plan_time)::int AS plan_ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 30`).catch((e) => ({ rows: [{ q: String(e) }] }));
+      const sums = await db.query(`SELECT round(sum(total_exec_time))::int AS exec, round(sum(total_plan_time))::int AS plan FROM pg_stat_statements WHERE toplevel`).catch(() => ({ rows: [] }));
+      if (sums.rows[0]) console.log(`top-level statements: ${sums.rows[0].exec} ms executing, ${sums.rows[0].plan} ms planning`);
+      for (const row of r.rows) console.log(`${String(row.ms).padStart(7)} ms ${String(row.plan_ms).padStart(6)} ms planning ${String(row.calls).padStart(7)} calls ${String(row.plans).padStart(7)} plans ${String(row.rows).padStart(7)} rows  ${row.q}`);
     }
     await db.end().catch(() => {});
     cleanup();

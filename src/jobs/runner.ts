@@ -54,8 +54,9 @@ interface JobDefinitionBase<P> {
   waitsOnNetwork?: boolean;
   /**
    * Its jobs may wait for other work: while a kind that does not yield has a backlog in this instance (its last claim
-   * filled every slot it had), this one keeps its busy share, as while the API is busy. A morning's renewals are then
-   * paid before their e-mails go out, not beside them (bench/billing.ts); the e-mails still move, a slot at a time.
+   * filled every slot it had), this one claims one unit (a batch, or a job) per poll interval. A morning's renewals
+   * are then paid before their e-mails go out, not beside them (bench/billing.ts), and the e-mails still move. A unit
+   * at a time, not a job at a time: a batch of one costs the claim, reads and writes of a whole batch.
    */
   yields?: boolean;
   /** A job that throws this many times is kept as failed (default 10); an explicit retry is the handler's call. */
@@ -122,6 +123,8 @@ export function createJobRunner(options: JobRunnerOptions) {
   const credit = new Map<string, number>();
   /** Kinds whose last pass was held to the busy share. */
   const throttled = new Set<string>();
+  /** When each yielding kind last claimed while it yielded (see `yields`). */
+  const yieldedClaimAt = new Map<string, number>();
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   let started = false;
   let passing = false;
@@ -287,20 +290,28 @@ export function createJobRunner(options: JobRunnerOptions) {
     for (const definition of definitions.values()) {
       const { kind } = definition;
       if (kinds && !kinds.has(kind)) continue;
-      const busy = apiBusy || (!!definition.yields && backlog);
+      const yielding = !!definition.yields && backlog;
+      const busy = apiBusy || yielding;
       const concurrency = definition.concurrency ?? 10;
       const share = Math.max(1, Math.ceil(concurrency / (definition.busyShare ?? BUSY_SHARE)));
-      const slots = busy && !definition.waitsOnNetwork ? share : concurrency;
+      const unit = isBatch(definition) ? Math.min(concurrency, definition.batchSize ?? concurrency) : 1;
+      const slots = yielding ? unit : busy && !definition.waitsOnNetwork ? share : concurrency;
       const free = slots - (inFlight.get(kind) ?? 0);
       // Once the API (or the backlog it yields to) is no longer busy, a kind held back claims every free slot at once, not only its credit.
       const claimable = kinds && !(throttled.has(kind) && !busy) ? Math.min(free, credit.get(kind) ?? 0) : free;
-      const limit = busy && definition.waitsOnNetwork ? Math.min(claimable, share) : claimable;
+      let limit = busy && definition.waitsOnNetwork ? Math.min(claimable, share) : claimable;
+      if (yielding) {
+        // One unit per poll interval (a tenth early: the poll's timer may fire a little before the interval is over).
+        const due = Date.now() - (yieldedClaimAt.get(kind) ?? -Infinity) >= options.pollIntervalMs * 0.9;
+        limit = due ? Math.min(free, unit) : 0;
+      }
       if (busy && share < concurrency) throttled.add(kind);
       else throttled.delete(kind);
       // Asked (a nudge, the poll) with every slot taken: the next of its jobs to finish claims again, so work
       // committed now does not wait for the poll (2 s) when the last claim had come back short.
       if (!kinds && free <= 0) saturated.add(kind);
       if (limit <= 0) continue;
+      if (yielding) yieldedClaimAt.set(kind, Date.now());
       credit.delete(kind);
       wanted.push({ definition, limit });
     }

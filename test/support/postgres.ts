@@ -113,7 +113,7 @@ async function startLocalServer(): Promise<PostgresServer> {
       "synchronous_commit = off",
       "full_page_writes = off",
       "max_connections = 300",
-      ...(process.env.PG_STAT_STATEMENTS ? ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = all"] : []),
+      ...(process.env.PG_STAT_STATEMENTS ? ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = all", "pg_stat_statements.track_planning = on"] : []),
       "",
     ].join("\n"));
 
