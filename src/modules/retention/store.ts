@@ -7,10 +7,8 @@ import { EVENT_TRANSACTION_PENDING } from "../transactions/store.ts";
  * how many it deleted. One statement is one short transaction, so writers wait for a batch at most, never for a
  * whole run. The rows are picked by a sub-select that locks them FOR UPDATE SKIP LOCKED: a row a writer holds
  * is skipped (the next run takes it), never waited on, and a picked row cannot change between the pick and the
- * delete (FOR UPDATE re-checks the conditions on its latest version). The picked ids reach the DELETE as an array
- * (`id = ANY(ARRAY(...))`), read by the primary key: as `id IN (sub-select)` the planner may guess thousands of rows
- * from the LIMIT and hash-join them to a scan of the whole table (the jobs claim did, bench/README.md). Ages use the
- * database's clock, so instances with skewed clocks agree (as idempotency claims do).
+ * delete (FOR UPDATE re-checks the conditions on its latest version). Ages use the database's clock, so
+ * instances with skewed clocks agree (as idempotency claims do).
  *
  * Payments, payouts, refunds, the ledger and reconciliations are never deleted: nothing here names them except
  * to keep rows they still need.
@@ -26,11 +24,11 @@ const seconds = (ms: number) => ms / 1000;
  */
 export function deleteFinishedDeliveriesBatch(prisma: PrismaClient, olderThanMs: number, limit: number): Promise<number> {
   return prisma.$executeRaw`
-    DELETE FROM webhook_deliveries WHERE id = ANY(ARRAY(
+    DELETE FROM webhook_deliveries WHERE id IN (
       SELECT id FROM webhook_deliveries
       WHERE created_at < now() - make_interval(secs => ${seconds(olderThanMs)}::double precision) AND status <> 'pending'
       LIMIT ${limit} FOR UPDATE SKIP LOCKED
-    ))`;
+    )`;
 }
 
 /**
@@ -41,7 +39,7 @@ export function deleteFinishedDeliveriesBatch(prisma: PrismaClient, olderThanMs:
  */
 export function deleteEventsBatch(prisma: PrismaClient, olderThanMs: number, limit: number): Promise<number> {
   return prisma.$executeRaw`
-    DELETE FROM events WHERE id = ANY(ARRAY(
+    DELETE FROM events WHERE id IN (
       SELECT e.id FROM events e
       WHERE e.created_at < now() - make_interval(secs => ${seconds(olderThanMs)}::double precision)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
@@ -49,7 +47,7 @@ export function deleteEventsBatch(prisma: PrismaClient, olderThanMs: number, lim
         AND NOT EXISTS (SELECT 1 FROM payouts p WHERE p.id = e.payout_id AND p.status = 'pending')
         AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.id = e.refund_id AND r.status = 'pending')
       LIMIT ${limit} FOR UPDATE OF e SKIP LOCKED
-    ))`;
+    )`;
 }
 
 /**
@@ -59,10 +57,10 @@ export function deleteEventsBatch(prisma: PrismaClient, olderThanMs: number, lim
  */
 export function deleteExpiredIdempotencyKeysBatch(prisma: PrismaClient, graceMs: number, limit: number): Promise<number> {
   return prisma.$executeRaw`
-    DELETE FROM idempotency_keys WHERE id = ANY(ARRAY(
+    DELETE FROM idempotency_keys WHERE id IN (
       SELECT id FROM idempotency_keys WHERE expires_at < now() - make_interval(secs => ${seconds(graceMs)}::double precision)
       LIMIT ${limit} FOR UPDATE SKIP LOCKED
-    ))`;
+    )`;
 }
 
 /**
@@ -72,10 +70,10 @@ export function deleteExpiredIdempotencyKeysBatch(prisma: PrismaClient, graceMs:
  */
 export function deleteExpiredRefreshTokensBatch(prisma: PrismaClient, limit: number): Promise<number> {
   return prisma.$executeRaw`
-    DELETE FROM refresh_tokens WHERE id = ANY(ARRAY(
+    DELETE FROM refresh_tokens WHERE id IN (
       SELECT r.id FROM refresh_tokens r
       WHERE r.expires_at < now()
         AND NOT EXISTS (SELECT 1 FROM refresh_tokens live WHERE live.family_id = r.family_id AND live.expires_at >= now())
       LIMIT ${limit} FOR UPDATE OF r SKIP LOCKED
-    ))`;
+    )`;
 }
