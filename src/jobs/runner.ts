@@ -303,7 +303,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       if (yielding) {
         // One unit per poll interval (a tenth early: the poll's timer may fire a little before the interval is over).
         const due = Date.now() - (yieldedClaimAt.get(kind) ?? -Infinity) >= options.pollIntervalMs * 0.9;
-        limit = due ? Math.min(free, unit) : 0;
+        limit = due ? free : 0; // its slots are one unit
       }
       if (busy && share < concurrency) throttled.add(kind);
       else throttled.delete(kind);
