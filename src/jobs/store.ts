@@ -238,12 +238,13 @@ export async function queueReport(prisma: PrismaClient, limit = 10) {
 /**
  * Deletes at most `limit` jobs that gave up more than `olderThanMs` ago (the database's clock); returns how many.
  * Only `failed` rows: queued and running jobs are work still to do, and a done job is already deleted. SKIP
- * LOCKED so a batch never waits on (or holds up) a row another statement has locked.
+ * LOCKED so a batch never waits on (or holds up) a row another statement has locked. Oldest first through
+ * (status, updated_at), ids by array: the form of retention's other picks (retention/store.ts says why).
  */
 export function deleteFailedJobsBatch(prisma: PrismaClient, olderThanMs: number, limit: number): Promise<number> {
   return prisma.$executeRaw`
-    DELETE FROM jobs WHERE id IN (
+    DELETE FROM jobs WHERE id = ANY(ARRAY(
       SELECT id FROM jobs WHERE status = 'failed' AND updated_at < now() - make_interval(secs => ${olderThanMs / 1000}::double precision)
-      LIMIT ${limit} FOR UPDATE SKIP LOCKED
-    )`;
+      ORDER BY updated_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ))`;
 }

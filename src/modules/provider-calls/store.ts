@@ -52,9 +52,9 @@ export async function payoutCalls(prisma: PrismaClient, merchantId: number, payo
  */
 export function deleteOldProviderCallsBatch(prisma: PrismaClient, olderThanMs: number, limit: number): Promise<number> {
   return prisma.$executeRaw`
-    DELETE FROM provider_calls WHERE id IN (
+    DELETE FROM provider_calls WHERE id = ANY(ARRAY(
       SELECT id FROM provider_calls
       WHERE created_at < now() - make_interval(secs => ${olderThanMs / 1000}::double precision)
-      LIMIT ${limit} FOR UPDATE SKIP LOCKED
-    )`;
+      ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ))`;
 }
