@@ -11,7 +11,9 @@ import { expectNothingMoreWithin, until } from "../support/wait.ts";
  * its lease runs out the restarted gateway sends the same event again, and only until it is acknowledged.
  */
 describe("webhook delivery across a gateway crash", () => {
-  const WEBHOOK_TIMEOUT_MS = 2000;
+  // Long enough that the kill always comes first: the test kills the gateway once the receiver holds the request, and
+  // on a busy machine that took more than 2 s once, so the gateway had recorded a timeout (attempt 1) before it died.
+  const WEBHOOK_TIMEOUT_MS = 10_000;
   /** What the gateway makes of JOB_LEASE_MS=1000: never less than the webhook timeout plus 5 s. */
   const LEASE_MS = WEBHOOK_TIMEOUT_MS + 5000;
   let database: TestDatabase;

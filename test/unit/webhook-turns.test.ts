@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createPostingTurns } from "../../src/modules/webhooks/turns.ts";
+import { createPostingTurns, DELIVERY_CONCURRENCY } from "../../src/modules/webhooks/turns.ts";
 
 /**
  * A delivery that gets no turn at its endpoint goes back to the queue for about as long as that endpoint needs for
@@ -41,5 +41,30 @@ describe("webhook posting turns: how long a delivery without a turn is deferred"
     for (let i = 0; i < 30; i++) await turns.inTurn(8, async () => ({ latencyMs: 10_000 }));
     expect(turns.deferMs(8)).toBeGreaterThanOrEqual(10_000);
     expect(turns.deferMs(8)).toBeLessThanOrEqual(30_000);
+  });
+
+  it("a backlog to one endpoint alone waits here, up to the runner's slots: none is sent back for want of room; beside another endpoint, 95 wait", async () => {
+    const turns = createPostingTurns();
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    /** `count` posts to `endpoint` at once, each held until answered; how many got no turn. */
+    const burst = async (endpoint: number, count: number) => {
+      const answers: (() => void)[] = [];
+      const posts = Array.from({ length: count }, () => turns.inTurn(endpoint, () => new Promise<{ latencyMs: number }>((resolve) => answers.push(() => resolve({ latencyMs: 3 })))));
+      await settle();
+      expect(answers).toHaveLength(5);
+      while (answers.length) answers.shift()!(), await settle();
+      return (await Promise.all(posts)).filter((r) => r === null).length;
+    };
+    // Latency not known yet: 5 in flight and 10 waiting.
+    expect(await burst(1, 30)).toBe(15);
+    // Now known (fast) and kept though its queue emptied: every runner slot may wait for a turn here.
+    expect(await burst(1, DELIVERY_CONCURRENCY)).toBe(0);
+    // With another endpoint's delivery in flight here, a fast endpoint keeps 95 waiting and sends the rest back.
+    let other!: () => void;
+    const otherPost = turns.inTurn(2, () => new Promise<{ latencyMs: number }>((resolve) => (other = () => resolve({ latencyMs: 3 }))));
+    await settle();
+    expect(await burst(1, DELIVERY_CONCURRENCY)).toBe(DELIVERY_CONCURRENCY - 5 - 95);
+    other();
+    expect(await otherPost).toEqual({ latencyMs: 3 });
   });
 });
