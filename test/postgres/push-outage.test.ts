@@ -11,6 +11,7 @@ import { until } from "../support/wait.ts";
  * request id: the payer's phone is already prompted, so losing the id would leave the payment to expire although the
  * payer paid (the callback and the status query name only that id). A short outage is waited out within the request;
  * a longer one answers 503 while the id is recorded once the database is back, and the payment completes either way.
+ * And a payment whose commit's answer is lost never had its push sent: the key's retry sends it.
  */
 describe("an STK push accepted just before a database outage", () => {
   let database: TestDatabase;
@@ -114,5 +115,30 @@ describe("an STK push accepted just before a database outage", () => {
     expect(retry.body.data.checkout_request_id).toBe(checkoutRequestId);
     expect(daraja.pushes.size, "the retry sent no second push").toBe(2);
     await payerPays(checkoutRequestId, "long-outage");
+  });
+
+  it("sends on the key's retry the push of a payment whose commit went through but whose answer was lost (no push had left)", async () => {
+    const pushesBefore = daraja.pushes.size;
+    const lost = proxy.loseCommitAnswerAfter("transaction_attempts");
+    const res = await push("lost-commit");
+    await lost;
+    expect(res.status, res.text).toBe(503);
+    expect(res.body).toMatchObject({ status: "error", code: "service_unavailable" });
+    // Committed, with its attempt, and nothing asked of Daraja.
+    expect(await recorded("lost-commit")).toEqual([expect.objectContaining({ status: "pending", payment_request: null, attempt_request: null })]);
+    expect(daraja.pushes.size).toBe(pushesBefore);
+
+    const retry = await until(() => push("lost-commit"), (r) => r.status !== 503 && r.body.code !== "idempotency_key_in_use", 30_000);
+    expect(retry.status, retry.text).toBe(201);
+    const checkoutRequestId = retry.body.data.checkout_request_id as string;
+    expect(checkoutRequestId).toBeTruthy();
+    expect(daraja.pushes.size, "the retry sent the push").toBe(pushesBefore + 1);
+    expect(await recorded("lost-commit")).toEqual([expect.objectContaining({ status: "pending", payment_request: checkoutRequestId, attempt_request: checkoutRequestId })]);
+    // The key's answer is now the push's; asking again sends nothing more.
+    const again = await push("lost-commit");
+    expect(again.status, again.text).toBe(201);
+    expect(again.body.data.checkout_request_id).toBe(checkoutRequestId);
+    expect(daraja.pushes.size).toBe(pushesBefore + 1);
+    await payerPays(checkoutRequestId, "lost-commit");
   });
 });

@@ -7,6 +7,12 @@ import { createServer, connect, type Server, type Socket } from "node:net";
  */
 export interface TcpProxy {
   port: number;
+  /**
+   * The next COMMIT of a database transaction that sent `marker` (text of one of its statements) reaches the server,
+   * which commits it, but its answer never reaches the client: the connection is cut as the COMMIT goes through (an
+   * acknowledgement lost in a failover). Resolves once it has happened.
+   */
+  loseCommitAnswerAfter(marker: string): Promise<void>;
   cut(): Promise<void>;
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -16,6 +22,7 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let port = 0;
+  let commitTrap: { marker: string; sprung: () => void } | undefined;
 
   const listen = async () => {
     const s = createServer((client) => {
@@ -28,7 +35,29 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      upstream.pipe(client);
+      let marked = false;
+      client.on("data", (chunk: Buffer) => {
+        const trap = commitTrap;
+        if (trap) {
+          const text = chunk.toString("latin1");
+          if (text.includes("BEGIN")) marked = false;
+          if (text.includes(trap.marker)) marked = true;
+          if (marked && text.includes("COMMIT")) {
+            commitTrap = undefined;
+            upstream.unpipe(client);
+            upstream.end(chunk);
+            client.destroy();
+            trap.sprung();
+            return;
+          }
+        }
+        if (!upstream.write(chunk)) {
+          client.pause();
+          upstream.once("drain", () => client.resume());
+        }
+      });
+      client.on("end", () => upstream.end());
     });
     await new Promise<void>((resolve, reject) => {
       s.once("error", reject);
@@ -50,6 +79,7 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
     get port() {
       return port;
     },
+    loseCommitAnswerAfter: (marker) => new Promise<void>((sprung) => (commitTrap = { marker, sprung })),
     cut: stop,
     restore: listen,
     close: stop,

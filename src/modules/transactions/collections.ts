@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { isUniqueViolation, ValidationError } from "../../errors.ts";
+import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { amountSchema } from "../../money.ts";
 import { msisdnSchema, toMsisdn } from "../../phone.ts";
@@ -68,6 +69,23 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
   const { deps, store, transition, attempts } = ctx;
   const { channels, connectors } = deps;
 
+  /**
+   * A keyed push's retry, once its first try committed the payment: the push is sent now when that try never sent it
+   * (its commit's answer was lost in a failover, or it crashed right after); otherwise the payment is answered as it stands.
+   */
+  async function resumeStkCollection(t: Transaction) {
+    const standing = { transaction: t, customerMessage: RECOVERED_PUSH_MESSAGE };
+    const attempt = t.status === "pending" ? await attempts.findLatestPending(t.id) : null;
+    if (!attempt?.unsent || attempt.channelId === null) return standing;
+    const channel = await channels.findById(attempt.channelId);
+    const momo = channel ? connectorOf(connectors, channel)?.momo : undefined;
+    const phoneNumber = attempt.phoneNumber ?? t.phoneNumber;
+    if (!channel || !momo || !phoneNumber || !(await attempts.takeSending(attempt.id))) return standing;
+    deps.logger.info({ reference: t.reference, attempt: attempt.id }, "keyed retry sends the push its first try committed but never sent");
+    const { accepted, transaction } = await push.send(t, attempt, { channel, momo, phoneNumber }, { showOnPayment: true });
+    return { transaction, customerMessage: accepted.customerMessage };
+  }
+
   return {
     /**
      * An STK push: the row (with its transaction.pending event and its reconciliation job) commits
@@ -76,7 +94,8 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
      */
     async startStkCollection(principal: Principal, input: StkCollectionInput) {
       const recovered = await ctx.recoveredTransaction(principal);
-      if (recovered) return { transaction: recovered, customerMessage: RECOVERED_PUSH_MESSAGE };
+      if (recovered) return resumeStkCollection(recovered);
+      const keyed = inIdempotencyScope(principal);
       const { amount, phoneNumber, reference: clientReference, description, paymentChannelId, metadata: ownMetadata } = parseInput(stkCollectionInput, input);
       const { metadata: attachedMetadata, ...attached } = input.attach ?? { metadata: ownMetadata };
       const channel = await channels.resolvePaymentChannel(principal, paymentChannelId);
@@ -113,10 +132,12 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
           },
         );
         const t = made.transaction;
-        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt });
+        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt, unsent: keyed });
         return { ...made, attempt };
       });
       afterCreate(ctx.stateMachine, created);
+      // A keyed push is sent by the one request that takes it on: this one, unless its retry already has.
+      if (keyed && !(await attempts.takeSending(created.attempt.id))) return { transaction: created.transaction, customerMessage: RECOVERED_PUSH_MESSAGE };
       // The payment shows the push's request id too (REST, webhooks): published before the attempt existed.
       const { accepted, transaction } = await push.send(created.transaction, created.attempt, { channel, momo, phoneNumber }, { showOnPayment: true });
       return { transaction, customerMessage: accepted.customerMessage };
