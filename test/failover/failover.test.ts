@@ -410,9 +410,21 @@ describe("failover drill: Patroni, HAProxy, Redis Cluster under load", () => {
     // Every payment completes (STK pushes whose callback met the switch through the reconciler's query), but the
     // pushes refused while Redis was down, which failed.
     const refused = new Set(sent.filter((r) => r.code === "provider_unavailable").map((r) => r.key));
+    // What an open payment's history was, should one stay open: its requests, attempts, pushes at Daraja and log lines.
     const unsettled = async () => {
-      const open = (await db.query<{ description: string; status: string }>("SELECT description, status::text FROM transactions WHERE (description LIKE 'card-%' OR description LIKE 'stk-%') AND status = 'pending'")).rows;
-      return open.map((t) => ({ ...t, sent: sent.filter((r) => r.key === t.description).map((r) => `${r.op} ${r.status ?? r.error} ${r.code ?? ""}`) }));
+      const open = (
+        await db.query<{ description: string; status: string; reference: string; attempts: unknown }>(
+          `SELECT t.description, t.status::text, t.reference,
+                  (SELECT json_agg(json_build_object('status', a.status, 'unsent', a.unsent, 'request', a.checkout_request_id, 'at', a.created_at)) FROM transaction_attempts a WHERE a.transaction_id = t.id) AS attempts
+             FROM transactions t WHERE (t.description LIKE 'card-%' OR t.description LIKE 'stk-%') AND t.status = 'pending'`,
+        )
+      ).rows;
+      return open.map((t) => ({
+        ...t,
+        sent: sent.filter((r) => r.key === t.description).map((r) => `${r.op} ${r.status ?? r.error} ${r.code ?? ""} at ${r.startedAt - reports[0]!.killedAt} ms`),
+        pushed: [...daraja.pushes.values()].filter((p) => p.body.TransactionDesc === t.description).map((p) => p.checkoutRequestId),
+        logs: gateways.flatMap((g) => g.output().split("\n").filter((line) => line.includes(t.reference))).slice(-8),
+      }));
     };
     await until(unsettled, (open) => open.length === 0, 90_000);
     const settled = (
@@ -421,7 +433,12 @@ describe("failover drill: Patroni, HAProxy, Redis Cluster under load", () => {
       )
     ).rows;
     const history = (key: string) => sent.filter((r) => r.key === key).map((r) => `${r.op} ${r.status ?? r.error} ${r.code ?? ""} at ${r.startedAt - reports[0]!.killedAt} ms`);
-    for (const row of settled) expect(row.status, `${row.description} (${row.failure}): ${history(row.description).join("; ")}`).toBe(refused.has(row.description) ? "failed" : "completed");
+    const pushedFor = (description: string) => [...daraja.pushes.values()].filter((p) => p.body.TransactionDesc === description).map((p) => p.checkoutRequestId);
+    const logsOf = (reference: string) => gateways.flatMap((g) => g.output().split("\n").filter((line) => line.includes(reference))).slice(-8);
+    for (const row of settled) {
+      const story = `${row.description} (${row.failure}): ${history(row.description).join("; ")}; pushed ${JSON.stringify(pushedFor(row.description))}; logs ${logsOf(row.reference).join("\n")}`;
+      expect(row.status, story).toBe(refused.has(row.description) ? "failed" : "completed");
+    }
 
     // Callbacks that met a switch got a 503 (Daraja does not resend them; the status query settled those payments).
     expect(callbacks.filter((c) => c.status !== 200 && c.status !== 503)).toEqual([]);
