@@ -68,7 +68,7 @@ function cpuSeconds(pid: number): number {
   }
 }
 
-/** The CPU time of a PostgreSQL cluster's processes: the postmaster's children (backends that exited are lost). */
+/** The CPU time of a PostgreSQL cluster's processes: the postmaster and its children, running or exited. */
 function clusterCpuSeconds(postmaster: number): number {
   let total = 0;
   for (const entry of readdirSync("/proc")) {
@@ -76,6 +76,8 @@ function clusterCpuSeconds(postmaster: number): number {
     try {
       const fields = readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ");
       if (Number(fields[1]) === postmaster) total += (Number(fields[11]) + Number(fields[12])) / 100;
+      // The postmaster's own, and its children's that exited (cutime, cstime: a backend whose connection closed).
+      if (Number(entry) === postmaster) total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
     } catch {
       // gone meanwhile
     }

@@ -53,7 +53,7 @@ export interface MailServiceDeps {
   jobs: JobRunner;
   logger: Logger;
   config: { mail: MailConfig; publicBaseUrl: string };
-  transactions: Pick<TransactionService, "paidWith" | "getByReference">;
+  transactions: Pick<TransactionService, "paidWith" | "paidWithMany" | "getByReference">;
   refunds: Pick<RefundService, "completedOf" | "findWithPayment">;
   customers: Pick<CustomerService, "getCustomers">;
   brand: Pick<BrandService, "mailIdentity" | "logo">;
@@ -63,6 +63,19 @@ export interface MailServiceDeps {
 }
 
 type Facts = { to: string; lang: MailLanguage; rendered: RenderedMail; identity: MailIdentity } | { skip: string };
+
+type Paid = NonNullable<Awaited<ReturnType<TransactionService["paidWith"]>>>;
+
+/**
+ * The records a message's words are made of. Read one at a time (the receipt page), or for a whole batch of messages
+ * up front, one statement each (a morning's renewals queue a receipt and an invoice each): batchReads.
+ */
+interface MailReads {
+  paid(transactionId: number): Promise<Paid | null>;
+  receiptToken(t: { id: number; merchantId: number }): Promise<string>;
+  event(message: MailMessage): Promise<Record<string, unknown> | null>;
+  customerEmail(message: MailMessage, customerId: number): Promise<string | null>;
+}
 
 export function createMailService(deps: MailServiceDeps) {
   const { prisma, logger, config } = deps;
@@ -80,9 +93,59 @@ export function createMailService(deps: MailServiceDeps) {
     logoSrc,
   });
 
+  const singleReads: MailReads = {
+    paid: (transactionId) => deps.transactions.paidWith(transactionId),
+    receiptToken: (t) => store.receiptToken(prisma, t),
+    async event(message) {
+      if (message.eventId === null) return null;
+      const event = await prisma.event.findUnique({ where: { id: message.eventId }, select: { payload: true } });
+      return (event?.payload as Record<string, unknown> | null) ?? null;
+    },
+    async customerEmail(message, customerId) {
+      const [customer] = await deps.customers.getCustomers([{ principal: systemPrincipal(message), id: customerId }]);
+      return customer && !(customer instanceof Error) ? customer.email : null;
+    },
+  };
+
+  /**
+   * The reads of a batch of messages to render, made up front: their events, the payments their receipts are of
+   * (with each completed one's receipt token) and their invoices' customers, one statement each. A message they
+   * missed reads on its own.
+   */
+  async function batchReads(messages: MailMessage[]): Promise<MailReads> {
+    const events = await store.eventPayloads(prisma, messages.flatMap((m) => (m.eventId === null ? [] : [m.eventId])));
+    const receiptIds = messages.flatMap((m) => (m.kind === "payment_receipt" && m.transactionId !== null ? [m.transactionId] : []));
+    const invoiceOf = (m: MailMessage) => (m.kind === "invoice" || m.kind === "invoice_payment_failed" ? (events.get(m.eventId!)?.invoice as Record<string, unknown> | undefined) : undefined);
+    const customerRequests = messages.flatMap((m) => {
+      const invoice = invoiceOf(m);
+      return invoice ? [{ principal: systemPrincipal(m), id: Number(invoice.customer) }] : [];
+    });
+    const [paid, customers] = await Promise.all([
+      receiptIds.length ? deps.transactions.paidWithMany(receiptIds) : new Map<number, Paid>(),
+      customerRequests.length ? deps.customers.getCustomers(customerRequests) : [],
+    ]);
+    const completed = [...paid.values()].filter((p) => p.transaction.status === "completed").map((p) => p.transaction);
+    const tokens = await store.receiptTokens(prisma, completed);
+    const emails = new Map(customerRequests.map((request, i) => [`${request.principal.merchantId}:${request.principal.mode}:${request.id}`, customers[i]]));
+    return {
+      paid: (transactionId) => (paid.has(transactionId) ? Promise.resolve(paid.get(transactionId)!) : singleReads.paid(transactionId)),
+      receiptToken: (t) => (tokens.has(t.id) ? Promise.resolve(tokens.get(t.id)!) : singleReads.receiptToken(t)),
+      event: (message) => (message.eventId !== null && events.has(message.eventId) ? Promise.resolve(events.get(message.eventId)!) : singleReads.event(message)),
+      customerEmail(message, customerId) {
+        const customer = emails.get(`${message.merchantId}:${message.mode}:${customerId}`);
+        if (customer === undefined) return singleReads.customerEmail(message, customerId);
+        return Promise.resolve(customer instanceof Error ? null : customer.email);
+      },
+    };
+  }
+
   /** A completed payment as its receipt shows it. */
-  async function paymentFacts(transactionId: number, known?: { merchantId: number; identity: MailIdentity }): Promise<{ payment: PaymentFacts; email: string | null; language: string | null; merchantId: number } | null> {
-    const paid = await deps.transactions.paidWith(transactionId);
+  async function paymentFacts(
+    transactionId: number,
+    known?: { merchantId: number; identity: MailIdentity },
+    reads: MailReads = singleReads,
+  ): Promise<{ payment: PaymentFacts; email: string | null; language: string | null; merchantId: number } | null> {
+    const paid = await reads.paid(transactionId);
     if (!paid || paid.transaction.status !== "completed") return null;
     const { transaction: t, attempt } = paid;
     // The send job has the merchant's identity already; the receipt page asks for it here.
@@ -93,7 +156,7 @@ export function createMailService(deps: MailServiceDeps) {
         : t.paymentMethod?.startsWith("momo")
           ? { kind: "mpesa", receiptCode: t.providerReference, phone: attempt?.detail ?? null }
           : { kind: "other" };
-    const token = await store.receiptToken(prisma, t);
+    const token = await reads.receiptToken(t);
     return {
       merchantId: t.merchantId,
       email: t.email,
@@ -115,7 +178,7 @@ export function createMailService(deps: MailServiceDeps) {
   }
 
   /** The words of a message to a payer, and who it goes to; or why it is not sent. */
-  async function payerMail(message: MailMessage, identity: MailIdentity): Promise<Facts> {
+  async function payerMail(message: MailMessage, identity: MailIdentity, reads: MailReads): Promise<Facts> {
     let mail: PayerMail;
     let to: string | null;
     let language: string | null = null;
@@ -123,23 +186,22 @@ export function createMailService(deps: MailServiceDeps) {
       let transactionId = message.transactionId;
       let refund: RefundFacts | null = null;
       if (message.kind === "refund_receipt") {
-        const event = await eventPayload(message);
+        const event = await reads.event(message);
         const found = await deps.refunds.findWithPayment(Number((event?.refund as { id?: unknown } | undefined)?.id));
         if (!found) return { skip: "the refund is no longer on record" };
         transactionId = found.transactionId;
         refund = { reference: found.reference, amount: found.amount, refundedAt: found.completedAt ?? found.updatedAt };
       }
-      const facts = transactionId === null ? null : await paymentFacts(transactionId, { merchantId: message.merchantId, identity });
+      const facts = transactionId === null ? null : await paymentFacts(transactionId, { merchantId: message.merchantId, identity }, reads);
       if (!facts) return { skip: "the payment is not completed" };
       to = facts.email;
       language = facts.language;
       mail = refund ? { kind: "refund_receipt", payment: facts.payment, refund } : { kind: "payment_receipt", payment: facts.payment };
     } else {
-      const event = await eventPayload(message);
+      const event = await reads.event(message);
       const invoice = event?.invoice as Record<string, unknown> | undefined;
       if (!invoice) return { skip: "the invoice is no longer on record" };
-      const [customer] = await deps.customers.getCustomers([{ principal: systemPrincipal(message), id: Number(invoice.customer) }]);
-      to = customer && !(customer instanceof Error) ? customer.email : null;
+      to = await reads.customerEmail(message, Number(invoice.customer));
       const nextAction = invoice.next_action as { url?: string } | null;
       const date = (value: unknown) => (typeof value === "string" ? new Date(value) : new Date(message.createdAt));
       const facts = {
@@ -166,11 +228,11 @@ export function createMailService(deps: MailServiceDeps) {
   }
 
   /** The words of a notice to one of the team. */
-  async function noticeMail(message: MailMessage, identity: MailIdentity): Promise<Facts> {
+  async function noticeMail(message: MailMessage, identity: MailIdentity, reads: MailReads): Promise<Facts> {
     const user = message.userId === null ? null : await prisma.user.findUnique({ where: { id: message.userId } });
     if (!user || user.disabledAt) return { skip: "the user no longer exists or was disabled" };
     if (!isMailAddress(user.email)) return { skip: "the user's e-mail is not an address" };
-    const event = message.eventId === null ? null : await eventPayload(message);
+    const event = await reads.event(message);
     const facts = (message.facts ?? {}) as Record<string, unknown>;
     const mode = message.mode;
     const money = (o: Record<string, unknown>) => ({ amount: BigInt(String(o.amount ?? 0)), currency: String(o.currency ?? "") });
@@ -224,12 +286,6 @@ export function createMailService(deps: MailServiceDeps) {
     return { to: user.email, lang, identity, rendered: renderNotice(notice, brandOf(identity, identity.logoHash ? `cid:${LOGO_CID}` : null), lang) };
   }
 
-  async function eventPayload(message: MailMessage): Promise<Record<string, unknown> | null> {
-    if (message.eventId === null) return null;
-    const event = await prisma.event.findUnique({ where: { id: message.eventId }, select: { payload: true } });
-    return (event?.payload as Record<string, unknown> | null) ?? null;
-  }
-
   /** Why an invoice's last charge failed, in the reader's words as the checkout page says them (else the provider's). */
   async function chargeFailure(message: MailMessage, invoice: Record<string, unknown>, identity: MailIdentity): Promise<string | null> {
     const last = (invoice.charges as { transaction_reference?: string; failure_code?: string | null }[] | undefined)?.at(-1);
@@ -255,11 +311,11 @@ export function createMailService(deps: MailServiceDeps) {
    * sends the same words), then handed to SMTP; without SMTP kept (test mode) or skipped (live). Its outcome goes to
    * `record`: the batch writes its messages' outcomes together.
    */
-  async function sendMessage(message: MailMessage, identity: MailIdentity, attempt: number, record: (write: Omit<store.OutcomeWrite, "id">) => void): Promise<JobOutcome> {
+  async function sendMessage(message: MailMessage, identity: MailIdentity, attempt: number, reads: MailReads, record: (write: Omit<store.OutcomeWrite, "id">) => void): Promise<JobOutcome> {
     let to = message.toAddress;
     let rendered: RenderedMail | null = message.subject && message.textBody && message.htmlBody ? { subject: message.subject, text: message.textBody, html: message.htmlBody } : null;
     if (!rendered || !to) {
-      const facts = (NOTICE_KINDS as readonly string[]).includes(message.kind) ? await noticeMail(message, identity) : await payerMail(message, identity);
+      const facts = (NOTICE_KINDS as readonly string[]).includes(message.kind) ? await noticeMail(message, identity, reads) : await payerMail(message, identity, reads);
       if ("skip" in facts) {
         record({ outcome: { status: "skipped", error: facts.skip } });
         return;
@@ -312,6 +368,7 @@ export function createMailService(deps: MailServiceDeps) {
     batchSize: MAIL_BATCH_SIZE,
     async runBatch(batch) {
       const messages = new Map((await store.findMessages(prisma, batch.map(({ payload }) => Number(payload.messageId)))).map((m) => [m.id, m]));
+      const reads = await batchReads([...messages.values()].filter((m) => m.status === "queued" && !(m.toAddress && m.subject && m.textBody && m.htmlBody)));
       const identities = new Map<number, Promise<MailIdentity | null>>();
       const identityOf = (merchantId: number) => {
         let identity = identities.get(merchantId);
@@ -326,7 +383,7 @@ export function createMailService(deps: MailServiceDeps) {
             if (!message || message.status !== "queued") return undefined;
             const identity = await identityOf(message.merchantId);
             if (!identity) return undefined;
-            return await sendMessage(message, identity, job.attempt, (write) => writes.push({ id: message.id, ...write }));
+            return await sendMessage(message, identity, job.attempt, reads, (write) => writes.push({ id: message.id, ...write }));
           } catch (error) {
             return error instanceof Error ? error : new Error(String(error));
           }

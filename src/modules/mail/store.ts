@@ -212,4 +212,27 @@ export async function receiptToken(db: PrismaClient, transaction: { id: number; 
   return row!.token;
 }
 
+/** receiptToken for many payments in one statement (a batch of receipts): each payment's token by its id. */
+export async function receiptTokens(db: PrismaClient, transactions: { id: number; merchantId: number }[]): Promise<Map<number, string>> {
+  // One row per payment, in id order: ON CONFLICT may not touch a row twice, and concurrent batches lock in one order.
+  const unique = [...new Map(transactions.map((t) => [t.id, t])).values()].sort((a, b) => a.id - b.id);
+  if (unique.length === 0) return new Map();
+  const rows = await db.$queryRawUnsafe<{ transaction_id: number; token: string }[]>(
+    `INSERT INTO receipts (token, transaction_id, merchant_id)
+     SELECT * FROM unnest($1::text[], $2::int[], $3::int[])
+     ON CONFLICT (transaction_id) DO UPDATE SET token = receipts.token RETURNING transaction_id, token`,
+    unique.map(() => randomBytes(16).toString("base64url")),
+    unique.map((t) => t.id),
+    unique.map((t) => t.merchantId),
+  );
+  return new Map(rows.map((r) => [r.transaction_id, r.token]));
+}
+
+/** The payloads of these events, by id, in one statement. */
+export async function eventPayloads(db: PrismaClient, ids: bigint[]): Promise<Map<bigint, Record<string, unknown> | null>> {
+  if (ids.length === 0) return new Map();
+  const events = await db.event.findMany({ where: { id: { in: [...new Set(ids)] } }, select: { id: true, payload: true } });
+  return new Map(events.map((e) => [e.id, (e.payload as Record<string, unknown> | null) ?? null]));
+}
+
 export const findReceipt = (db: Db, token: string) => db.receipt.findUnique({ where: { token } });

@@ -244,6 +244,11 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       return prisma.transactionAttempt.findMany({ where: { transactionId }, orderBy: { id: "asc" } });
     },
 
+    /** The succeeded attempts of these payments, oldest first, in one statement (a batch of receipts). */
+    listSucceeded(transactionIds: number[]) {
+      return prisma.transactionAttempt.findMany({ where: { transactionId: { in: transactionIds }, status: "succeeded" }, orderBy: { id: "asc" } });
+    },
+
     /** What the payer's page shows of a payment's attempts, oldest first. */
     listForPayer(transactionId: number) {
       return prisma.transactionAttempt.findMany({ where: { transactionId }, orderBy: { id: "asc" }, select: { method: true, status: true, code: true, reason: true, detail: true } });

@@ -86,6 +86,13 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const attempt = (await ctx.attempts.list(transactionId)).filter((a) => a.status === "succeeded").at(-1) ?? null;
       return { transaction, attempt };
     },
+    /** paidWith for many payments (a batch of receipts) in two statements: the ones that exist, by id. */
+    async paidWithMany(transactionIds: number[]) {
+      const ids = [...new Set(transactionIds)];
+      const [transactions, succeeded] = await Promise.all([ctx.store.findByIds(ids), ctx.attempts.listSucceeded(ids)]);
+      const lastSucceeded = new Map(succeeded.map((a) => [a.transactionId, a]));
+      return new Map(transactions.map((transaction) => [transaction.id, { transaction, attempt: lastSucceeded.get(transaction.id) ?? null }]));
+    },
     transition: ctx.transition,
     /** Asks the provider about one pending payment now, as its reconcile job does (a day's reconciliation); the row after. */
     async reconcileNow(transactionId: number) {

@@ -155,6 +155,7 @@ export interface ChargeClaim {
 /** The single-row reads on plain SQL, each one fixed text (prepared once per connection, src/db/sql.ts). */
 const selectWhere = (condition: string) => `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE ${condition}`;
 const BY_ID = selectWhere("id = $1");
+const BY_IDS = selectWhere("id = ANY($1::int[])");
 const BY_REFERENCE_IN_SCOPE = selectWhere(`reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`);
 const SUMMARY_BY_REFERENCE_IN_SCOPE = `SELECT ${TRANSACTION_SUMMARY_COLUMNS} FROM transactions WHERE reference = $1 AND merchant_id = $2 AND mode = $3::"Mode"`;
 const BY_REFERENCE = selectWhere("reference = $1");
@@ -404,6 +405,11 @@ export function createTransactionStore(db: { prisma: PrismaClient; sql: Sql }) {
     },
 
     findById: (id: number) => findById(sql, id),
+
+    /** The transactions with these ids that exist, in one statement (a batch of receipts). */
+    async findByIds(ids: number[]): Promise<Transaction[]> {
+      return (await sql.query<TransactionRow>(BY_IDS, [ids])).map(transactionFromRow);
+    },
 
     /** An M-Pesa saved method's charge: its push's payment, tied to the customer and the method it charged. */
     /** The charge of this subscription invoice's attempt (1, 2 ...), or null: unique per invoice and attempt. */
