@@ -122,6 +122,34 @@ describe("payment receipts", () => {
     expect(message).toMatchObject({ kind: "payment_receipt", status: "sent", toAddress: "payer.one@example.com", attempts: 1 });
   });
 
+  it("receipts rendered in one batch each carry their own payment: amount, reference, card and receipt page", async () => {
+    const merchant = await createSandboxMerchant(gw);
+    const jobs = gw.gateway.services.jobs;
+    // The runner stopped while the payments complete, their receipts are then claimed together: one batch of six.
+    await jobs.stop();
+    let references: string[];
+    try {
+      references = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => paidTransaction(gw.url, merchant.testKey, { amount: 10_000 + n, email: `batch.${n}@example.com` })));
+      expect(await jobs.runDueJobs(["mail.send"])).toBeGreaterThanOrEqual(6);
+    } finally {
+      jobs.start();
+    }
+    for (const [i, reference] of references.entries()) {
+      const n = i + 1;
+      const [mail] = await until(() => mailsTo(`batch.${n}@example.com`), (m) => m.length >= 1);
+      const text = mail!.parsed.text ?? "";
+      expect(text).toContain(reference);
+      expect(text).toContain(`KES 100.0${n}`);
+      expect(text).toContain("Visa •••• 4242");
+      const token = /\/receipts\/([A-Za-z0-9_-]{22})/.exec(text)?.[1];
+      const page = await apiClient(gw.url).raw(`/receipts/${token}`, {});
+      expect(page.status).toBe(200);
+      expect(page.text).toContain(reference);
+      expect(page.text).toContain(`KES 100.0${n}`);
+    }
+    expect(references.flatMap((_, i) => mailsTo(`batch.${i + 1}@example.com`))).toHaveLength(6);
+  });
+
   it("the payer's language on the checkout page is the receipt's (Swahili), and a refund gets its own receipt saying what remains", async () => {
     const merchant = await createSandboxMerchant(gw);
     const init = await apiClient(gw.url, merchant.testKey).post("/api/transactions/initialize", { amount: 200_000, email: "mwalimu@example.com" });
