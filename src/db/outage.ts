@@ -16,26 +16,36 @@ export interface OutageBounds {
  * database is unavailable (a primary's failover takes seconds to tens of seconds): the caller waits up to `waitMs`,
  * then gets the outage as its error while the write goes on until `giveUpMs`. Any other error ends it at once.
  */
-export async function writeThroughOutage<T>(write: () => Promise<T>, bounds: OutageBounds): Promise<T> {
+export function writeThroughOutage<T>(write: () => Promise<T>, bounds: OutageBounds): Promise<T> {
+  return answerWithin(retryWhileUnavailable(write, bounds.giveUpMs), bounds.waitMs, bounds.onGiveUp);
+}
+
+/** Runs `write` again while the database is unavailable, for `giveUpMs` at most from the first try. */
+export async function retryWhileUnavailable<T>(write: () => Promise<T>, giveUpMs: number): Promise<T> {
   const started = Date.now();
-  let answered = false;
-  const written = (async () => {
-    for (let wait = 200; ; wait = Math.min(wait * 2, 2000)) {
-      try {
-        return await write();
-      } catch (error) {
-        if (!isDatabaseUnavailable(error) || Date.now() - started + wait > bounds.giveUpMs) throw error;
-        await sleep(wait, undefined, { ref: false });
-      }
+  for (let wait = 200; ; wait = Math.min(wait * 2, 2000)) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || Date.now() - started + wait > giveUpMs) throw error;
+      await sleep(wait, undefined, { ref: false });
     }
-  })();
-  written.catch((error) => {
-    if (answered) bounds.onGiveUp(error);
+  }
+}
+
+/**
+ * Waits up to `waitMs` for work that goes on either way: past that the caller is answered with the outage (a 503 to
+ * retry), and a failure of the work after that answer goes to `onLateFailure` (nothing else will hear of it).
+ */
+export async function answerWithin<T>(work: Promise<T>, waitMs: number, onLateFailure: (error: unknown) => void): Promise<T> {
+  let answered = false;
+  work.catch((error) => {
+    if (answered) onLateFailure(error);
   });
   let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<typeof WAITED>((resolve) => (timer = setTimeout(() => resolve(WAITED), bounds.waitMs)));
+  const waited = new Promise<typeof WAITED>((resolve) => (timer = setTimeout(() => resolve(WAITED), waitMs)));
   try {
-    const first = await Promise.race([written, waited]);
+    const first = await Promise.race([work, waited]);
     if (first !== WAITED) return first as T;
     answered = true;
     throw new GatewayError("service_unavailable", "The database is unavailable; retry shortly");

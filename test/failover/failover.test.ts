@@ -415,7 +415,7 @@ describe("failover drill: Patroni, HAProxy, Redis Cluster under load", () => {
       const open = (
         await db.query<{ description: string; status: string; reference: string; attempts: unknown }>(
           `SELECT t.description, t.status::text, t.reference,
-                  (SELECT json_agg(json_build_object('status', a.status, 'unsent', a.unsent, 'request', a.checkout_request_id, 'at', a.created_at)) FROM transaction_attempts a WHERE a.transaction_id = t.id) AS attempts
+                  (SELECT json_agg(json_build_object('status', a.status, 'sendClaim', a.send_claim, 'request', a.checkout_request_id, 'at', a.created_at)) FROM transaction_attempts a WHERE a.transaction_id = t.id) AS attempts
              FROM transactions t WHERE (t.description LIKE 'card-%' OR t.description LIKE 'stk-%') AND t.status = 'pending'`,
         )
       ).rows;

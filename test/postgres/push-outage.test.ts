@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAttemptStore } from "../../src/modules/transactions/attempt-store.ts";
 import { darajaGatewayEnv, type FakeDaraja, startFakeDaraja } from "../fakes/daraja.ts";
 import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -140,5 +141,27 @@ describe("an STK push accepted just before a database outage", () => {
     expect(again.body.data.checkout_request_id).toBe(checkoutRequestId);
     expect(daraja.pushes.size).toBe(pushesBefore + 1);
     await payerPays(checkoutRequestId, "lost-commit");
+  });
+
+  it("a keyed push's sending is held by one request's token: asked again with it (an answer lost), still held; by another, never", async () => {
+    const res = await push("take-once");
+    expect(res.status, res.text).toBe(201);
+    const claimOf = async () => (await direct.query<{ id: number; send_claim: string | null }>("SELECT a.id, a.send_claim FROM transaction_attempts a JOIN transactions t ON t.id = a.transaction_id WHERE t.description = 'take-once'")).rows[0]!;
+    const first = await claimOf();
+    expect(first.send_claim).toMatch(/^[0-9a-f-]{36}$/);
+    const attempts = createAttemptStore({ prisma: gw.gateway.db.prisma, sql: gw.gateway.db.sql });
+    expect(await attempts.takeSending(first.id, "another request")).toBe(false);
+    expect(await attempts.takeSending(first.id, first.send_claim!)).toBe(true);
+    // As a payment whose first try never sent its push: the first token to ask takes it, and keeps it.
+    await direct.query("UPDATE transaction_attempts SET send_claim = 'unsent' WHERE id = $1", [first.id]);
+    expect(await attempts.takeSending(first.id, "retry one")).toBe(true);
+    expect(await attempts.takeSending(first.id, "retry two")).toBe(false);
+    expect(await attempts.takeSending(first.id, "retry one")).toBe(true);
+    expect((await claimOf()).send_claim).toBe("retry one");
+    // Settled, nobody may send it.
+    await direct.query("UPDATE transaction_attempts SET send_claim = 'unsent' WHERE id = $1", [first.id]);
+    await daraja.sendStkCallback(res.body.data.checkout_request_id);
+    await until(() => recorded("take-once"), (rows) => rows[0]?.status === "completed", 20_000);
+    expect(await attempts.takeSending(first.id, "late")).toBe(false);
   });
 });

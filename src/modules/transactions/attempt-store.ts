@@ -53,7 +53,7 @@ export interface AttemptVerdict {
 export type PayerAttempt = TransactionAttempt & { amount: bigint };
 
 const ATTEMPT_COLUMNS = `a.id, a.transaction_id AS "transactionId", a.method, a.origin, ${paymentAmountOf("a")}::text AS amount, a.status, a.code, a.reason,
-  a.detail, a.channel_id AS "channelId", a.phone_number AS "phoneNumber", a.checkout_request_id AS "checkoutRequestId", a.unsent,
+  a.detail, a.channel_id AS "channelId", a.phone_number AS "phoneNumber", a.checkout_request_id AS "checkoutRequestId", a.send_claim AS "sendClaim",
   a.provider_reference AS "providerReference", a.created_at AS "createdAt", a.settled_at AS "settledAt"`;
 type AttemptRow = TransactionAttempt & { amount: string };
 const fromRow = (row: AttemptRow): PayerAttempt => ({ ...row, amount: BigInt(row.amount) });
@@ -89,7 +89,9 @@ const verdictValues = (v: AttemptVerdict) => [v.code ?? null, v.reason?.slice(0,
 const BY_ID = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.id = $1`;
 const BY_REQUEST = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.channel_id = $1 AND a.checkout_request_id = $2`;
 const LATEST_PENDING = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WHERE a.transaction_id = $1 AND a.status = 'pending' ORDER BY a.id DESC LIMIT 1`;
-const TAKE_SENDING = `UPDATE transaction_attempts SET unsent = false WHERE id = $1 AND unsent AND status = 'pending' RETURNING id`;
+/** A keyed API push's send_claim until a request takes the sending on. */
+export const UNSENT_CLAIM = "unsent";
+const TAKE_SENDING = `UPDATE transaction_attempts SET send_claim = $2 WHERE id = $1 AND status = 'pending' AND send_claim IN ('${UNSENT_CLAIM}', $2) RETURNING id`;
 const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
 
 type Claimed = { claimed: boolean; status: string; attemptId: number | null };
@@ -177,17 +179,18 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       });
     },
 
-    /** An API push's attempt, inserted with its payment in the caller's database transaction (`unsent` when keyed). */
-    insertApiPush(tx: Prisma.TransactionClient, push: { transactionId: number; channelId: number; phoneNumber: string | null; detail: string | null; createdAt: Date; unsent: boolean }) {
+    /** An API push's attempt, inserted with its payment in the caller's database transaction (UNSENT_CLAIM when keyed). */
+    insertApiPush(tx: Prisma.TransactionClient, push: { transactionId: number; channelId: number; phoneNumber: string | null; detail: string | null; createdAt: Date; sendClaim: string | null }) {
       return tx.transactionAttempt.create({ data: { ...push, method: PUSH_METHOD, origin: "api" } });
     },
 
     /**
-     * Takes on the sending of a keyed API push (clears `unsent`, compare-and-set): true for the one request that
-     * does; any other must not send it.
+     * Takes on the sending of a keyed API push for `claim`, a request's own token (compare-and-set on send_claim):
+     * true when that claim holds it, now or already (the same statement again, after its answer was lost); false when
+     * another request took it, or the attempt is settled. Only a true may send.
      */
-    async takeSending(id: number): Promise<boolean> {
-      const rows = await sql.query<{ id: number }>(TAKE_SENDING, [id]);
+    async takeSending(id: number, claim: string): Promise<boolean> {
+      const rows = await sql.query<{ id: number }>(TAKE_SENDING, [id, claim]);
       return rows.length > 0;
     },
 

@@ -1,15 +1,20 @@
+import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
+import { answerWithin, retryWhileUnavailable } from "../../db/outage.ts";
 import { isUniqueViolation, ValidationError } from "../../errors.ts";
 import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { amountSchema } from "../../money.ts";
 import { msisdnSchema, toMsisdn } from "../../phone.ts";
 import { optionalTextSchema, parseInput } from "../../validation.ts";
+import type { MomoConnector } from "../../providers/types.ts";
+import { UNSENT_CLAIM } from "./attempt-store.ts";
 import { maskMsisdn } from "./attempts.ts";
 import { metadataSchema } from "./initialize.ts";
 import { connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
+import type { AttemptRef } from "./outcomes.ts";
 import type { PushFlow } from "./push.ts";
 import { afterCreate, insertPendingTransaction } from "./status.ts";
 
@@ -62,6 +67,9 @@ export interface ProviderPayment {
   paymentMethod: string;
 }
 
+/** How long a keyed push's request waits for its take and its push through a database outage before answering 503. */
+const PUSH_TAKE_WAIT_MS = 10_000;
+
 /** What a retry of a push interrupted by a crash is told: the push is not sent again, it is reconciled. */
 const RECOVERED_PUSH_MESSAGE = "Request already accepted for processing";
 
@@ -76,14 +84,31 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
   async function resumeStkCollection(t: Transaction) {
     const standing = { transaction: t, customerMessage: RECOVERED_PUSH_MESSAGE };
     const attempt = t.status === "pending" ? await attempts.findLatestPending(t.id) : null;
-    if (!attempt?.unsent || attempt.channelId === null) return standing;
+    if (attempt?.sendClaim !== UNSENT_CLAIM || attempt.channelId === null) return standing;
     const channel = await channels.findById(attempt.channelId);
     const momo = channel ? connectorOf(connectors, channel)?.momo : undefined;
     const phoneNumber = attempt.phoneNumber ?? t.phoneNumber;
-    if (!channel || !momo || !phoneNumber || !(await attempts.takeSending(attempt.id))) return standing;
-    deps.logger.info({ reference: t.reference, attempt: attempt.id }, "keyed retry sends the push its first try committed but never sent");
-    const { accepted, transaction } = await push.send(t, attempt, { channel, momo, phoneNumber }, { showOnPayment: true });
-    return { transaction, customerMessage: accepted.customerMessage };
+    if (!channel || !momo || !phoneNumber) return standing;
+    deps.logger.info({ reference: t.reference, attempt: attempt.id }, "keyed retry takes on the push its first try committed but never sent");
+    return sendIfTaken(t, attempt, { channel, momo, phoneNumber });
+  }
+
+  /**
+   * A keyed push is sent by the one request that takes it on (attempts.takeSending with this request's own token,
+   * asked again through a database outage: a lost answer is asked, never guessed). The request waits up to
+   * PUSH_TAKE_WAIT_MS for the take and the push, then answers 503 while both go on: a push taken is then sent
+   * anyway, and the key's retry finds it taken and answers the payment.
+   */
+  async function sendIfTaken(t: Transaction, attempt: AttemptRef, target: { channel: PaymentChannel; momo: MomoConnector; phoneNumber: string }) {
+    const claim = randomUUID();
+    const sending = (async () => {
+      if (!(await retryWhileUnavailable(() => attempts.takeSending(attempt.id, claim), deps.collection.lifetimeMs))) return null;
+      return push.send(t, attempt, target, { showOnPayment: true });
+    })();
+    const sent = await answerWithin(sending, PUSH_TAKE_WAIT_MS, (error) =>
+      deps.logger.warn({ reference: t.reference, attempt: attempt.id, err: (error as Error).message }, "a keyed STK push went on after its request was answered, and failed"),
+    );
+    return sent ? { transaction: sent.transaction, customerMessage: sent.accepted.customerMessage } : { transaction: t, customerMessage: RECOVERED_PUSH_MESSAGE };
   }
 
   return {
@@ -132,12 +157,11 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
           },
         );
         const t = made.transaction;
-        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt, unsent: keyed });
+        const attempt = await attempts.insertApiPush(tx, { transactionId: t.id, channelId: channel.id, phoneNumber, detail: maskMsisdn(toMsisdn(phoneNumber)!), createdAt: t.createdAt, sendClaim: keyed ? UNSENT_CLAIM : null });
         return { ...made, attempt };
       });
       afterCreate(ctx.stateMachine, created);
-      // A keyed push is sent by the one request that takes it on: this one, unless its retry already has.
-      if (keyed && !(await attempts.takeSending(created.attempt.id))) return { transaction: created.transaction, customerMessage: RECOVERED_PUSH_MESSAGE };
+      if (keyed) return sendIfTaken(created.transaction, created.attempt, { channel, momo, phoneNumber });
       // The payment shows the push's request id too (REST, webhooks): published before the attempt existed.
       const { accepted, transaction } = await push.send(created.transaction, created.attempt, { channel, momo, phoneNumber }, { showOnPayment: true });
       return { transaction, customerMessage: accepted.customerMessage };

@@ -1,2 +1,0 @@
--- AlterTable
-ALTER TABLE "transaction_attempts" ADD COLUMN     "unsent" BOOLEAN NOT NULL DEFAULT false;

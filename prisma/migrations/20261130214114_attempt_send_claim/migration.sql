@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "transaction_attempts" ADD COLUMN     "send_claim" TEXT;
