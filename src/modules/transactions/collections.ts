@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Principal } from "../../auth.ts";
 import type { PaymentChannel, Prisma, Transaction } from "../../db/generated/prisma/client.ts";
 import { answerWithin, retryWhileUnavailable } from "../../db/outage.ts";
-import { isUniqueViolation, ValidationError } from "../../errors.ts";
+import { GatewayError, isUniqueViolation, ValidationError } from "../../errors.ts";
 import { inIdempotencyScope } from "../../idempotency/scope.ts";
 import type { JobRequest } from "../../jobs/store.ts";
 import { amountSchema } from "../../money.ts";
@@ -105,9 +105,11 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
       if (!(await retryWhileUnavailable(() => attempts.takeSending(attempt.id, claim), deps.collection.lifetimeMs))) return null;
       return push.send(t, attempt, target, { showOnPayment: true });
     })();
-    const sent = await answerWithin(sending, PUSH_TAKE_WAIT_MS, (error) =>
-      deps.logger.warn({ reference: t.reference, attempt: attempt.id, err: (error as Error).message }, "a keyed STK push went on after its request was answered, and failed"),
-    );
+    const sent = await answerWithin(sending, PUSH_TAKE_WAIT_MS, (error) => {
+      // The push's own 503 (its request id still being recorded, push.ts) is not an end: that write goes on and logs its own.
+      if (error instanceof GatewayError && error.code === "service_unavailable") return;
+      deps.logger.warn({ reference: t.reference, attempt: attempt.id, err: (error as Error).message }, "a keyed STK push went on after its request was answered, and failed");
+    });
     return sent ? { transaction: sent.transaction, customerMessage: sent.accepted.customerMessage } : { transaction: t, customerMessage: RECOVERED_PUSH_MESSAGE };
   }
 
