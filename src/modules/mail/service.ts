@@ -96,11 +96,7 @@ export function createMailService(deps: MailServiceDeps) {
   const singleReads: MailReads = {
     paid: (transactionId) => deps.transactions.paidWith(transactionId),
     receiptToken: (t) => store.receiptToken(prisma, t),
-    async event(message) {
-      if (message.eventId === null) return null;
-      const event = await prisma.event.findUnique({ where: { id: message.eventId }, select: { payload: true } });
-      return (event?.payload as Record<string, unknown> | null) ?? null;
-    },
+    event: async (message) => (message.eventId === null ? null : ((await store.eventPayloads(prisma, [message.eventId])).get(message.eventId) ?? null)),
     async customerEmail(message, customerId) {
       const [customer] = await deps.customers.getCustomers([{ principal: systemPrincipal(message), id: customerId }]);
       return customer && !(customer instanceof Error) ? customer.email : null;

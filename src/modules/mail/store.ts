@@ -201,18 +201,10 @@ export function deleteFinishedMessagesBatch(prisma: PrismaClient, olderThanMs: n
 
 /** The payment's receipt token, made the first time it is asked for (128 random bits, base64url). */
 export async function receiptToken(db: PrismaClient, transaction: { id: number; merchantId: number }): Promise<string> {
-  const token = randomBytes(16).toString("base64url");
-  const [row] = await db.$queryRawUnsafe<{ token: string }[]>(
-    `INSERT INTO receipts (token, transaction_id, merchant_id) VALUES ($1, $2, $3)
-     ON CONFLICT (transaction_id) DO UPDATE SET token = receipts.token RETURNING token`,
-    token,
-    transaction.id,
-    transaction.merchantId,
-  );
-  return row!.token;
+  return (await receiptTokens(db, [transaction])).get(transaction.id)!;
 }
 
-/** receiptToken for many payments in one statement (a batch of receipts): each payment's token by its id. */
+/** Receipt tokens for many payments in one statement (a batch of receipts), each made if new: by payment id. */
 export async function receiptTokens(db: PrismaClient, transactions: { id: number; merchantId: number }[]): Promise<Map<number, string>> {
   // One row per payment, in id order: ON CONFLICT may not touch a row twice, and concurrent batches lock in one order.
   const unique = [...new Map(transactions.map((t) => [t.id, t])).values()].sort((a, b) => a.id - b.id);

@@ -14,7 +14,7 @@ import { UNSENT_CLAIM } from "./attempt-store.ts";
 import { maskMsisdn } from "./attempts.ts";
 import { metadataSchema } from "./initialize.ts";
 import { connectorOf, momoConnectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext } from "./context.ts";
-import type { AttemptRef } from "./outcomes.ts";
+import type { AttemptRef, Outcomes } from "./outcomes.ts";
 import type { PushFlow } from "./push.ts";
 import { afterCreate, insertPendingTransaction } from "./status.ts";
 
@@ -73,7 +73,7 @@ const PUSH_TAKE_WAIT_MS = 10_000;
 /** What a retry of a push interrupted by a crash is told: the push is not sent again, it is reconciled. */
 const RECOVERED_PUSH_MESSAGE = "Request already accepted for processing";
 
-export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
+export function createCollectionFlow(ctx: FlowContext, push: PushFlow, outcomes: Pick<Outcomes, "pushTargetOf">) {
   const { deps, store, transition, attempts } = ctx;
   const { channels, connectors } = deps;
 
@@ -84,13 +84,12 @@ export function createCollectionFlow(ctx: FlowContext, push: PushFlow) {
   async function resumeStkCollection(t: Transaction) {
     const standing = { transaction: t, customerMessage: RECOVERED_PUSH_MESSAGE };
     const attempt = t.status === "pending" ? await attempts.findLatestPending(t.id) : null;
-    if (attempt?.sendClaim !== UNSENT_CLAIM || attempt.channelId === null) return standing;
-    const channel = await channels.findById(attempt.channelId);
-    const momo = channel ? connectorOf(connectors, channel)?.momo : undefined;
+    if (attempt?.sendClaim !== UNSENT_CLAIM) return standing;
+    const target = await outcomes.pushTargetOf(attempt);
     const phoneNumber = attempt.phoneNumber ?? t.phoneNumber;
-    if (!channel || !momo || !phoneNumber) return standing;
+    if (!target || !phoneNumber) return standing;
     deps.logger.info({ reference: t.reference, attempt: attempt.id }, "keyed retry takes on the push its first try committed but never sent");
-    return sendIfTaken(t, attempt, { channel, momo, phoneNumber });
+    return sendIfTaken(t, attempt, { ...target, phoneNumber });
   }
 
   /**

@@ -39,7 +39,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   const outcomes = createOutcomes(ctx);
   const push = createPushFlow(ctx, outcomes);
   const hosted = createHostedFlow(ctx, outcomes);
-  const collections = createCollectionFlow(ctx, push);
+  const collections = createCollectionFlow(ctx, push, outcomes);
   const attempts = createAttemptFlow(ctx, outcomes, push);
   deps.jobs.register(attempts.expiryJob);
   const card = createCardFlow(ctx, attempts, outcomes);
@@ -47,6 +47,14 @@ export function createTransactionService(deps: TransactionServiceDeps) {
   const { reconcileJob, attemptQueryJob } = createReconcileJobs(ctx, { hosted, outcomes });
   deps.jobs.register(reconcileJob);
   deps.jobs.register(attemptQueryJob);
+
+  /** Payments with the attempt that paid each (their receipts), in two statements: the ones that exist, by id. */
+  async function paidWithMany(transactionIds: number[]) {
+    const ids = [...new Set(transactionIds)];
+    const [transactions, succeeded] = await Promise.all([ctx.store.findByIds(ids), ctx.attempts.listSucceeded(ids)]);
+    const lastSucceeded = new Map(succeeded.map((a) => [a.transactionId, a]));
+    return new Map(transactions.map((transaction) => [transaction.id, { transaction, attempt: lastSucceeded.get(transaction.id) ?? null }]));
+  }
 
   return {
     checkoutUrl: ctx.checkoutUrl,
@@ -80,19 +88,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     checkoutView: reads.checkoutView,
     lastSettlingEvent: reads.lastSettlingEvent,
     /** A payment with the attempt that paid it (its method, the card's last 4 or the phone, the page's language): its receipt. */
-    async paidWith(transactionId: number) {
-      const transaction = await ctx.store.findById(transactionId);
-      if (!transaction) return null;
-      const attempt = (await ctx.attempts.list(transactionId)).filter((a) => a.status === "succeeded").at(-1) ?? null;
-      return { transaction, attempt };
-    },
-    /** paidWith for many payments (a batch of receipts) in two statements: the ones that exist, by id. */
-    async paidWithMany(transactionIds: number[]) {
-      const ids = [...new Set(transactionIds)];
-      const [transactions, succeeded] = await Promise.all([ctx.store.findByIds(ids), ctx.attempts.listSucceeded(ids)]);
-      const lastSucceeded = new Map(succeeded.map((a) => [a.transactionId, a]));
-      return new Map(transactions.map((transaction) => [transaction.id, { transaction, attempt: lastSucceeded.get(transaction.id) ?? null }]));
-    },
+    paidWith: async (transactionId: number) => (await paidWithMany([transactionId])).get(transactionId) ?? null,
+    paidWithMany,
     transition: ctx.transition,
     /** Asks the provider about one pending payment now, as its reconcile job does (a day's reconciliation); the row after. */
     async reconcileNow(transactionId: number) {
