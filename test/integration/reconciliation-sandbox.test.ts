@@ -106,6 +106,10 @@ describe("the daily job", () => {
   const scheduleJobs = () => prisma().job.findMany({ where: { kind: "reconciliation.schedule" } });
 
   it("queues yesterday's run of every active channel once a day, makes one report per channel and day, and comes back tomorrow", async () => {
+    // The two channels existed yesterday; a third, made today, had no yesterday and gets no report.
+    await prisma().paymentChannel.updateMany({ where: { id: { in: [channelId, otherChannelId] } }, data: { createdAt: new Date(Date.now() - 2 * 86_400_000) } });
+    const madeToday = await api.post("/api/payment-channels/create", { name: "Sandbox today", provider: "sandbox", config: {} });
+    expect(madeToday.status, madeToday.text).toBe(201);
     await gw.gateway.services.reconciliations.scheduleDaily();
     await gw.gateway.services.reconciliations.scheduleDaily(); // a restart: still one schedule
     const [scheduled, ...more] = await scheduleJobs();

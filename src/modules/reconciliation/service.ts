@@ -243,9 +243,10 @@ export function createReconciliationService(deps: ReconciliationServiceDeps) {
     concurrency: 1,
     // Queues yesterday's run of every active channel (one per channel and day), then queues itself for tomorrow:
     // by its key, so a copy queued meanwhile (a restart's scheduleDaily) is replaced and one schedule remains.
+    // A channel created today had no yesterday: it gets no report (an empty one would only be noise in its list).
     async run() {
       const yesterday = utcDay(new Date(Date.now() - 86_400_000));
-      for (const channelId of await store.activeChannelIds(prisma)) {
+      for (const channelId of await store.activeChannelIds(prisma, dayBounds(yesterday).to)) {
         await enqueue(prisma, RECONCILIATION_RUN_JOB, { channelId, date: yesterday }, { key: { channelId, date: yesterday } });
       }
       await queueNextSchedule();

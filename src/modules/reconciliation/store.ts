@@ -83,7 +83,8 @@ export function count(db: Db, principal: Principal, filters: ReconciliationFilte
   return db.reconciliation.count({ where: filtered(principal, filters) });
 }
 
-/** The channels the daily job reconciles: every active one. */
-export async function activeChannelIds(db: Db): Promise<number[]> {
-  return (await db.paymentChannel.findMany({ where: { isActive: true }, select: { id: true }, orderBy: { id: "asc" } })).map((c) => c.id);
+/** The channels the daily job reconciles for a day: every active one that existed before the day ended. */
+export async function activeChannelIds(db: Db, createdBefore: Date): Promise<number[]> {
+  const channels = await db.paymentChannel.findMany({ where: { isActive: true, createdAt: { lt: createdBefore } }, select: { id: true }, orderBy: { id: "asc" } });
+  return channels.map((c) => c.id);
 }
