@@ -1,6 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-receiver.ts";
+import { INVOICE_LINKS, insertInvoicesForPeriods, invoicesToCollect, readInvoices, readSubscriptions, SUBSCRIPTION_LINKS } from "../../src/modules/billing/store.ts";
 import { transactionSnapshot } from "../../src/modules/transactions/snapshot.ts";
 import { graphql } from "../gql/index.ts";
 import { apiClient } from "../support/gateway.ts";
@@ -287,6 +288,35 @@ describe("recurring billing on the sandbox", () => {
       events.dispose();
       await client.dispose();
     }
+  });
+
+  // Last: it reads every subscription and invoice the tests above left (clocks, trials, dunning, cancellations).
+  it("the billing cycle's plain-SQL reads equal Prisma's includes, field for field (types included)", async () => {
+    const { customer, method } = await customerWithCard();
+    const made = await api.post("/v1/subscriptions", { customer, plan: await plan({ metadata: { tier: "gold" } }), payment_method: method, metadata: { order: "A-1", nested: { n: 1 } } });
+    expect(made.status, made.text).toBe(201);
+    await until(() => invoicesOf(made.body.data.id), (list) => list[0]?.status === "paid");
+
+    const subscriptions = await db().subscription.findMany({ include: SUBSCRIPTION_LINKS, orderBy: { id: "asc" } });
+    const invoices = await db().invoice.findMany({ include: INVOICE_LINKS, orderBy: { id: "asc" } });
+    // Every shape is there: a clock and none, metadata and none, invoices with no charge, one, and several (declined, then paid).
+    expect(subscriptions.filter((s) => s.testClock).length).toBeGreaterThan(0);
+    expect(subscriptions.filter((s) => !s.testClock).length).toBeGreaterThan(0);
+    expect(subscriptions.filter((s) => s.metadata && s.plan.metadata).length).toBeGreaterThan(0);
+    expect(new Set(invoices.map((i) => Math.min(i.transactions.length, 2)))).toEqual(new Set([0, 1, 2]));
+    expect(new Set(invoices.flatMap((i) => i.transactions.map((t) => t.status)))).toEqual(new Set(["completed", "failed"]));
+
+    const ids = { subscriptions: subscriptions.map((s) => s.id), invoices: invoices.map((i) => i.id) };
+    expect(await readSubscriptions(db(), [...ids.subscriptions, 999_999])).toEqual(subscriptions);
+    expect(await readInvoices(db(), [...ids.invoices, 999_999])).toEqual(invoices);
+    const collectLinks = { ...INVOICE_LINKS, subscription: { select: { reference: true, plan: { select: { name: true } }, paymentMethod: { select: { reference: true } } } } };
+    expect(await invoicesToCollect(db(), ids.invoices)).toEqual(await db().invoice.findMany({ include: collectLinks, orderBy: { id: "asc" } }));
+    // A period's invoice is found by its subscription and start, whoever made it.
+    const again = await db().$transaction((tx) =>
+      insertInvoicesForPeriods(tx, invoices.map((i) => ({ reference: `in_again_${i.id}`, merchantId: i.merchantId, mode: i.mode, subscriptionId: i.subscriptionId, customerId: i.customerId, amountDue: i.amountDue, currency: i.currency, periodStart: i.periodStart, periodEnd: i.periodEnd }))),
+    );
+    expect(again.created.size).toBe(0);
+    expect(again.invoices).toEqual(invoices);
   });
 });
 
