@@ -92,8 +92,8 @@ function linkedInvoiceOf({ subscriptionReference, charges, ...row }: InvoiceRow)
   return { ...row, subscription: { reference: subscriptionReference }, transactions: charges.map((c) => ({ ...c, createdAt: new Date(c.createdAt) })) };
 }
 
-const invoicesWhere = (where: string, also = "") =>
-  `SELECT ${INVOICE_COLUMNS}, s.reference AS "subscriptionReference", ${INVOICE_CHARGES}${also}
+const invoicesWhere = (where: string) =>
+  `SELECT ${INVOICE_COLUMNS}, s.reference AS "subscriptionReference", ${INVOICE_CHARGES}
    FROM invoices i JOIN subscriptions s ON s.id = i.subscription_id ${where} ORDER BY i.id`;
 const INVOICES_BY_ID = invoicesWhere("WHERE i.id = ANY($1::int[])");
 const INVOICES_BY_PERIOD = invoicesWhere("JOIN unnest($1::int[], $2::timestamptz[]) AS p(subscription_id, period_start) ON i.subscription_id = p.subscription_id AND i.period_start = p.period_start");
