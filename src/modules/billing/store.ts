@@ -4,6 +4,7 @@ import type { Event, Invoice, Mode, Plan, Prisma, Subscription, TestClock } from
 import type { Paging } from "../../paging.ts";
 import { randomReference } from "../../references.ts";
 import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "../events/fan-out.ts";
+import { invoiceChargesJson } from "../transactions/store.ts";
 
 /**
  * Every statement on plans, subscriptions, invoices and test clocks. The billing cycle (cycle.ts) locks a
@@ -82,9 +83,7 @@ const INVOICE_COLUMNS = `i.id, i.merchant_id AS "merchantId", i.mode::text AS mo
   i.created_at AS "createdAt", i.updated_at AS "updatedAt"`;
 
 /** An invoice's charges in attempt order, as INVOICE_LINKS reads them (one JSON array per invoice). */
-const INVOICE_CHARGES = `coalesce((SELECT json_agg(json_build_object('reference', t.reference, 'invoiceAttempt', t.invoice_attempt, 'status', t.status,
-    'failureCode', t.failure_code, 'providerCheckoutUrl', t.provider_checkout_url, 'createdAt', t.created_at) ORDER BY t.invoice_attempt)
-  FROM transactions t WHERE t.invoice_id = i.id), '[]'::json) AS charges`;
+const INVOICE_CHARGES = `${invoiceChargesJson("i")} AS charges`;
 
 type InvoiceRow = Invoice & { subscriptionReference: string; charges: (Omit<InvoiceCharge, "createdAt"> & { createdAt: string })[] };
 

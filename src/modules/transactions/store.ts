@@ -690,3 +690,12 @@ export function findExpiredCheckouts(sql: Sql, before: Date, limit: number): Pro
     [before, limit],
   );
 }
+
+/**
+ * The charges of the invoice aliased `invoice` in a billing read (billing/store.ts), as a JSON array in attempt order:
+ * the fields Prisma's INVOICE_LINKS include reads, one subquery per invoice row.
+ */
+export const invoiceChargesJson = (invoice: string) =>
+  `coalesce((SELECT json_agg(json_build_object('reference', t.reference, 'invoiceAttempt', t.invoice_attempt, 'status', t.status,
+    'failureCode', t.failure_code, 'providerCheckoutUrl', t.provider_checkout_url, 'createdAt', t.created_at) ORDER BY t.invoice_attempt)
+  FROM transactions t WHERE t.invoice_id = ${invoice}.id), '[]'::json)`;
