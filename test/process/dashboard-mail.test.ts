@@ -237,6 +237,8 @@ describe("dashboard e-mail", () => {
     expect(await page.title()).toMatch(/^Your profile · /);
     const form = page.getByRole("form", { name: "E-mail notices" });
     const wanted = form.getByRole("group", { name: "E-mail me when…" }).getByRole("checkbox");
+    // The heading shows before the profile's query answers; the form follows it.
+    await wanted.first().waitFor();
     expect(await wanted.count()).toBe(6);
     expect(await wanted.evaluateAll((boxes) => boxes.every((box) => (box as HTMLInputElement).checked))).toBe(true);
     await form.getByLabel("a payer's bank disputes a payment").uncheck();
