@@ -1,5 +1,6 @@
 import type { Config } from "./config.ts";
-import type { PrismaClient, Reader, Sql } from "./db/database.ts";
+import type { PrismaClient, Reader } from "./db/database.ts";
+import type { TransactionalSql } from "./db/sql.ts";
 import type { RedisConnections } from "./infra/redis.ts";
 import { createJobRunner } from "./jobs/runner.ts";
 import type { Foreground } from "./jobs/foreground.ts";
@@ -41,7 +42,7 @@ import { createMerchantUrls } from "./security/outbound.ts";
 
 export interface ServiceDeps {
   prisma: PrismaClient;
-  sql: Sql;
+  sql: TransactionalSql;
   /** Where lists, reports and dashboards' figures read (Database.read: a replica when there is one); the primary when unset. */
   read?: Reader;
   secrets: SecretBox;
@@ -135,6 +136,7 @@ export function createServices(deps: ServiceDeps) {
   disputes = createDisputeService({ prisma, sql: deps.sql, read, channels, transactions, connectors, publisher, jobs, logger, checkEveryMs: config.disputes.checkEveryMs });
   const billing = createBillingService({
     prisma,
+    sql: deps.sql,
     read: read.prisma,
     customers,
     paymentMethods,

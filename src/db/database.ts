@@ -12,7 +12,7 @@ import { makeDataDirPrivate, restrictDataDir } from "./data-dir-permissions.ts";
 import { PrismaClient, type Prisma } from "./generated/prisma/client.ts";
 import { applyMigrations, type SqlConnection } from "./migrate.ts";
 import { openReadReplicas, type ReadStats } from "./replicas.ts";
-import { pgliteSql, poolSql, type Sql } from "./sql.ts";
+import { pgliteSql, poolSql, type Sql, type TransactionalSql } from "./sql.ts";
 
 export type { PrismaClient, Sql };
 
@@ -23,7 +23,7 @@ export type Backend = "pglite" | "postgres";
 export interface Database {
   prisma: PrismaClient;
   /** Plain SQL on the same connections, for the hottest statements only (see sql.ts). */
-  sql: Sql;
+  sql: TransactionalSql;
   backend: Backend;
   /**
    * Where reads that may lag a little go: lists, reports (CSV exports), dashboards' figures. A read replica in

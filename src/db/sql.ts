@@ -13,20 +13,47 @@ export interface Sql {
   query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]>;
 }
 
+/** The primary's plain SQL, which also runs transactions. */
+export interface TransactionalSql extends Sql {
+  /**
+   * Runs `run` in one database transaction on one connection, its statements prepared like any other here: committed
+   * when it resolves, rolled back when it throws. Inside one, `transaction` runs in the transaction already open.
+   */
+  transaction<T>(run: (tx: TransactionalSql) => Promise<T>): Promise<T>;
+}
+
 /**
  * pg prepares each distinct statement once per connection when it is named: the server skips parse and plan.
  * `prefix` keeps two Sqls' names apart where their statements can meet on one connection (the reader's retry
  * on the primary): pg refuses a name prepared there for other text.
  */
-export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void, prefix = "hot"): Sql {
+export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void, prefix = "hot"): TransactionalSql {
   const names = new Map<string, string>();
-  return {
-    async query<T extends object>(text: string, params: readonly unknown[] = []) {
+  const on = (target: pg.Pool | pg.PoolClient) =>
+    async function query<T extends object>(text: string, params: readonly unknown[] = []) {
       onQuery?.(text);
       let name = names.get(text);
       if (!name) names.set(text, (name = `${prefix}_${names.size + 1}`));
-      const result = await pool.query<T>({ name, text, values: params as unknown[] });
+      const result = await target.query<T>({ name, text, values: params as unknown[] });
       return result.rows;
+    };
+  return {
+    query: on(pool),
+    async transaction<T>(run: (tx: TransactionalSql) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      const tx: TransactionalSql = { query: on(client), transaction: (inner) => inner(tx) };
+      try {
+        await client.query("BEGIN");
+        const out = await run(tx);
+        await client.query("COMMIT");
+        client.release();
+        return out;
+      } catch (error) {
+        // A connection that cannot even roll back is closed rather than returned to the pool mid-transaction.
+        const rolledBack = await client.query("ROLLBACK").then(() => true, () => false);
+        client.release(rolledBack ? undefined : true);
+        throw error;
+      }
     },
   };
 }
@@ -39,7 +66,7 @@ export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void, prefix =
  * in one call. Statements wait, as query() does, for an open transaction (Prisma's adapter holds PGlite's
  * transaction lock across an interactive transaction) and for the statement in flight.
  */
-export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Sql {
+export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): TransactionalSql {
   const { serialize } = protocol;
   const prepared = new Map<string, Promise<PreparedStatement>>();
 
@@ -55,22 +82,21 @@ export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Sql {
     };
   }
 
-  return {
-    query<T extends object>(text: string, params: readonly unknown[] = []) {
-      onQuery?.(text);
-      return db._runExclusiveTransaction(() =>
-        db._runExclusiveQuery(async () => {
-          let statement = prepared.get(text);
-          if (!statement) {
-            statement = prepare(text);
-            prepared.set(text, statement);
-            statement.catch(() => prepared.delete(text)); // a statement that does not parse is not kept
-          }
-          const { name, parameterTypes, columns } = await statement;
-          const values = params.map((value, i) => {
-            if (value === null || value === undefined) return null;
-            const serializer = db.serializers[parameterTypes[i]!];
-            return serializer ? serializer(value) : String(value);
+  /** One statement, for a caller that holds PGlite's transaction lock (its own, or an open transaction's). */
+  function run<T extends object>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+    onQuery?.(text);
+    return db._runExclusiveQuery(async () => {
+      let statement = prepared.get(text);
+      if (!statement) {
+        statement = prepare(text);
+        prepared.set(text, statement);
+        statement.catch(() => prepared.delete(text)); // a statement that does not parse is not kept
+      }
+      const { name, parameterTypes, columns } = await statement;
+      const values = params.map((value, i) => {
+        if (value === null || value === undefined) return null;
+        const serializer = db.serializers[parameterTypes[i]!];
+        return serializer ? serializer(value) : String(value);
           });
           const { messages } = await db.execProtocol(concat(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()), {});
           const result: T[] = [];
@@ -85,8 +111,24 @@ export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Sql {
             result.push(row as T);
           }
           return result;
-        }),
-      );
+    });
+  }
+
+  return {
+    query: (text, params) => db._runExclusiveTransaction(() => run(text, params)),
+    transaction<T>(work: (tx: TransactionalSql) => Promise<T>): Promise<T> {
+      const tx: TransactionalSql = { query: run, transaction: (inner) => inner(tx) };
+      return db._runExclusiveTransaction(async () => {
+        await run("BEGIN");
+        try {
+          const out = await work(tx);
+          await run("COMMIT");
+          return out;
+        } catch (error) {
+          await run("ROLLBACK");
+          throw error;
+        }
+      });
     },
   };
 }

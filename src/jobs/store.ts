@@ -1,5 +1,6 @@
 import type { PrismaClient } from "../db/database.ts";
 import type { Prisma } from "../db/generated/prisma/client.ts";
+import type { Sql } from "../db/sql.ts";
 
 /**
  * The `jobs` table's store: every statement on it, Prisma or SQL, is here (the runner's claims and
@@ -43,7 +44,17 @@ export async function enqueueJobs(db: JobWriter, jobs: JobRequest[]): Promise<vo
   await db.job.createMany({ data: jobs.map((j) => ({ kind: j.kind, payload: j.payload as Prisma.InputJsonValue, runAt: j.runAt ?? new Date() })) });
 }
 
-/** Deletes the queued jobs of this kind and key; returns how many. */
+/** The same, on a plain-SQL transaction (db/sql.ts): the billing cycle's steps. */
+export async function enqueueJobsSql(tx: Sql, jobs: JobRequest[]): Promise<void> {
+  if (!jobs.length) return;
+  const now = new Date();
+  await tx.query(
+    `INSERT INTO jobs (kind, payload, run_at, updated_at) SELECT j.kind, j.payload, j.run_at, $4::timestamptz
+     FROM unnest($1::text[], $2::jsonb[], $3::timestamptz[]) WITH ORDINALITY AS j(kind, payload, run_at, n) ORDER BY j.n`,
+    [jobs.map((j) => j.kind), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => (j.runAt ?? now).toISOString()), now.toISOString()],
+  );
+}
+
 /**
  * Deletes the queued jobs whose payload `field` names a row of `table` owned by the merchant (`cli demo remove`:
  * the merchant's queued work goes with it). `field` and `table` come from the caller's fixed list, never input.
@@ -53,6 +64,7 @@ export async function deleteJobsOfMerchantRows(db: Pick<Prisma.TransactionClient
   return db.$executeRawUnsafe(`DELETE FROM jobs WHERE payload ? '${field}' AND (payload->>'${field}') IN (SELECT id::text FROM "${table}" WHERE merchant_id = $1)`, merchantId);
 }
 
+/** Deletes the queued jobs of this kind and key; returns how many. */
 export async function cancel(db: JobWriter, kind: string, key: JobKey): Promise<number> {
   return (await db.job.deleteMany({ where: keyFilter(kind, key) })).count;
 }

@@ -307,13 +307,14 @@ describe("recurring billing on the sandbox", () => {
     expect(new Set(invoices.flatMap((i) => i.transactions.map((t) => t.status)))).toEqual(new Set(["completed", "failed"]));
 
     const ids = { subscriptions: subscriptions.map((s) => s.id), invoices: invoices.map((i) => i.id) };
-    expect(await readSubscriptions(db(), [...ids.subscriptions, 999_999])).toEqual(subscriptions);
-    expect(await readInvoices(db(), [...ids.invoices, 999_999])).toEqual(invoices);
+    const sql = bench.gw.gateway.db.sql;
+    expect(await readSubscriptions(sql, [...ids.subscriptions, 999_999])).toEqual(subscriptions);
+    expect(await readInvoices(sql, [...ids.invoices, 999_999])).toEqual(invoices);
     const collectLinks = { ...INVOICE_LINKS, subscription: { select: { reference: true, plan: { select: { name: true } }, paymentMethod: { select: { reference: true } } } } };
-    expect(await invoicesToCollect(db(), ids.invoices)).toEqual(await db().invoice.findMany({ include: collectLinks, orderBy: { id: "asc" } }));
+    expect(await invoicesToCollect(sql, ids.invoices)).toEqual(await db().invoice.findMany({ include: collectLinks, orderBy: { id: "asc" } }));
     // A period's invoice is found by its subscription and start, whoever made it.
-    const again = await db().$transaction((tx) =>
-      insertInvoicesForPeriods(tx, invoices.map((i) => ({ reference: `in_again_${i.id}`, merchantId: i.merchantId, mode: i.mode, subscriptionId: i.subscriptionId, customerId: i.customerId, amountDue: i.amountDue, currency: i.currency, periodStart: i.periodStart, periodEnd: i.periodEnd }))),
+    const again = await sql.transaction((tx) =>
+      insertInvoicesForPeriods(tx, invoices.map((i) => ({ reference: `in_again_${i.id}`, merchantId: i.merchantId, mode: i.mode, subscriptionId: i.subscriptionId, customerId: i.customerId, testClockId: i.testClockId, amountDue: i.amountDue, currency: i.currency, periodStart: i.periodStart, periodEnd: i.periodEnd, nextAttemptAt: i.periodStart }))),
     );
     expect(again.created.size).toBe(0);
     expect(again.invoices).toEqual(invoices);

@@ -1,9 +1,10 @@
 import type { Principal } from "../../auth.ts";
 import type { PrismaClient } from "../../db/database.ts";
 import type { Event, Prisma } from "../../db/generated/prisma/client.ts";
+import type { TransactionalSql } from "../../db/sql.ts";
 import { GatewayError } from "../../errors.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
-import { enqueueJobs, type JobRequest } from "../../jobs/store.ts";
+import { enqueueJobsSql, type JobRequest } from "../../jobs/store.ts";
 import type { Logger } from "../../logger.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import { afterCommit } from "../events/status-machine.ts";
@@ -51,6 +52,8 @@ const REFUSALS_WITHOUT_CHARGE = new Set(["payment_method_detached", "payment_met
 
 export interface BillingCycleDeps {
   prisma: PrismaClient;
+  /** The steps' transactions and the cycle's batch reads: plain SQL (store.ts). */
+  sql: TransactionalSql;
   transactions: Pick<TransactionService, "chargeInvoices" | "checkoutUrl">;
   jobs: JobRunner;
   publisher: EventPublisher;
@@ -69,7 +72,7 @@ const retryWhenDue = (dueAt: Date | undefined) => (dueAt ? { retryInMs: Math.max
 
 /** A step's writes: its events (published after commit) and whether it queued jobs (this instance is told). */
 interface Step {
-  tx: Prisma.TransactionClient;
+  tx: TransactionalSql;
   /** Records events in their order, each with its webhook deliveries. */
   emit(events: store.NewBillingEvent[]): Promise<void>;
   enqueue(jobs: JobRequest[]): Promise<void>;
@@ -86,14 +89,14 @@ export const billingPrincipal = (owner: { merchantId: number; mode: Principal["m
 });
 
 export function createBillingCycle(deps: BillingCycleDeps) {
-  const { prisma, jobs } = deps;
+  const { prisma, sql, jobs } = deps;
   const checkoutUrl = deps.transactions.checkoutUrl;
 
   /** Runs one step in a database transaction; its events reach subscribers, and its jobs this instance, after commit. */
   async function step<T>(run: (s: Step) => Promise<T>): Promise<T> {
     const recorded: Event[] = [];
     let queued = 0;
-    const out = await prisma.$transaction(async (tx) =>
+    const out = await sql.transaction(async (tx) =>
       run({
         tx,
         async emit(events) {
@@ -103,7 +106,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
         },
         async enqueue(requests) {
           queued += requests.length;
-          await enqueueJobs(tx, requests);
+          await enqueueJobsSql(tx, requests);
         },
       }),
     );
@@ -201,7 +204,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
     const failed = new Map<number, Error>();
     const early: NotYet = new Map();
     const requests: { principal: Principal; input: InvoiceChargeInput }[] = [];
-    for (const invoice of await store.invoicesToCollect(prisma, [...new Set(invoiceIds)])) {
+    for (const invoice of await store.invoicesToCollect(sql, [...new Set(invoiceIds)])) {
       if (invoice.status !== "open") continue;
       const attempt = invoice.attempts + 1;
       const inFlight = invoice.transactions.some((c) => c.invoiceAttempt === attempt);
@@ -257,7 +260,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
    * statement.
    */
   async function recordOutcomes(invoiceIds: number[], now: Date, refused: ReadonlyMap<number, Refusal> = new Map()): Promise<void> {
-    const owners = await store.invoiceOwners(prisma, [...new Set(invoiceIds)]);
+    const owners = await store.invoiceOwners(sql, [...new Set(invoiceIds)]);
     if (!owners.length) return;
     await step(async (s) => {
       // The subscriptions first, then the invoices: the order every step locks them in.
@@ -268,7 +271,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
       const events: store.NewBillingEvent[] = [];
       const jobsToQueue: JobRequest[] = [];
       const paying: { id: number; attempt: number }[] = [];
-      const changeSubscription = async (sub: store.LinkedSubscription, data: Prisma.SubscriptionUncheckedUpdateInput, type: string) => {
+      const changeSubscription = async (sub: store.LinkedSubscription, data: store.SubscriptionChange, type: string) => {
         const changed = await store.updateSubscription(s.tx, sub.id, data);
         subs.set(sub.id, changed);
         events.push(subscriptionEvent(changed, type));
@@ -298,7 +301,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
         if (nextAttemptAt) jobsToQueue.push(...wallJob(invoice.testClockId, COLLECT_INVOICE_JOB, { invoiceId: invoice.id }, nextAttemptAt));
         if (sub.status === "canceled") continue;
         if (last) {
-          const ends = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
+          const ends: store.SubscriptionChange = deps.cancelUnpaid ? { status: "canceled", canceledAt: now, nextInvoiceAt: null } : { status: "unpaid", nextInvoiceAt: null };
           await changeSubscription(sub, ends, deps.cancelUnpaid ? "subscription.canceled" : "subscription.updated");
         } else if (sub.status === "active" || sub.status === "trialing") {
           await changeSubscription(sub, { status: "past_due" }, "subscription.updated");
@@ -339,7 +342,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
   }
 
   /** A new subscription, with its subscription.created event and the job that bills its first period when it starts. */
-  async function createSubscription(data: Prisma.SubscriptionUncheckedCreateInput): Promise<store.LinkedSubscription> {
+  async function createSubscription(data: store.NewSubscription): Promise<store.LinkedSubscription> {
     return step(async (s) => {
       const sub = await store.insertSubscription(s.tx, data);
       await emitSubscription(s, sub, "subscription.created");
@@ -389,7 +392,7 @@ export function createBillingCycle(deps: BillingCycleDeps) {
     runBatch: async (batch) => {
       // Each invoice on its own time: the wall's, or its clock's.
       const byClock = new Map<number | null, number[]>();
-      for (const owner of await store.invoiceOwners(prisma, batch.map(({ payload }) => Number(payload.invoiceId)))) {
+      for (const owner of await store.invoiceOwners(sql, batch.map(({ payload }) => Number(payload.invoiceId)))) {
         byClock.set(owner.testClockId, [...(byClock.get(owner.testClockId) ?? []), owner.id]);
       }
       for (const [clockId, ids] of byClock) await recordOutcomes(ids, await nowOf(clockId));

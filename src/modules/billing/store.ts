@@ -1,5 +1,6 @@
 import { scopeOf, type Principal } from "../../auth.ts";
 import type { Db, PrismaClient } from "../../db/database.ts";
+import type { Sql } from "../../db/sql.ts";
 import type { Event, Invoice, Mode, Plan, Prisma, Subscription, TestClock } from "../../db/generated/prisma/client.ts";
 import type { Paging } from "../../paging.ts";
 import { randomReference } from "../../references.ts";
@@ -39,10 +40,14 @@ export const INVOICE_LINKS = {
 export type LinkedInvoice = Prisma.InvoiceGetPayload<{ include: typeof INVOICE_LINKS }>;
 export type InvoiceCharge = LinkedInvoice["transactions"][number];
 
-// ---- The billing cycle's batch reads, in SQL ----
+// ---- The billing cycle's statements, in plain SQL ----
 // What Prisma's include reads in a query per relation (and its query layer's CPU per row), the cycle's steps read in
-// one plain statement per batch: a morning's renewals read 100,000 subscriptions and invoices this way
-// (bench/billing.ts). The rows have the same shape as the include's (LinkedSubscription, LinkedInvoice).
+// one plain statement per batch, and write in plain statements on a plain-SQL transaction (db/sql.ts: prepared once
+// per connection, no query layer): a morning's renewals read and write 100,000 subscriptions and invoices this way
+// (bench/billing.ts). The rows have the same shape and types as the include's (LinkedSubscription, LinkedInvoice).
+
+const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
+const maybeDate = (value: Date | string | null) => (value === null ? null : date(value));
 
 const SUBSCRIPTION_COLUMNS = `s.id, s.merchant_id AS "merchantId", s.mode::text AS mode, s.reference, s.customer_id AS "customerId",
   s.plan_id AS "planId", s.payment_method_id AS "paymentMethodId", s.test_clock_id AS "testClockId", s.status,
@@ -65,6 +70,14 @@ type SubscriptionRow = Subscription & { plan: PlanJson; paymentMethodReference: 
 function linkedSubscriptionOf({ plan, paymentMethodReference, testClockReference, ...row }: SubscriptionRow): LinkedSubscription {
   return {
     ...row,
+    billingAnchor: date(row.billingAnchor),
+    trialEnd: maybeDate(row.trialEnd),
+    currentPeriodStart: date(row.currentPeriodStart),
+    currentPeriodEnd: date(row.currentPeriodEnd),
+    nextInvoiceAt: maybeDate(row.nextInvoiceAt),
+    canceledAt: maybeDate(row.canceledAt),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
     plan: { ...plan, amount: BigInt(plan.amount), createdAt: new Date(plan.createdAt) },
     paymentMethod: { reference: paymentMethodReference },
     testClock: testClockReference === null ? null : { reference: testClockReference },
@@ -72,9 +85,9 @@ function linkedSubscriptionOf({ plan, paymentMethodReference, testClockReference
 }
 
 /** The subscriptions with their links (plan, method, clock), in id order; ids that do not exist are left out. */
-export async function readSubscriptions(db: Db, ids: number[]): Promise<LinkedSubscription[]> {
+export async function readSubscriptions(sql: Sql, ids: number[]): Promise<LinkedSubscription[]> {
   if (!ids.length) return [];
-  return (await db.$queryRawUnsafe<SubscriptionRow[]>(LINKED_SUBSCRIPTIONS, ids)).map(linkedSubscriptionOf);
+  return (await sql.query<SubscriptionRow>(LINKED_SUBSCRIPTIONS, [ids])).map(linkedSubscriptionOf);
 }
 
 const INVOICE_COLUMNS = `i.id, i.merchant_id AS "merchantId", i.mode::text AS mode, i.reference, i.subscription_id AS "subscriptionId",
@@ -88,7 +101,18 @@ const INVOICE_CHARGES = `${invoiceChargesJson("i")} AS charges`;
 type InvoiceRow = Invoice & { subscriptionReference: string; charges: (Omit<InvoiceCharge, "createdAt"> & { createdAt: string })[] };
 
 function linkedInvoiceOf({ subscriptionReference, charges, ...row }: InvoiceRow): LinkedInvoice {
-  return { ...row, subscription: { reference: subscriptionReference }, transactions: charges.map((c) => ({ ...c, createdAt: new Date(c.createdAt) })) };
+  return {
+    ...row,
+    amountDue: BigInt(row.amountDue),
+    periodStart: date(row.periodStart),
+    periodEnd: date(row.periodEnd),
+    nextAttemptAt: maybeDate(row.nextAttemptAt),
+    paidAt: maybeDate(row.paidAt),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
+    subscription: { reference: subscriptionReference },
+    transactions: charges.map((c) => ({ ...c, createdAt: new Date(c.createdAt) })),
+  };
 }
 
 const invoicesWhere = (where: string) =>
@@ -101,9 +125,9 @@ const INVOICES_TO_COLLECT = `SELECT ${INVOICE_COLUMNS}, s.reference AS "subscrip
   WHERE i.id = ANY($1::int[]) ORDER BY i.id`;
 
 /** The invoices with their links (subscription, charges), in id order; ids that do not exist are left out. */
-export async function readInvoices(db: Db, ids: number[]): Promise<LinkedInvoice[]> {
+export async function readInvoices(sql: Sql, ids: number[]): Promise<LinkedInvoice[]> {
   if (!ids.length) return [];
-  return (await db.$queryRawUnsafe<InvoiceRow[]>(INVOICES_BY_ID, ids)).map(linkedInvoiceOf);
+  return (await sql.query<InvoiceRow>(INVOICES_BY_ID, [ids])).map(linkedInvoiceOf);
 }
 
 // ---- Lists (plans, subscriptions, invoices: newest first, by page or as a connection's slice) ----
@@ -160,24 +184,64 @@ export const findPlan = (db: Db, principal: Principal, reference: string) => db.
 
 // ---- Subscriptions ----
 
-export const insertSubscription = (db: Db, data: Prisma.SubscriptionUncheckedCreateInput) => db.subscription.create({ data, include: SUBSCRIPTION_LINKS });
+/** A new subscription's columns (the billing service decides them; the cycle writes them: cycle.ts). */
+export type NewSubscription = Pick<
+  Subscription,
+  "merchantId" | "mode" | "reference" | "customerId" | "planId" | "paymentMethodId" | "testClockId" | "status" | "billingAnchor" | "trialEnd" | "currentPeriodStart" | "currentPeriodEnd" | "nextInvoiceAt"
+> & { metadata?: Prisma.InputJsonObject };
+
+export async function insertSubscription(tx: Sql, data: NewSubscription): Promise<LinkedSubscription> {
+  const [row] = await tx.query<{ id: number }>(
+    `INSERT INTO subscriptions (merchant_id, mode, reference, customer_id, plan_id, payment_method_id, test_clock_id, status, billing_anchor,
+       trial_end, current_period_start, current_period_end, next_invoice_at, metadata, updated_at)
+     VALUES ($1, $2::"Mode", $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15) RETURNING id`,
+    [
+      data.merchantId, data.mode, data.reference, data.customerId, data.planId, data.paymentMethodId, data.testClockId, data.status, data.billingAnchor,
+      data.trialEnd, data.currentPeriodStart, data.currentPeriodEnd, data.nextInvoiceAt, data.metadata === undefined ? null : JSON.stringify(data.metadata), new Date(),
+    ],
+  );
+  return (await readSubscriptions(tx, [row!.id]))[0]!;
+}
 export const findSubscription = (db: Db, principal: Principal, reference: string) => db.subscription.findFirst({ where: { reference, ...scopeOf(principal) } });
 export const linkedSubscription = (db: Db, id: number) => db.subscription.findUniqueOrThrow({ where: { id }, include: SUBSCRIPTION_LINKS });
 
 /** The subscription, locked until the caller's transaction ends: what bills it or changes its status waits here. */
-export async function lockSubscription(tx: Prisma.TransactionClient, id: number): Promise<LinkedSubscription | null> {
-  await tx.$queryRaw`SELECT id FROM subscriptions WHERE id = ${id} FOR UPDATE`;
-  return tx.subscription.findUnique({ where: { id }, include: SUBSCRIPTION_LINKS });
+export async function lockSubscription(tx: Sql, id: number): Promise<LinkedSubscription | null> {
+  return (await lockSubscriptions(tx, [id]))[0] ?? null;
 }
 
-export const updateSubscription = (tx: Db, id: number, data: Prisma.SubscriptionUncheckedUpdateInput) => tx.subscription.update({ where: { id }, data, include: SUBSCRIPTION_LINKS });
+/**
+ * Sets the named columns of one row (and its updated_at, as Prisma's @updatedAt does), in a statement per set of
+ * columns: `columns` maps each field the cycle changes to its column, a fixed list (never input).
+ */
+async function updateRow<Change extends object>(tx: Sql, table: string, columns: Record<keyof Change, string>, id: number, change: Change): Promise<void> {
+  const values: unknown[] = [id];
+  const sets: string[] = [];
+  for (const [field, column] of Object.entries(columns) as [keyof Change, string][]) {
+    if (change[field] === undefined) continue;
+    values.push(change[field]);
+    sets.push(`${column} = $${values.length}`);
+  }
+  values.push(new Date());
+  sets.push(`updated_at = $${values.length}`);
+  await tx.query(`UPDATE ${table} SET ${sets.join(", ")} WHERE id = $1`, values);
+}
+
+/** What a step changes on a subscription besides renewing it. */
+export type SubscriptionChange = Partial<Pick<Subscription, "status" | "canceledAt" | "nextInvoiceAt" | "cancelAtPeriodEnd">>;
+const SUBSCRIPTION_CHANGES: Record<keyof SubscriptionChange, string> = { status: "status", canceledAt: "canceled_at", nextInvoiceAt: "next_invoice_at", cancelAtPeriodEnd: "cancel_at_period_end" };
+
+export async function updateSubscription(tx: Sql, id: number, change: SubscriptionChange): Promise<LinkedSubscription> {
+  await updateRow(tx, "subscriptions", SUBSCRIPTION_CHANGES, id, change);
+  return (await readSubscriptions(tx, [id]))[0]!;
+}
 
 /**
  * The subscriptions, locked until the caller's transaction ends, in id order (so batches that share some never wait
  * on each other in a circle), with their links; ids that do not exist are left out.
  */
-export async function lockSubscriptions(tx: Prisma.TransactionClient, ids: number[]): Promise<LinkedSubscription[]> {
-  await tx.$queryRawUnsafe(`SELECT id FROM subscriptions WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, ids);
+export async function lockSubscriptions(tx: Sql, ids: number[]): Promise<LinkedSubscription[]> {
+  await tx.query(`SELECT id FROM subscriptions WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, [ids]);
   // Read after the lock, in a statement of its own: its snapshot has whatever the lock waited for.
   return readSubscriptions(tx, ids);
 }
@@ -193,53 +257,76 @@ export interface Renewal {
 }
 
 /** Renews the (locked) subscriptions in one statement; answers them with their links, in id order. */
-export async function renewSubscriptions(tx: Prisma.TransactionClient, renewals: Renewal[]): Promise<LinkedSubscription[]> {
+export async function renewSubscriptions(tx: Sql, renewals: Renewal[]): Promise<LinkedSubscription[]> {
   if (!renewals.length) return [];
   const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
-  await tx.$executeRawUnsafe(
+  await tx.query(
     `UPDATE subscriptions s SET periods_billed = r.periods_billed, current_period_start = r.period_start, current_period_end = r.period_end,
        next_invoice_at = r.next_invoice_at, status = r.status, updated_at = $7::timestamptz
      FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::text[]) AS r(id, periods_billed, period_start, period_end, next_invoice_at, status)
      WHERE s.id = r.id`,
-    renewals.map((r) => r.id),
-    renewals.map((r) => r.periodsBilled),
-    iso(renewals.map((r) => r.currentPeriodStart)),
-    iso(renewals.map((r) => r.currentPeriodEnd)),
-    iso(renewals.map((r) => r.nextInvoiceAt)),
-    renewals.map((r) => r.status),
-    new Date().toISOString(),
+    [
+      renewals.map((r) => r.id),
+      renewals.map((r) => r.periodsBilled),
+      iso(renewals.map((r) => r.currentPeriodStart)),
+      iso(renewals.map((r) => r.currentPeriodEnd)),
+      iso(renewals.map((r) => r.nextInvoiceAt)),
+      renewals.map((r) => r.status),
+      new Date().toISOString(),
+    ],
   );
   return readSubscriptions(tx, renewals.map((r) => r.id));
 }
 
 // ---- Invoices ----
 
+/** A period's invoice, as the cycle makes it. */
+export type NewInvoice = Pick<
+  Invoice,
+  "reference" | "merchantId" | "mode" | "subscriptionId" | "customerId" | "testClockId" | "amountDue" | "currency" | "periodStart" | "periodEnd" | "nextAttemptAt"
+>;
+
 /**
  * Each period's invoice, made once: a second caller (another instance, a retried job) finds the first one's. Answers
  * every period's invoice, and the ids of those this call made.
  */
-export async function insertInvoicesForPeriods(tx: Prisma.TransactionClient, data: Prisma.InvoiceCreateManyInput[]): Promise<{ invoices: LinkedInvoice[]; created: Set<number> }> {
+export async function insertInvoicesForPeriods(tx: Sql, data: NewInvoice[]): Promise<{ invoices: LinkedInvoice[]; created: Set<number> }> {
   if (!data.length) return { invoices: [], created: new Set() };
-  const made = await tx.invoice.createManyAndReturn({ data, skipDuplicates: true, select: { id: true } });
-  const rows = await tx.$queryRawUnsafe<InvoiceRow[]>(
-    INVOICES_BY_PERIOD,
-    data.map((d) => d.subscriptionId),
-    data.map((d) => new Date(d.periodStart).toISOString()),
+  const iso = (dates: (Date | null)[]) => dates.map((d) => d?.toISOString() ?? null);
+  const made = await tx.query<{ id: number }>(
+    `INSERT INTO invoices (reference, merchant_id, mode, subscription_id, customer_id, test_clock_id, amount_due, currency, period_start, period_end,
+       next_attempt_at, updated_at)
+     SELECT i.reference, i.merchant_id, i.mode::"Mode", i.subscription_id, i.customer_id, i.test_clock_id, i.amount_due, i.currency, i.period_start,
+       i.period_end, i.next_attempt_at, $12::timestamptz
+     FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[])
+       WITH ORDINALITY AS i(reference, merchant_id, mode, subscription_id, customer_id, test_clock_id, amount_due, currency, period_start, period_end, next_attempt_at, n)
+     ORDER BY i.n
+     ON CONFLICT DO NOTHING RETURNING id`,
+    [
+      data.map((d) => d.reference),
+      data.map((d) => d.merchantId),
+      data.map((d) => d.mode),
+      data.map((d) => d.subscriptionId),
+      data.map((d) => d.customerId),
+      data.map((d) => d.testClockId),
+      data.map((d) => d.amountDue.toString()),
+      data.map((d) => d.currency),
+      iso(data.map((d) => d.periodStart)),
+      iso(data.map((d) => d.periodEnd)),
+      iso(data.map((d) => d.nextAttemptAt)),
+      new Date().toISOString(),
+    ],
   );
+  const rows = await tx.query<InvoiceRow>(INVOICES_BY_PERIOD, [data.map((d) => d.subscriptionId), iso(data.map((d) => d.periodStart))]);
   return { invoices: rows.map(linkedInvoiceOf), created: new Set(made.map((m) => m.id)) };
 }
 
 export const findInvoice = (db: Db, principal: Principal, reference: string) => db.invoice.findFirst({ where: { reference, ...scopeOf(principal) } });
 export const linkedInvoice = (db: Db, id: number) => db.invoice.findUnique({ where: { id }, include: INVOICE_LINKS });
 
-export async function lockInvoice(tx: Prisma.TransactionClient, id: number): Promise<LinkedInvoice | null> {
-  await tx.$queryRaw`SELECT id FROM invoices WHERE id = ${id} FOR UPDATE`;
-  return linkedInvoice(tx, id);
-}
-
 /** The invoices, locked until the caller's transaction ends, in id order (after their subscriptions: cycle.ts), with their links. */
-export async function lockInvoices(tx: Prisma.TransactionClient, ids: number[]): Promise<LinkedInvoice[]> {
-  await tx.$queryRawUnsafe(`SELECT id FROM invoices WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, ids);
+export async function lockInvoices(tx: Sql, ids: number[]): Promise<LinkedInvoice[]> {
+  await tx.query(`SELECT id FROM invoices WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE`, [ids]);
   return readInvoices(tx, ids);
 }
 
@@ -249,15 +336,15 @@ export async function lockInvoices(tx: Prisma.TransactionClient, ids: number[]):
  * uncollectible invoice has nothing left to record, so the second caller of an outcome (the collect step and the
  * charge's settling job both ask) stops here.
  */
-export const invoiceOwners = (db: Db, ids: number[]) =>
-  db.$queryRawUnsafe<{ id: number; subscriptionId: number; testClockId: number | null }[]>(
+export const invoiceOwners = (sql: Sql, ids: number[]) =>
+  sql.query<{ id: number; subscriptionId: number; testClockId: number | null }>(
     `SELECT id, subscription_id AS "subscriptionId", test_clock_id AS "testClockId" FROM invoices WHERE id = ANY($1::int[]) AND status IN ('open', 'void')`,
-    ids,
+    [ids],
   );
 
 /** Invoices with what charging them names: the subscription's plan and payment method. */
-export async function invoicesToCollect(db: Db, ids: number[]) {
-  const rows = await db.$queryRawUnsafe<(InvoiceRow & { planName: string; paymentMethodReference: string })[]>(INVOICES_TO_COLLECT, ids);
+export async function invoicesToCollect(sql: Sql, ids: number[]) {
+  const rows = await sql.query<InvoiceRow & { planName: string; paymentMethodReference: string }>(INVOICES_TO_COLLECT, [ids]);
   return rows.map(({ planName, paymentMethodReference, ...row }) => {
     const invoice = linkedInvoiceOf(row);
     return { ...invoice, subscription: { ...invoice.subscription, plan: { name: planName }, paymentMethod: { reference: paymentMethodReference } } };
@@ -265,27 +352,35 @@ export async function invoicesToCollect(db: Db, ids: number[]) {
 }
 
 /** Marks the (locked) invoices paid by their current attempt, in one statement; answers them with their links, in id order. */
-export async function markInvoicesPaid(tx: Prisma.TransactionClient, paid: { id: number; attempt: number }[], at: Date): Promise<LinkedInvoice[]> {
+export async function markInvoicesPaid(tx: Sql, paid: { id: number; attempt: number }[], at: Date): Promise<LinkedInvoice[]> {
   if (!paid.length) return [];
-  await tx.$executeRawUnsafe(
+  await tx.query(
     `UPDATE invoices i SET status = 'paid', paid_at = $3::timestamptz, attempts = p.attempt, next_attempt_at = NULL, updated_at = $4::timestamptz
      FROM unnest($1::int[], $2::int[]) AS p(id, attempt) WHERE i.id = p.id`,
-    paid.map((p) => p.id),
-    paid.map((p) => p.attempt),
-    at.toISOString(),
-    new Date().toISOString(),
+    [paid.map((p) => p.id), paid.map((p) => p.attempt), at.toISOString(), new Date().toISOString()],
   );
   return readInvoices(tx, paid.map((p) => p.id));
 }
 
-export const updateInvoice = (tx: Db, id: number, data: Prisma.InvoiceUncheckedUpdateInput) => tx.invoice.update({ where: { id }, data, include: INVOICE_LINKS });
+/** What a step changes on an invoice besides marking a batch paid. */
+export type InvoiceChange = Partial<Pick<Invoice, "status" | "paidAt" | "attempts" | "nextAttemptAt">>;
+const INVOICE_CHANGES: Record<keyof InvoiceChange, string> = { status: "status", paidAt: "paid_at", attempts: "attempts", nextAttemptAt: "next_attempt_at" };
+
+export async function updateInvoice(tx: Sql, id: number, change: InvoiceChange): Promise<LinkedInvoice> {
+  await updateRow(tx, "invoices", INVOICE_CHANGES, id, change);
+  return (await readInvoices(tx, [id]))[0]!;
+}
 
 /** The subscription's open invoices (canceling it voids those no charge is pending on). */
-export const openInvoicesOf = (tx: Db, subscriptionId: number) => tx.invoice.findMany({ where: { subscriptionId, status: "open" }, include: INVOICE_LINKS });
+export async function openInvoicesOf(tx: Sql, subscriptionId: number): Promise<LinkedInvoice[]> {
+  const open = await tx.query<{ id: number }>(`SELECT id FROM invoices WHERE subscription_id = $1 AND status = 'open' ORDER BY id`, [subscriptionId]);
+  return readInvoices(tx, open.map((i) => i.id));
+}
 
 /** Whether the subscription still has an invoice that failed and is not paid (it stays past_due until none). */
-export async function hasUnpaidFailures(tx: Db, subscriptionId: number, except: number): Promise<boolean> {
-  return (await tx.invoice.count({ where: { subscriptionId, id: { not: except }, status: "open", attempts: { gt: 0 } } })) > 0;
+export async function hasUnpaidFailures(tx: Sql, subscriptionId: number, except: number): Promise<boolean> {
+  const found = await tx.query(`SELECT 1 FROM invoices WHERE subscription_id = $1 AND id <> $2 AND status = 'open' AND attempts > 0 LIMIT 1`, [subscriptionId, except]);
+  return found.length > 0;
 }
 
 // ---- Events ----
@@ -301,10 +396,10 @@ export interface NewBillingEvent {
  * Records several events, in their order, with their webhook deliveries queued (the outbox's fan-out), in the
  * caller's database transaction and two statements: what events/outbox.ts's recordEvent does for one.
  */
-export async function recordEvents(tx: Prisma.TransactionClient, events: NewBillingEvent[]): Promise<{ events: Event[]; deliveriesQueued: number }> {
+export async function recordEvents(tx: Sql, events: NewBillingEvent[]): Promise<{ events: Event[]; deliveriesQueued: number }> {
   if (!events.length) return { events: [], deliveriesQueued: 0 };
   // The events as written come back from the statement itself (a morning's renewals write tens of thousands).
-  const rows = await tx.$queryRawUnsafe<{ id: string; merchant_id: number; mode: Mode; type: string; created_at: Date | string; payload: Prisma.JsonValue; queued: number }[]>(
+  const rows = await tx.query<{ id: string; merchant_id: number; mode: Mode; type: string; created_at: Date | string; payload: Prisma.JsonValue; queued: number }>(
     `WITH ev AS (
        INSERT INTO events (merchant_id, mode, type, payload)
        SELECT e.merchant_id, e.mode::"Mode", e.type, e.payload::jsonb
@@ -314,10 +409,7 @@ export async function recordEvents(tx: Prisma.TransactionClient, events: NewBill
      ), ${EVENT_FAN_OUT_CTES}
      SELECT ev.id::text AS id, ev.merchant_id, ev.mode::text AS mode, ev.type, ev.created_at, ev.payload, ${FAN_OUT_JOBS_QUEUED} AS queued
      FROM ev ORDER BY ev.id`,
-    events.map((e) => e.merchantId),
-    events.map((e) => e.mode),
-    events.map((e) => e.type),
-    events.map((e) => JSON.stringify(e.payload)),
+    [events.map((e) => e.merchantId), events.map((e) => e.mode), events.map((e) => e.type), events.map((e) => JSON.stringify(e.payload))],
   );
   const recorded: Event[] = rows.map((row) => ({
     id: BigInt(row.id),
