@@ -4,8 +4,8 @@ import type pg from "pg";
 /**
  * Plain SQL on the database Prisma uses (the same pg pool, or the same PGlite), for the few statements
  * on the hottest paths (verify, list, initialize, a transaction's status change, STK callbacks, card
- * payments). Prisma's query layer costs about 0.2 ms of CPU per statement on top of the driver's
- * 0.09 ms (bench/README.md), which is most of such a request. Everything
+ * payments) and the billing cycle's steps (their transactions too). Prisma's query layer costs about 0.2 ms of CPU
+ * per statement on top of the driver's 0.09 ms (bench/README.md), which is most of such a request. Everything
  * else stays on Prisma; statements here must return exactly what the Prisma model would (see the row
  * mappers next to them, and the test that compares the two).
  */
