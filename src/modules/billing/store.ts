@@ -5,6 +5,7 @@ import type { Event, Invoice, Mode, Plan, Prisma, Subscription, TestClock } from
 import type { Paging } from "../../paging.ts";
 import { randomReference } from "../../references.ts";
 import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "../events/fan-out.ts";
+import { date, optionalDate } from "../transactions/rows.ts";
 import { invoiceChargesJson } from "../transactions/store.ts";
 
 /**
@@ -46,8 +47,8 @@ export type InvoiceCharge = LinkedInvoice["transactions"][number];
 // per connection, no query layer): a morning's renewals read and write 100,000 subscriptions and invoices this way
 // (bench/billing.ts). The rows have the same shape and types as the include's (LinkedSubscription, LinkedInvoice).
 
-const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
-const maybeDate = (value: Date | string | null) => (value === null ? null : date(value));
+/** Timestamps as ISO strings for a statement's timestamptz[] parameter. */
+const isoAll = (dates: (Date | null)[]) => dates.map((d) => d?.toISOString() ?? null);
 
 const SUBSCRIPTION_COLUMNS = `s.id, s.merchant_id AS "merchantId", s.mode::text AS mode, s.reference, s.customer_id AS "customerId",
   s.plan_id AS "planId", s.payment_method_id AS "paymentMethodId", s.test_clock_id AS "testClockId", s.status,
@@ -71,11 +72,11 @@ function linkedSubscriptionOf({ plan, paymentMethodReference, testClockReference
   return {
     ...row,
     billingAnchor: date(row.billingAnchor),
-    trialEnd: maybeDate(row.trialEnd),
+    trialEnd: optionalDate(row.trialEnd),
     currentPeriodStart: date(row.currentPeriodStart),
     currentPeriodEnd: date(row.currentPeriodEnd),
-    nextInvoiceAt: maybeDate(row.nextInvoiceAt),
-    canceledAt: maybeDate(row.canceledAt),
+    nextInvoiceAt: optionalDate(row.nextInvoiceAt),
+    canceledAt: optionalDate(row.canceledAt),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     plan: { ...plan, amount: BigInt(plan.amount), createdAt: new Date(plan.createdAt) },
@@ -106,8 +107,8 @@ function linkedInvoiceOf({ subscriptionReference, charges, ...row }: InvoiceRow)
     amountDue: BigInt(row.amountDue),
     periodStart: date(row.periodStart),
     periodEnd: date(row.periodEnd),
-    nextAttemptAt: maybeDate(row.nextAttemptAt),
-    paidAt: maybeDate(row.paidAt),
+    nextAttemptAt: optionalDate(row.nextAttemptAt),
+    paidAt: optionalDate(row.paidAt),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     subscription: { reference: subscriptionReference },
@@ -259,7 +260,6 @@ export interface Renewal {
 /** Renews the (locked) subscriptions in one statement; answers them with their links, in id order. */
 export async function renewSubscriptions(tx: Sql, renewals: Renewal[]): Promise<LinkedSubscription[]> {
   if (!renewals.length) return [];
-  const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
   await tx.query(
     `UPDATE subscriptions s SET periods_billed = r.periods_billed, current_period_start = r.period_start, current_period_end = r.period_end,
        next_invoice_at = r.next_invoice_at, status = r.status, updated_at = $7::timestamptz
@@ -268,9 +268,9 @@ export async function renewSubscriptions(tx: Sql, renewals: Renewal[]): Promise<
     [
       renewals.map((r) => r.id),
       renewals.map((r) => r.periodsBilled),
-      iso(renewals.map((r) => r.currentPeriodStart)),
-      iso(renewals.map((r) => r.currentPeriodEnd)),
-      iso(renewals.map((r) => r.nextInvoiceAt)),
+      isoAll(renewals.map((r) => r.currentPeriodStart)),
+      isoAll(renewals.map((r) => r.currentPeriodEnd)),
+      isoAll(renewals.map((r) => r.nextInvoiceAt)),
       renewals.map((r) => r.status),
       new Date().toISOString(),
     ],
@@ -292,7 +292,6 @@ export type NewInvoice = Pick<
  */
 export async function insertInvoicesForPeriods(tx: Sql, data: NewInvoice[]): Promise<{ invoices: LinkedInvoice[]; created: Set<number> }> {
   if (!data.length) return { invoices: [], created: new Set() };
-  const iso = (dates: (Date | null)[]) => dates.map((d) => d?.toISOString() ?? null);
   const made = await tx.query<{ id: number }>(
     `INSERT INTO invoices (reference, merchant_id, mode, subscription_id, customer_id, test_clock_id, amount_due, currency, period_start, period_end,
        next_attempt_at, updated_at)
@@ -311,13 +310,13 @@ export async function insertInvoicesForPeriods(tx: Sql, data: NewInvoice[]): Pro
       data.map((d) => d.testClockId),
       data.map((d) => d.amountDue.toString()),
       data.map((d) => d.currency),
-      iso(data.map((d) => d.periodStart)),
-      iso(data.map((d) => d.periodEnd)),
-      iso(data.map((d) => d.nextAttemptAt)),
+      isoAll(data.map((d) => d.periodStart)),
+      isoAll(data.map((d) => d.periodEnd)),
+      isoAll(data.map((d) => d.nextAttemptAt)),
       new Date().toISOString(),
     ],
   );
-  const rows = await tx.query<InvoiceRow>(INVOICES_BY_PERIOD, [data.map((d) => d.subscriptionId), iso(data.map((d) => d.periodStart))]);
+  const rows = await tx.query<InvoiceRow>(INVOICES_BY_PERIOD, [data.map((d) => d.subscriptionId), isoAll(data.map((d) => d.periodStart))]);
   return { invoices: rows.map(linkedInvoiceOf), created: new Set(made.map((m) => m.id)) };
 }
 

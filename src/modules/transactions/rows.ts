@@ -75,8 +75,9 @@ export type TransactionRow = Omit<Transaction, "amount" | "amountRefunded" | "am
   chargeStartedAt: Date | string | null;
 };
 
-const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
-const optionalDate = (value: Date | string | null) => (value === null ? null : date(value));
+/** A timestamp column as a Date, whichever the driver gave (pg a Date, JSON or PGlite's text a string). */
+export const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
+export const optionalDate = (value: Date | string | null) => (value === null ? null : date(value));
 const optionalBigInt = (value: string | null) => (value === null ? null : BigInt(value));
 
 export function transactionFromRow(row: TransactionRow): Transaction {
