@@ -17,7 +17,7 @@
  * import or a restart. The bench polls the invoices table until every subscription's invoice is paid.
  *
  * API: a fixed `--rate` (default 500 req/s) over `--connections` (default 8; 0: no API load) on GET
- * /api/transactions/verify/<a card-saving payment> (bench/fixed-rate.ts, autocannon in its own process), idle for
+ * /api/transactions/verify/<a card-saving payment> (bench/fixed-rate.ts, open loop, in its own process), idle for
  * `--idle-seconds` (default 15) before the run, then from the release until the last invoice is paid (stopped with
  * SIGINT, which makes it report). A fixed rate, not a flood: on 2 cores a saturating load generator takes whatever
  * CPU billing leaves, so its p99 measures the share, not the latency billing adds. The gateway runs in its own process (the compiled build,
@@ -86,7 +86,7 @@ function clusterCpuSeconds(postmaster: number): number {
 }
 
 /**
- * The API's traffic: a fixed rate of verify requests (bench/fixed-rate.ts, autocannon in its own process) until stop()
+ * The API's traffic: a fixed rate of verify requests (bench/fixed-rate.ts, open loop, in its own process) until stop()
  * (SIGINT: it stops and reports what it measured), or for `seconds`.
  */
 function startLoad(url: string, key: string, connections: number, rate: number, seconds: number) {
@@ -327,7 +327,7 @@ async function main() {
     const ratio = during.p99 / idle.p99;
     const duplicates = checks.invoicesPerPeriod + checks.chargesPerAttempt;
     const lines = [
-      `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); ${ONE_PROCESS ? "one gateway process" : `an API gateway process (JOBS_ENABLED=false) and a job worker process at nice ${WORKER_NICENESS} with DATABASE_POOL_SIZE=${WORKER_POOL}`} (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; API load ${CONNECTIONS ? `${fmt(RATE)} req/s fixed (autocannon, ${CONNECTIONS} connections)` : "none"} on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loads.length ? `${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} during the run, ` : ""}${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
+      `${fmt(N)} monthly subscriptions due at the same instant, on ${fmt(CARDS)} saved sandbox cards (sealed tokens copied to one method per customer); ${ONE_PROCESS ? "one gateway process" : `an API gateway process (JOBS_ENABLED=false) and a job worker process at nice ${WORKER_NICENESS} with DATABASE_POOL_SIZE=${WORKER_POOL}`} (compiled build, NODE_ENV=production, default job poll 2 s) on a throwaway PostgreSQL ${pgVersion} (fsync off), no webhook endpoints; API load ${CONNECTIONS ? `${fmt(RATE)} req/s fixed (bench/fixed-rate.ts: open loop, up to ${CONNECTIONS} connections)` : "none"} on GET /api/transactions/verify; Node ${process.version}, ${availableParallelism()} CPUs shared with other work (load ${loadBefore.toFixed(2)} before, ${loads.length ? `${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} during the run, ` : ""}${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 10)}, run took ${fmt((Date.now() - started) / 1000)} s (seeding: ${CARDS} cards through the checkout ${fmt(cardsSeconds, 1)} s, the rest in SQL ${fmt(sqlSeconds, 1)} s)`,
       "",
       "| subscriptions | all paid after (s; goal <= 300) | invoices/s | gateway CPU (s) / PostgreSQL CPU (s) | CPU per subscription, gateway / PostgreSQL (ms) | idle: req/s (p50 / p99 ms) | during: req/s (p50 / p99 ms) | p99 during / idle (goal <= 2x) | duplicate invoices / charges | non-2xx | e-mails done after (s) | CPU per subscription with its e-mails (ms) |",
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -350,7 +350,7 @@ to one customer) and one subscription each are inserted in SQL (\`generate_serie
 statement makes them all due now and queues each one's \`subscription.bill\` job through the jobs store's CTE, as
 \`createSubscription\` queues it (no nudge: the runner finds them at its next poll). No webhook endpoints. Goals (issue
 40): every invoice paid within 5 minutes of falling due; API p99 during the run within 2x of idle (a fixed 500 req/s
-on GET /api/transactions/verify from bench/fixed-rate.ts, autocannon with 8 connections in its own process; 15 s idle
+on GET /api/transactions/verify from bench/fixed-rate.ts, open loop on up to 8 connections, in its own process; 15 s idle
 before, then from the release until the last invoice is paid or the bench gives up after 20 minutes); 0 duplicate
 invoices (per subscription and period) and charges (per invoice and attempt), counted in SQL. The gateway runs as an
 API instance (\`JOBS_ENABLED=false\`) and a job worker at \`nice -n 10\` (\`--one-process\`: one instance doing both). CPU:
@@ -370,6 +370,9 @@ flood) and one process.`,
       const r = await db.query(`SELECT calls, plans, round(total_exec_time)::int AS ms, round(total_plan_time)::int AS plan_ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 30`).catch((e) => ({ rows: [{ q: String(e) }] }));
       const sums = await db.query(`SELECT round(sum(total_exec_time))::int AS exec, round(sum(total_plan_time))::int AS plan FROM pg_stat_statements WHERE toplevel`).catch(() => ({ rows: [] }));
       if (sums.rows[0]) console.log(`top-level statements: ${sums.rows[0].exec} ms executing, ${sums.rows[0].plan} ms planning`);
+      // PostgreSQL compiles a statement whose estimated cost passes jit_above_cost on every execution: seen here.
+      const jit = await db.query(`SELECT calls, jit_functions, round(jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time)::int AS jit_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS q FROM pg_stat_statements WHERE jit_functions > 0 ORDER BY jit_ms DESC LIMIT 10`).catch((e) => ({ rows: [{ q: String(e) }] }));
+      for (const row of jit.rows) console.log(`JIT: ${row.jit_ms} ms compiling ${row.jit_functions} functions over ${row.calls} calls  ${row.q}`);
       for (const row of r.rows) console.log(`${String(row.ms).padStart(7)} ms ${String(row.plan_ms).padStart(6)} ms planning ${String(row.calls).padStart(7)} calls ${String(row.plans).padStart(7)} plans ${String(row.rows).padStart(7)} rows  ${row.q}`);
     }
     await db.end().catch(() => {});

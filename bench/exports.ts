@@ -8,7 +8,7 @@
  *   streaming the same rows with the same CSV writer through a server-side cursor (DECLARE ... FETCH 1000; neither
  *   pg-cursor nor pg-copy-streams is installed), waiting for the socket to drain before each FETCH;
  * - the gateway's RSS (VmRSS from /proc/<pid>/status every 20 ms) during the export, less its RSS just before;
- * - other requests' latency: bench/fixed-rate.ts (autocannon, its own process) at a fixed moderate rate on verify,
+ * - other requests' latency: bench/fixed-rate.ts (open loop, its own process) at a fixed moderate rate on verify,
  *   `--seconds` idle, then for the whole export; p99 during / p99 idle.
  * Goals (issue 42): RSS growth < 100 MB, >= 50,000 rows/s, p99 during <= 2x idle.
  *
@@ -191,7 +191,7 @@ build, \`NODE_ENV=production\`) runs in its own process, each export is download
 baseline, in the same run, is bare node:http + pg streaming the same rows with the same CSV writer through a server-side
 cursor (\`DECLARE\` ... \`FETCH 1000\`, waiting for the socket to drain; neither pg-cursor nor pg-copy-streams is
 installed). RSS is the gateway's VmRSS (/proc, every 20 ms) from just before the export to its peak; the other requests
-are verify at a fixed rate (bench/fixed-rate.ts, autocannon, its own process), first idle, then during the export.
+are verify at a fixed rate (bench/fixed-rate.ts, open loop, its own process), first idle, then during the export.
 Goals: RSS growth < 100 MB, >= 50,000 rows/s, verify p99 during <= 2x idle. An export cut by its client is
 test/integration/csv-export-abort.test.ts (both backends). \`flock /tmp/bench.lock node --import tsx bench/exports.ts
 [--rows 1000000] [--seconds 10] [--rate 200] --write\`.`;
@@ -306,7 +306,7 @@ async function main() {
 
     const verdict = (ok: boolean) => (ok ? "met" : "**missed**");
     const lines = [
-      `${fmt(ROWS)} rows of one merchant (time zone ${ZONE}) in each table, on one throwaway PostgreSQL ${pgVersion} (fsync off); gateway (compiled build, NODE_ENV=production) and the bare server in their own processes, each export downloaded by a client process of its own; verify at ${RATE} req/s (autocannon, 8 connections) for ${SECONDS} s idle, then during the export; Node ${process.version}, ${availableParallelism()} × ${cpus()[0]?.model.trim() ?? "CPU"} shared with other work (load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, loaded in ${fmt(loadSeconds)} s, run took ${fmt((Date.now() - started) / 1000)} s`,
+      `${fmt(ROWS)} rows of one merchant (time zone ${ZONE}) in each table, on one throwaway PostgreSQL ${pgVersion} (fsync off); gateway (compiled build, NODE_ENV=production) and the bare server in their own processes, each export downloaded by a client process of its own; verify at ${RATE} req/s (bench/fixed-rate.ts, open loop, up to 8 connections) for ${SECONDS} s idle, then during the export; Node ${process.version}, ${availableParallelism()} × ${cpus()[0]?.model.trim() ?? "CPU"} shared with other work (load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, loaded in ${fmt(loadSeconds)} s, run took ${fmt((Date.now() - started) / 1000)} s`,
       "",
       "| export | rows | MB | gateway rows/s (goal >= 50,000) | bare rows/s | gateway / bare | gateway RSS before -> peak MB (growth goal < 100) | verify p99 idle -> during ms (goal <= 2x) | verify errors |",
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|",

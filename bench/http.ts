@@ -127,21 +127,19 @@ function wrk(url: string, options: { connections?: number; headers?: Record<stri
   };
 }
 
-/** autocannon at a fixed overall rate, as its own process (bench/autocannon-run.ts): the latency a client sees below saturation. */
-function fixedRate(url: string, rate: number, options: { headers?: Record<string, string>; post?: string }) {
-  const headers = { ...options.headers, ...(options.post ? { "content-type": "application/json" } : {}) };
-  const run = {
-    url,
-    connections: 32,
-    duration: SECONDS,
-    overallRate: rate,
-    headers,
-    ...(options.post ? { method: "POST", body: options.post } : {}),
-    // A header holding [<id>] gets a fresh id on every request (a unique Idempotency-Key each).
-    idReplacement: Object.values(headers).some((v) => v.includes("[<id>]")),
-  };
-  const out = execFileSync(process.execPath, ["--import", "tsx", join(repoRoot, "bench/autocannon-run.ts"), JSON.stringify(run)], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-  return JSON.parse(out) as { rps: number; p50: number; p99: number; errors: number };
+/**
+ * A fixed request rate, open loop, from its own process (bench/fixed-rate.ts): each request sent when due and timed
+ * from then, on up to 32 connections: the latency a client sees below saturation. `requests`: a JSONL file of
+ * {path, body}, each sent once (the settling paths, whose every request needs its own pending row).
+ */
+function fixedRate(url: string, rate: number, options: { headers?: Record<string, string>; post?: string; requests?: string }) {
+  const args = ["--import", "tsx", join(repoRoot, "bench/fixed-rate.ts"), url, "--rate", String(rate), "--connections", "32", "--seconds", String(SECONDS)];
+  // A header holding [<id>] gets a fresh id on every request (a unique Idempotency-Key each).
+  for (const [name, value] of Object.entries(options.headers ?? {})) args.push("--header", `${name}: ${value}`);
+  if (options.post) args.push("--body", options.post);
+  if (options.requests) args.push("--requests", options.requests);
+  const out = execFileSync(process.execPath, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  return JSON.parse(out) as { requests: number; rps: number; p50: number; p99: number; errors: number };
 }
 
 /** The gateways main() runs side by side, and the bare server. */
@@ -368,7 +366,7 @@ async function main() {
       return { ids, first: rows[0]!.first, last: rows[0]!.last };
     }
     /** A wrk script that POSTs for the next id of the pool on every request (the last one again once they run out). */
-    const luaFor = (ids: string[], pathExpr: string, bodyExpr: string, delayMs?: number, keyed?: boolean) => {
+    const luaFor = (ids: string[], pathExpr: string, bodyExpr: string, keyed?: boolean) => {
       const file = join(work, `ids-${randomBytes(4).toString("hex")}.txt`);
       writeFileSync(file, ids.join("\n"));
       return `local ids = {}
@@ -384,15 +382,28 @@ end
 local told = false
 response = function(status, _, body)
   if status >= 300 and not told then told = true; io.stderr:write("wrk: first non-2xx answer " .. status .. ": " .. string.sub(body, 1, 300) .. "\\n") end
-end
-${delayMs ? `delay = function() return ${delayMs} end` : ""}`;
+end`;
     };
     // Daraja's success callback for a KES 1,500 push from 254708374149 (the rows' amount and phone); receipt
     // numbers are unique, as Daraja's are (the gateway refuses a receipt it has already recorded).
     const STK_BODY = `'{"Body":{"stkCallback":{"MerchantRequestID":"29115-34620561-1","CheckoutRequestID":"' .. id .. '","ResultCode":0,"ResultDesc":"The service request is processed successfully.","CallbackMetadata":{"Item":[{"Name":"Amount","Value":1500},{"Name":"MpesaReceiptNumber","Value":"' .. string.upper(string.sub(id, 7)) .. '"},{"Name":"Balance"},{"Name":"TransactionDate","Value":20261125120000},{"Name":"PhoneNumber","Value":254708374149}]}}}}'`;
     const CARD_BODY = `'{"card_number":"4084084084084081","expiry_month":12,"expiry_year":2030,"cvc":"408"}'`;
+    // The same two bodies for bench/fixed-rate.ts's list of requests.
+    const stkBody = (id: string) =>
+      JSON.stringify({
+        Body: {
+          stkCallback: {
+            MerchantRequestID: "29115-34620561-1",
+            CheckoutRequestID: id,
+            ResultCode: 0,
+            ResultDesc: "The service request is processed successfully.",
+            CallbackMetadata: { Item: [{ Name: "Amount", Value: 1500 }, { Name: "MpesaReceiptNumber", Value: id.slice(6).toUpperCase() }, { Name: "Balance" }, { Name: "TransactionDate", Value: 20261125120000 }, { Name: "PhoneNumber", Value: 254708374149 }] },
+          },
+        },
+      });
+    const CARD_JSON = JSON.stringify({ card_number: "4084084084084081", expiry_month: 12, expiry_year: 2030, cvc: "408" });
     const settledRuns: { name: string; side: string; requests: number; settled: number }[] = [];
-    async function settleRun(kind: "stk" | "card", side: Side, delayMs?: number): Promise<WrkResult> {
+    async function settleRun(kind: "stk" | "card", side: Side): Promise<WrkResult> {
       const pool = await pendingRows(kind);
       const path =
         kind === "stk"
@@ -400,12 +411,36 @@ ${delayMs ? `delay = function() return ${delayMs} end` : ""}`;
           : side !== "bare" ? `"/payment/checkout/" .. id .. "/pay"` : `"/pay/" .. id`;
       // The card payment is a write, so production sends it with a key too (Daraja's callbacks carry none).
       const keyed = side === "production" && kind === "card";
-      const result = wrk(`${side === "bare" ? bareUrl : urls[side]}/`, { lua: luaFor(pool.ids, path, kind === "stk" ? STK_BODY : CARD_BODY, delayMs, keyed) });
+      const result = wrk(`${side === "bare" ? bareUrl : urls[side]}/`, { lua: luaFor(pool.ids, path, kind === "stk" ? STK_BODY : CARD_BODY, keyed) });
+      await countSettled(kind, side, pool, result.requests);
+      return result;
+    }
+    /** The settling path at a fixed rate (bench/fixed-rate.ts): each request for its own row, as settleRun sends it. */
+    async function settleAtRate(kind: "stk" | "card", side: GatewaySide, rate: number) {
+      const pool = await pendingRows(kind);
+      const file = join(work, `requests-${randomBytes(4).toString("hex")}.jsonl`);
+      writeFileSync(
+        file,
+        pool.ids
+          .map((id) =>
+            JSON.stringify(
+              kind === "stk"
+                ? { path: `/callbacks/daraja/${segment}/stk`, body: stkBody(id) }
+                : { path: `/payment/checkout/${id}/pay`, body: CARD_JSON },
+            ),
+          )
+          .join("\n"),
+      );
+      const keyed = side === "production" && kind === "card";
+      const run = fixedRate(urls[side], rate, { requests: file, headers: keyed ? { "Idempotency-Key": "[<id>]" } : {} });
+      await countSettled(kind, side, pool, run.requests, " (half load)");
+      return run;
+    }
+    async function countSettled(kind: "stk" | "card", side: Side, pool: { first: number; last: number }, requests: number, suffix = "") {
       const settled = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM transactions WHERE id BETWEEN $1 AND $2 AND status = 'completed'", [pool.first, pool.last]);
       // Every answered request must have settled its own row: otherwise the run measured something else.
-      if (settled.rows[0]!.n < result.requests * 0.99) throw new Error(`${kind} ${side}: ${settled.rows[0]!.n} settled of ${result.requests} requests`);
-      settledRuns.push({ name: kind === "stk" ? STK_OP : CARD_OP, side: delayMs ? `${side} (half load)` : side, requests: result.requests, settled: settled.rows[0]!.n });
-      return result;
+      if (settled.rows[0]!.n < requests * 0.99) throw new Error(`${kind} ${side}${suffix}: ${settled.rows[0]!.n} settled of ${requests} requests`);
+      settledRuns.push({ name: kind === "stk" ? STK_OP : CARD_OP, side: `${side}${suffix}`, requests, settled: settled.rows[0]!.n });
     }
     const STK_OP = "POST STK callback (success)";
     const CARD_OP = "POST checkout card payment";
@@ -455,8 +490,8 @@ end`;
       verify: wrk(`${gateway.url}/api/transactions/verify/${reference}`, { headers, connections: 2 }),
       initialize: wrk(`${gateway.url}/api/transactions/initialize`, { headers, post: body, connections: 2 }),
     };
-    // Latency at half the measured maximum (each gateway's own): a fixed request rate (autocannon -R, its own
-    // process), 32 connections; production's initialize with a fresh Idempotency-Key per request (autocannon -I).
+    // Latency at half the measured maximum (each gateway's own): a fixed request rate, open loop (bench/fixed-rate.ts,
+    // its own process), up to 32 connections; production's initialize with a fresh Idempotency-Key per request.
     const halfLoad: { side: GatewaySide; name: string; rate: number; rps: number; p50: number; p99: number; errors: number }[] = [];
     for (const side of ["silent", "production"] as const) {
       for (const op of [
@@ -468,11 +503,10 @@ end`;
         const rate = Math.round(of(op.name, side).rps / 2);
         halfLoad.push({ side, name: op.name, rate, ...fixedRate(`${urls[side]}${op.path}`, rate, { headers: op.headers, post: op.post }) });
       }
-      // Each settling request needs its own row, which autocannon's fixed rate cannot give: wrk with a pause before
-      // each request on each of the 32 connections (32 / rate seconds), so the rate is at most the one asked.
+      // Each settling request needs its own pending row: the same fixed rate over a list of requests, one per row.
       for (const [name, kind] of [[STK_OP, "stk"], [CARD_OP, "card"]] as const) {
         const rate = Math.round(of(name, side).rps / 2);
-        const run = await settleRun(kind, side, Math.max(1, Math.round((32 * 1000) / rate)));
+        const run = await settleAtRate(kind, side, rate);
         halfLoad.push({ side, name, rate, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors });
       }
     }
@@ -579,7 +613,7 @@ end`;
       `| GET verify | ${f(light.verify.rps)} | ${f(light.verify.p50, 1)} | ${f(light.verify.p99, 1)} |`,
       `| POST initialize | ${f(light.initialize.rps)} | ${f(light.initialize.p50, 1)} | ${f(light.initialize.p99, 1)} |`,
       "",
-      "At half each gateway's measured maximum (autocannon, fixed overall rate, 32 connections; the settling paths wrk with a pause per request; goal p99 < 25 ms):",
+      "At half each gateway's measured maximum (bench/fixed-rate.ts: open loop, each request sent when due and timed from then, up to 32 connections; goal p99 < 25 ms):",
       "",
       "| gateway | operation | rate asked (req/s) | achieved (req/s) | p50 (ms) | p99 (ms) | non-2xx or errors |",
       "|---|---|---:|---:|---:|---:|---:|",
