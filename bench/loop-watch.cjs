@@ -5,7 +5,7 @@ const out = fs.openSync(process.env.LOOPWATCH_FILE || `${require("node:os").tmpd
 let last = Date.now();
 setInterval(() => {
   const now = Date.now();
-  if (now - last >= 25) fs.writeSync(out, `block ${now - (now - last)} ${now - last}\n`);
+  if (now - last >= 25) fs.writeSync(out, `block ${last} ${now - last}\n`);
   last = now;
 }, 5).unref();
 new PerformanceObserver((list) => {

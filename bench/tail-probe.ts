@@ -1,8 +1,8 @@
 /**
  * Where a hot path's p99 at half load comes from (issue 42: p99 < 25 ms at half the measured maximum): one gateway
  * process per variant (`npm start`'s loader, NODE_ENV=production, silent, no rate limits) on a throwaway PostgreSQL,
- * its maximum on GET verify measured with wrk (32 connections), then a fixed rate of half that from autocannon in its
- * own process, every response's latency kept with the second it arrived in: p50, p99, max, and the seconds whose
+ * its maximum on GET verify measured with wrk (32 connections), then a fixed rate of half that from bench/fixed-rate.ts in its
+ * own process (open loop), every response's latency kept with the second it arrived in: p50, p99, max, and the seconds whose
  * slowest answers hold the tail (a periodic stall shows as a few bad seconds, contention as all of them alike).
  *
  *   node --import tsx bench/tail-probe.ts [--seconds 20] [--variants base,nojobs,semispace]
