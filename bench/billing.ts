@@ -27,6 +27,9 @@
  * Counted in SQL at the end: invoices per (subscription, period_start) and charges per (invoice, attempt) above one,
  * subscriptions without exactly one invoice, paid invoices without exactly one completed charge, and the events.
  *
+ * `BILLING_LOAD_SAMPLES=<file>`: the API load's every answer (due time, latency, send lag; fixed-rate.ts --samples) in
+ * <file>.<seconds> for each of the load's runs (warm-up, idle, during), to see when in the run a tail or a queue forms.
+ *
  *   node --import tsx bench/billing.ts [--subscriptions 100000] [--cards 200] [--connections 8] [--rate 500] [--idle-seconds 15]
  *     [--one-process | --worker-pool 10] [--cpu-prof <dir>] [--no-build] [--write]
  */
@@ -91,6 +94,7 @@ function clusterCpuSeconds(postmaster: number): number {
  */
 function startLoad(url: string, key: string, connections: number, rate: number, seconds: number) {
   const args = ["--import", "tsx", join(repoRoot, "bench/fixed-rate.ts"), url, "--rate", String(rate), "--connections", String(connections), "--seconds", String(seconds), "--header", `x-api-key: ${key}`];
+  if (process.env.BILLING_LOAD_SAMPLES) args.push("--samples", `${process.env.BILLING_LOAD_SAMPLES}.${seconds}`);
   const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
