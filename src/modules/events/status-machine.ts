@@ -220,3 +220,135 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
   if (!table.rules) deps.metrics?.statusChanged(table.subject as MoneySubject, request.to as TerminalStatus, row.channelId);
   return { applied: true, row, event: published };
 }
+
+/**
+ * A lead write for a batch of changes (applyTransitions): one data-modifying statement over the batch's CTE `input`,
+ * each of whose rows carries the values named in `columns`; an object changes only when a row of it names the object
+ * in `objectColumn` (e.g. the settled attempt's transaction_id).
+ */
+export interface BatchLeadWrite {
+  key: string;
+  /** Its columns in the batch's input, name -> SQL type. */
+  columns: Record<string, string>;
+  /** The statement (RETURNING the whole row, as the single change's lead does) over the CTE named `input`. */
+  sql(input: string): string;
+  objectColumn: string;
+}
+
+export interface StatusChangeBatch<Change extends string, To extends string = TerminalStatus> {
+  to: To;
+  /** Every row sets the same columns (text values, null included). */
+  rows: { id: number; changes?: Partial<Record<Change, string | null>>; jobs?: JobRequest[]; lead?: Record<string, unknown> }[];
+  lead?: BatchLeadWrite;
+}
+
+const batchStatements = new WeakMap<object, Map<string, string>>();
+const PLAIN_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * applyTransition's statement for many rows of one table changing to the same status: the same guarded UPDATE, lead,
+ * event, fan-out, dependent writes and postings, over the batch's rows as one JSON parameter ($1; $2 the time of the
+ * change). Each row's follow-up jobs ride in its input row and are queued only when its change applied.
+ */
+function batchStatement(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], lead?: BatchLeadWrite): string {
+  let cached = batchStatements.get(table);
+  if (!cached) batchStatements.set(table, (cached = new Map()));
+  const key = `${to}|${changed.join(",")}|${lead?.key ?? ""}`;
+  let text = cached.get(key);
+  if (text) return text;
+  const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
+  const timeColumn = rules.timeColumn(to);
+  const alsoSets = table.alsoSets?.(to);
+  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : []), ...(alsoSets ? [alsoSets] : [])];
+  changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = input.c${i}`));
+  const leadColumns = Object.entries(lead?.columns ?? {});
+  for (const [name, type] of leadColumns) if (!PLAIN_IDENTIFIER.test(name) || !/^[a-z]+$/.test(type)) throw new Error(`not a plain column: ${name} ${type}`);
+  const inputColumns = ["id int", ...changed.map((_, i) => `c${i} text`), "jobs jsonb", ...leadColumns.map(([name, type]) => `${name} ${type}`)];
+  const guard = rules.from(to).map((status) => `'${status}'`).join(", ");
+  const also = [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join("");
+  text = `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${inputColumns.join(", ")})), ${lead ? `lead AS (${lead.sql("input")}), ` : ""}t AS (
+    UPDATE ${table.table} SET ${sets.join(", ")} FROM input
+    WHERE ${table.table}.id = input.id AND ${table.table}.status IN (${guard})${lead ? ` AND input.id IN (SELECT ${lead.objectColumn} FROM lead)` : ""}
+    RETURNING ${table.table}.*
+  ), ev AS (
+    INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
+    SELECT t.merchant_id, t.mode, '${table.subject}.${rules.eventType(to)}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
+    RETURNING id, ${table.eventColumn}, merchant_id, mode, type, created_at, payload
+  ), ${EVENT_FAN_OUT_CTES}${also}, follow_up AS (
+    INSERT INTO jobs (kind, payload, run_at)
+    SELECT j.kind, j.payload, coalesce(j.run_at, now()) FROM t JOIN input ON input.id = t.id, jsonb_to_recordset(input.jobs) AS j(kind text, payload jsonb, run_at timestamptz)
+    RETURNING id
+  )
+  SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
+    ${FAN_OUT_JOBS_QUEUED} + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
+  FROM (SELECT ${table.columns} FROM t) changed JOIN ev ON ev.${table.eventColumn} = changed.id`;
+  cached.set(key, text);
+  return text;
+}
+
+/**
+ * applyTransition for many rows going to the same status in one statement (a billing batch's settled charges): each
+ * row changes exactly once however many callers race, as with one, and all that apply commit together or none do.
+ * Answers in the batch's order; a row already terminal (or whose lead wrote nothing) is read back as it is, not applied.
+ */
+export async function applyTransitions<Row extends StatusRow, Change extends string, Out, To extends string = TerminalStatus>(
+  deps: StatusMachineDeps,
+  table: StatusTable<Row, Change, Out, To>,
+  batch: StatusChangeBatch<Change, To>,
+): Promise<StatusChangeResult<Row>[]> {
+  if (!batch.rows.length) return [];
+  const first = (batch.rows[0]!.changes ?? {}) as Record<string, string | null | undefined>;
+  const changed = Object.keys(table.changeColumns).filter((field) => first[field] !== undefined);
+  const ids = new Set<number>();
+  const input = batch.rows.map((row) => {
+    const changes = (row.changes ?? {}) as Record<string, string | null | undefined>;
+    if (Object.keys(table.changeColumns).some((field) => (changes[field] !== undefined) !== changed.includes(field))) {
+      throw new Error(`a batch of ${table.subject} changes sets the same columns on every row`);
+    }
+    if (ids.has(row.id)) throw new Error(`${table.subject} ${row.id} is twice in one batch`);
+    ids.add(row.id);
+    return {
+      id: row.id,
+      ...Object.fromEntries(changed.map((field, i) => [`c${i}`, changes[field]])),
+      jobs: row.jobs?.length ? row.jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null })) : null,
+      ...row.lead,
+    };
+  });
+  // Rows locked in id order, so two batches over the same rows wait for each other rather than deadlock.
+  input.sort((a, b) => a.id - b.id);
+  const text = batchStatement(table as unknown as StatusTable<StatusRow, string, unknown, string>, batch.to, changed, batch.lead);
+  const results = await deps.sql.query<Record<string, unknown> & Pick<ChangedRow, "eventId" | "eventCreatedAt" | "eventPayload"> & { jobsQueued: number }>(text, [JSON.stringify(input), new Date()]);
+  const eventType = `${table.subject}.${(table.rules ?? (MONEY_RULES as StatusRules<string>)).eventType(batch.to)}`;
+  const byId = new Map<number, StatusChangeResult<Row>>();
+  let jobsQueued = results[0]?.jobsQueued ?? 0;
+  for (const result of results) {
+    const { eventId, eventCreatedAt, eventPayload, jobsQueued: _counted, ...columns } = result;
+    const row = table.fromRow(columns);
+    const event: Event = {
+      id: BigInt(eventId),
+      merchantId: row.merchantId,
+      mode: row.mode,
+      type: eventType,
+      transactionId: table.eventColumn === "transaction_id" ? row.id : null,
+      payoutId: table.eventColumn === "payout_id" ? row.id : null,
+      refundId: table.eventColumn === "refund_id" ? row.id : null,
+      disputeId: table.eventColumn === "dispute_id" ? row.id : null,
+      createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
+      payload: eventPayload,
+    };
+    // The runner is nudged once for the statement's jobs, with the first event.
+    const published = afterCommit(deps, event, jobsQueued);
+    jobsQueued = 0;
+    if (!table.rules) deps.metrics?.statusChanged(table.subject as MoneySubject, batch.to as TerminalStatus, row.channelId);
+    byId.set(row.id, { applied: true, row, event: published });
+  }
+  return Promise.all(
+    batch.rows.map(async ({ id }) => {
+      const applied = byId.get(id);
+      if (applied) return applied;
+      const row = await table.findById(deps.sql, id);
+      if (!row) throw new Error(`${table.subject} ${id} does not exist`);
+      return { applied: false, row, event: null };
+    }),
+  );
+}

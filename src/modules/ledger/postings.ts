@@ -91,8 +91,8 @@ const ADJUSTMENT = balanced({ type: "adjustment", amount: IN, fee: "0", legs: [[
 const NO_NOTE = { note: "NULL", createdBy: "NULL" };
 
 /**
- * The entry and postings CTEs (`ledger_entry`, `ledger_legs`) for a rule over the one-row CTE `from`, whose
- * row is read as `src` (id, merchant_id, mode, channel_id, currency, reference, amount).
+ * The entry and postings CTEs (`ledger_entry`, `ledger_legs`) for a rule over the CTE `from` (one row, or a batch's
+ * changed rows), each row read as `src` (id, merchant_id, mode, channel_id, currency, reference, amount).
  */
 function postingCtes(source: EntrySource, rule: PostingRule, from: string, extra = NO_NOTE): string {
   const legs = rule.legs.map(([kind, amount]) => `('${kind}', (${linearSql(amount)})::bigint)`).join(", ");
@@ -101,11 +101,12 @@ function postingCtes(source: EntrySource, rule: PostingRule, from: string, extra
     SELECT src.merchant_id, src.mode, src.channel_id, src.currency, '${rule.type}', '${source}', src.id, src.reference, ${linearSql(rule.amount)}, ${rule.fee}, ${extra.note}, ${extra.createdBy}
     -- A dispute of a payment already refunded in full holds nothing: it moves no money and posts nothing.
     FROM ${from} src WHERE src.channel_id IS NOT NULL AND src.amount <> 0
-    RETURNING id, merchant_id, mode, channel_id, currency, fee
+    RETURNING id, source_id, merchant_id, mode, channel_id, currency, fee
   ), ledger_legs AS (
     INSERT INTO ledger_postings (entry_id, account_id, amount)
     SELECT e.id, coalesce(a.id, ledger_account(e.merchant_id, e.mode, e.channel_id, e.currency, leg.kind)), leg.amount
-    FROM ledger_entry e CROSS JOIN ${from} src CROSS JOIN LATERAL (VALUES ${legs}) AS leg(kind, amount)
+    -- Each entry with its own source row (a batch of status changes has many; an adjustment's id is null).
+    FROM ledger_entry e JOIN ${from} src ON src.id IS NOT DISTINCT FROM e.source_id CROSS JOIN LATERAL (VALUES ${legs}) AS leg(kind, amount)
     LEFT JOIN ledger_accounts a
       ON a.merchant_id = e.merchant_id AND a.mode = e.mode AND a.channel_id = e.channel_id AND a.currency = e.currency AND a.kind = leg.kind
     WHERE leg.amount <> 0

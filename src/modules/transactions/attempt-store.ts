@@ -1,6 +1,7 @@
 import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { Prisma, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { attemptGuard, type AttemptStatus, type SettledAttemptStatus } from "../events/status-rules.ts";
+import type { BatchLeadWrite } from "../events/status-machine.ts";
 import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./store.ts";
 
 /**
@@ -135,6 +136,29 @@ export function settleAttemptCte(verdict: AttemptVerdict) {
     values: [verdict.attemptId, ...verdictValues(verdict)],
     sql: (first: number) => settleText(verdict.status, `$${first}`, [`$${first + 1}`, `$${first + 2}`, `$${first + 3}`]),
   };
+}
+
+/**
+ * The verdicts of a batch of payments' attempts (applyTransitions' lead): each input row's attempt (attempt_id, of
+ * the payment input.id) settles to `status` with its code, reason and provider reference, each written once.
+ */
+export function settleAttemptsBatchLead(status: SettledAttemptStatus): BatchLeadWrite {
+  return {
+    key: `attempts:${status}`,
+    columns: { attempt_id: "int", attempt_code: "text", attempt_reason: "text", attempt_provider_reference: "text" },
+    objectColumn: "transaction_id",
+    sql: (input) => `UPDATE transaction_attempts SET status = '${status}', code = ${input}.attempt_code, reason = ${input}.attempt_reason,
+      provider_reference = COALESCE(${input}.attempt_provider_reference, transaction_attempts.provider_reference), settled_at = now()
+    FROM ${input} WHERE transaction_attempts.id = ${input}.attempt_id AND transaction_attempts.transaction_id = ${input}.id
+      AND transaction_attempts.status IN (${attemptGuard(status).map((s) => `'${s}'`).join(", ")})
+    RETURNING transaction_attempts.*`,
+  };
+}
+
+/** A verdict as the batch lead's input columns. */
+export function attemptVerdictColumns(verdict: AttemptVerdict): Record<string, unknown> {
+  const [code, reason, providerReference] = verdictValues(verdict);
+  return { attempt_id: verdict.attemptId, attempt_code: code, attempt_reason: reason, attempt_provider_reference: providerReference };
 }
 
 export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {

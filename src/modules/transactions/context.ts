@@ -14,7 +14,7 @@ import type { ChannelService } from "../channels/service.ts";
 import type { CustomerService } from "../customers/service.ts";
 import type { EventPublisher } from "../events/publisher.ts";
 import type { StatusCounter } from "../events/status-machine.ts";
-import { transitionTransaction, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./status.ts";
+import { transitionTransaction, transitionTransactions, type StateMachineDeps, type TransitionRequest, type TransitionResult } from "./status.ts";
 import { createAttemptStore, type AttemptStore } from "./attempt-store.ts";
 import { createTransactionStore, type TransactionStore } from "./store.ts";
 
@@ -151,6 +151,8 @@ export interface FlowContext {
   stateMachine: StateMachineDeps;
   /** The one status change (status.ts). */
   transition(request: TransitionRequest): Promise<TransitionResult>;
+  /** Many changes to one status in one statement (status.ts transitionTransactions): a billing batch's settled charges. */
+  transitionMany(requests: TransitionRequest[]): Promise<TransitionResult[]>;
   /** The gateway's hosted checkout page for a payment. */
   checkoutUrl(reference: string): string;
   /** Where a hosted-checkout provider sends the payer back (Paystack's callback_url). */
@@ -188,6 +190,7 @@ export function createFlowContext(deps: TransactionServiceDeps): FlowContext {
     readStore: deps.read ? createTransactionStore(deps.read) : store,
     stateMachine,
     transition: (request) => transitionTransaction(stateMachine, request),
+    transitionMany: (requests) => transitionTransactions(stateMachine, requests),
     checkoutUrl,
     returnUrl: (reference) => `${checkoutUrl(reference)}/return`,
     recoveredTransaction: (principal) => recoveredObject(principal, "transaction", (id) => store.findInScope(principal, id)),

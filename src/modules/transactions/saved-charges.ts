@@ -10,7 +10,7 @@ import { optionalTextSchema, parseInput } from "../../validation.ts";
 import type { CollectionFlow, SavedMethodLink } from "./collections.ts";
 import { asProviderError, connectorOf, newAccessCode, newReference, RECONCILE_JOB, type FlowContext, type PaymentMethodSaver } from "./context.ts";
 import { metadataSchema } from "./initialize.ts";
-import { afterCreate, insertInvoiceCharges, insertPendingTransaction, type NewInvoiceCharge } from "./status.ts";
+import { afterCreate, insertInvoiceCharges, insertPendingTransaction, type NewInvoiceCharge, type TransitionRequest } from "./status.ts";
 
 /**
  * Charges without the payer (POST /v1/charges, and the billing job next): a customer's saved payment method charged
@@ -93,33 +93,76 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
     nextAction: transaction.status === "pending" && transaction.providerCheckoutUrl ? { type: "redirect", url: ctx.checkoutUrl(transaction.reference) } : null,
   });
 
-  /** Records a card charge's outcome on its attempt and payment (one statement each, through the status machine). */
-  async function settle(t: Transaction, channel: PaymentChannel, attemptId: number, outcome: SavedCardOutcome, caller: Caller): Promise<Transaction> {
+  /** The status change that records a settled card charge's outcome on its attempt and payment. */
+  function settling(t: Transaction, channel: PaymentChannel, attemptId: number, outcome: Exclude<SavedCardOutcome, { outcome: "pending" }>, caller: Caller): TransitionRequest {
     const invoiceRecordedByCaller = caller === "invoice";
-    if (outcome.outcome === "pending") {
-      if (!outcome.redirectUrl) return t;
-      return store.setHostedPage(t.id, { accessCode: t.accessCode, checkoutUrl: outcome.redirectUrl });
-    }
     if (outcome.outcome === "succeeded") {
       const jobs = deps.jobsOnCardPaid?.(channel, { reference: t.reference, amount: t.amount, currency: t.currency, providerReference: outcome.providerReference }) ?? [];
-      const result = await ctx.transition({
+      return {
         transactionId: t.id,
         to: "completed",
         changes: { paymentMethod: "card", providerReference: outcome.providerReference },
         settlesAttempt: { attemptId, status: "succeeded", providerReference: outcome.providerReference },
         ...(jobs.length ? { jobs } : {}),
         invoiceRecordedByCaller,
-      });
-      return result.transaction;
+      };
     }
-    const result = await ctx.transition({
+    return {
       transactionId: t.id,
       to: "failed",
       changes: { paymentMethod: "card", failureCode: outcome.code, failureReason: outcome.reason.slice(0, 500) },
       settlesAttempt: { attemptId, status: "failed", code: outcome.code, reason: outcome.reason },
       invoiceRecordedByCaller,
-    });
-    return result.transaction;
+    };
+  }
+
+  /** A pending answer that names where the payer finishes: the payment shows that page. */
+  async function awaitPayer(t: Transaction, outcome: Extract<SavedCardOutcome, { outcome: "pending" }>): Promise<Transaction> {
+    if (!outcome.redirectUrl) return t;
+    return store.setHostedPage(t.id, { accessCode: t.accessCode, checkoutUrl: outcome.redirectUrl });
+  }
+
+  /** Records a card charge's outcome on its attempt and payment (one statement, through the status machine). */
+  async function settle(t: Transaction, channel: PaymentChannel, attemptId: number, outcome: SavedCardOutcome, caller: Caller): Promise<Transaction> {
+    if (outcome.outcome === "pending") return awaitPayer(t, outcome);
+    return (await ctx.transition(settling(t, channel, attemptId, outcome, caller))).transaction;
+  }
+
+  /**
+   * A billing batch's outcomes: the completed ones in one statement and the failed ones in another (status.ts
+   * transitionTransactions), each payment with its attempt, event and postings as settle() records one. Answers each
+   * payment as it now is, or the error that kept its batch from being recorded (its invoice's job runs again).
+   */
+  async function settleMany(charges: { t: Transaction; channel: PaymentChannel; attemptId: number; outcome: SavedCardOutcome }[]): Promise<Map<number, Transaction | Error>> {
+    const answers = new Map<number, Transaction | Error>();
+    const groups = new Map<string, { t: Transaction; request: TransitionRequest }[]>();
+    await Promise.all(
+      charges.map(async ({ t, channel, attemptId, outcome }) => {
+        if (outcome.outcome !== "pending") {
+          const request = settling(t, channel, attemptId, outcome, "invoice");
+          const group = groups.get(request.to) ?? [];
+          group.push({ t, request });
+          groups.set(request.to, group);
+          return;
+        }
+        try {
+          answers.set(t.id, await awaitPayer(t, outcome));
+        } catch (error) {
+          answers.set(t.id, error instanceof Error ? error : new Error(String(error)));
+        }
+      }),
+    );
+    await Promise.all(
+      [...groups.values()].map(async (group) => {
+        try {
+          const results = await ctx.transitionMany(group.map(({ request }) => request));
+          results.forEach((result) => answers.set(result.transaction.id, result.transaction));
+        } catch (error) {
+          for (const { t } of group) answers.set(t.id, error instanceof Error ? error : new Error(String(error)));
+        }
+      }),
+    );
+    return answers;
   }
 
   /**
@@ -129,22 +172,24 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
    * by reference, and charges it then if the provider never had it (the reconcile job only ever asks).
    */
   async function chargeCard(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number, caller: Caller): Promise<Transaction> {
-    let outcome: SavedCardOutcome;
+    const outcome = await askToCharge(t, channel, savedCards, token, attemptId, caller);
+    return outcome ? settle(t, channel, attemptId, outcome, caller) : t;
+  }
+
+  /** The provider's answer to the charge (a refusal outright is a failure: nothing was charged), or null: none came. */
+  async function askToCharge(t: Transaction, channel: PaymentChannel, savedCards: SavedCardConnector, token: string, attemptId: number, caller: Caller): Promise<SavedCardOutcome | null> {
     try {
-      outcome = await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId }, () =>
+      return await withProviderCallScope({ merchantId: t.merchantId, transactionId: t.id, attemptId }, () =>
         savedCards.charge({ config: channels.readChannelConfig(channel), token, email: t.email ?? "", reference: t.reference, amount: t.amount, currency: t.currency }),
       );
     } catch (error) {
       const refusal = asProviderError(error);
-      if (refusal.code === "provider_error") {
-        // The provider refused the charge outright (an authorization it no longer honours): nothing was charged.
-        return settle(t, channel, attemptId, { outcome: "failed", code: "provider_refused", reason: refusal.message }, caller);
-      }
+      // The provider refused the charge outright (an authorization it no longer honours): nothing was charged.
+      if (refusal.code === "provider_error") return { outcome: "failed", code: "provider_refused", reason: refusal.message };
       logger.warn({ reference: t.reference, err: refusal.message }, "saved card charge: no answer; left pending for the provider to be asked");
       if (caller === "invoice") throw refusal;
-      return t;
+      return null;
     }
-    return settle(t, channel, attemptId, outcome, caller);
   }
 
   /** A retried key whose payment is still pending: the provider is asked by reference before any new charge. */
@@ -221,6 +266,7 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
       RECONCILE_JOB,
     );
     const byReference = new Map(inserted.map((charge) => [charge.transaction.reference, charge]));
+    const answered: { invoiceId: number; t: Transaction; channel: PaymentChannel; attemptId: number; outcome: SavedCardOutcome }[] = [];
     await Promise.all(
       cards.map(async (card) => {
         const id = card.invoice.id;
@@ -234,12 +280,21 @@ export function createSavedChargeFlow(ctx: FlowContext, collections: Pick<Collec
           }
           afterCreate(ctx.stateMachine, { transaction: charge.transaction, event: charge.event, jobsQueued: charge.jobsQueued });
           logger.info({ reference: charge.transaction.reference, paymentMethod: card.methodReference }, "saved card charge sent");
-          answers.set(id, resultOf(await chargeCard(charge.transaction, card.channel, card.savedCards, card.token, charge.attemptId, "invoice")));
+          const t = charge.transaction;
+          const outcome = await askToCharge(t, card.channel, card.savedCards, card.token, charge.attemptId, "invoice");
+          // An invoice's charge with no answer threw (its job runs again and resumes it): this one has its answer.
+          answered.push({ invoiceId: id, t, channel: card.channel, attemptId: charge.attemptId, outcome: outcome! });
         } catch (error) {
           answers.set(id, error instanceof Error ? error : new Error(String(error)));
         }
       }),
     );
+    // The charges side by side, then their outcomes recorded together: one statement per status, not one per charge.
+    const settled = await settleMany(answered);
+    for (const { invoiceId, t } of answered) {
+      const payment = settled.get(t.id)!;
+      answers.set(invoiceId, payment instanceof Error ? payment : resultOf(payment));
+    }
     return answers;
   }
 

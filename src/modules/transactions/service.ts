@@ -91,6 +91,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     paidWith: async (transactionId: number) => (await paidWithMany([transactionId])).get(transactionId) ?? null,
     paidWithMany,
     transition: ctx.transition,
+    transitionMany: ctx.transitionMany,
     /** Asks the provider about one pending payment now, as its reconcile job does (a day's reconciliation); the row after. */
     async reconcileNow(transactionId: number) {
       await reconcileJob.run({ transactionId }, { id: 0n, kind: reconcileJob.kind, attempt: 1, createdAt: new Date() });

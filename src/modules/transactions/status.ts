@@ -5,8 +5,8 @@ import type { Sql } from "../../db/sql.ts";
 import { recordEvent } from "../events/outbox.ts";
 import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "../events/fan-out.ts";
 import type { PublishedEvent } from "../events/publisher.ts";
-import { afterCommit, applyTransition, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
-import { insertApiChargeAttemptsCte, settleAttemptCte, type AttemptVerdict } from "./attempt-store.ts";
+import { afterCommit, applyTransition, applyTransitions, type StatusMachineDeps, type StatusTable, type TerminalStatus } from "../events/status-machine.ts";
+import { attemptVerdictColumns, insertApiChargeAttemptsCte, settleAttemptCte, settleAttemptsBatchLead, type AttemptVerdict } from "./attempt-store.ts";
 import { SETTLED_SNAPSHOT, transactionSnapshot, transactionSnapshotSql, type TransactionSnapshot } from "./snapshot.ts";
 import { createPending, findById, insertInvoiceChargesCte, TRANSACTION_COLUMNS, transactionFromRow, type TransactionRow } from "./store.ts";
 
@@ -88,6 +88,27 @@ export async function transitionTransaction(deps: StateMachineDeps, request: Tra
     lead: request.settlesAttempt ? settleAttemptCte(request.settlesAttempt) : undefined,
   });
   return { applied, transaction: row, event };
+}
+
+/**
+ * Many payments' changes to the same status in one statement (a billing batch's settled charges): each as
+ * transitionTransaction would apply it, exactly once, and all that apply commit together. Every request sets the same
+ * columns and, when one settles its attempt, all do, to the same attempt status. Answers in the requests' order.
+ */
+export async function transitionTransactions(deps: StateMachineDeps, requests: TransitionRequest[]): Promise<TransitionResult[]> {
+  const [first] = requests;
+  if (!first) return [];
+  const verdict = first.settlesAttempt?.status;
+  if (requests.some((r) => r.to !== first.to || r.settlesAttempt?.status !== verdict || !!r.invoiceRecordedByCaller !== !!first.invoiceRecordedByCaller)) {
+    throw new Error("a batch of transaction changes shares its status, its attempts' verdict and who records the invoice");
+  }
+  const table = first.invoiceRecordedByCaller ? TRANSACTION_STATUS_INVOICE_RECORDED : TRANSACTION_STATUS;
+  const results = await applyTransitions(deps, table, {
+    to: first.to,
+    lead: verdict ? settleAttemptsBatchLead(verdict) : undefined,
+    rows: requests.map((r) => ({ id: r.transactionId, changes: r.changes, jobs: r.jobs, lead: r.settlesAttempt ? attemptVerdictColumns(r.settlesAttempt) : undefined })),
+  });
+  return results.map(({ applied, row, event }) => ({ applied, transaction: row, event }));
 }
 
 export interface NewTransactionOptions {
