@@ -31,7 +31,7 @@
  * <file>.<seconds> for each of the load's runs (warm-up, idle, during), to see when in the run a tail or a queue forms.
  *
  *   node --import tsx bench/billing.ts [--subscriptions 100000] [--cards 200] [--connections 8] [--rate 500] [--idle-seconds 15]
- *     [--one-process | --worker-pool 10] [--cpu-prof <dir>] [--no-build] [--write]
+ *     [--one-process | --worker-pool 2] [--cpu-prof <dir>] [--no-build] [--write]
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -124,8 +124,11 @@ async function main() {
   const CONNECTIONS = Number(argument("--connections") ?? 8);
   const RATE = Number(argument("--rate") ?? 500);
   const ONE_PROCESS = process.argv.includes("--one-process");
-  /** The worker's DATABASE_POOL_SIZE: how many of billing's queries run in PostgreSQL at once beside the API's. */
-  const WORKER_POOL = Number(argument("--worker-pool") ?? 10);
+  /**
+   * The worker's DATABASE_POOL_SIZE: how many of billing's queries run in PostgreSQL at once beside the API's. 2, as
+   * docs/recurring.md advises for a worker beside the API (10, the gateway's default, let billing's backends queue the API's).
+   */
+  const WORKER_POOL = Number(argument("--worker-pool") ?? 2);
   const IDLE_SECONDS = Number(argument("--idle-seconds") ?? 15);
   const cpuProfileDir = argument("--cpu-prof");
   const write = process.argv.includes("--write");
