@@ -181,6 +181,27 @@ function changeStatement(table: StatusTable<StatusRow, string, unknown, string>,
 
 type ChangedRow = Record<string, unknown> & { eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; deliveriesQueued: number };
 
+/** The event row a change's statement inserted, from what it returned. */
+function changeEvent(
+  table: Pick<StatusTable<StatusRow, string, unknown, string>, "subject" | "eventColumn" | "rules">,
+  to: string,
+  row: StatusRow,
+  returned: Pick<ChangedRow, "eventId" | "eventCreatedAt" | "eventPayload">,
+): Event {
+  return {
+    id: BigInt(returned.eventId),
+    merchantId: row.merchantId,
+    mode: row.mode,
+    type: `${table.subject}.${(table.rules ?? (MONEY_RULES as StatusRules<string>)).eventType(to)}`,
+    transactionId: table.eventColumn === "transaction_id" ? row.id : null,
+    payoutId: table.eventColumn === "payout_id" ? row.id : null,
+    refundId: table.eventColumn === "refund_id" ? row.id : null,
+    disputeId: table.eventColumn === "dispute_id" ? row.id : null,
+    createdAt: returned.eventCreatedAt instanceof Date ? returned.eventCreatedAt : new Date(returned.eventCreatedAt),
+    payload: returned.eventPayload,
+  };
+}
+
 /** Applies one guarded status change to a row of `table`: exactly once however many callers race. */
 export async function applyTransition<Row extends StatusRow, Change extends string, Out, To extends string = TerminalStatus>(
   deps: StatusMachineDeps,
@@ -203,18 +224,7 @@ export async function applyTransition<Row extends StatusRow, Change extends stri
   }
   const { eventId, eventCreatedAt, eventPayload, deliveriesQueued, ...columns } = result;
   const row = table.fromRow(columns);
-  const event: Event = {
-    id: BigInt(eventId),
-    merchantId: row.merchantId,
-    mode: row.mode,
-    type: `${table.subject}.${(table.rules ?? (MONEY_RULES as StatusRules<string>)).eventType(request.to)}`,
-    transactionId: table.eventColumn === "transaction_id" ? row.id : null,
-    payoutId: table.eventColumn === "payout_id" ? row.id : null,
-    refundId: table.eventColumn === "refund_id" ? row.id : null,
-    disputeId: table.eventColumn === "dispute_id" ? row.id : null,
-    createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
-    payload: eventPayload,
-  };
+  const event = changeEvent(table, request.to, row, { eventId, eventCreatedAt, eventPayload });
   const published = afterCommit(deps, event, deliveriesQueued + jobs.length);
   // Counted for the money objects (a dispute's statuses are its own).
   if (!table.rules) deps.metrics?.statusChanged(table.subject as MoneySubject, request.to as TerminalStatus, row.channelId);
@@ -314,28 +324,17 @@ export async function applyTransitions<Row extends StatusRow, Change extends str
       ...row.lead,
     };
   });
-  // Rows locked in id order, so two batches over the same rows wait for each other rather than deadlock.
+  // In id order: the UPDATE meets the rows as it reads the input (a nested loop over it), so two batches over the same
+  // rows lock them in the same order and wait for each other rather than deadlock.
   input.sort((a, b) => a.id - b.id);
   const text = batchStatement(table as unknown as StatusTable<StatusRow, string, unknown, string>, batch.to, changed, batch.lead);
   const results = await deps.sql.query<Record<string, unknown> & Pick<ChangedRow, "eventId" | "eventCreatedAt" | "eventPayload"> & { jobsQueued: number }>(text, [JSON.stringify(input), new Date()]);
-  const eventType = `${table.subject}.${(table.rules ?? (MONEY_RULES as StatusRules<string>)).eventType(batch.to)}`;
   const byId = new Map<number, StatusChangeResult<Row>>();
   let jobsQueued = results[0]?.jobsQueued ?? 0;
   for (const result of results) {
     const { eventId, eventCreatedAt, eventPayload, jobsQueued: _counted, ...columns } = result;
     const row = table.fromRow(columns);
-    const event: Event = {
-      id: BigInt(eventId),
-      merchantId: row.merchantId,
-      mode: row.mode,
-      type: eventType,
-      transactionId: table.eventColumn === "transaction_id" ? row.id : null,
-      payoutId: table.eventColumn === "payout_id" ? row.id : null,
-      refundId: table.eventColumn === "refund_id" ? row.id : null,
-      disputeId: table.eventColumn === "dispute_id" ? row.id : null,
-      createdAt: eventCreatedAt instanceof Date ? eventCreatedAt : new Date(eventCreatedAt),
-      payload: eventPayload,
-    };
+    const event = changeEvent(table, batch.to, row, { eventId, eventCreatedAt, eventPayload });
     // The runner is nudged once for the statement's jobs, with the first event.
     const published = afterCommit(deps, event, jobsQueued);
     jobsQueued = 0;
