@@ -147,26 +147,14 @@ const statements = new WeakMap<object, Map<string, string>>();
  * as JSON when there are any. One text per combination, each prepared once per connection.
  */
 function changeStatement(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], withJobs: boolean, lead?: LeadWrite): string {
-  let cached = statements.get(table);
-  if (!cached) statements.set(table, (cached = new Map()));
-  const key = `${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`;
-  let text = cached.get(key);
-  if (text) return text;
-  const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
-  const timeColumn = rules.timeColumn(to);
-  const alsoSets = table.alsoSets?.(to);
-  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : []), ...(alsoSets ? [alsoSets] : [])];
-  const guard = rules.from(to).map((status) => `'${status}'`).join(", ");
-  changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = $${i + 3}`));
-  const jobsParam = `$${changed.length + 3}`;
-  // Dependent writes and the ledger's postings (ledger/postings.ts), each only when the UPDATE applied.
-  const also = [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join("");
-  const leadCte = lead ? `lead AS (${lead.sql(changed.length + 3 + (withJobs ? 1 : 0))}), ` : "";
-  text = `WITH ${leadCte}t AS (
-    UPDATE ${table.table} SET ${sets.join(", ")} WHERE id = $1 AND status IN (${guard})${lead ? " AND EXISTS (SELECT 1 FROM lead)" : ""} RETURNING *
+  return cachedStatement(statements, table, `${to}|${changed.join(",")}|${withJobs}|${lead?.key ?? ""}`, () => {
+    const { sets, guard, eventInsert, also } = changeParts(table, to, changed, (i) => `$${i + 3}`, !!lead);
+    const jobsParam = `$${changed.length + 3}`;
+    const leadCte = lead ? `lead AS (${lead.sql(changed.length + 3 + (withJobs ? 1 : 0))}), ` : "";
+    return `WITH ${leadCte}t AS (
+    UPDATE ${table.table} SET ${sets} WHERE id = $1 AND status IN (${guard})${lead ? " AND EXISTS (SELECT 1 FROM lead)" : ""} RETURNING *
   ), ev AS (
-    INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
-    SELECT t.merchant_id, t.mode, '${table.subject}.${rules.eventType(to)}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
+    ${eventInsert}
     RETURNING id, merchant_id, mode, type, created_at, payload
   ), ${EVENT_FAN_OUT_CTES}${also}${
     // Queued once per row of ev: only when the change applied.
@@ -175,8 +163,37 @@ function changeStatement(table: StatusTable<StatusRow, string, unknown, string>,
   SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
     ${FAN_OUT_JOBS_QUEUED} AS "deliveriesQueued"
   FROM (SELECT ${table.columns} FROM t) changed, ev`;
-  cached.set(key, text);
+  });
+}
+
+/** A statement's text made once per table and key (each then prepared once per connection). */
+function cachedStatement(cache: WeakMap<object, Map<string, string>>, table: object, key: string, make: () => string): string {
+  let texts = cache.get(table);
+  if (!texts) cache.set(table, (texts = new Map()));
+  let text = texts.get(key);
+  if (!text) texts.set(key, (text = make()));
   return text;
+}
+
+/**
+ * What a change to `to` writes, shared by the single and the batched statement: the SET list (`valueOf(i)`: the value of
+ * the i-th changed column), the statuses it may start from, the event's INSERT over the changed rows `t` (with the
+ * lead's rows as `lead` when there is one), and the dependent writes and the ledger's postings (ledger/postings.ts) as
+ * CTEs, each only for rows the UPDATE changed.
+ */
+function changeParts(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], valueOf: (i: number) => string, withLead: boolean) {
+  const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
+  const timeColumn = rules.timeColumn(to);
+  const alsoSets = table.alsoSets?.(to);
+  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : []), ...(alsoSets ? [alsoSets] : [])];
+  changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = ${valueOf(i)}`));
+  return {
+    sets: sets.join(", "),
+    guard: rules.from(to).map((status) => `'${status}'`).join(", "),
+    eventInsert: `INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
+    SELECT t.merchant_id, t.mode, '${table.subject}.${rules.eventType(to)}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", withLead ? "lead" : undefined)}) FROM t`,
+    also: [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join(""),
+  };
 }
 
 type ChangedRow = Record<string, unknown> & { eventId: string; eventCreatedAt: Date | string; eventPayload: Prisma.JsonValue; deliveriesQueued: number };
@@ -261,28 +278,17 @@ const PLAIN_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
  * change). Each row's follow-up jobs ride in its input row and are queued only when its change applied.
  */
 function batchStatement(table: StatusTable<StatusRow, string, unknown, string>, to: string, changed: readonly string[], lead?: BatchLeadWrite): string {
-  let cached = batchStatements.get(table);
-  if (!cached) batchStatements.set(table, (cached = new Map()));
-  const key = `${to}|${changed.join(",")}|${lead?.key ?? ""}`;
-  let text = cached.get(key);
-  if (text) return text;
-  const rules = table.rules ?? (MONEY_RULES as StatusRules<string>);
-  const timeColumn = rules.timeColumn(to);
-  const alsoSets = table.alsoSets?.(to);
-  const sets = [`status = '${to}'`, "updated_at = $2", ...(timeColumn ? [`${timeColumn} = $2`] : []), ...(alsoSets ? [alsoSets] : [])];
-  changed.forEach((field, i) => sets.push(`${(table.changeColumns as Record<string, string>)[field]} = input.c${i}`));
-  const leadColumns = Object.entries(lead?.columns ?? {});
-  for (const [name, type] of leadColumns) if (!PLAIN_IDENTIFIER.test(name) || !/^[a-z]+$/.test(type)) throw new Error(`not a plain column: ${name} ${type}`);
-  const inputColumns = ["id int", ...changed.map((_, i) => `c${i} text`), "jobs jsonb", ...leadColumns.map(([name, type]) => `${name} ${type}`)];
-  const guard = rules.from(to).map((status) => `'${status}'`).join(", ");
-  const also = [table.alsoWrites?.(to), postingsOnChange(table.subject, to)].filter(Boolean).map((cte) => `, ${cte}`).join("");
-  text = `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${inputColumns.join(", ")})), ${lead ? `lead AS (${lead.sql("input")}), ` : ""}t AS (
-    UPDATE ${table.table} SET ${sets.join(", ")} FROM input
+  return cachedStatement(batchStatements, table, `${to}|${changed.join(",")}|${lead?.key ?? ""}`, () => {
+    const { sets, guard, eventInsert, also } = changeParts(table, to, changed, (i) => `input.c${i}`, !!lead);
+    const leadColumns = Object.entries(lead?.columns ?? {});
+    for (const [name, type] of leadColumns) if (!PLAIN_IDENTIFIER.test(name) || !/^[a-z]+$/.test(type)) throw new Error(`not a plain column: ${name} ${type}`);
+    const inputColumns = ["id int", ...changed.map((_, i) => `c${i} text`), "jobs jsonb", ...leadColumns.map(([name, type]) => `${name} ${type}`)];
+    return `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${inputColumns.join(", ")})), ${lead ? `lead AS (${lead.sql("input")}), ` : ""}t AS (
+    UPDATE ${table.table} SET ${sets} FROM input
     WHERE ${table.table}.id = input.id AND ${table.table}.status IN (${guard})${lead ? ` AND input.id IN (SELECT ${lead.objectColumn} FROM lead)` : ""}
     RETURNING ${table.table}.*
   ), ev AS (
-    INSERT INTO events (merchant_id, mode, type, ${table.eventColumn}, payload)
-    SELECT t.merchant_id, t.mode, '${table.subject}.${rules.eventType(to)}', t.id, jsonb_build_object('${table.subject}', ${table.snapshot.sql("t", lead ? "lead" : undefined)}) FROM t
+    ${eventInsert}
     RETURNING id, ${table.eventColumn}, merchant_id, mode, type, created_at, payload
   ), ${EVENT_FAN_OUT_CTES}${also}, follow_up AS (
     INSERT INTO jobs (kind, payload, run_at)
@@ -292,8 +298,7 @@ function batchStatement(table: StatusTable<StatusRow, string, unknown, string>, 
   SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
     ${FAN_OUT_JOBS_QUEUED} + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
   FROM (SELECT ${table.columns} FROM t) changed JOIN ev ON ev.${table.eventColumn} = changed.id`;
-  cached.set(key, text);
-  return text;
+  });
 }
 
 /**
