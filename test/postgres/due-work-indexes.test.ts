@@ -4,6 +4,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { until } from "../support/wait.ts";
 import { LONG_TEST_TIMEOUT_MS } from "../support/timing.ts";
+import { planNodes, type PlanNode } from "../support/plans.ts";
 
 /**
  * Issue 27: the job poller, webhook dispatch and idempotency lookups cost the same with a million finished rows as
@@ -117,18 +118,7 @@ async function bulkLoad(url: string, table: string, statements: [string, unknown
   }
 }
 
-interface PlanNode {
-  "Node Type": string;
-  "Shared Hit Blocks": number;
-  "Shared Read Blocks": number;
-  "Index Name"?: string;
-  Plans?: PlanNode[];
-}
 
-function* nodes(plan: PlanNode): Generator<PlanNode> {
-  yield plan;
-  for (const child of plan.Plans ?? []) yield* nodes(child);
-}
 
 describe("due work stays constant-time with a million finished rows", () => {
   it("the poller's claim, a delivery's dispatch and an Idempotency-Key's claim and lookup each touch a handful of pages", async () => {
@@ -183,8 +173,8 @@ describe("due work stays constant-time with a million finished rows", () => {
             const plan = rows[0]!["QUERY PLAN"][0].Plan;
             // A node's count includes its children's; the largest is the statement's (a CTE run after the main query
             // is not under the top node, so every node is looked at).
-            const buffers = Math.max(...[...nodes(plan)].map((n) => n["Shared Hit Blocks"] + n["Shared Read Blocks"]));
-            const used = [...new Set([...nodes(plan)].map((n) => n["Index Name"]).filter(Boolean))].join(",") || "-";
+            const buffers = Math.max(...[...planNodes(plan)].map((n) => (n["Shared Hit Blocks"] ?? 0) + (n["Shared Read Blocks"] ?? 0)));
+            const used = [...new Set([...planNodes(plan)].map((n) => n["Index Name"]).filter(Boolean))].join(",") || "-";
             report.push(`${what}: ${buffers} buffers (${used})`);
             if (buffers > MAX_BUFFERS) tooMany.push(`${what} touched ${buffers} pages: ${text.replace(/\s+/g, " ").trim()}`);
           } finally {

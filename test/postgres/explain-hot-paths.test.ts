@@ -7,6 +7,7 @@ import { startWebhookReceiver, type WebhookReceiver } from "../fakes/webhook-rec
 import { apiClient, startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { collect, wsClient } from "../support/subscriptions.ts";
 import { until } from "../support/wait.ts";
+import { planNodes, type PlanNode } from "../support/plans.ts";
 
 /**
  * Issue 27: every statement the gateway sends on a hot path uses an index. The hot tables get ~100,000 rows each
@@ -186,18 +187,7 @@ async function seed(db: pg.Client, ids: SeedIds) {
 }
 
 /** The plan's nodes, depth first (init plans, sub plans and CTEs are children too). */
-function* nodes(plan: PlanNode): Generator<PlanNode> {
-  yield plan;
-  for (const child of plan.Plans ?? []) yield* nodes(child);
-}
 
-interface PlanNode {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Index Name"?: string;
-  "Index Cond"?: string;
-  Plans?: PlanNode[];
-}
 
 const card = { card_number: "4242424242424242", expiry_month: 12, expiry_year: new Date().getUTCFullYear() + 2, cvc: "123" };
 
@@ -306,7 +296,7 @@ describe("every statement on a hot path uses an index (EXPLAIN over 100,000 rows
       for (const [text, values] of recorded) {
         if (!/^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(text)) continue;
         const [row] = (await db.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values: values as unknown[] })).rows;
-        const all = [...nodes(row!["QUERY PLAN"][0].Plan)];
+        const all = [...planNodes(row!["QUERY PLAN"][0].Plan)];
         const scanned = all.filter((n) => n["Node Type"] === "Seq Scan" && HOT_TABLES.includes(n["Relation Name"] ?? "")).map((n) => n["Relation Name"]!);
         // An index scan without an Index Cond walks the whole index (for its order); "full:" marks it in the summary.
         const indexes = all.filter((n) => n["Index Name"]).map((n) => `${n["Index Cond"] || n["Node Type"] === "Bitmap Index Scan" ? "" : "full:"}${n["Index Name"]!}`);

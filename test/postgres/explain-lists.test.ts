@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { planNodes, type PlanNode } from "../support/plans.ts";
 
 /**
  * Issue 42's guard: no list or report on a money table plans a sequential scan at a million rows of one merchant. The
@@ -171,17 +172,7 @@ async function seed(db: pg.Client, hot: { id: number; channelId: number }, other
   await db.query("COMMIT");
 }
 
-interface PlanNode {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Index Name"?: string;
-  Plans?: PlanNode[];
-}
 
-function* nodes(plan: PlanNode): Generator<PlanNode> {
-  yield plan;
-  for (const child of plan.Plans ?? []) yield* nodes(child);
-}
 
 describe(`lists and reports of money tables at ${ROWS.toLocaleString("en")} rows of one merchant (EXPLAIN)`, () => {
   it("no list, filter, deep page, balance or report plans a Seq Scan over a money table, right after a bulk load or after ANALYZE", async () => {
@@ -246,7 +237,7 @@ describe(`lists and reports of money tables at ${ROWS.toLocaleString("en")} rows
         for (const [text, values] of recorded) {
           if (!/^\s*(SELECT|WITH)\b/i.test(text) || !MONEY_TABLES.some((t) => new RegExp(`\\b${t}\\b`).test(text))) continue;
           const [row] = (await db.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values: values as unknown[] })).rows;
-          const all = [...nodes(row!["QUERY PLAN"][0].Plan)];
+          const all = [...planNodes(row!["QUERY PLAN"][0].Plan)];
           const scanned = [...new Set(all.filter((n) => n["Node Type"] === "Seq Scan" && MONEY_TABLES.includes(n["Relation Name"] ?? "")).map((n) => n["Relation Name"]!))];
           const indexes = [...new Set(all.filter((n) => n["Index Name"]).map((n) => n["Index Name"]!))];
           const oneLine = text.replace(/\s+/g, " ").trim();

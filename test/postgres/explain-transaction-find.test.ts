@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { planNodes, type PlanNode } from "../support/plans.ts";
 
 /**
  * Issue 41: finding a payment the way the shop knows it stays an index lookup at 1,000,000 payments of one merchant
@@ -85,17 +86,7 @@ async function seed(db: pg.Client, hot: { id: number; channelId: number }, other
   await db.query("VACUUM ANALYZE transactions");
 }
 
-interface PlanNode {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Index Name"?: string;
-  Plans?: PlanNode[];
-}
 
-function* nodes(plan: PlanNode): Generator<PlanNode> {
-  yield plan;
-  for (const child of plan.Plans ?? []) yield* nodes(child);
-}
 
 describe(`finding a payment among ${ROWS.toLocaleString("en")} of one merchant's (EXPLAIN)`, () => {
   it("every filter and every kind of search term is an index lookup, never a Seq Scan over transactions", async () => {
@@ -126,7 +117,7 @@ describe(`finding a payment among ${ROWS.toLocaleString("en")} of one merchant's
         for (const [text, values] of recorded) {
           if (!/\btransactions\b/.test(text) || !/^\s*(SELECT|WITH)\b/i.test(text)) continue;
           const [row] = (await db.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values: values as unknown[] })).rows;
-          const all = [...nodes(row!["QUERY PLAN"][0].Plan)];
+          const all = [...planNodes(row!["QUERY PLAN"][0].Plan)];
           const scanned = all.some((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "transactions");
           const indexes = [...new Set(all.filter((n) => n["Index Name"]).map((n) => n["Index Name"]!))];
           summary.push(`${scanned ? "SEQ SCAN" : "ok"}  ${what}: ${indexes.join(", ")}`);

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { planNodes, type PlanNode } from "../support/plans.ts";
 
 /**
  * Verify finds the payment through the reference's unique index whatever the statistics say. The gateway's hot reads
@@ -28,17 +29,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => gw?.close());
 
-interface PlanNode {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Index Name"?: string;
-  "Rows Removed by Filter"?: number;
-  Plans?: PlanNode[];
-}
-function* nodes(plan: PlanNode): Generator<PlanNode> {
-  yield plan;
-  for (const child of plan.Plans ?? []) yield* nodes(child);
-}
 
 describe("verify under stale statistics and a generic plan", () => {
   it("reads the payment through transactions_reference_key, not by filtering the merchant's payments", async () => {
@@ -77,7 +67,7 @@ describe("verify under stale statistics and a generic plan", () => {
         await db.query(`PREPARE verify_${i} AS ${text}`);
         const args = values.map((v) => (v === null ? "NULL" : db.escapeLiteral(String(v)))).join(", ");
         const { rows } = await db.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE verify_${i}(${args})`);
-        const scans = [...nodes(rows[0]!["QUERY PLAN"][0].Plan)].filter((n) => n["Relation Name"] === "transactions");
+        const scans = [...planNodes(rows[0]!["QUERY PLAN"][0].Plan)].filter((n) => n["Relation Name"] === "transactions");
         expect(scans.map((n) => [n["Node Type"], n["Index Name"], n["Rows Removed by Filter"] ?? 0]), text).toEqual([["Index Scan", "transactions_reference_key", 0]]);
       }
     } finally {
