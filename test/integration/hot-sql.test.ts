@@ -158,7 +158,7 @@ describe("the hot paths' plain SQL", () => {
       const metadata = { order: 7, lines: [{ sku: "A-1" }], note: "ünïcödé" };
       const init = await client.post("/api/transactions/initialize", { amount: 4300, email: "verify@example.com", description: "Described", reference: "ORDER-7", metadata });
       const reference = init.body.reference as string;
-      const byReference = () => statements.filter((sql) => /FROM transactions WHERE reference = \$1 AND merchant_id = \$2/.test(sql));
+      const byReference = () => statements.filter((sql) => /FROM \(SELECT \* FROM transactions WHERE reference = \$1 OFFSET 0\) transactions WHERE merchant_id = \$2/.test(sql));
       const read = async (send: () => Promise<{ status: number; text: string; body: any }>) => {
         statements.length = 0;
         const res = await send();
