@@ -118,9 +118,26 @@ export function enqueueFromParameterCte(name: string, param: string, when: strin
   )`;
 }
 
+/** Jobs as the JSON rows the CTE fragments read (kind, payload, run_at). */
+export function jobRows(jobs: JobRequest[]): { kind: string; payload: unknown; run_at: string | null }[] {
+  return jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null }));
+}
+
 /** The value of enqueueFromParameterCte()'s parameter for these jobs. */
 export function jobsParameter(jobs: JobRequest[]): string {
-  return JSON.stringify(jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null })));
+  return JSON.stringify(jobRows(jobs));
+}
+
+/**
+ * A CTE `name AS (...)` queueing the jobs each row of the CTE `from` carries in its jsonb column `column` (jobRows()'s
+ * array, or null for none): a batch of changes, each row with its own follow-ups.
+ */
+export function enqueueFromColumnCte(name: string, from: string, column: string): string {
+  return `${identifier(name)} AS (
+    INSERT INTO jobs (kind, payload, run_at)
+    SELECT j.kind, j.payload, coalesce(j.run_at, now()) FROM ${identifier(from)} src, jsonb_to_recordset(src.${identifier(column)}) AS j(kind text, payload jsonb, run_at timestamptz)
+    RETURNING id
+  )`;
 }
 
 // --- The runner's statements ----------------------------------------------------------------------------

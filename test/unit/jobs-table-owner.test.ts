@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { enqueueCte, enqueueFromParameterCte, jobsParameter } from "../../src/jobs/store.ts";
+import { enqueueCte, enqueueFromColumnCte, enqueueFromParameterCte, jobsParameter } from "../../src/jobs/store.ts";
 import { readSource, sqlNaming, tableScan } from "../support/table-owner.ts";
 
 /**
@@ -40,6 +40,9 @@ describe("the jobs table's owner", () => {
     expect(() => enqueueCte("q", "k", { from: "follow", payload: {}, runAt: "now()" })).toThrow(/identifier/);
     expect(() => enqueueFromParameterCte("follow_up", "$0", "ev")).toThrow(/parameter/);
     expect(() => enqueueFromParameterCte("follow_up", "$3", "ev t")).toThrow(/identifier/);
+    expect(enqueueFromColumnCte("follow_up", "applied_jobs", "jobs")).toContain("FROM applied_jobs src, jsonb_to_recordset(src.jobs)");
+    expect(() => enqueueFromColumnCte("follow_up", "applied_jobs; DROP TABLE x", "jobs")).toThrow(/identifier/);
+    expect(() => enqueueFromColumnCte("follow_up", "applied_jobs", "jobs)")).toThrow(/identifier/);
     const runAt = new Date("2026-01-02T03:04:05.678Z");
     expect(JSON.parse(jobsParameter([{ kind: "a", payload: { x: 1 } }, { kind: "b", payload: {}, runAt }]))).toEqual([
       { kind: "a", payload: { x: 1 }, run_at: null },

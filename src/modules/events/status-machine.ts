@@ -2,7 +2,7 @@ import type { PrismaClient } from "../../db/database.ts";
 import type { Event, Mode, Prisma } from "../../db/generated/prisma/client.ts";
 import type { Sql } from "../../db/sql.ts";
 import type { JobRunner } from "../../jobs/runner.ts";
-import { enqueueFromParameterCte, jobsParameter, type JobRequest } from "../../jobs/store.ts";
+import { enqueueFromColumnCte, enqueueFromParameterCte, jobRows, jobsParameter, type JobRequest } from "../../jobs/store.ts";
 import { postingsOnChange } from "../ledger/postings.ts";
 import { EVENT_FAN_OUT_CTES, FAN_OUT_JOBS_QUEUED } from "./fan-out.ts";
 import type { EventPublisher, PublishedEvent } from "./publisher.ts";
@@ -290,11 +290,7 @@ function batchStatement(table: StatusTable<StatusRow, string, unknown, string>, 
   ), ev AS (
     ${eventInsert}
     RETURNING id, ${table.eventColumn}, merchant_id, mode, type, created_at, payload
-  ), ${EVENT_FAN_OUT_CTES}${also}, follow_up AS (
-    INSERT INTO jobs (kind, payload, run_at)
-    SELECT j.kind, j.payload, coalesce(j.run_at, now()) FROM t JOIN input ON input.id = t.id, jsonb_to_recordset(input.jobs) AS j(kind text, payload jsonb, run_at timestamptz)
-    RETURNING id
-  )
+  ), ${EVENT_FAN_OUT_CTES}${also}, applied_jobs AS (SELECT input.jobs FROM t JOIN input ON input.id = t.id), ${enqueueFromColumnCte("follow_up", "applied_jobs", "jobs")}
   SELECT changed.*, ev.id::text AS "eventId", ev.created_at AS "eventCreatedAt", ev.payload AS "eventPayload",
     ${FAN_OUT_JOBS_QUEUED} + (SELECT count(*)::int FROM follow_up) AS "jobsQueued"
   FROM (SELECT ${table.columns} FROM t) changed JOIN ev ON ev.${table.eventColumn} = changed.id`;
@@ -325,7 +321,7 @@ export async function applyTransitions<Row extends StatusRow, Change extends str
     return {
       id: row.id,
       ...Object.fromEntries(changed.map((field, i) => [`c${i}`, changes[field]])),
-      jobs: row.jobs?.length ? row.jobs.map((j) => ({ kind: j.kind, payload: j.payload, run_at: j.runAt?.toISOString() ?? null })) : null,
+      jobs: row.jobs?.length ? jobRows(row.jobs) : null,
       ...row.lead,
     };
   });
