@@ -2,7 +2,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandboxMerchant, startTestGateway, type TestGateway, type TestMerchant } from "../support/gateway.ts";
-import { expectNothingMoreWithin, until } from "../support/wait.ts";
+import { expectNothingMoreWithin, until, untilSteady } from "../support/wait.ts";
 
 /**
  * Issue 42: a CSV export streams (keyset batches, each one statement, read only when the client has taken the last)
@@ -93,17 +93,8 @@ describe.each([
     expect(response.statusCode).toBe(200);
     // Backpressure: with the client reading nothing, the export stalls after what the sockets buffer. Not every
     // batch is read, and while it waits, no connection is held (batches are one statement each).
-    let seen = -1;
-    await until(
-      async () => {
-        const now = exportStatements.length;
-        const still = now === seen;
-        seen = now;
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        return still;
-      },
-      (still) => still,
-    );
+    // Stalled means no batch read for 2 s in a row (a shorter gap can be a loaded machine's pause, not the stall).
+    await untilSteady(() => exportStatements.length, 2000);
     await expectNothingMoreWithin(1000, () => exportStatements.length, "no batch read while the client reads nothing");
     const stalledAt = exportStatements.length - before;
     expect(stalledAt).toBeGreaterThan(0);

@@ -28,6 +28,27 @@ export async function waitUntil(check: () => boolean | Promise<boolean>, what: s
 }
 
 /**
+ * Polls `read` until its value has stayed the same for `quietMs` in a row and returns it: for a flow that stops by
+ * itself (a stream stalled by backpressure), where a single short gap can be a busy machine's pause rather than the stop.
+ */
+export async function untilSteady<T>(read: () => T | Promise<T>, quietMs: number, timeoutMs = EVENTUALLY_MS): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  let since = Date.now();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const value = await read();
+    if (JSON.stringify(value) !== JSON.stringify(last)) {
+      last = value;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) {
+      return value;
+    }
+    if (Date.now() > deadline) throw new Error(`value still changing after ${timeoutMs} ms; last value: ${JSON.stringify(value)?.slice(0, 2000)}`);
+  }
+}
+
+/**
  * The one fixed wait the suite allows: a quiet period proving that nothing ELSE happens (a retry after the last
  * attempt, a duplicate delivery or event, an answer a fake must never send). An absence has no condition to wait
  * on, so this takes time: `ms` must exceed how long the unwanted thing would take to show. Asserts that `read()`
