@@ -10,7 +10,17 @@ import type pg from "pg";
  * mappers next to them, and the test that compares the two).
  */
 export interface Sql {
-  query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  query<T extends object>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+}
+
+export interface QueryOptions {
+  /**
+   * Plan the statement for these parameters every time instead of preparing it once. For a join whose best plan
+   * depends on a table's size (a batch's rows matched by id): a plan cached while the table was small scans all of
+   * it once it is large, until the next ANALYZE. Planning costs a fraction of a millisecond; only for statements
+   * that run once per batch.
+   */
+  planEachTime?: boolean;
 }
 
 /** The primary's plain SQL, which also runs transactions. */
@@ -30,8 +40,9 @@ export interface TransactionalSql extends Sql {
 export function poolSql(pool: pg.Pool, onQuery?: (sql: string) => void, prefix = "hot"): TransactionalSql {
   const names = new Map<string, string>();
   const on = (target: pg.Pool | pg.PoolClient) =>
-    async function query<T extends object>(text: string, params: readonly unknown[] = []) {
+    async function query<T extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions) {
       onQuery?.(text);
+      if (options?.planEachTime) return (await target.query<T>({ text, values: params as unknown[] })).rows;
       let name = names.get(text);
       if (!name) names.set(text, (name = `${prefix}_${names.size + 1}`));
       const result = await target.query<T>({ name, text, values: params as unknown[] });
@@ -70,8 +81,8 @@ export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Transact
   const { serialize } = protocol;
   const prepared = new Map<string, Promise<PreparedStatement>>();
 
-  async function prepare(text: string): Promise<PreparedStatement> {
-    const name = `hot_${prepared.size}`;
+  /** Parses `text` as `name` (the unnamed statement "" is planned afresh at each Bind). */
+  async function prepare(text: string, name: string): Promise<PreparedStatement> {
     const { messages } = await db.execProtocol(concat(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync()), {});
     const parameters = messages.find((m): m is InstanceType<typeof protocol.messages.ParameterDescriptionMessage> => m.name === "parameterDescription");
     const rows = messages.find((m): m is InstanceType<typeof protocol.messages.RowDescriptionMessage> => m.name === "rowDescription");
@@ -83,12 +94,12 @@ export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Transact
   }
 
   /** One statement, for a caller that holds PGlite's transaction lock (its own, or an open transaction's). */
-  function run<T extends object>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+  function run<T extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions): Promise<T[]> {
     onQuery?.(text);
     return db._runExclusiveQuery(async () => {
-      let statement = prepared.get(text);
+      let statement = options?.planEachTime ? prepare(text, "") : prepared.get(text);
       if (!statement) {
-        statement = prepare(text);
+        statement = prepare(text, `hot_${prepared.size}`);
         prepared.set(text, statement);
         statement.catch(() => prepared.delete(text)); // a statement that does not parse is not kept
       }
@@ -115,7 +126,7 @@ export function pgliteSql(db: PGlite, onQuery?: (sql: string) => void): Transact
   }
 
   return {
-    query: (text, params) => db._runExclusiveTransaction(() => run(text, params)),
+    query: (text, params, options) => db._runExclusiveTransaction(() => run(text, params, options)),
     transaction<T>(work: (tx: TransactionalSql) => Promise<T>): Promise<T> {
       const tx: TransactionalSql = { query: run, transaction: (inner) => inner(tx) };
       return db._runExclusiveTransaction(async () => {
