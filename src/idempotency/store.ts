@@ -1,6 +1,6 @@
 import type { PrismaClient, Sql } from "../db/database.ts";
 import type { KeyMode } from "../security/api-keys.ts";
-import { batchedStatement } from "../db/statement-batches.ts";
+import { groupCommit } from "../infra/group-commit.ts";
 import type { SecretBox } from "../security/encryption.ts";
 
 /** How long a key's record is kept and replayed (Stripe keeps them 24 h). */
@@ -40,7 +40,7 @@ export interface StoredResponse {
  * keyed createApiKey or webhook create/rotate answer holds a secret that must not sit in plaintext for 24 h.
  * All bodies are sealed rather than those a detector recognises, so a new kind of secret cannot slip past.
  */
-// Claims and completions go in batches (src/db/statement-batches.ts): the keyed writes arriving while one batch is in
+// Claims and completions go in batches (src/infra/group-commit.ts): the keyed writes arriving while one batch is in
 // flight share the next statement. Rows are inserted in key order, so two instances' batches meet them in one order.
 const CLAIM = `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(merchant_id int, mode text, principal text, key text, fingerprint text))
    INSERT INTO idempotency_keys (merchant_id, mode, principal, key, request_fingerprint, status, created_at, expires_at, locked_until)
@@ -73,7 +73,7 @@ const RELEASE = `WITH forgotten AS (
 export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: { leaseMs: number; secrets: SecretBox }) {
   const { leaseMs, secrets } = options;
   /** Each request's claim: the new record's id, or null when the key already has a live record. */
-  const claimNew = batchedStatement<ClaimRequest, bigint | null>(
+  const claimNew = groupCommit<ClaimRequest, bigint | null>(
     async (requests) => {
       const input = requests.map((r) => ({ merchant_id: r.merchantId, mode: r.mode, principal: r.principal, key: r.key, fingerprint: r.fingerprint }));
       const rows = await sql.query<{ id: string; merchant_id: number; mode: string; principal: string; key: string }>(CLAIM, [
@@ -86,7 +86,7 @@ export function createIdempotencyStore(prisma: PrismaClient, sql: Sql, options: 
     },
     { max: BATCH_MAX, conflicts: sameKey },
   );
-  const store = batchedStatement<{ id: bigint; response: StoredResponse }, void>(
+  const store = groupCommit<{ id: bigint; response: StoredResponse }, void>(
     async (completions) => {
       const input = completions.map(({ id, response }) => ({ id: id.toString(), status: response.status, body: secrets.encrypt(response.body), content_type: response.contentType }));
       // Planned each time: a plan cached while the table was small would match the batch by scanning all of it.

@@ -121,7 +121,7 @@ async function bulkLoad(url: string, table: string, statements: [string, unknown
 
 
 describe("due work stays constant-time with a million finished rows", () => {
-  it("the poller's claim, a delivery's dispatch and an Idempotency-Key's claim and lookup each touch a handful of pages", async () => {
+  it("the poller's claim, a delivery's dispatch and an Idempotency-Key's claim, lookup and stored response each touch a handful of pages", async () => {
     recorded.clear();
     const init = (key: string) =>
       api.post("/api/transactions/initialize", { amount: 2_500, email: "due@example.com" }, { "idempotency-key": key });
@@ -152,7 +152,9 @@ describe("due work stays constant-time with a million finished rows", () => {
       { what: "a delivery batch's load", pattern: /FROM webhook_deliveries d\s+JOIN webhook_endpoints ep/ },
       { what: "a delivery batch's settlement", pattern: /^\s*UPDATE webhook_deliveries d SET status = 'succeeded'/ },
       { what: "a done job's delete", pattern: /^\s*DELETE FROM jobs WHERE id = / },
-      { what: "an Idempotency-Key's claim", pattern: /^\s*INSERT INTO idempotency_keys/ },
+      // Claims and stored responses go in batches (src/idempotency/store.ts): the batch's rows from a JSON parameter.
+      { what: "an Idempotency-Key's claim", pattern: /^\s*WITH input AS .*INSERT INTO idempotency_keys/s },
+      { what: "an Idempotency-Key's stored response", pattern: /^\s*UPDATE idempotency_keys SET status = 'completed'/ },
       { what: "an Idempotency-Key's lookup", pattern: /^\s*SELECT .* FROM "public"."idempotency_keys" WHERE/s },
     ];
     const db = new pg.Client({ connectionString: gw.database.databaseUrl });

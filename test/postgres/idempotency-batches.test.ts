@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from "../support/backend.ts";
 import { until } from "../support/wait.ts";
 
 /**
- * The Idempotency-Key store's claims and stored responses go in batches (src/db/statement-batches.ts): keyed writes
+ * The Idempotency-Key store's claims and stored responses go in batches (src/infra/group-commit.ts): keyed writes
  * arriving together share one statement. Here, on PostgreSQL with one pooled connection (so every statement meets the
  * same session and its prepared plans): concurrent claims of distinct keys are each claimed once, in fewer statements
  * than claims; the same key twice at once is claimed once; every stored response replays as sent. And the batch that

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { batchedStatement } from "../../src/db/statement-batches.ts";
+import { groupCommit } from "../../src/infra/group-commit.ts";
 
 /** A statement that records each batch it was given and answers when released (so the test decides what is in flight). */
 function recordingStatement<I, O>(answer: (item: I) => O) {
@@ -15,10 +15,10 @@ function recordingStatement<I, O>(answer: (item: I) => O) {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe("batchedStatement (group commit)", () => {
+describe("groupCommit (group commit)", () => {
   it("runs the first call alone at once, and the calls made while it is in flight together next, each answered its own result", async () => {
     const statement = recordingStatement((n: number) => n * 10);
-    const call = batchedStatement(statement.run, { max: 100 });
+    const call = groupCommit(statement.run, { max: 100 });
     const first = call(1);
     expect(statement.batches).toEqual([[1]]);
     const more = [call(2), call(3), call(4)];
@@ -39,7 +39,7 @@ describe("batchedStatement (group commit)", () => {
 
   it("keeps conflicting items and those beyond max for later batches, in the order they came", async () => {
     const statement = recordingStatement((s: string) => s.toUpperCase());
-    const call = batchedStatement(statement.run, { max: 3, conflicts: (a, b) => a[0] === b[0] });
+    const call = groupCommit(statement.run, { max: 3, conflicts: (a, b) => a[0] === b[0] });
     const all = [call("a1"), call("a2"), call("b1"), call("a3"), call("c1"), call("d1"), call("e1")];
     for (let i = 0; i < 4; i++) {
       await tick();
@@ -52,7 +52,7 @@ describe("batchedStatement (group commit)", () => {
 
   it("gives a failed batch's error to each of its callers only; the next batch runs", async () => {
     const statement = recordingStatement((n: number) => n);
-    const call = batchedStatement(statement.run, { max: 10 });
+    const call = groupCommit(statement.run, { max: 10 });
     const first = call(1);
     const failing = [call(2), call(3)];
     const settled = Promise.allSettled(failing);
@@ -69,7 +69,7 @@ describe("batchedStatement (group commit)", () => {
   });
 
   it("refuses a statement that answers fewer items than it was given (every caller gets the error)", async () => {
-    const call = batchedStatement(async (items: number[]) => items.slice(1), { max: 10 });
+    const call = groupCommit(async (items: number[]) => items.slice(1), { max: 10 });
     await expect(call(1)).rejects.toThrow(/answered 0 of 1/);
   });
 });

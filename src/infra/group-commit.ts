@@ -1,18 +1,18 @@
 /**
- * Group commit for a statement every request of a hot path runs once (an Idempotency-Key's claim and its stored
- * response): the first call runs at once, alone; calls made while a batch is in flight wait and then go together
- * as the next batch, one statement and one commit for all of them. So an idle server adds no latency, and a busy
- * one pays one round trip, one parse and one commit per batch instead of per request: each request's own SQL and
- * the network writes it costs were most of what the Idempotency-Key added to a keyed write (bench/README.md).
+ * Group commit for a call every request of a hot path makes once (an Idempotency-Key's claim and its stored response,
+ * a request's rate-limit admission on Redis): the first call runs at once, alone; calls made while a batch is in
+ * flight wait and then go together as the next batch, one statement (or script) for all of them. So an idle server
+ * adds no latency, and a busy one pays one round trip, one parse and one commit per batch instead of per request.
  *
  * DataLoader was weighed: it batches the calls of one event-loop tick, and a server's requests arrive on ticks of
- * their own, so under load it would still send them one by one.
+ * their own, so under load it would still send them one by one. (ioredis' auto-pipelining, which also waits for the
+ * end of a tick, was measured slower on the rate limiter: bench/README.md.)
  *
  * `run` answers the batch's items in their order, or throws: then every caller in that batch gets the error, as
- * each would have from its own statement. `conflicts(a, b)` keeps two items out of one batch (one statement cannot
+ * each would have from its own call. `conflicts(a, b)` keeps two items out of one batch (one statement cannot
  * write one row twice); the later one waits for the next batch.
  */
-export function batchedStatement<I, O>(
+export function groupCommit<I, O>(
   run: (items: I[]) => Promise<O[]>,
   options: { max: number; conflicts?: (a: I, b: I) => boolean },
 ): (item: I) => Promise<O> {
