@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { GatewayError } from "../errors.ts";
+import { groupCommit } from "../infra/group-commit.ts";
 import type { RedisClient, RedisConnections } from "../infra/redis.ts";
 import type { Logger } from "../logger.ts";
 
@@ -17,29 +18,44 @@ import type { Logger } from "../logger.ts";
 const WINDOW_SECONDS = 60;
 
 /**
- * hook.ts's steps 1 and 2 for a request presenting a credential, as one Redis command instead of two round trips (a
- * MULTI reading the IP's counter, then the script spending the credential's): if the IP's counter (KEYS[1]) has
- * reached ARGV[1], answer {0, its count, its ttl} and spend nothing; otherwise spend one of the credential's budget
- * (KEYS[2]) exactly as rate-limiter-flexible's own script does (a fixed window of ARGV[2] seconds from the first
- * request) and answer {1, its count, its ttl}. Same keys and values as the library's, so both paths share counters.
+ * hook.ts's steps 1 and 2 for requests presenting a credential, one Redis command for a batch of them (instead of two
+ * round trips each: a MULTI reading the IP's counter, then the script spending the credential's). KEYS are pairs, an
+ * IP's counter then the credential's, one pair per request in arrival order. For each: if the IP's counter has reached
+ * ARGV[1], answer {0, its count, its ttl} and spend nothing; otherwise spend one of the credential's budget exactly as
+ * rate-limiter-flexible's own script does (a fixed window of ARGV[2] seconds from the first request) and answer {1, its
+ * count, its ttl}. Same keys and values as the library's, so both paths share counters; one script runs atomically, so
+ * a batch decides exactly what its requests would have one after another.
  */
-const ADMIT_CREDENTIAL_LUA = `local ip = redis.call('get', KEYS[1])
-if ip and tonumber(ip) >= tonumber(ARGV[1]) then
-  return {0, tonumber(ip), redis.call('pttl', KEYS[1])}
+const ADMIT_CREDENTIALS_LUA = `local out = {}
+for i = 1, #KEYS, 2 do
+  local ip = redis.call('get', KEYS[i])
+  if ip and tonumber(ip) >= tonumber(ARGV[1]) then
+    out[#out + 1] = 0
+    out[#out + 1] = tonumber(ip)
+    out[#out + 1] = redis.call('pttl', KEYS[i])
+  else
+    redis.call('set', KEYS[i + 1], 0, 'EX', ARGV[2], 'NX')
+    local consumed = redis.call('incrby', KEYS[i + 1], 1)
+    local ttl = redis.call('pttl', KEYS[i + 1])
+    if ttl == -1 then
+      redis.call('expire', KEYS[i + 1], ARGV[2])
+      ttl = 1000 * ARGV[2]
+    end
+    out[#out + 1] = 1
+    out[#out + 1] = consumed
+    out[#out + 1] = ttl
+  end
 end
-redis.call('set', KEYS[2], 0, 'EX', ARGV[2], 'NX')
-local consumed = redis.call('incrby', KEYS[2], 1)
-local ttl = redis.call('pttl', KEYS[2])
-if ttl == -1 then
-  redis.call('expire', KEYS[2], ARGV[2])
-  ttl = 1000 * ARGV[2]
-end
-return {1, consumed, ttl}`;
+return out`;
+
+/** At most this many requests' admissions in one script call. */
+const ADMIT_BATCH_MAX = 100;
 
 const KEY_PREFIX = "gw:rl:key";
 const IP_PREFIX = "gw:rl:ip";
 
-type AdmitClient = RedisClient & { gwAdmitCredential(ipKey: string, keyKey: string, ipLimit: number, windowSeconds: number): Promise<[number, number, number]> };
+/** The script's call: the number of keys, the keys (pairs), the IP limit and the window; three numbers per pair back. */
+type AdmitClient = RedisClient & { gwAdmitCredentials(...args: (string | number)[]): Promise<number[]> };
 
 /** The budgets that refuse requests (a metrics label: a fixed set). */
 export type LimiterName = "api_key" | "ip" | "login_email" | "login_ip" | "push_phone" | "push_link" | "push_merchant";
@@ -95,8 +111,10 @@ export class GatewayRateLimiter {
   /** The insurance limiters inside the Redis ones: what answers while Redis does not. */
   readonly #perKeyMemory: RateLimiterMemory;
   readonly #perIpMemory: RateLimiterMemory;
-  /** A single Redis server's connection with the one-round-trip admission script; undefined in memory or on a Cluster. */
+  /** A single Redis server's connection with the admission script; undefined in memory or on a Cluster. */
   readonly #admitClient: AdmitClient | undefined;
+  /** One request's admission on that script, batched with the others in flight (src/infra/group-commit.ts): [allowed, count, ttl ms]. */
+  readonly #admitOnRedis: ((keys: { ip: string; key: string }) => Promise<[number, number, number]>) | undefined;
   readonly #keyLimit: number;
   readonly #ipLimit: number;
   readonly #onRefused: ((limiter: LimiterName) => void) | undefined;
@@ -125,8 +143,17 @@ export class GatewayRateLimiter {
     this.#perIp = client ? limiter(this.#perIpMemory) : this.#perIpMemory;
     // A Cluster would refuse the script: its two keys live in different slots. It keeps the two round trips.
     if (client && !client.isCluster) {
-      client.defineCommand("gwAdmitCredential", { numberOfKeys: 2, lua: ADMIT_CREDENTIAL_LUA });
-      this.#admitClient = client as AdmitClient;
+      // No numberOfKeys: each call passes its own (two per request of the batch).
+      client.defineCommand("gwAdmitCredentials", { lua: ADMIT_CREDENTIALS_LUA });
+      const admitClient = client as AdmitClient;
+      this.#admitClient = admitClient;
+      this.#admitOnRedis = groupCommit(
+        async (batch: { ip: string; key: string }[]) => {
+          const flat = await admitClient.gwAdmitCredentials(batch.length * 2, ...batch.flatMap(({ ip, key }) => [ip, key]), this.#ipLimit, WINDOW_SECONDS);
+          return batch.map((_, i) => [flat[3 * i]!, flat[3 * i + 1]!, flat[3 * i + 2]!] as [number, number, number]);
+        },
+        { max: ADMIT_BATCH_MAX },
+      );
     }
   }
 
@@ -135,10 +162,9 @@ export class GatewayRateLimiter {
    * requests used up its budget (nothing spent), otherwise one request of the credential's budget spent.
    */
   async admitCredential(ip: string, budget: string): Promise<RateLimitState> {
-    const client = this.#admitClient;
-    if (client?.status === "ready") {
+    if (this.#admitOnRedis && this.#admitClient?.status === "ready") {
       try {
-        const [allowed, consumed, ttlMs] = await client.gwAdmitCredential(`${IP_PREFIX}:${ip}`, `${KEY_PREFIX}:${keyBucket(budget)}`, this.#ipLimit, WINDOW_SECONDS);
+        const [allowed, consumed, ttlMs] = await this.#admitOnRedis({ ip: `${IP_PREFIX}:${ip}`, key: `${KEY_PREFIX}:${keyBucket(budget)}` });
         if (allowed === 0) return stateOf("ip", this.#ipLimit, false, consumed, ttlMs);
         // Over the budget once the count passes it, as the library's consume() rejects.
         return stateOf("api_key", this.#keyLimit, consumed <= this.#keyLimit, consumed, ttlMs);

@@ -5,7 +5,8 @@ import { createRateLimiter, type GatewayRateLimiter } from "../../src/rate-limit
 import { startRedis, type RedisServer } from "../support/redis.ts";
 
 // A credential's check on Redis is one script (peek at the IP, spend the credential): it must keep the two-step
-// rules and share its counters with the library's own consume/peek.
+// rules and share its counters with the library's own consume/peek. Requests arriving while a call is in flight are
+// admitted together by the next call (src/infra/group-commit.ts), deciding what they would have one by one.
 describe("rate limiter on Redis: a credential's admission in one round trip", () => {
   let redis: RedisServer;
   let connections: RedisConnections;
@@ -45,5 +46,29 @@ describe("rate limiter on Redis: a credential's admission in one round trip", ()
     expect(refused.resetSeconds).toBeGreaterThan(0);
     // The key's count is where the allowed request left it.
     expect(await limiter.consumeApiKey(key)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  /** How many script calls Redis ran (EVAL and EVALSHA), from INFO commandstats. */
+  async function scriptCalls(): Promise<number> {
+    const info = (await connections.client("test-stats").info("commandstats")) as string;
+    return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  }
+
+  it("admits concurrent requests in fewer script calls, exactly the budget, and a blocked IP's requests among them refused", async () => {
+    const manyLimiter = await createRateLimiter({ perKeyPerMinute: 25, perIpPerMinute: 1, redis: connections, logger });
+    const key = "sk_test_admitCCCCCCCCCCCCCCCCCC";
+    await manyLimiter.consumeIp("192.0.2.13"); // this IP has used up its budget of failed requests
+    const callsBefore = await scriptCalls();
+    const ips = Array.from({ length: 40 }, (_, i) => (i % 4 === 3 ? "192.0.2.13" : "192.0.2.12"));
+    const states = await Promise.all(ips.map((ip) => manyLimiter.admitCredential(ip, key)));
+    const calls = (await scriptCalls()) - callsBefore;
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(calls).toBeLessThan(40);
+    // The blocked IP's ten are refused on its state and spend nothing; the other thirty spend the key's 25, in order.
+    expect(states.filter((s, i) => ips[i] === "192.0.2.13").every((s) => s.limiter === "ip" && !s.allowed)).toBe(true);
+    const spent = states.filter((s, i) => ips[i] === "192.0.2.12");
+    expect(spent.map((s) => s.allowed)).toEqual([...Array(25).fill(true), ...Array(5).fill(false)]);
+    expect(spent.slice(0, 25).map((s) => s.remaining)).toEqual(Array.from({ length: 25 }, (_, i) => 24 - i));
+    expect(await manyLimiter.peekIp("192.0.2.12")).toMatchObject({ allowed: true, remaining: 1 });
   });
 });
