@@ -139,7 +139,7 @@ function fixedRate(url: string, rate: number, options: { headers?: Record<string
   if (options.post) args.push("--body", options.post);
   if (options.requests) args.push("--requests", options.requests);
   const out = execFileSync(process.execPath, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-  return JSON.parse(out) as { requests: number; rps: number; p50: number; p99: number; errors: number };
+  return JSON.parse(out) as { requests: number; rps: number; p50: number; p99: number; errors: number; sendLagP99: number };
 }
 
 /** The gateways main() runs side by side, and the bare server. */
@@ -492,7 +492,7 @@ end`;
     };
     // Latency at half the measured maximum (each gateway's own): a fixed request rate, open loop (bench/fixed-rate.ts,
     // its own process), up to 32 connections; production's initialize with a fresh Idempotency-Key per request.
-    const halfLoad: { side: GatewaySide; name: string; rate: number; rps: number; p50: number; p99: number; errors: number }[] = [];
+    const halfLoad: { side: GatewaySide; name: string; rate: number; rps: number; p50: number; p99: number; errors: number; sendLagP99: number }[] = [];
     for (const side of ["silent", "production"] as const) {
       for (const op of [
         { name: "GET verify", path: `/api/transactions/verify/${reference}`, headers, post: undefined },
@@ -507,7 +507,7 @@ end`;
       for (const [name, kind] of [[STK_OP, "stk"], [CARD_OP, "card"]] as const) {
         const rate = Math.round(of(name, side).rps / 2);
         const run = await settleAtRate(kind, side, rate);
-        halfLoad.push({ side, name, rate, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors });
+        halfLoad.push({ side, name, rate, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors, sendLagP99: run.sendLagP99 });
       }
     }
     const rssLoaded = rssMb(gateway.child.pid!);
@@ -615,9 +615,9 @@ end`;
       "",
       "At half each gateway's measured maximum (bench/fixed-rate.ts: open loop, each request sent when due and timed from then, up to 32 connections; goal p99 < 25 ms):",
       "",
-      "| gateway | operation | rate asked (req/s) | achieved (req/s) | p50 (ms) | p99 (ms) | non-2xx or errors |",
-      "|---|---|---:|---:|---:|---:|---:|",
-      ...halfLoad.map((r) => `| ${r.side} | ${r.name} | ${f(r.rate)} | ${f(r.rps)} | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${r.errors} |`),
+      "| gateway | operation | rate asked (req/s) | achieved (req/s) | p50 (ms) | p99 (ms) | non-2xx or errors | load generator's own send lag, p99 (ms) |",
+      "|---|---|---:|---:|---:|---:|---:|---:|",
+      ...halfLoad.map((r) => `| ${r.side} | ${r.name} | ${f(r.rate)} | ${f(r.rps)} | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${r.errors} | ${f(r.sendLagP99, 1)} |`),
       "",
       "Embedded PGlite (same operations, 32 connections) against PostgreSQL mode:",
       "",
