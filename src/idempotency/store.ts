@@ -65,6 +65,8 @@ type KeyOf = Pick<ClaimRequest, "merchantId" | "mode" | "principal" | "key">;
 const keyOf = (k: { merchant_id: number; mode: string; principal: string; key: string }) => JSON.stringify([k.merchant_id, k.mode, k.principal, k.key]);
 const sameKey = (a: KeyOf, b: KeyOf) => a.merchantId === b.merchantId && a.mode === b.mode && a.principal === b.principal && a.key === b.key;
 
+// A claim whose request committed nothing is forgotten; one with a recovery point stays, its lease ended, so the retry
+// takes it over at once and answers with what was committed.
 const RELEASE = `WITH forgotten AS (
      DELETE FROM idempotency_keys WHERE id = $1::bigint AND status = 'in_flight' AND recovery_point IS NULL RETURNING id)
    UPDATE idempotency_keys SET locked_until = now()
