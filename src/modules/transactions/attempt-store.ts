@@ -2,7 +2,7 @@ import type { PrismaClient, Sql } from "../../db/database.ts";
 import type { Prisma, TransactionAttempt } from "../../db/generated/prisma/client.ts";
 import { attemptGuard, type AttemptStatus, type SettledAttemptStatus } from "../events/status-rules.ts";
 import type { BatchLeadWrite } from "../events/status-machine.ts";
-import { claimStatement, paymentAmountOf, paymentOfMerchantBesides } from "./store.ts";
+import { claimStatement, paymentAmountOf, paymentOfMerchantBesides, releaseClaimText } from "./store.ts";
 
 /**
  * Every statement on `transaction_attempts`, behind named functions: the one place that reads or writes a payer's
@@ -94,6 +94,21 @@ const LATEST_PENDING = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WH
 export const UNSENT_CLAIM = "unsent";
 const TAKE_SENDING = `UPDATE transaction_attempts SET send_claim = $2 WHERE id = $1 AND status = 'pending' AND send_claim IN ('${UNSENT_CLAIM}', $2) RETURNING id`;
 const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
+
+/**
+ * A failed verdict and, below the payment's attempts limit ($5), the release of the claim the attempt took (its
+ * created_at is the claim's token), in one statement: a payer who sees the failure can try again at once. The count
+ * reads the statement's snapshot, where this attempt is still pending: hence the + 1. No row: already settled.
+ */
+const SETTLE_FAILED = `WITH settled AS (${settleText("failed", "$1", ["$2", "$3", "$4"])}),
+  failed AS (
+    SELECT s.transaction_id, s.created_at, (SELECT count(*)::int FROM transaction_attempts a WHERE a.transaction_id = s.transaction_id AND a.status = 'failed') + 1 AS n
+    FROM settled s
+  ),
+  released AS (
+    ${releaseClaimText("t.id = f.transaction_id AND t.charge_started_at = f.created_at AND f.n < $5", "failed f")}
+  )
+  SELECT n AS failed FROM failed`;
 
 type Claimed = { claimed: boolean; status: string; attemptId: number | null };
 
@@ -237,6 +252,15 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
     async settle(verdict: AttemptVerdict): Promise<boolean> {
       const rows = await sql.query<{ id: number }>(SETTLE[verdict.status], [verdict.attemptId, ...verdictValues(verdict)]);
       return rows.length > 0;
+    },
+
+    /**
+     * Records a failed verdict on an attempt holding its payment's claim, and releases the claim while fewer than
+     * `maxAttempts` of the payment's attempts have failed: the number failed, or null when already settled.
+     */
+    async settleFailed(verdict: Omit<AttemptVerdict, "status" | "providerReference">, maxAttempts: number): Promise<number | null> {
+      const [row] = await sql.query<{ failed: number }>(SETTLE_FAILED, [verdict.attemptId, ...verdictValues({ ...verdict, status: "failed" }), maxAttempts]);
+      return row ? row.failed : null;
     },
 
     /** How many of a payment's attempts failed. */

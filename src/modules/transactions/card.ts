@@ -81,8 +81,7 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
       }
       if (outcome.outcome !== "succeeded") {
         // A decline is this attempt's outcome; the transaction fails only at the attempts limit.
-        await ctx.attempts.settle({ attemptId, status: "failed", code: outcome.code, reason: outcome.reason });
-        const failed = await outcomes.afterFailedAttempt(transaction, claimedAt, "card", outcome.code, outcome.reason);
+        const { transition: failed } = await outcomes.failAttempt(transaction, attemptId, "card", outcome.code, outcome.reason);
         if (failed && !failed.applied) throw alreadySettled(failed.transaction.status);
         return { transaction: failed?.transaction ?? transaction, outcome };
       }

@@ -6,7 +6,6 @@ import type { CollectionCallback, MomoConnector, SettledCollectionOutcome } from
 import { paymentMethodOf, type AttemptMethod } from "./attempt-store.ts";
 import { connectorOf, DEFAULT_CHECKOUT_SETTINGS, savePaymentMethodOf, type FlowContext } from "./context.ts";
 import type { TransitionChanges } from "./status.ts";
-import { releaseClaim } from "./store.ts";
 
 /**
  * Where every provider verdict lands (a callback, a status query's answer, a webhook's verified answer, the
@@ -50,15 +49,15 @@ export function createOutcomes(ctx: FlowContext) {
   const maxAttemptsOf = (t: Pick<Transaction, "paymentMethod">) => (t.paymentMethod === null ? settings.maxAttempts : 1);
 
   /**
-   * After a failed page attempt: at the limit the payment fails with this attempt's code and reason (its event
-   * carries the attempt); below it the claim the attempt took at `token` is released and the payer may try again.
+   * A failed page attempt: its verdict, with the release of the claim it took while below the attempts limit (one
+   * statement: the payer may try again as soon as the failure shows). At the limit the payment fails with this
+   * attempt's code and reason (its event carries the attempt). Null when the attempt was already settled.
    */
-  async function afterFailedAttempt(t: Transaction, token: Date, paymentMethod: string, code: string, reason: string) {
-    if ((await attempts.countFailed(t.id)) >= maxAttemptsOf(t)) {
-      return ctx.transition({ transactionId: t.id, to: "failed", changes: { paymentMethod, failureCode: code, failureReason: reason.slice(0, 500) } });
-    }
-    await releaseClaim(deps.sql, t.id, token);
-    return null;
+  async function failAttempt(t: Transaction, attemptId: number, paymentMethod: string, code: string, reason: string) {
+    const failed = await attempts.settleFailed({ attemptId, code, reason }, maxAttemptsOf(t));
+    if (failed === null || failed < maxAttemptsOf(t)) return { settled: failed !== null, transition: null };
+    const transition = await ctx.transition({ transactionId: t.id, to: "failed", changes: { paymentMethod, failureCode: code, failureReason: reason.slice(0, 500) } });
+    return { settled: true, transition };
   }
 
   /** A provider's verdict on one attempt, applied to it and then, through the status machine, to its payment. */
@@ -100,9 +99,8 @@ export function createOutcomes(ctx: FlowContext) {
       if (result.applied) logger.info({ reference: t.reference, attempt: attempt.id, code: outcome.code, source }, "collection settled");
       return;
     }
-    if (!(await attempts.settle({ attemptId: attempt.id, status: "failed", code: outcome.code, reason: outcome.message }))) return;
-    logger.info({ reference: t.reference, attempt: attempt.id, code: outcome.code, source }, "checkout attempt failed");
-    await afterFailedAttempt(t, attempt.createdAt, paymentMethod, outcome.code, outcome.message || DEFAULT_FAILURE_REASON);
+    const failed = await failAttempt(t, attempt.id, paymentMethod, outcome.code, outcome.message || DEFAULT_FAILURE_REASON);
+    if (failed.settled) logger.info({ reference: t.reference, attempt: attempt.id, code: outcome.code, source }, "checkout attempt failed");
   }
 
   /**
@@ -168,7 +166,7 @@ export function createOutcomes(ctx: FlowContext) {
     return result.applied;
   }
 
-  return { maxAttemptsOf, afterFailedAttempt, applyAttemptOutcome, applyCollectionCallback, queryPush, expirePushIfOutlived, pushTargetOf, nextQueryWaitMs, settlePayment };
+  return { maxAttemptsOf, failAttempt, applyAttemptOutcome, applyCollectionCallback, queryPush, expirePushIfOutlived, pushTargetOf, nextQueryWaitMs, settlePayment };
 }
 
 export type Outcomes = ReturnType<typeof createOutcomes>;

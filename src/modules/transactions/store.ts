@@ -682,9 +682,14 @@ export const paymentAmountOf = (a: string) => `(SELECT t.amount FROM transaction
 export const paymentOfMerchantBesides = (a: string, merchantParam: string, otherParam: string) =>
   `EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${a}.transaction_id AND t.merchant_id = ${merchantParam} AND t.id <> ${otherParam})`;
 
+/** The statement releasing the claims of the rows of `transactions t` (joined to `from`, if given) that `where` picks. */
+export const releaseClaimText = (where: string, from?: string) =>
+  `UPDATE transactions t SET charge_started_at = NULL${from ? ` FROM ${from}` : ""} WHERE ${where} RETURNING t.id`;
+const RELEASE_CLAIM = releaseClaimText("t.id = $1 AND t.charge_started_at = $2");
+
 /** Releases the claim an attempt took at `token` (and only that one: a later claim that took over stays). */
 export async function releaseClaim(sql: Sql, id: number, token: Date): Promise<void> {
-  await sql.query(`UPDATE transactions SET charge_started_at = NULL WHERE id = $1 AND charge_started_at = $2`, [id, token]);
+  await sql.query(RELEASE_CLAIM, [id, token]);
 }
 
 /**

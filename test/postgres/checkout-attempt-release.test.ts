@@ -1,0 +1,71 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildStkCallbackBody } from "../../src/providers/mpesa/wire.ts";
+import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectCleanLedger } from "../support/ledger-check.ts";
+import { until } from "../support/wait.ts";
+
+const NEVER_ANSWERS = "254700001019";
+const PAYS = "0708374149";
+
+/**
+ * A failed checkout attempt below the attempts limit is written together with the release of the payment's claim:
+ * a payer whose page shows the failure can try again at once, never into "a payment is in progress". The release
+ * is held back here by a row lock on the payment (another session's SELECT ... FOR UPDATE), which shows whether
+ * the failure became visible before it.
+ */
+describe("a failed M-Pesa attempt and the release of its claim", () => {
+  let gw: TestGateway;
+  let api: ReturnType<typeof apiClient>;
+  const payer = () => apiClient(gw.url);
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ env: { CHECKOUT_MAX_ATTEMPTS: "3", SANDBOX_STK_DELAY_MS: "100", RATE_LIMIT_ENABLED: "false" } });
+    api = apiClient(gw.url, (await createSandboxMerchant(gw)).testKey);
+  });
+  afterAll(async () => {
+    await expectCleanLedger(gw);
+    await gw?.close();
+  });
+
+  it("the payer sees the failure only once the payment can take another attempt", async () => {
+    const init = await api.post("/api/transactions/initialize", { amount: 2500, email: "payer@example.com" });
+    expect(init.status, init.text).toBe(200);
+    const reference: string = init.body.reference;
+    const status = () => payer().get(`/payment/checkout/${reference}/status`);
+    expect((await payer().post(`/payment/checkout/${reference}/mpesa`, { phone: NEVER_ANSWERS })).status).toBe(202);
+    const prisma = gw.gateway.db.prisma;
+    const { id } = await prisma.transaction.findUniqueOrThrow({ where: { reference } });
+    const [push] = await prisma.transactionAttempt.findMany({ where: { transactionId: id } });
+    const channel = await prisma.paymentChannel.findUniqueOrThrow({ where: { id: push!.channelId! } });
+    const callbackPath = new URL(gw.gateway.services.callbackUrls.of(channel).collection!).pathname;
+
+    const locker = new pg.Client({ connectionString: gw.database.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("SELECT 1 FROM transactions WHERE id = $1 FOR UPDATE", [id]);
+      // The payer cancels the prompt: M-Pesa's callback with ResultCode 1032.
+      const delivered = payer().post(callbackPath, buildStkCallbackBody({ merchantRequestId: "cancel-1", checkoutRequestId: push!.checkoutRequestId!, resultCode: 1032, resultDesc: "Request cancelled by user." }));
+      // Its write waits for the row lock...
+      await until(
+        () => locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()"),
+        (r) => r.rows[0]!.n === 1,
+      );
+      // ... and until it commits, neither the page nor the attempt's row shows the failure.
+      expect((await status()).body).toMatchObject({ status: "pending", attempt: { method: "mpesa", status: "pending" } });
+      expect((await prisma.transactionAttempt.findUniqueOrThrow({ where: { id: push!.id } })).status).toBe("pending");
+      await locker.query("COMMIT");
+      expect((await delivered).status).toBe(200);
+    } finally {
+      await locker.end();
+    }
+
+    const failed = await until(status, (r) => r.body.attempt?.status === "failed");
+    expect(failed.body).toMatchObject({ status: "pending", attempts_left: 2, attempt: { code: "1032", reason: "Request cancelled by user." } });
+    expect((await prisma.transaction.findUniqueOrThrow({ where: { id } })).chargeStartedAt).toBeNull();
+    // Straight away, another number: accepted, and it pays.
+    expect((await payer().post(`/payment/checkout/${reference}/mpesa`, { phone: PAYS })).status).toBe(202);
+    expect((await until(status, (r) => r.body.status !== "pending")).body.status).toBe("completed");
+  });
+});
