@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
-import { initialize, payerBrowser, payByMpesa, recorded, type PayerBrowser } from "../support/checkout-page.ts";
+import { firstWaiting, initialize, payerBrowser, payByMpesa, recordFirstWaiting, recorded, type PayerBrowser } from "../support/checkout-page.ts";
 import { createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -38,17 +38,19 @@ describe("hosted checkout page: M-Pesa", () => {
     // The merchant's site is another host: let the page go there (and only there).
     const page = await payer.context.newPage();
     await page.route("**/*", (route) => (route.request().url().startsWith(gw.url) || route.request().url().startsWith(site) ? route.continue() : route.abort()));
+    await recordFirstWaiting(page);
     await page.goto(`${gw.url}${path}`);
     expect(await page.isChecked('#methods input[value="mpesa"]')).toBe(true);
     expect(await page.isVisible("#pay")).toBe(false);
     expect(await page.textContent("#phone-test-hint")).toContain("254708374149 pays");
     await payByMpesa(page, "0708 374 149");
-    await page.waitForSelector("#waiting:not([hidden])");
-    expect(await page.textContent("#waiting-title")).toBe("Check your phone");
-    expect(await page.getAttribute("#result", "role")).toBe("status");
-    expect(await page.textContent("#result")).toBe("Enter your M-Pesa PIN on the prompt sent to 2547*****149 to pay KES 1,500.00. This page updates by itself.");
     // Focus follows the payer to the new state (keyboard and screen-reader users).
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("waiting-title");
+    expect(await firstWaiting(page)).toEqual({
+      title: "Check your phone",
+      role: "status",
+      result: "Enter your M-Pesa PIN on the prompt sent to 2547*****149 to pay KES 1,500.00. This page updates by itself.",
+      focused: "waiting-title",
+    });
     await page.waitForURL(`${site}/thanks?**`);
     expect(new URL(page.url()).searchParams.get("reference")).toBe(reference);
     expect(await recorded(gw, reference)).toMatchObject({ status: "completed", attempts: [{ method: "mpesa", status: "succeeded" }] });

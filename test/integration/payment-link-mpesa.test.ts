@@ -1,7 +1,7 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
-import { expectNoHorizontalScroll, expectNoSeriousAxeViolations, payerBrowser, type PayerBrowser } from "../support/checkout-page.ts";
+import { expectNoHorizontalScroll, expectNoSeriousAxeViolations, firstWaiting, payerBrowser, recordFirstWaiting, type PayerBrowser } from "../support/checkout-page.ts";
 import { apiClient, createSandboxMerchant, startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -71,13 +71,14 @@ describe("payment link paid by M-Pesa without an e-mail", () => {
   it("a single-use link paid by M-Pesa with no e-mail: the first page sends the prompt, the payment completes, the link records it", async () => {
     const link = await createLink({ amount: 2500, description: "Invoice 501" });
     const page = await openLink(link.slug, 390);
+    await recordFirstWaiting(page);
     await page.fill("#phone", "0708 374 149");
     await Promise.all([page.waitForURL(/\/payment\/checkout\//), page.click('button[type="submit"]')]);
     // The checkout opens on its "check your phone": no second form.
     const reference = new URL(page.url()).pathname.split("/").pop()!;
-    await page.locator("#waiting").waitFor({ state: "visible" });
-    expect(await page.textContent("#waiting-title")).toBe("Check your phone");
-    expect(await page.textContent("#result")).toContain("2547*****149");
+    const waiting = await firstWaiting(page);
+    expect(waiting.title).toBe("Check your phone");
+    expect(waiting.result).toContain("2547*****149");
     await page.screenshot({ path: "/tmp/link-mpesa-waiting-390.png", fullPage: true });
     await page.locator("#result.completed").waitFor();
     // The settled page as the payer finds it again (the live page may itself reload to show the receipt).

@@ -75,6 +75,49 @@ export async function payByMpesa(page: Page, phone: string) {
   await page.click('#mpesa button[type="submit"]');
 }
 
+/** The page's "check your phone" state as first drawn: its title, message and the message's role, and what had focus. */
+export interface WaitingState {
+  title: string;
+  result: string;
+  role: string | null;
+  focused: string | undefined;
+}
+
+/**
+ * Records, in the page itself, the first moment its "check your phone" state shows (drawn by the server, or by the
+ * script after a push). The state lasts until the page's next look at the payment (2 s), which a test's round trips
+ * to Chromium can outlast on a busy machine. Call before the page loads; read with `firstWaiting`.
+ */
+export async function recordFirstWaiting(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const snapshot = (): boolean => {
+      const waiting = document.getElementById("waiting");
+      if (!waiting || waiting.hidden) return false;
+      const result = document.getElementById("result");
+      const state = {
+        title: document.getElementById("waiting-title")?.textContent ?? "",
+        result: result?.textContent ?? "",
+        role: result?.getAttribute("role") ?? null,
+        focused: document.activeElement?.id,
+      };
+      Reflect.set(window, "__firstWaiting", state);
+      return true;
+    };
+    document.addEventListener("DOMContentLoaded", () => {
+      if (snapshot()) return;
+      // Mutation callbacks run after the script's task: its text and focus changes are all in.
+      const observer = new MutationObserver(() => snapshot() && observer.disconnect());
+      observer.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+    });
+  });
+}
+
+/** The state `recordFirstWaiting` saw, once the page has shown it. */
+export async function firstWaiting(page: Page): Promise<WaitingState> {
+  const seen = await page.waitForFunction(() => Reflect.get(window, "__firstWaiting") as object | undefined);
+  return (await seen.jsonValue()) as WaitingState;
+}
+
 /** The transaction as the gateway recorded it, with its attempts oldest first. */
 export async function recorded(gw: TestGateway, reference: string) {
   const prisma = gw.gateway.db.prisma;
