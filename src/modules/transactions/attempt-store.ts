@@ -93,8 +93,6 @@ const LATEST_PENDING = `SELECT ${ATTEMPT_COLUMNS} FROM transaction_attempts a WH
 /** A keyed API push's send_claim until a request takes the sending on. */
 export const UNSENT_CLAIM = "unsent";
 const TAKE_SENDING = `UPDATE transaction_attempts SET send_claim = $2 WHERE id = $1 AND status = 'pending' AND send_claim IN ('${UNSENT_CLAIM}', $2) RETURNING id`;
-const FAILED_ATTEMPTS = `SELECT count(*)::int AS n FROM transaction_attempts WHERE transaction_id = $1 AND status = 'failed'`;
-
 /**
  * A failed verdict and, below the payment's attempts limit ($5), the release of the claim the attempt took (its
  * created_at is the claim's token), in one statement: a payer who sees the failure can try again at once. The count
@@ -261,12 +259,6 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
     async settleFailed(verdict: Omit<AttemptVerdict, "status" | "providerReference">, maxAttempts: number): Promise<number | null> {
       const [row] = await sql.query<{ failed: number }>(SETTLE_FAILED, [verdict.attemptId, ...verdictValues({ ...verdict, status: "failed" }), maxAttempts]);
       return row ? row.failed : null;
-    },
-
-    /** How many of a payment's attempts failed. */
-    async countFailed(transactionId: number): Promise<number> {
-      const [row] = await sql.query<{ n: number }>(FAILED_ATTEMPTS, [transactionId]);
-      return row?.n ?? 0;
     },
 
     findById: (id: number) => findOne(BY_ID, [id]),
