@@ -51,11 +51,12 @@ export function createOutcomes(ctx: FlowContext) {
   /**
    * A failed page attempt: its verdict, with the release of the claim it took while below the attempts limit (one
    * statement: the payer may try again as soon as the failure shows). At the limit the payment fails with this
-   * attempt's code and reason (its event carries the attempt). Null when the attempt was already settled.
+   * attempt's code and reason (its event carries the attempt); `settled` is false when the attempt already was.
    */
   async function failAttempt(t: Transaction, attemptId: number, paymentMethod: string, code: string, reason: string) {
-    const failed = await attempts.settleFailed({ attemptId, code, reason }, maxAttemptsOf(t));
-    if (failed === null || failed < maxAttemptsOf(t)) return { settled: failed !== null, transition: null };
+    const limit = maxAttemptsOf(t);
+    const failed = await attempts.settleFailed({ attemptId, code, reason }, limit);
+    if (failed === null || failed < limit) return { settled: failed !== null, transition: null };
     const transition = await ctx.transition({ transactionId: t.id, to: "failed", changes: { paymentMethod, failureCode: code, failureReason: reason.slice(0, 500) } });
     return { settled: true, transition };
   }
