@@ -9,12 +9,14 @@ const NEVER_ANSWERS = "254700001019";
 const PAYS = "0708374149";
 
 /**
- * A failed checkout attempt below the attempts limit is written together with the release of the payment's claim:
- * a payer whose page shows the failure can try again at once, never into "a payment is in progress". The release
- * is held back here by a row lock on the payment (another session's SELECT ... FOR UPDATE), which shows whether
- * the failure became visible before it.
+ * A checkout attempt's verdict is written together with what it does to its payment. A failed attempt below the
+ * attempts limit goes with the release of the payment's claim: a payer whose page shows the failure can try again at
+ * once, never into "a payment is in progress". A card's success goes with the payment's completion: a page never
+ * reads a succeeded attempt on a payment still pending (it would offer the forms again). The payment's write is
+ * held back here by a row lock on it (another session's SELECT ... FOR UPDATE), which shows whether the verdict
+ * became visible before it.
  */
-describe("a failed M-Pesa attempt and the release of its claim", () => {
+describe("a checkout attempt's verdict and its payment", () => {
   let gw: TestGateway;
   let api: ReturnType<typeof apiClient>;
   const payer = () => apiClient(gw.url);
@@ -28,6 +30,24 @@ describe("a failed M-Pesa attempt and the release of its claim", () => {
     await gw?.close();
   });
 
+  /** Another session holds the payment's row until `whileHeld` has run, once a write to it is waiting for the lock. */
+  async function holdingThePayment(id: number, whileHeld: () => Promise<void>) {
+    const locker = new pg.Client({ connectionString: gw.database.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("SELECT 1 FROM transactions WHERE id = $1 FOR UPDATE", [id]);
+      await until(
+        () => locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()"),
+        (r) => r.rows[0]!.n === 1,
+      );
+      await whileHeld();
+      await locker.query("COMMIT");
+    } finally {
+      await locker.end();
+    }
+  }
+
   it("the payer sees the failure only once the payment can take another attempt", async () => {
     const init = await api.post("/api/transactions/initialize", { amount: 2500, email: "payer@example.com" });
     expect(init.status, init.text).toBe(200);
@@ -40,26 +60,14 @@ describe("a failed M-Pesa attempt and the release of its claim", () => {
     const channel = await prisma.paymentChannel.findUniqueOrThrow({ where: { id: push!.channelId! } });
     const callbackPath = new URL(gw.gateway.services.callbackUrls.of(channel).collection!).pathname;
 
-    const locker = new pg.Client({ connectionString: gw.database.databaseUrl });
-    await locker.connect();
-    try {
-      await locker.query("BEGIN");
-      await locker.query("SELECT 1 FROM transactions WHERE id = $1 FOR UPDATE", [id]);
-      // The payer cancels the prompt: M-Pesa's callback with ResultCode 1032.
-      const delivered = payer().post(callbackPath, buildStkCallbackBody({ merchantRequestId: "cancel-1", checkoutRequestId: push!.checkoutRequestId!, resultCode: 1032, resultDesc: "Request cancelled by user." }));
-      // Its write waits for the row lock...
-      await until(
-        () => locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()"),
-        (r) => r.rows[0]!.n === 1,
-      );
+    // The payer cancels the prompt: M-Pesa's callback with ResultCode 1032. Its write waits for the row lock...
+    const delivered = payer().post(callbackPath, buildStkCallbackBody({ merchantRequestId: "cancel-1", checkoutRequestId: push!.checkoutRequestId!, resultCode: 1032, resultDesc: "Request cancelled by user." }));
+    await holdingThePayment(id, async () => {
       // ... and until it commits, neither the page nor the attempt's row shows the failure.
       expect((await status()).body).toMatchObject({ status: "pending", attempt: { method: "mpesa", status: "pending" } });
       expect((await prisma.transactionAttempt.findUniqueOrThrow({ where: { id: push!.id } })).status).toBe("pending");
-      await locker.query("COMMIT");
-      expect((await delivered).status).toBe(200);
-    } finally {
-      await locker.end();
-    }
+    });
+    expect((await delivered).status).toBe(200);
 
     const failed = await until(status, (r) => r.body.attempt?.status === "failed");
     expect(failed.body).toMatchObject({ status: "pending", attempts_left: 2, attempt: { code: "1032", reason: "Request cancelled by user." } });
@@ -67,5 +75,24 @@ describe("a failed M-Pesa attempt and the release of its claim", () => {
     // Straight away, another number: accepted, and it pays.
     expect((await payer().post(`/payment/checkout/${reference}/mpesa`, { phone: PAYS })).status).toBe(202);
     expect((await until(status, (r) => r.body.status !== "pending")).body.status).toBe("completed");
+  });
+
+  it("a card's success shows on the page only with the payment completed", async () => {
+    // The sandbox charges this channel's cards in 3 s: time to take the lock once the claim is made.
+    const channel = await api.post("/api/payment-channels/create", { name: "Slow", provider: "sandbox", config: { charge_delay_ms: 3000 } });
+    expect(channel.status, channel.text).toBe(201);
+    const init = await api.post("/api/transactions/initialize", { amount: 4100, email: "card@example.com", payment_channel_id: channel.body.channel.id });
+    expect(init.status, init.text).toBe(200);
+    const reference: string = init.body.reference;
+    const status = () => payer().get(`/payment/checkout/${reference}/status`);
+    const paid = payer().post(`/payment/checkout/${reference}/pay`, { card_number: "4084084084084081", expiry_month: 12, expiry_year: new Date().getFullYear() + 2, cvc: "408" });
+    const { id } = await gw.gateway.db.prisma.transaction.findUniqueOrThrow({ where: { reference } });
+    await until(status, (r) => r.body.attempt?.status === "pending");
+    // The charge's answer comes while the payment's row is held: its verdict waits with the payment's completion.
+    await holdingThePayment(id, async () => {
+      expect((await status()).body).toMatchObject({ status: "pending", attempt: { method: "card", status: "pending" } });
+    });
+    expect((await paid).status).toBe(200);
+    expect((await status()).body).toMatchObject({ status: "completed", attempt: { method: "card", status: "succeeded" } });
   });
 });

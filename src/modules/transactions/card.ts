@@ -85,13 +85,14 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
         if (failed && !failed.applied) throw alreadySettled(failed.transaction.status);
         return { transaction: failed?.transaction ?? transaction, outcome };
       }
-      await ctx.attempts.settle({ attemptId, status: "succeeded", providerReference: outcome.providerReference });
       const jobs = ctx.deps.jobsOnCardPaid?.(channel, { reference, amount: transaction.amount, currency: transaction.currency, providerReference: outcome.providerReference }) ?? [];
       const result = await ctx.transition({
         transactionId: transaction.id,
         to: "completed",
         changes: { paymentMethod: "card", providerReference: outcome.providerReference },
         ...(jobs.length ? { jobs } : {}),
+        // In the same statement: /status never shows a succeeded attempt on a payment still pending.
+        settlesAttempt: { attemptId, status: "succeeded", providerReference: outcome.providerReference },
       });
       if (!result.applied) {
         // Only possible when this charge outlived its lease and another attempt took over and settled:
