@@ -83,7 +83,6 @@ const settleText = (to: SettledAttemptStatus, id: string, values: [string, strin
   `UPDATE transaction_attempts SET status = '${to}', code = ${values[0]}, reason = ${values[1]}, provider_reference = COALESCE(${values[2]}, provider_reference), settled_at = now()
   WHERE id = ${id} AND status IN (${attemptGuard(to).map((s) => `'${s}'`).join(", ")})
   RETURNING *`;
-const SETTLE = { succeeded: settleText("succeeded", "$1", ["$2", "$3", "$4"]), failed: settleText("failed", "$1", ["$2", "$3", "$4"]) };
 
 const verdictValues = (v: AttemptVerdict) => [v.code ?? null, v.reason?.slice(0, 500) ?? null, v.providerReference ?? null];
 
@@ -244,12 +243,6 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       return tx.transactionAttempt.create({
         data: { ...payment, method: REPORTED_METHOD, origin: "c2b", status: REPORTED_STATUS, settledAt: payment.createdAt },
       });
-    },
-
-    /** Records a verdict on the attempt alone; false when it was already settled (the attempt rule refused it). */
-    async settle(verdict: AttemptVerdict): Promise<boolean> {
-      const rows = await sql.query<{ id: number }>(SETTLE[verdict.status], [verdict.attemptId, ...verdictValues(verdict)]);
-      return rows.length > 0;
     },
 
     /**
