@@ -78,7 +78,7 @@ const PENDING_PUSH_TO_PHONE = `SELECT 1 AS found FROM transaction_attempts a
     AND ${paymentOfMerchantBesides("a", "$3", "$4")}
   LIMIT 1`;
 
-/** One verdict is written once (the attempt rule's guard); the statement for each settled status. */
+/** An attempt's verdict, written once (the attempt rule's guard): the UPDATE a transition's lead (settleAttemptCte) and settleFailed build on. */
 const settleText = (to: SettledAttemptStatus, id: string, values: [string, string, string]) =>
   `UPDATE transaction_attempts SET status = '${to}', code = ${values[0]}, reason = ${values[1]}, provider_reference = COALESCE(${values[2]}, provider_reference), settled_at = now()
   WHERE id = ${id} AND status IN (${attemptGuard(to).map((s) => `'${s}'`).join(", ")})
