@@ -119,6 +119,8 @@ describe("checkout payment claim", () => {
     expect(failed.status).toBe(503);
     expect(failed.body).toEqual({ status: "error", code: "provider_unavailable", message: "The sandbox card processor is unavailable (test card)" });
     expect(await prisma().transaction.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: "pending", chargeStartedAt: null });
+    // As if never tried: its attempt went with the claim (one statement), so the page counts no failed try.
+    expect(await prisma().transactionAttempt.count({ where: { transactionId: id } })).toBe(0);
     expect(await eventTypes(id)).toEqual([]);
 
     const retry = await pay(reference, SUCCESS);

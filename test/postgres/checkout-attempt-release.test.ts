@@ -30,19 +30,24 @@ describe("a checkout attempt's verdict and its payment", () => {
     await gw?.close();
   });
 
-  /** Another session holds the payment's row until `whileHeld` has run, once a write to it is waiting for the lock. */
-  async function holdingThePayment(id: number, whileHeld: () => Promise<void>) {
+  /**
+   * Another session holds the payment's row: `write` starts once it is held (when given), and `whileHeld` runs once a
+   * write to the row waits for the lock; then the lock goes. Answers what `write` started.
+   */
+  async function holdingThePayment<T>(id: number, whileHeld: () => Promise<void>, write?: () => Promise<T>): Promise<T | undefined> {
     const locker = new pg.Client({ connectionString: gw.database.databaseUrl });
     await locker.connect();
     try {
       await locker.query("BEGIN");
       await locker.query("SELECT 1 FROM transactions WHERE id = $1 FOR UPDATE", [id]);
+      const written = write?.();
       await until(
         () => locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()"),
         (r) => r.rows[0]!.n === 1,
       );
       await whileHeld();
       await locker.query("COMMIT");
+      return await written;
     } finally {
       await locker.end();
     }
@@ -61,13 +66,17 @@ describe("a checkout attempt's verdict and its payment", () => {
     const callbackPath = new URL(gw.gateway.services.callbackUrls.of(channel).collection!).pathname;
 
     // The payer cancels the prompt: M-Pesa's callback with ResultCode 1032. Its write waits for the row lock...
-    const delivered = payer().post(callbackPath, buildStkCallbackBody({ merchantRequestId: "cancel-1", checkoutRequestId: push!.checkoutRequestId!, resultCode: 1032, resultDesc: "Request cancelled by user." }));
-    await holdingThePayment(id, async () => {
-      // ... and until it commits, neither the page nor the attempt's row shows the failure.
-      expect((await status()).body).toMatchObject({ status: "pending", attempt: { method: "mpesa", status: "pending" } });
-      expect((await prisma.transactionAttempt.findUniqueOrThrow({ where: { id: push!.id } })).status).toBe("pending");
-    });
-    expect((await delivered).status).toBe(200);
+    const cancelled = buildStkCallbackBody({ merchantRequestId: "cancel-1", checkoutRequestId: push!.checkoutRequestId!, resultCode: 1032, resultDesc: "Request cancelled by user." });
+    const delivered = await holdingThePayment(
+      id,
+      async () => {
+        // ... and until it commits, neither the page nor the attempt's row shows the failure.
+        expect((await status()).body).toMatchObject({ status: "pending", attempt: { method: "mpesa", status: "pending" } });
+        expect((await prisma.transactionAttempt.findUniqueOrThrow({ where: { id: push!.id } })).status).toBe("pending");
+      },
+      () => payer().post(callbackPath, cancelled),
+    );
+    expect(delivered!.status).toBe(200);
 
     const failed = await until(status, (r) => r.body.attempt?.status === "failed");
     expect(failed.body).toMatchObject({ status: "pending", attempts_left: 2, attempt: { code: "1032", reason: "Request cancelled by user." } });

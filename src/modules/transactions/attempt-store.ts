@@ -107,6 +107,14 @@ const SETTLE_FAILED = `WITH settled AS (${settleText("failed", "$1", ["$2", "$3"
   )
   SELECT n AS failed FROM failed`;
 
+/**
+ * A card charge that ended with no outcome (the provider unavailable): its attempt goes, as if never made, and the
+ * claim it took ($3, its token) is released, in one statement: the page never shows the payment free while the
+ * attempt still stands, or the attempt gone while the claim still refuses the payer.
+ */
+const FORGET_AND_RELEASE = `WITH forgotten AS (DELETE FROM transaction_attempts WHERE id = $1 AND status = 'pending' RETURNING id)
+  ${releaseClaimText("t.id = $2 AND t.charge_started_at = $3")}`;
+
 type Claimed = { claimed: boolean; status: string; attemptId: number | null };
 
 /**
@@ -270,9 +278,9 @@ export function createAttemptStore(db: { prisma: PrismaClient; sql: Sql }) {
       return prisma.transactionAttempt.update({ where: { id }, data: { checkoutRequestId } });
     },
 
-    /** A call that ended with no outcome at all (the provider unavailable): as if never made, while still pending. */
-    async forget(id: number): Promise<void> {
-      await prisma.transactionAttempt.deleteMany({ where: { id, status: "pending" } });
+    /** A charge that ended with no outcome: the attempt (while still pending) goes and its claim is released (FORGET_AND_RELEASE). */
+    async forgetAndRelease(attemptId: number, transactionId: number, claimedAt: Date): Promise<void> {
+      await sql.query(FORGET_AND_RELEASE, [attemptId, transactionId, claimedAt]);
     },
 
     /** A payment's attempts, oldest first (GraphQL Transaction.attempts, the dashboard). */

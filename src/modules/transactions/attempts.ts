@@ -11,7 +11,7 @@ import { alreadySettled, CARD_CHARGE_LEASE_MS, connectorOf, DEFAULT_CHECKOUT_SET
 import type { Outcomes } from "./outcomes.ts";
 import type { PushFlow } from "./push.ts";
 import { ATTEMPT_QUERY_JOB } from "./reconcile.ts";
-import { findExpiredCheckouts, releaseClaim } from "./store.ts";
+import { findExpiredCheckouts } from "./store.ts";
 
 /**
  * The payer's attempts on the hosted checkout (issue 25): each card charge or STK push is a row of
@@ -86,8 +86,6 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
   }
 
   const refused = (c: { status: string }) => (c.status !== "pending" ? alreadySettled(c.status) : new GatewayError("conflict", "A payment for this transaction is in progress"));
-
-  const release = (transactionId: number, token: Date) => releaseClaim(sql, transactionId, token);
 
   /** The channel an STK push for this payment goes through: its own when it takes mobile money, else the merchant's mpesa (or, in test mode, sandbox) channel. */
   async function mpesaChannelFor(t: Pick<Transaction, "paymentMethod" | "channelId" | "currency" | "amount" | "merchantId" | "mode">): Promise<{ channel: PaymentChannel; momo: MomoConnector } | null> {
@@ -171,7 +169,6 @@ export function createAttemptFlow(ctx: FlowContext, outcomes: Outcomes, push: Pu
     expiryJob,
     claim,
     refused,
-    release,
     mpesaChannelFor,
     expireCheckouts,
     /** Queues the expiry sweep (at gateway start); at most one stays queued. */

@@ -73,7 +73,7 @@ export function createCardFlow(ctx: FlowContext, attempts: AttemptFlow, outcomes
         );
       } catch (error) {
         // No outcome: as if the attempt was never made (its row goes, the claim is released), so the payer can retry.
-        await Promise.all([ctx.attempts.forget(attemptId), attempts.release(transaction.id, claimedAt)]).catch(
+        await ctx.attempts.forgetAndRelease(attemptId, transaction.id, claimedAt).catch(
           (releaseError: unknown) => logger.warn({ reference, err: (releaseError as Error).message }, "card charge claim not released; it lapses with its lease"),
         );
         logger.warn({ reference, err: (error as Error).message }, "card charge failed without an outcome; claim released");

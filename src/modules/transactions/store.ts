@@ -685,12 +685,6 @@ export const paymentOfMerchantBesides = (a: string, merchantParam: string, other
 /** The statement releasing the claims of the rows of `transactions t` (joined to `from`, if given) that `where` picks. */
 export const releaseClaimText = (where: string, from?: string) =>
   `UPDATE transactions t SET charge_started_at = NULL${from ? ` FROM ${from}` : ""} WHERE ${where} RETURNING t.id`;
-const RELEASE_CLAIM = releaseClaimText("t.id = $1 AND t.charge_started_at = $2");
-
-/** Releases the claim an attempt took at `token` (and only that one: a later claim that took over stays). */
-export async function releaseClaim(sql: Sql, id: number, token: Date): Promise<void> {
-  await sql.query(RELEASE_CLAIM, [id, token]);
-}
 
 /**
  * Pending hosted-checkout payments (no payment method yet: from initialize) created before `before`, oldest
